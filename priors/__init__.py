@@ -5,3 +5,33 @@ Public API
 WeightPrior, GaussianPrior, RademacherPrior, UniformPrior, get_weight_prior, WEIGHT_PRIORS
 ReadoutLaw, get_readout_law, discrete_readout_law, READOUT_LAWS
 """
+
+from .readout_laws import (
+    DEFAULT_GRID_SIZE,
+    READOUT_LAWS,
+    ReadoutLaw,
+    discrete_readout_law,
+    get_readout_law,
+)
+from .weight_priors import (
+    WEIGHT_PRIORS,
+    GaussianPrior,
+    RademacherPrior,
+    UniformPrior,
+    WeightPrior,
+    get_weight_prior,
+)
+
+__all__ = [
+    "WeightPrior",
+    "GaussianPrior",
+    "RademacherPrior",
+    "UniformPrior",
+    "get_weight_prior",
+    "WEIGHT_PRIORS",
+    "ReadoutLaw",
+    "get_readout_law",
+    "discrete_readout_law",
+    "READOUT_LAWS",
+    "DEFAULT_GRID_SIZE",
+]

@@ -1,3 +1,42 @@
-"""Replica-symmetric free entropies, fixed points, branches, sweeps and I/O."""
+"""Replica-symmetric free entropies, fixed points, branches, sweeps and I/O.
+
+Main entry points
+-----------------
+ShallowModel
+    One hidden layer (THEORY.md §5): universal and specialization phases.
+DeepModel
+    L hidden layers with Hermite degrees ≤ 2 removed (THEORY.md §6.1).
+sweep
+    Every branch, the equilibrium and the transitions on an α grid.
+get_activation
+    Activations by name with Hermite coefficients and dual kernels.
+"""
 
 __version__ = "0.1.0"
+
+__all__ = ["ShallowModel", "DeepModel", "sweep", "get_activation", "read_sweep", "write_sweep", "__version__"]
+
+
+def __getattr__(name):
+    # lazy imports keep `import replica` (and the CLI's --help) fast
+    if name == "ShallowModel":
+        from .shallow import ShallowModel
+
+        return ShallowModel
+    if name == "DeepModel":
+        from .deep import DeepModel
+
+        return DeepModel
+    if name == "sweep":
+        from .branches import sweep
+
+        return sweep
+    if name == "get_activation":
+        from .activations import get_activation
+
+        return get_activation
+    if name in ("read_sweep", "write_sweep"):
+        from . import io
+
+        return getattr(io, name)
+    raise AttributeError(f"module 'replica' has no attribute {name!r}")

@@ -1,0 +1,217 @@
+"""Readout laws ``P_v`` of the second-layer weights (THEORY.md §1).
+
+A readout law is a finite set of atoms ``values`` with probabilities ``weights``
+(``sum weights = 1``) normalised so that ``E v^2 = 1``.  Discrete laws are exact; continuous
+laws (``uniform``, ``gaussian``) are replaced by a Gauss quadrature grid of
+``DEFAULT_GRID_SIZE`` points (adjustable with ``grid_size``) and marked ``exact=False``.
+
+Specifications understood by :func:`get_readout_law`:
+
+``ones``        ``v ≡ 1``
+``rademacher``  ``v = ±1``, probability 1/2 each
+``4point``      ``v ∈ {±1, ±3}/sqrt(5)``, probability 1/4 each
+``uniform``     uniform on ``[-sqrt(3), sqrt(3)]`` (Gauss–Legendre grid)
+``gaussian``    ``N(0, 1)`` (Gauss–Hermite grid)
+``discrete:VALUE=WEIGHT,VALUE=WEIGHT,...``
+                user law, e.g. ``discrete:1=0.5,-2=0.5``; weights are normalised to sum 1 and
+                values rescaled so that ``E v^2 = 1``.  Atoms are kept as given (no merging).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import special
+
+__all__ = [
+    "ReadoutLaw",
+    "READOUT_LAWS",
+    "DEFAULT_GRID_SIZE",
+    "get_readout_law",
+    "discrete_readout_law",
+]
+
+#: names of the built-in readout laws (plus the ``discrete:...`` user syntax)
+READOUT_LAWS = ("ones", "rademacher", "4point", "uniform", "gaussian")
+
+#: number of grid points used for continuous readout laws unless ``grid_size`` is given
+DEFAULT_GRID_SIZE = 64
+
+
+@dataclass(frozen=True, eq=False)
+class ReadoutLaw:
+    """Finite readout law with ``E v^2 = 1``.
+
+    Attributes
+    ----------
+    name : str
+        Specification it was built from.
+    values : ndarray, shape (n_atoms,)
+        Atoms ``v_i`` (float64, read-only).
+    weights : ndarray, shape (n_atoms,)
+        Probabilities, positive, summing to 1 (float64, read-only).
+    exact : bool
+        ``True`` for a discrete law, ``False`` for a quadrature grid of a continuous law.
+
+    Notes
+    -----
+    Instances are immutable, hashable and compare equal when name, atoms, weights and
+    ``exact`` agree (so they can key caches of spectral tables).
+    """
+
+    name: str
+    values: np.ndarray
+    weights: np.ndarray
+    exact: bool
+
+    def __post_init__(self):
+        values = np.array(self.values, dtype=np.float64).ravel()
+        weights = np.array(self.weights, dtype=np.float64).ravel()
+        if values.shape != weights.shape or values.size == 0:
+            raise ValueError("readout law needs as many weights as values (at least one)")
+        if not (np.all(np.isfinite(values)) and np.all(np.isfinite(weights))):
+            raise ValueError("readout law values and weights must be finite")
+        if np.any(weights <= 0):
+            raise ValueError("readout law weights must be positive")
+        if abs(weights.sum() - 1.0) > 1e-12:
+            raise ValueError(f"readout law weights sum to {weights.sum()!r}, not 1")
+        second = float(np.dot(weights, values ** 2))
+        if abs(second - 1.0) > 1e-12:
+            raise ValueError(f"readout law has E v^2 = {second!r}, not 1")
+        values.setflags(write=False)
+        weights.setflags(write=False)
+        object.__setattr__(self, "values", values)
+        object.__setattr__(self, "weights", weights)
+
+    def _key(self):
+        return (self.name, self.values.tobytes(), self.weights.tobytes(), self.exact)
+
+    def __eq__(self, other):
+        if not isinstance(other, ReadoutLaw):
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self):
+        return hash(self._key())
+
+    def expect(self, f):
+        """Return ``E_v f(v) = sum_i weights_i f(values_i)``."""
+        return float(np.dot(self.weights, f(self.values)))
+
+
+def discrete_readout_law(values, weights, *, name=None, exact=True):
+    """Build a readout law from atoms, normalising weights and the second moment.
+
+    Parameters
+    ----------
+    values : array_like, shape (n_atoms,)
+        Atoms; not all zero, finite.
+    weights : array_like, shape (n_atoms,)
+        Positive finite weights; normalised to sum 1.
+    name : str, optional
+        Name stored in the law (default: a ``discrete:`` specification).
+    exact : bool, optional
+        Whether the atoms represent the law exactly (default ``True``).
+
+    Returns
+    -------
+    ReadoutLaw
+        With ``values / sqrt(E v^2)`` and ``weights / sum(weights)``.
+
+    Raises
+    ------
+    ValueError
+        Mismatched lengths, empty input, non-finite numbers, non-positive weights, or all
+        values zero.
+    """
+    values = np.asarray(values, dtype=np.float64).ravel()
+    weights = np.asarray(weights, dtype=np.float64).ravel()
+    if values.size == 0 or values.shape != weights.shape:
+        raise ValueError("readout law needs as many weights as values (at least one)")
+    if not (np.all(np.isfinite(values)) and np.all(np.isfinite(weights))):
+        raise ValueError("readout law values and weights must be finite")
+    if np.any(weights <= 0):
+        raise ValueError("readout law weights must be positive (got "
+                         + ", ".join(repr(float(w)) for w in weights if w <= 0) + ")")
+    weights = weights / weights.sum()
+    second = float(np.dot(weights, values ** 2))
+    if second <= 0:
+        raise ValueError("readout law values are all zero; cannot normalise E v^2 = 1")
+    values = values / math.sqrt(second)
+    if name is None:
+        name = "discrete:" + ",".join(f"{v:.17g}={w:.17g}" for v, w in zip(values, weights))
+    return ReadoutLaw(name=name, values=values, weights=weights, exact=exact)
+
+
+def _parse_discrete(spec, body):
+    if not body.strip():
+        raise ValueError(f"readout law {spec!r}: no atoms after 'discrete:'")
+    values, weights = [], []
+    for item in body.split(","):
+        if item.count("=") != 1:
+            raise ValueError(f"readout law {spec!r}: atom {item.strip()!r} is not VALUE=WEIGHT")
+        v_text, w_text = (s.strip() for s in item.split("="))
+        try:
+            v, w = float(v_text), float(w_text)
+        except ValueError:
+            raise ValueError(f"readout law {spec!r}: malformed number in atom "
+                             f"{item.strip()!r}") from None
+        values.append(v)
+        weights.append(w)
+    return discrete_readout_law(values, weights, name=spec)
+
+
+def get_readout_law(spec, *, grid_size=None):
+    """Return the readout law described by ``spec``.
+
+    Parameters
+    ----------
+    spec : str
+        One of ``READOUT_LAWS`` or ``"discrete:VALUE=WEIGHT,..."`` (see module docstring).
+        Names are case-insensitive.
+    grid_size : int, optional
+        Number of grid points for continuous laws (default ``DEFAULT_GRID_SIZE`` = 64);
+        ignored by discrete laws.
+
+    Returns
+    -------
+    ReadoutLaw
+
+    Raises
+    ------
+    ValueError
+        Unknown name (the message lists the valid ones), malformed ``discrete:`` atoms or
+        numbers, non-positive weights, all-zero values, or ``grid_size < 1``.
+
+    Notes
+    -----
+    ``uniform`` uses ``grid_size``-point Gauss–Legendre nodes on ``[-sqrt(3), sqrt(3)]``
+    and ``gaussian`` ``grid_size``-point Gauss–Hermite (probabilists') nodes; both integrate
+    polynomials of degree ``2 grid_size - 1`` exactly.  Values are rescaled so that
+    ``E v^2 = 1`` holds exactly on the grid.
+    """
+    if not isinstance(spec, str):
+        raise ValueError(f"readout law specification must be a string, got {spec!r}")
+    text = spec.strip()
+    key = text.lower()
+    n = DEFAULT_GRID_SIZE if grid_size is None else int(grid_size)
+    if n < 1:
+        raise ValueError(f"grid_size must be >= 1, got {grid_size!r}")
+    if key.startswith("discrete:"):
+        return _parse_discrete(text, text[len("discrete:"):])
+    if key == "ones":
+        return discrete_readout_law([1.0], [1.0], name="ones")
+    if key == "rademacher":
+        return discrete_readout_law([-1.0, 1.0], [0.5, 0.5], name="rademacher")
+    if key == "4point":
+        return discrete_readout_law([-3.0, -1.0, 1.0, 3.0], [0.25] * 4, name="4point")
+    if key == "uniform":
+        x, w = special.roots_legendre(n)
+        return discrete_readout_law(math.sqrt(3.0) * x, w, name="uniform", exact=False)
+    if key == "gaussian":
+        x, w = special.roots_hermitenorm(n)
+        return discrete_readout_law(x, w, name="gaussian", exact=False)
+    raise ValueError(f"unknown readout law {spec!r}; valid: " + ", ".join(READOUT_LAWS)
+                     + ", or discrete:VALUE=WEIGHT,...")

@@ -1,0 +1,205 @@
+"""Damped fixed-point iteration shared by every architecture.
+
+The damping convention is defined here, once: with damping ``η ∈ [0, 1)`` the
+iterate is
+
+    x_{t+1} = η · x_t + (1 − η) · F(x_t),
+
+so ``η = 0`` is the plain iteration and the new iterate ``F(x_t)`` carries weight
+``1 − η``.  Damping never moves a fixed point (``x = F(x)`` is invariant), it only
+changes which fixed points are reached and how fast.
+
+To reach tight tolerances quickly, the iteration may hand over to a Newton-type
+solve (MINPACK ``hybr`` on ``F(x) − x``) once the damped iterate is inside the basin
+(scaled residual below ``polish_below``); the Newton point is accepted only if it passes
+the same residual test and lies close to the damped iterate, otherwise the damped
+iteration simply continues. Polishing therefore never changes which fixed point is
+reached, only how fast.
+
+Convergence is declared on the residual of the full map, element-wise,
+
+    |F(x) − x| ≤ atol + rtol · |x|      for every component,
+
+and the returned point is the one whose residual was tested (``x``, not ``F(x)``).
+A non-finite iterate ends the iteration with status ``"nan"``.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+__all__ = ["FixedPointResult", "solve_fixed_point", "STATUS_MESSAGES"]
+
+logger = logging.getLogger(__name__)
+
+STATUS_MESSAGES = {
+    "converged": "residual below atol + rtol·|x| for every order parameter",
+    "max_iter": "maximum number of iterations reached before the residual test passed",
+    "nan": "the fixed-point map returned a non-finite value (NaN or divergence)",
+    "exact": "solved by one-dimensional root finding (no iteration needed)",
+    "absent": "no stationary point of this kind at this α",
+}
+
+
+@dataclass
+class FixedPointResult:
+    """Outcome of a fixed-point solve.
+
+    Attributes
+    ----------
+    x : ndarray, shape (p,)
+        The point whose residual was tested (order parameters, packed).
+    converged : bool
+        Whether the residual test passed.
+    status : str
+        One of ``STATUS_MESSAGES``'s keys.
+    message : str
+        Human-readable explanation of ``status``.
+    iterations : int
+        Number of damped iterations (``info["evaluations"]`` counts every evaluation of
+        the map, Newton polishing included).
+    residual : float
+        Largest scaled residual ``max |F(x) − x| / (atol + rtol |x|)`` at ``x``
+        (≤ 1 when converged).
+    damping : float
+        Damping ``η`` used (see module docstring).
+    start : str
+        Name of the start the iteration came from.
+    info : dict
+        Architecture-specific extras (the unpacked order parameters, derived
+        quantities, …).
+    """
+
+    x: np.ndarray
+    converged: bool
+    status: str
+    message: str
+    iterations: int
+    residual: float
+    damping: float
+    start: str = ""
+    info: dict = field(default_factory=dict)
+
+
+def solve_fixed_point(
+    update: Callable[[np.ndarray], np.ndarray],
+    x0: np.ndarray,
+    *,
+    damping: float = 0.5,
+    atol: float = 1e-12,
+    rtol: float = 1e-10,
+    max_iter: int = 20000,
+    start: str = "",
+    polish_below: float | None = 1e4,
+    method: str = "damped",
+) -> FixedPointResult:
+    """Solve ``x = F(x)`` by damped iteration.
+
+    Parameters
+    ----------
+    update : callable
+        The map ``F``: ndarray of shape (p,) → ndarray of shape (p,).
+    x0 : array_like, shape (p,)
+        Initial point.
+    damping : float, keyword-only
+        Weight ``η`` of the old iterate, ``0 ≤ η < 1`` (module docstring).
+    atol, rtol : float, keyword-only
+        Absolute and relative tolerances of the residual test.
+    max_iter : int, keyword-only
+        Maximum number of evaluations of ``F``.
+    start : str, keyword-only
+        Label of the start, copied into the result.
+    polish_below : float or None, keyword-only
+        Scaled residual below which a Newton polish is attempted (None: never).
+    method : {"damped", "newton"}, keyword-only
+        ``"newton"`` skips the damped iteration and runs the Newton-type solve from
+        ``x0`` directly (used to test the *existence* of a fixed point near ``x0``,
+        e.g. close to a spinodal where damped iteration slows down critically; it may
+        converge to an unstable fixed point).
+
+    Returns
+    -------
+    FixedPointResult
+
+    Raises
+    ------
+    ValueError
+        If ``damping`` is outside ``[0, 1)`` or ``x0`` is not finite.
+    """
+    if not 0.0 <= damping < 1.0:
+        raise ValueError(f"damping must be in [0, 1), got {damping}")
+    x = np.array(x0, dtype=float, copy=True)
+    if not np.all(np.isfinite(x)):
+        raise ValueError("initial point of the fixed-point iteration is not finite")
+    if method not in ("damped", "newton"):
+        raise ValueError(f"method must be 'damped' or 'newton', got {method!r}")
+    if method == "newton":
+        y, nfev = _newton_polish(update, x)
+        if y is None:
+            return FixedPointResult(x, False, "max_iter", "Newton solve did not converge", 0, np.inf, damping, start,
+                                    {"evaluations": nfev, "polished": True})
+        fy = np.asarray(update(y), dtype=float)
+        ok = bool(np.all(np.isfinite(fy)))
+        res = float(np.max(np.abs(fy - y) / (atol + rtol * np.abs(y)))) if ok and y.size else (0.0 if ok else np.inf)
+        status = "converged" if res <= 1.0 else "max_iter"
+        return FixedPointResult(y, status == "converged", status, STATUS_MESSAGES[status], 0, res, damping, start,
+                                {"evaluations": nfev + 1, "polished": True})
+    scaled = np.inf
+    evaluations = 0
+    polished = False
+    next_polish = polish_below if polish_below is not None else -1.0
+
+    def residual(y, fy):
+        return float(np.max(np.abs(fy - y) / (atol + rtol * np.abs(y)))) if y.size else 0.0
+
+    for it in range(1, max_iter + 1):
+        fx = np.asarray(update(x), dtype=float)
+        evaluations += 1
+        if not np.all(np.isfinite(fx)):
+            return FixedPointResult(x, False, "nan", STATUS_MESSAGES["nan"], it, np.inf, damping, start)
+        scaled = residual(x, fx)
+        if scaled <= 1.0:
+            return FixedPointResult(
+                x, True, "converged", STATUS_MESSAGES["converged"], it, scaled, damping, start,
+                {"evaluations": evaluations, "polished": polished},
+            )
+        if scaled < next_polish:
+            polished = True
+            next_polish = scaled / 100.0  # retry only after the residual dropped 100-fold
+            y, nfev = _newton_polish(update, x)
+            evaluations += nfev
+            if y is not None:
+                fy = np.asarray(update(y), dtype=float)
+                evaluations += 1
+                step = np.max(np.abs(y - x) / (atol + rtol * np.abs(x) + np.abs(fx - x) * 100.0))
+                if np.all(np.isfinite(fy)) and residual(y, fy) <= 1.0 and step <= 1.0:
+                    return FixedPointResult(
+                        y, True, "converged", STATUS_MESSAGES["converged"], it, residual(y, fy), damping,
+                        start, {"evaluations": evaluations, "polished": True},
+                    )
+        x_tested = x
+        x = damping * x + (1.0 - damping) * fx
+    x = x_tested
+    logger.debug("fixed point from start %r not converged after %d iterations", start, max_iter)
+    # the returned point is the one whose residual was tested last
+    return FixedPointResult(x, False, "max_iter", STATUS_MESSAGES["max_iter"], max_iter, scaled, damping, start,
+                            {"evaluations": evaluations, "polished": polished})
+
+
+def _newton_polish(update, x):
+    """Solve ``F(y) − y = 0`` from ``x`` with MINPACK hybr; ``(y or None, evaluations)``."""
+    from scipy import optimize
+
+    with np.errstate(all="ignore"):
+        try:
+            sol = optimize.root(lambda y: np.asarray(update(y), dtype=float) - y, x, method="hybr",
+                                options={"xtol": 1e-13})
+        except (ValueError, FloatingPointError, ZeroDivisionError):
+            return None, 0
+    if not sol.success or not np.all(np.isfinite(sol.x)):
+        return None, int(getattr(sol, "nfev", 0))
+    return sol.x, int(sol.nfev)
