@@ -2,3 +2,19 @@
 
 No knowledge of neural networks lives here: inputs are spectral laws and SNRs.
 """
+from .spectral import (
+    density,
+    generalized_wishart_inverse_stieltjes,
+    stieltjes,
+    support,
+)
+from .symmetric import SymmetricChannel, symmetric_channel
+
+__all__ = [
+    "generalized_wishart_inverse_stieltjes",
+    "stieltjes",
+    "density",
+    "support",
+    "SymmetricChannel",
+    "symmetric_channel",
+]

@@ -1,0 +1,7 @@
+"""``python -m replica`` runs ``replica-sweep``."""
+
+import sys
+
+from .cli import sweep_main
+
+sys.exit(sweep_main())

@@ -1,0 +1,750 @@
+"""Command line: ``replica-sweep`` (also ``python -m replica``), ``replica-plot`` and
+``replica-phase-diagram``.
+
+* ``replica-sweep`` sweeps the sample ratio α and writes every branch, the equilibrium and
+  the transitions to one HDF5 file (layout in :mod:`replica.io`); the file is a valid
+  checkpoint while the sweep runs, and ``--resume`` continues an interrupted sweep.
+* ``replica-plot`` draws the figures of a sweep, phase-diagram or experiment file
+  (:mod:`replica.plotting`).
+* ``replica-phase-diagram`` computes a grid α × (Δ, γ or another numeric option) in
+  parallel with ``dask.distributed`` (:mod:`replica.phase_diagram`).
+
+Every command takes ``--config FILE.toml`` (:mod:`replica.config`), ``--quiet``, and
+reports bad input as one line naming the option, with exit status 2. Logging is
+configured here only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import os
+import signal
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from . import __version__
+from .config import CommandParser, UsageError, parse_with_config, resolved_configuration
+
+__all__ = [
+    "sweep_main",
+    "plot_main",
+    "phase_diagram_main",
+    "parse_alpha_grid",
+    "parse_number_grid",
+    "build_sweep_parser",
+    "build_plot_parser",
+    "build_phase_diagram_parser",
+    "build_model",
+    "UsageError",
+]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_OUTPUT = "replica_sweep.h5"
+DEFAULT_PHASE_OUTPUT = "phase_diagram.h5"
+
+
+# --------------------------------------------------------------------------- parsing helpers
+def parse_alpha_grid(text: str) -> np.ndarray:
+    """Parse ``--alpha``: a comma list ``a,b,c`` or an inclusive range ``start:stop:num``.
+
+    Raises
+    ------
+    UsageError
+        Malformed numbers, non-positive or non-finite values, num < 1, repeated values.
+    """
+    return parse_number_grid(text, "--alpha", minimum=0.0, strict=True, meaning="α = n/d²")
+
+
+def parse_number_grid(text: str, option: str, *, minimum=None, strict=False, integer=False,
+                      meaning="") -> np.ndarray:
+    """Parse a grid of numbers: a comma list ``a,b,c`` or an inclusive range ``start:stop:num``.
+
+    Parameters
+    ----------
+    text : str
+    option : str
+        Option name used in messages (e.g. ``"--delta"``).
+    minimum : float, optional, keyword-only
+        Lower bound of the values.
+    strict : bool, keyword-only
+        Whether the bound is strict (``> minimum``) or not (``>= minimum``).
+    integer : bool, keyword-only
+        Values must be integers (returned as int64).
+    meaning : str, keyword-only
+        Symbol shown in the bound message.
+
+    Returns
+    -------
+    ndarray, shape (n,)
+
+    Raises
+    ------
+    UsageError
+        Malformed, non-finite, out-of-range or repeated values, or ``num < 1``.
+    """
+    text = str(text).strip()
+    try:
+        if ":" in text:
+            parts = text.split(":")
+            if len(parts) != 3:
+                raise ValueError
+            start, stop = float(parts[0]), float(parts[1])
+            num = int(parts[2])
+            if num < 1:
+                raise UsageError(f"{option}: the number of points must be >= 1 in {text!r}")
+            if num > 1 and stop <= start:
+                raise UsageError(f"{option}: stop must be larger than start in {text!r}")
+            grid = np.linspace(start, stop, num)
+        else:
+            grid = np.array([float(s) for s in text.split(",")])
+    except UsageError:
+        raise
+    except ValueError:
+        raise UsageError(f"{option}: expected 'a,b,c' or 'start:stop:num', got {text!r}") from None
+    if grid.size == 0 or not np.all(np.isfinite(grid)):
+        raise UsageError(f"{option}: values must be finite numbers, got {text!r}")
+    if minimum is not None:
+        bad = grid <= minimum if strict else grid < minimum
+        if np.any(bad):
+            rel = ">" if strict else ">="
+            what = f" ({meaning})" if meaning else ""
+            raise UsageError(f"{option}: values must be {rel} {minimum:g}{what}, got {text!r}")
+    if integer:
+        if np.any(grid != np.round(grid)):
+            raise UsageError(f"{option}: values must be integers, got {text!r}")
+        grid = grid.astype(np.int64)
+    if np.unique(grid).size != grid.size:
+        raise UsageError(f"{option}: values must be distinct, got {text!r}")
+    return grid
+
+
+def _number(name, *, minimum=None, strict=False, integer=False, maximum=None, upper_strict=True):
+    """argparse ``type`` for one number with a range check; the message names ``name``."""
+
+    def conv(s):
+        try:
+            x = int(s) if integer else float(s)
+        except ValueError:
+            kind = "an integer" if integer else "a number"
+            raise argparse.ArgumentTypeError(f"{name} must be {kind}, got {s!r}") from None
+        if not math.isfinite(x):
+            raise argparse.ArgumentTypeError(f"{name} must be finite, got {s!r}")
+        if minimum is not None and (x <= minimum if strict else x < minimum):
+            raise argparse.ArgumentTypeError(f"{name} must be {'>' if strict else '>='} {minimum:g}, got {s!r}")
+        if maximum is not None and (x >= maximum if upper_strict else x > maximum):
+            raise argparse.ArgumentTypeError(f"{name} must be {'<' if upper_strict else '<='} {maximum:g}, got {s!r}")
+        return x
+
+    conv.__name__ = name  # argparse shows "invalid <name> value" if the message is lost
+    return conv
+
+
+def _positive_float(name):
+    return _number(name, minimum=0.0, strict=True)
+
+
+def _nonnegative_float(name):
+    return _number(name, minimum=0.0)
+
+
+def parse_int_list(text: str, option: str) -> tuple:
+    """Parse a comma list of non-negative integers (empty string → empty tuple)."""
+    if not str(text).strip():
+        return ()
+    try:
+        vals = tuple(int(s) for s in str(text).split(","))
+    except ValueError:
+        raise UsageError(f"{option}: expected a comma list of integers, got {text!r}") from None
+    if any(v < 0 for v in vals):
+        raise UsageError(f"{option}: degrees must be >= 0, got {text!r}")
+    return vals
+
+
+def parse_gammas(text: str, layers: int) -> list:
+    """Parse ``--gamma``: one value, or one per layer."""
+    try:
+        vals = [float(s) for s in str(text).split(",")]
+    except ValueError:
+        raise UsageError(f"--gamma: expected a number or a comma list of numbers, got {text!r}") from None
+    if any(not math.isfinite(v) or v <= 0 for v in vals):
+        raise UsageError(f"--gamma: width ratios must be finite numbers > 0, got {text!r}")
+    if len(vals) == 1:
+        vals = vals * layers
+    if len(vals) != layers:
+        raise UsageError(f"--gamma: expected 1 or {layers} values for --layers {layers}, got {len(vals)}")
+    return vals
+
+
+def _check_output(path: Path, overwrite: bool, *, resume: bool = False, option="--output"):
+    """Refuse existing outputs (unless ``overwrite``/``resume``) and unwritable locations."""
+    path = Path(path)
+    if str(path).strip() == "":
+        raise UsageError(f"{option}: empty file name")
+    if path.is_dir():
+        raise UsageError(f"{option}: {path} is a directory")
+    if path.exists() and not (overwrite or resume):
+        unfinished = False
+        if path.suffix.lower() in (".h5", ".hdf5"):
+            try:
+                import h5py
+
+                with h5py.File(path, "r") as h5:
+                    unfinished = int(h5.attrs.get("complete", 1)) == 0
+            except (OSError, ValueError, TypeError):
+                pass
+        if unfinished:
+            raise UsageError(f"{option}: {path} holds an interrupted run; pass --resume to continue it "
+                             "or --overwrite to start again")
+        raise UsageError(f"{option}: {path} exists; pass --overwrite to replace it")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.exists():
+        raise UsageError(f"{option}: directory {parent} does not exist")
+    if not parent.is_dir():
+        raise UsageError(f"{option}: {parent} is not a directory")
+    try:  # access() says yes to root on read-only mounts: really try
+        fd, probe = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".probe", dir=parent)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise UsageError(f"{option}: cannot write in directory {parent} ({exc.strerror})") from None
+    if path.exists() and not os.access(path, os.W_OK) and not overwrite and resume:
+        raise UsageError(f"{option}: {path} is not writable")
+
+
+# --------------------------------------------------------------------------- model options
+def add_model_options(p, *, grids=False):
+    """Model options shared by ``replica-sweep`` and ``replica-phase-diagram``.
+
+    With ``grids=True`` the numeric options ``--delta``, ``--gamma`` and ``--readout-grid``
+    are kept as text, so that one of them can be a grid.
+    """
+    g = p.add_argument_group("model (THEORY.md §1)")
+    g.add_argument("--layers", type=_number("--layers", minimum=1, integer=True), default=1,
+                   help="number of hidden layers L >= 1 (default 1). L >= 2 needs an activation without Hermite "
+                        "components of degree <= 2 (--drop-hermite 0,1,2 --unit-variance), THEORY §6.1")
+    g.add_argument("--gamma", default="0.5",
+                   help="width ratio γ = k/d > 0, or one per layer 'γ1,...,γL' (default 0.5)"
+                        + ("; or a grid 'start:stop:num' (the second axis)" if grids else ""))
+    g.add_argument("--activation", default="relu",
+                   help="activation σ: relu, elu, tanh, tanh2 (= tanh 2x), erf, sigmoid, softplus, quadratic "
+                        "(= x²/√2) or Hermite coefficients 'hermite:2=1.4142,3=1' (σ = Σ μ_ℓ He_ℓ/ℓ!) (default relu)")
+    g.add_argument("--drop-hermite", default="",
+                   help="comma list of Hermite degrees removed from the activation, e.g. '0,1,2' (default none)")
+    g.add_argument("--unit-variance", action="store_true",
+                   help="rescale the activation (after --drop-hermite) to E σ(z)² = 1")
+    g.add_argument("--prior", default="gaussian",
+                   help="weight prior P_W: gaussian, rademacher or uniform (unit variance; default gaussian)")
+    g.add_argument("--readout", default="ones",
+                   help="readout law P_v (E v² = 1): ones, rademacher, uniform (on ±√3), gaussian, 4point "
+                        "({±1,±3}/√5) or 'discrete:v=w,v=w,...' (default ones)")
+    if grids:
+        g.add_argument("--readout-grid", default=None,
+                       help="number of grid points (>= 2) for continuous readout laws (gaussian, uniform); "
+                            "or a grid 'a,b,c' of them (the second axis)")
+        g.add_argument("--delta", default="0.1",
+                       help="label-noise variance Δ >= 0, or a grid 'start:stop:num' / 'a,b,c' (default 0.1)")
+    else:
+        g.add_argument("--readout-grid", type=_number("--readout-grid", minimum=2, integer=True), default=None,
+                       help="number of grid points (>= 2) for continuous readout laws (gaussian, uniform)")
+        g.add_argument("--delta", type=_nonnegative_float("--delta"), default=0.1,
+                       help="label-noise variance Δ >= 0 (default 0.1)")
+    s = p.add_argument_group("solver")
+    s.add_argument("--alpha", default="0.01:8:101",
+                   help="sample ratios α = n/d² > 0: 'a,b,c' or inclusive 'start:stop:num' (default 0.01:8:101)")
+    s.add_argument("--branches", choices=["all", "universal"], default="all",
+                   help="'all' traces universal, specialized and partial branches, equilibrium and transitions; "
+                        "'universal' only the Q ≡ 0 branch (default all)")
+    s.add_argument("--damping", type=_number("--damping", minimum=0.0, maximum=1.0), default=0.5,
+                   help="damping η in [0, 1) of the fixed-point iteration, x ← η x + (1−η) F(x) (default 0.5)")
+
+
+def _add_common(p, *, default_output, resume=True, output=True):
+    o = p.add_argument_group("output and control")
+    if output:
+        o.add_argument("-o", "--output", default=default_output,
+                       help=f"output HDF5 file (default {default_output})")
+    o.add_argument("--overwrite", action="store_true", help="replace an existing output file")
+    if resume:
+        o.add_argument("--resume", action="store_true",
+                       help="continue an interrupted run stored in --output (same options); a finished file "
+                            "is left as it is")
+    o.add_argument("--config", metavar="FILE.toml", default=None,
+                   help="read options from a TOML file with the same keys as the long options "
+                        "(e.g. delta = 0.1, drop-hermite = '0,1,2'); the command line overrides it")
+    o.add_argument("--quiet", action="store_true", help="no progress bar, warnings only")
+    o.add_argument("--verbose", action="store_true", help="debug messages")
+    o.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    return o
+
+
+def _activation(name, drop, unit_variance):
+    from .activations import get_activation
+
+    try:
+        act = get_activation(name, drop_hermite=drop, unit_variance=unit_variance)
+    except ValueError as exc:
+        msg = str(exc).splitlines()[0]
+        if "drop_hermite" in msg:
+            raise UsageError(f"--drop-hermite: {msg}") from None
+        if unit_variance and "normalised" in msg:
+            raise UsageError(f"--unit-variance: {msg}") from None
+        raise UsageError(f"--activation: {msg}") from None
+    with np.errstate(all="ignore"):
+        try:
+            values = {"μ₀": act.mu0, "μ₁": act.mu1, "μ₂": act.mu2, "E σ²": act.nu, "g(1)": act.g1}
+        except (ValueError, FloatingPointError, OverflowError, ZeroDivisionError) as exc:
+            raise UsageError(f"--activation: {name!r} cannot be evaluated ({exc})") from None
+    for sym, val in values.items():
+        val = float(val)
+        if math.isnan(val):
+            raise UsageError(f"--activation: {name!r} has a NaN Hermite coefficient or kernel ({sym} = nan)")
+        if not math.isfinite(val):
+            raise UsageError(f"--activation: {name!r} has infinite variance ({sym} = {val})")
+    return act
+
+
+def build_model(options: dict):
+    """Build the model described by resolved options (one value per option).
+
+    Parameters
+    ----------
+    options : dict
+        ``layers``, ``gamma`` (list, one per layer), ``activation``, ``drop_hermite`` (list),
+        ``unit_variance``, ``prior``, ``readout``, ``readout_grid`` (int or None), ``delta``.
+
+    Returns
+    -------
+    ShallowModel (layers = 1) or DeepModel (layers ≥ 2)
+
+    Raises
+    ------
+    UsageError
+        Invalid option, with the option's name (``--activation: unknown activation …``).
+    """
+    from priors import get_readout_law, get_weight_prior
+
+    layers = int(options["layers"])
+    gammas = [float(g) for g in options["gamma"]]
+    delta = float(options["delta"])
+    if not (math.isfinite(delta) and delta >= 0):
+        raise UsageError(f"--delta: must be a finite number >= 0, got {delta}")
+    if any(not (math.isfinite(g) and g > 0) for g in gammas):
+        raise UsageError(f"--gamma: width ratios must be finite numbers > 0, got {gammas}")
+    act = _activation(options["activation"], tuple(options.get("drop_hermite") or ()),
+                      bool(options.get("unit_variance")))
+    try:
+        prior = get_weight_prior(options["prior"])
+    except ValueError as exc:
+        raise UsageError(f"--prior: {str(exc).splitlines()[0]}") from None
+    grid = options.get("readout_grid")
+    try:
+        readout = get_readout_law(options["readout"], grid_size=grid)
+    except ValueError as exc:
+        msg = str(exc).splitlines()[0]
+        raise UsageError(f"--readout-grid: {msg}" if msg.startswith("grid_size") else f"--readout: {msg}") from None
+    try:
+        if layers == 1:
+            from .shallow import ShallowModel
+
+            return ShallowModel(act, gammas[0], delta, weight_prior=prior, readout_law=readout)
+        from .deep import DeepModel
+
+        return DeepModel(act, gammas, delta, weight_prior=prior, readout_law=readout)
+    except ValueError as exc:
+        msg = str(exc).splitlines()[0]
+        for key, opt in (("activation", "--activation"), ("prior", "--prior"), ("gamma", "--gamma"),
+                         ("delta", "--delta"), ("readout", "--readout")):
+            if msg.startswith(key):
+                raise UsageError(f"{opt}: {msg[len(key):].lstrip(' :')}") from None
+        raise UsageError(f"--layers {layers}: {msg}") from None
+
+
+# --------------------------------------------------------------------------- main wrapper
+def _configure_logging(args):
+    level = logging.DEBUG if getattr(args, "verbose", False) else (
+        logging.WARNING if getattr(args, "quiet", False) else logging.INFO)
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", force=True)
+    for noisy in ("distributed", "matplotlib", "h5py", "numba", "tornado", "bokeh", "asyncio"):
+        logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, handled like Ctrl-C (checkpoint, then exit)."""
+
+
+def _raise_terminated(signum, frame):  # pragma: no cover - exercised by subprocess tests
+    raise _Terminated()
+
+
+def _all_option_keys() -> set:
+    """Long-option names of every command (keys a shared configuration file may hold)."""
+    keys = set()
+    for build in (build_sweep_parser, build_plot_parser, build_phase_diagram_parser):
+        for action in build()._actions:
+            keys.add(action.dest)
+    return keys
+
+
+def _main(prog, build_parser, run, argv):
+    parser = build_parser()
+    try:
+        args = parse_with_config(parser, argv, shared_keys=_all_option_keys())
+    except UsageError as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return 2
+    except SystemExit as exc:  # argparse: --help, --version, or a one-line error (exit 2)
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+    _configure_logging(args)
+    previous = None
+    try:
+        previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    except ValueError:  # pragma: no cover - not in the main thread
+        pass
+    try:
+        return run(args)
+    except UsageError as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt as exc:
+        what = "terminated" if isinstance(exc, _Terminated) else "interrupted"
+        note = getattr(exc, "note", "nothing written")
+        print(f"{prog}: {what}; {note}", file=sys.stderr)
+        return 143 if isinstance(exc, _Terminated) else 130
+    except OSError as exc:
+        target = exc.filename or getattr(args, "output", "")
+        print(f"{prog}: error: cannot write {target}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _jsonable_equal(a, b) -> list:
+    """Keys whose JSON values differ between two dicts."""
+    a = json.loads(json.dumps(a, sort_keys=True))
+    b = json.loads(json.dumps(b, sort_keys=True))
+    return sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+
+
+# --------------------------------------------------------------------------- replica-sweep
+def build_sweep_parser() -> argparse.ArgumentParser:
+    """Argument parser of ``replica-sweep``."""
+    p = CommandParser(
+        prog="replica-sweep",
+        description=(
+            "Bayes-optimal learning curve of a network with L hidden layers (teacher–student, "
+            "width k = γd, n = αd² samples) from the replica/HCIZ theory. Writes every branch "
+            "(universal, specialized, partial), the equilibrium and the transitions to HDF5. The output "
+            "is a valid checkpoint while the sweep runs: after Ctrl-C or a kill, rerun with --resume."
+        ),
+    )
+    add_model_options(p)
+    o = _add_common(p, default_output=DEFAULT_OUTPUT)
+    o.add_argument("--checkpoint-every", type=_number("--checkpoint-every", minimum=0.0), default=30.0,
+                   metavar="SECONDS", help="seconds between checkpoints of an unfinished sweep (default 30; "
+                                           "0 = after every solve)")
+    return p
+
+
+def sweep_main(argv=None) -> int:
+    """Entry point of ``replica-sweep``; returns the exit status."""
+    return _main("replica-sweep", build_sweep_parser, _run_sweep, argv)
+
+
+def sweep_parameters(args) -> tuple:
+    """Validated model parameters of ``replica-sweep`` (the ``parameters`` attribute) and the α grid."""
+    alphas = parse_alpha_grid(args.alpha)
+    gammas = parse_gammas(args.gamma, args.layers)
+    drop = parse_int_list(args.drop_hermite, "--drop-hermite")
+    parameters = {
+        "layers": args.layers, "gamma": gammas, "activation": args.activation, "drop_hermite": list(drop),
+        "unit_variance": args.unit_variance, "prior": args.prior,
+        "readout": args.readout, "readout_grid": args.readout_grid, "delta": args.delta,
+        "alpha": alphas.tolist(), "branches": args.branches, "damping": args.damping,
+    }
+    return parameters, alphas
+
+
+def _run_sweep(args) -> int:
+    from .branches import sweep
+    from .io import SweepCheckpoint, read_root_attrs, write_sweep
+
+    if not 0.0 <= args.damping < 1.0:
+        raise UsageError(f"--damping must be in [0, 1), got {args.damping}")
+    parameters, alphas = sweep_parameters(args)
+    out = Path(args.output)
+    _check_output(out, args.overwrite, resume=args.resume)
+    configuration = resolved_configuration(args)
+    model = build_model(parameters)
+    solve_kw = {"damping": args.damping}
+
+    checkpoint = None
+    if args.resume and out.exists() and not args.overwrite:
+        try:
+            attrs = read_root_attrs(out)
+        except OSError:
+            raise UsageError(f"--resume: {out} is not an HDF5 file written by replica-sweep") from None
+        if attrs.get("kind", "sweep") != "sweep" or "parameters" not in attrs:
+            raise UsageError(f"--resume: {out} is not a replica-sweep file")
+        diff = _jsonable_equal(attrs["parameters"], parameters)
+        if diff:
+            raise UsageError(f"--resume: {out} was computed with different options ({', '.join(diff)}); "
+                             "use the same options or another --output")
+        if attrs["complete"]:
+            logger.info("%s is already complete; nothing to resume", out)
+            print(out)
+            return 0
+        try:
+            checkpoint = SweepCheckpoint.load(out, model, alphas, parameters, configuration,
+                                              every=args.checkpoint_every, solve_kw=solve_kw)
+        except (ValueError, KeyError, OSError) as exc:
+            raise UsageError(f"--resume: cannot read the checkpoint in {out}: {exc}") from None
+        logger.info("resuming %s: %d solves already done", out, checkpoint.n_done)
+    elif args.resume:
+        logger.info("--resume: %s does not exist yet; starting a new sweep", out)
+    if checkpoint is None:
+        checkpoint = SweepCheckpoint(out, model, alphas, parameters, configuration,
+                                     every=args.checkpoint_every, solve_kw=solve_kw)
+
+    t0 = time.perf_counter()
+    try:
+        result = sweep(model, alphas, branches=args.branches, progress=not args.quiet, solve_kw=solve_kw,
+                       cache=checkpoint)
+    except KeyboardInterrupt as exc:
+        if checkpoint.n_done:
+            try:
+                checkpoint.write()
+            except KeyboardInterrupt:  # a second signal during the write: the previous checkpoint stays
+                pass
+            exc.note = (f"{checkpoint.n_done} solves saved in {out}; continue with the same command and --resume")
+        elif out.exists() and args.resume:
+            exc.note = f"{out} unchanged"
+        raise
+    elapsed = time.perf_counter() - t0
+    write_sweep(out, result, parameters, configuration=configuration)
+    tr = result.transitions
+    logger.info("sweep of %d α values in %.2f s (%d solves reused, %d computed); alpha_sp = %s, alpha_c = %s",
+                alphas.size, elapsed, checkpoint.reused, checkpoint.computed, tr.get("alpha_sp"), tr.get("alpha_c"))
+    print(out)
+    return 0
+
+
+# --------------------------------------------------------------------------- replica-plot
+def build_plot_parser() -> argparse.ArgumentParser:
+    """Argument parser of ``replica-plot``."""
+    p = CommandParser(
+        prog="replica-plot",
+        description=(
+            "Figures of a replica-sweep, replica-phase-diagram or replica-experiment HDF5 file: learning curves "
+            "with every branch (metastable parts dashed) and the transitions α_sp, α_c; overlap profiles Q(v); "
+            "per-layer overlap maps of deep networks; phase diagrams with the transition lines; experiment "
+            "points (mean ± s.e.m.) overlaid when present."
+        ),
+    )
+    p.add_argument("file", metavar="FILE.h5", nargs="?", default=None, help="HDF5 file to plot")
+    p.add_argument("-o", "--output", default=None,
+                   help="figure file, format from the suffix: .png, .pdf, .svg (default FILE.png next to FILE.h5)")
+    p.add_argument("--experiment", action="append", default=[], metavar="FILE.h5",
+                   help="overlay the experiment points of a replica-experiment file (repeatable)")
+    p.add_argument("--reference", action="append", default=[], metavar="FILE.csv[:COLUMN[:ERROR]]",
+                   help="overlay a curve from a CSV file with an 'alpha' column: COLUMN (default: mmse, gen_error "
+                        "or y_MMSEs) against α, with ERROR as error bars (repeatable)")
+    p.add_argument("--kind", choices=["auto", "curve", "overlaps", "layers", "phase"], default="auto",
+                   help="what to draw: auto (everything the file allows), curve (learning curve only), overlaps "
+                        "(Q(v) profiles / overlaps vs α), layers (per-layer maps, deep networks), phase "
+                        "(phase diagram) (default auto)")
+    p.add_argument("--logy", action="store_true", help="logarithmic mmse axis")
+    p.add_argument("--title", default=None, help="figure title (default: the model parameters)")
+    p.add_argument("--dpi", type=_number("--dpi", minimum=10, integer=True), default=200,
+                   help="resolution of raster formats (default 200)")
+    _add_common(p, default_output=None, resume=False, output=False)
+    return p
+
+
+def plot_main(argv=None) -> int:
+    """Entry point of ``replica-plot``; returns the exit status."""
+    return _main("replica-plot", build_plot_parser, _run_plot, argv)
+
+
+def _run_plot(args) -> int:
+    if args.file is None:
+        raise UsageError("FILE.h5: give the HDF5 file to plot (or 'file' in --config)")
+    src = Path(args.file)
+    if not src.exists():
+        raise UsageError(f"FILE.h5: {src} does not exist")
+    out = Path(args.output) if args.output else src.with_suffix(".png")
+    if out.suffix.lower() not in (".png", ".pdf", ".svg", ".jpg", ".jpeg", ".eps"):
+        raise UsageError(f"--output: unknown figure format {out.suffix!r} (use .png, .pdf or .svg)")
+    _check_output(out, args.overwrite, option="--output")
+    for e in args.experiment:
+        if not Path(e).exists():
+            raise UsageError(f"--experiment: {e} does not exist")
+    from . import plotting
+
+    references = []
+    for spec in args.reference:
+        try:
+            references.append(plotting.read_reference(spec))
+        except ValueError as exc:
+            raise UsageError(f"--reference: {exc}") from None
+    try:
+        fig = plotting.plot_file(src, experiments=args.experiment, references=references, kind=args.kind,
+                                 title=args.title, logy=args.logy)
+    except plotting.PlotError as exc:
+        raise UsageError(str(exc)) from None
+    plotting.save_figure(fig, out, dpi=args.dpi)
+    logger.info("wrote %s", out)
+    print(out)
+    return 0
+
+
+# --------------------------------------------------------------------------- replica-phase-diagram
+#: numeric options that can be the second axis of a phase diagram
+PHASE_PARAMETERS = ("delta", "gamma", "readout_grid")
+
+
+def build_phase_diagram_parser() -> argparse.ArgumentParser:
+    """Argument parser of ``replica-phase-diagram``."""
+    p = CommandParser(
+        prog="replica-phase-diagram",
+        description=(
+            "Phase diagram on a grid α × (Δ, γ or --readout-grid): for every value of the second parameter a full "
+            "α sweep (all branches, warm starts in both directions), giving the equilibrium mmse, its branch and "
+            "the transition lines α_sp and α_c. Exactly one of --delta, --gamma, --readout-grid is a grid "
+            "('start:stop:num' or 'a,b,c'). The sweeps run in parallel with dask.distributed: a local cluster "
+            "of --workers processes, or an existing cluster (--scheduler tcp://HOST:PORT)."
+        ),
+    )
+    add_model_options(p, grids=True)
+    p.add_argument("--vary", choices=[n.replace("_", "-") for n in PHASE_PARAMETERS], default=None,
+                   help="name of the second axis when it is ambiguous (e.g. --gamma 0.5,1 with --layers 2)")
+    c = p.add_argument_group("cluster")
+    c.add_argument("--workers", type=_number("--workers", minimum=1, integer=True), default=None,
+                   help="worker processes of the local cluster (default: number of CPU cores)")
+    c.add_argument("--scheduler", default=None, metavar="tcp://HOST:PORT",
+                   help="address of a running dask scheduler (instead of a local cluster)")
+    _add_common(p, default_output=DEFAULT_PHASE_OUTPUT)
+    return p
+
+
+def phase_diagram_main(argv=None) -> int:
+    """Entry point of ``replica-phase-diagram``; returns the exit status."""
+    return _main("replica-phase-diagram", build_phase_diagram_parser, _run_phase_diagram, argv)
+
+
+def phase_diagram_options(args) -> tuple:
+    """Resolve the phase-diagram options.
+
+    Returns
+    -------
+    parameter : str
+        Name of the second axis.
+    values : ndarray
+        Its grid.
+    base : dict
+        Model options common to every line (``gamma`` is a list, one per layer).
+    alphas : ndarray
+    """
+    alphas = parse_alpha_grid(args.alpha)
+    drop = parse_int_list(args.drop_hermite, "--drop-hermite")
+    raw = {"delta": args.delta, "gamma": args.gamma, "readout_grid": args.readout_grid}
+    vary = args.vary.replace("-", "_") if args.vary else None
+    if vary is None:
+        candidates = [k for k, v in raw.items() if v is not None and (":" in str(v) or (
+            "," in str(v) and (k != "gamma" or args.layers == 1)))]
+        if len(candidates) > 1:
+            raise UsageError("--vary: only one of " + ", ".join("--" + k.replace("_", "-") for k in candidates)
+                             + " can be a grid")
+        if not candidates:
+            raise UsageError("--delta/--gamma/--readout-grid: give one of them as a grid 'start:stop:num' "
+                             "or 'a,b,c' (the second axis)")
+        vary = candidates[0]
+    option = "--" + vary.replace("_", "-")
+    if raw[vary] is None:
+        raise UsageError(f"{option}: give its grid ('a,b,c') when it is the second axis")
+    if vary == "delta":
+        values = parse_number_grid(raw[vary], option, minimum=0.0, meaning="Δ")
+    elif vary == "gamma":
+        values = parse_number_grid(raw[vary], option, minimum=0.0, strict=True, meaning="γ = k/d")
+    else:
+        values = parse_number_grid(raw[vary], option, minimum=2, integer=True)
+    base = {
+        "layers": args.layers, "activation": args.activation, "drop_hermite": list(drop),
+        "unit_variance": args.unit_variance, "prior": args.prior, "readout": args.readout,
+        "branches": args.branches, "damping": args.damping, "alpha": alphas.tolist(),
+    }
+    for k in ("delta", "gamma", "readout_grid"):
+        if k == vary:
+            continue
+        text = raw[k]
+        if k == "delta":
+            base[k] = float(_single(text, "--delta", minimum=0.0))
+        elif k == "gamma":
+            base[k] = parse_gammas(text, args.layers)
+        elif text is not None:
+            base[k] = int(_single(text, "--readout-grid", integer=True, minimum=2))
+        else:
+            base[k] = None
+    base["vary"] = vary
+    return vary, values, base, alphas
+
+
+def _single(text, option, *, integer=False, minimum=0.0):
+    grid = parse_number_grid(text, option, minimum=minimum, integer=integer)
+    if grid.size != 1:
+        raise UsageError(f"{option}: only one value allowed here (the grid is on --vary), got {text!r}")
+    return grid[0]
+
+
+def _line_options(base, vary, value) -> dict:
+    opts = dict(base)
+    opts.pop("vary", None)
+    if vary == "gamma":
+        opts["gamma"] = [float(value)] * int(base["layers"])
+    elif vary == "readout_grid":
+        opts["readout_grid"] = int(value)
+    else:
+        opts[vary] = float(value)
+    return opts
+
+
+def _run_phase_diagram(args) -> int:
+    from . import phase_diagram
+
+    try:  # distributed sets its own logger levels on import: quiet them here, in the entry point
+        import distributed  # noqa: F401
+    except ImportError:  # pragma: no cover - reported by run_phase_diagram
+        pass
+    for name in ("distributed", "tornado", "bokeh"):
+        logging.getLogger(name).setLevel(logging.DEBUG if args.verbose else logging.WARNING)
+
+    if not 0.0 <= args.damping < 1.0:
+        raise UsageError(f"--damping must be in [0, 1), got {args.damping}")
+    if args.scheduler is not None and args.workers is not None:
+        raise UsageError("--scheduler: give either --scheduler (existing cluster) or --workers (local cluster)")
+    vary, values, base, alphas = phase_diagram_options(args)
+    out = Path(args.output)
+    _check_output(out, args.overwrite, resume=args.resume)
+    for v in values:  # validate every line here: workers never see bad input
+        build_model(_line_options(base, vary, v))
+    configuration = resolved_configuration(args)
+    lines = [_line_options(base, vary, v) for v in values]
+    try:
+        phase_diagram.run_phase_diagram(
+            out, vary, values, lines, base, alphas, configuration=configuration, workers=args.workers,
+            scheduler=args.scheduler, resume=args.resume and out.exists() and not args.overwrite,
+            progress=not args.quiet)
+    except phase_diagram.ResumeMismatch as exc:
+        raise UsageError(f"--resume: {exc}") from None
+    except phase_diagram.ClusterError as exc:
+        raise UsageError(str(exc)) from None
+    print(out)
+    return 0

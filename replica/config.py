@@ -1,0 +1,301 @@
+"""Configuration files (``--config FILE.toml``) and one-line command-line errors.
+
+Every command of the package accepts ``--config FILE.toml``. The file holds the same keys
+as the command's long options (``delta = 0.1``, ``drop-hermite = "0,1,2"`` or
+``drop_hermite = [0, 1, 2]``, ``unit-variance = true``); options given on the command line
+override the file. Unknown keys, wrong types and unreadable files are errors that name the
+key. A file may also group keys in a table named after the command (``[sweep]``,
+``[plot]``, ``[phase-diagram]``): top-level keys are read first, then the command's table;
+the other commands' tables are ignored, so one file can serve every command.
+
+Example ``run.toml``::
+
+    activation = "tanh2"
+    drop-hermite = [0, 1, 2]
+    unit-variance = true
+    layers = 2
+    gamma = [1.0, 1.0]
+    delta = 0.1
+    alpha = "1:8:15"
+    output = "deep.h5"
+
+The resolved configuration (every option after the file and the command line are merged)
+is stored in every HDF5 file the commands write (root attribute ``configuration``, JSON).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+__all__ = [
+    "UsageError",
+    "CommandParser",
+    "load_config",
+    "apply_config",
+    "parse_with_config",
+    "resolved_configuration",
+    "COMMAND_TABLES",
+]
+
+#: table names accepted in a configuration file, per program name
+COMMAND_TABLES = {
+    "replica-sweep": ("sweep",),
+    "replica-plot": ("plot",),
+    "replica-phase-diagram": ("phase-diagram", "phase_diagram"),
+}
+
+#: options that never come from a configuration file
+_NOT_CONFIGURABLE = {"help", "version", "config"}
+
+
+class UsageError(Exception):
+    """Bad input: reported as one line on standard error, exit status 2."""
+
+
+class CommandParser(argparse.ArgumentParser):
+    """``argparse.ArgumentParser`` whose errors are one line (``prog: error: …``), exit 2.
+
+    The usage text is not repeated on errors; ``--help`` shows it.
+    """
+
+    def error(self, message):  # noqa: D102 - argparse API
+        if message.startswith("argument "):
+            message = message[len("argument "):]
+        # "--delta: --delta must be …" → "--delta: must be …"
+        head, sep, rest = message.partition(": ")
+        if sep and rest.startswith(head.split("/")[-1] + " "):
+            rest = rest[len(head.split("/")[-1]) + 1:]
+        message = f"{head}{sep}{rest}"
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+    def parse_known_args(self, args=None, namespace=None):  # noqa: D102 - argparse API
+        return super().parse_known_args(_join_negative_values(self, args), namespace)
+
+
+def _join_negative_values(parser, argv):
+    """Rewrite ``--alpha -1:3:4`` as ``--alpha=-1:3:4`` so that values starting with ``-``
+    followed by a digit (negative numbers and grids) reach the option's own check instead of
+    being taken for an option."""
+    import re
+
+    if argv is None:
+        argv = sys.argv[1:]
+    argv = list(argv)
+    takes_value = set()
+    for action in parser._actions:
+        if action.nargs is None and not isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction,
+                                                             argparse._VersionAction, argparse._HelpAction,
+                                                             argparse._CountAction, argparse._StoreConstAction)):
+            takes_value.update(action.option_strings)
+    out = []
+    i = 0
+    while i < len(argv):
+        tok = argv[i]
+        if tok in takes_value and i + 1 < len(argv) and re.match(r"^-[\d.]", str(argv[i + 1])):
+            out.append(f"{tok}={argv[i + 1]}")
+            i += 2
+            continue
+        out.append(tok)
+        i += 1
+    return out
+
+
+def load_config(path) -> dict:
+    """Read a TOML configuration file.
+
+    Parameters
+    ----------
+    path : str or Path
+
+    Returns
+    -------
+    dict
+        The parsed document (tables as nested dicts).
+
+    Raises
+    ------
+    UsageError
+        Missing or unreadable file, or malformed TOML (the message names ``--config``).
+    """
+    try:
+        import tomllib  # Python ≥ 3.11
+    except ModuleNotFoundError:  # pragma: no cover - Python 3.10
+        try:
+            import tomli as tomllib
+        except ModuleNotFoundError:
+            raise UsageError("--config: reading TOML needs Python >= 3.11 or the 'tomli' package") from None
+    path = Path(path)
+    try:
+        with open(path, "rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError:
+        raise UsageError(f"--config: file {str(path)!r} does not exist") from None
+    except IsADirectoryError:
+        raise UsageError(f"--config: {str(path)!r} is a directory") from None
+    except OSError as exc:
+        raise UsageError(f"--config: cannot read {str(path)!r}: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"--config: {str(path)!r} is not valid TOML: {str(exc).splitlines()[0]}") from None
+
+
+def _option_table(parser) -> dict:
+    """Map every accepted key spelling (``drop-hermite``, ``drop_hermite``) to its action."""
+    table = {}
+    for action in parser._actions:
+        if action.dest in _NOT_CONFIGURABLE or action.dest == argparse.SUPPRESS:
+            continue
+        names = {action.dest, action.dest.replace("_", "-")}
+        for opt in action.option_strings:
+            if opt.startswith("--"):
+                names.add(opt[2:])
+                names.add(opt[2:].replace("-", "_"))
+        for name in names:
+            table[name] = action
+    return table
+
+
+def _to_text(key, value, action, source) -> object:
+    """Convert a TOML value to what argparse would receive on the command line."""
+    if isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction)):
+        if not isinstance(value, bool):
+            raise UsageError(f"--config: key {key!r} in {source} must be true or false, got {value!r}")
+        return value
+    if isinstance(value, bool):
+        raise UsageError(f"--config: key {key!r} in {source} takes a value, not {str(value).lower()}")
+    if isinstance(value, (int, float)):
+        if isinstance(value, float) and not math.isfinite(value):
+            return str(value)
+        return repr(value) if isinstance(value, float) else str(value)
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(v, (int, float, str)) and not isinstance(v, bool) for v in value):
+        if action.nargs not in (None, "?"):
+            return [str(v) for v in value]
+        return ",".join(repr(v) if isinstance(v, float) else str(v) for v in value)
+    raise UsageError(f"--config: key {key!r} in {source} has an unsupported value {value!r}")
+
+
+def apply_config(parser, document: dict, *, source="the configuration file", shared_keys=()) -> dict:
+    """Set ``parser``'s defaults from a configuration document.
+
+    Values are converted to the strings the command line would carry, so argparse applies
+    the same ``type`` conversions and checks to them; options given on the command line
+    override them.
+
+    Parameters
+    ----------
+    parser : argparse.ArgumentParser
+    document : dict
+        Parsed TOML (top-level keys, and optionally a table named after the command).
+    source : str
+        Name of the file, for messages.
+    shared_keys : iterable of str
+        Top-level keys that belong to other commands of the package: ignored here instead
+        of being reported as unknown (keys in this command's table must be its own).
+
+    Returns
+    -------
+    dict
+        The defaults that were set (dest → value).
+
+    Raises
+    ------
+    UsageError
+        Unknown key (the message lists close matches) or a value of the wrong kind.
+    """
+    table = _option_table(parser)
+    tables = COMMAND_TABLES.get(parser.prog, ())
+    flat = {}
+    shared = {k for key in shared_keys for k in (key, key.replace("_", "-"), key.replace("-", "_"))}
+    for key, value in document.items():
+        if isinstance(value, dict):
+            known = {t for ts in COMMAND_TABLES.values() for t in ts}
+            if key in known:  # this command's table (read below) or another command's (ignored)
+                continue
+            raise UsageError(f"--config: unknown table [{key}] in {source} (tables: "
+                             + ", ".join(f"[{ts[0]}]" for ts in COMMAND_TABLES.values()) + ")")
+        if key in table or key not in shared:
+            flat[key] = value
+    for t in tables:
+        if isinstance(document.get(t), dict):
+            for key, value in document[t].items():
+                flat[key] = value
+    defaults = {}
+    for key, value in flat.items():
+        action = table.get(key)
+        if action is None:
+            import difflib
+
+            close = difflib.get_close_matches(key, sorted({a.dest.replace("_", "-") for a in table.values()}), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise UsageError(f"--config: unknown key {key!r} in {source}{hint}")
+        if isinstance(value, dict):
+            raise UsageError(f"--config: key {key!r} in {source} cannot be a table")
+        defaults[action.dest] = _to_text(key, value, action, source)
+    parser.set_defaults(**defaults)
+    return defaults
+
+
+def parse_with_config(parser, argv=None, *, shared_keys=()):
+    """Parse ``argv`` with ``--config FILE.toml`` support.
+
+    The configuration file is read first and sets defaults; the command line then
+    overrides them. Type conversions and checks apply to values from both sources.
+    Top-level keys listed in ``shared_keys`` (options of the package's other commands)
+    are ignored when this command has no such option.
+
+    Returns
+    -------
+    argparse.Namespace
+        With ``config`` (the path or None) and ``config_keys`` (the keys taken from the file).
+
+    Raises
+    ------
+    UsageError
+        Bad configuration file (see :func:`load_config`, :func:`apply_config`).
+    """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--config", default=None)
+    known, _ = pre.parse_known_args(argv)
+    from_file = {}
+    if known.config is not None:
+        from_file = apply_config(parser, load_config(known.config), source=repr(known.config),
+                                 shared_keys=shared_keys)
+    args = parser.parse_args(argv)
+    args.config = known.config
+    args.config_keys = sorted(from_file)
+    return args
+
+
+def _jsonable(value):
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    return value
+
+
+def resolved_configuration(args, *, exclude=("config_keys",)) -> dict:
+    """Every option of a parsed command line (file and command line merged), JSON-ready."""
+    out = {}
+    for key, value in sorted(vars(args).items()):
+        if key in exclude:
+            continue
+        out[key] = _jsonable(value)
+    return out
+
+
+def dumps(config: dict) -> str:
+    """JSON text of a configuration (sorted keys)."""
+    return json.dumps(_jsonable(config), sort_keys=True)

@@ -1,0 +1,611 @@
+"""HDF5 storage of sweeps (one file per sweep; written atomically).
+
+Layout
+------
+``/`` attributes
+    ``parameters`` (JSON of every resolved option), ``version``, ``git_revision``.
+``/branches/<name>/``
+    datasets on the α grid: ``alpha``, ``mmse``, ``free_entropy``,
+    ``mutual_information``, ``converged``, ``exists``, ``iterations``, ``residual``,
+    ``R2``, ``R2_hat``, ``tau``, ``start``; ``overlap_W`` and ``overlap_W_hat``
+    (n_alpha × n_readout); ``readout_values`` and ``readout_weights`` (n_readout).
+    Values are NaN where the branch does not exist.
+``/equilibrium/``
+    ``alpha``, ``mmse``, ``free_entropy``, ``branch`` (name of the equilibrium branch).
+``/transitions``
+    attributes ``alpha_sp`` and ``alpha_c`` (NaN when absent).
+
+Every dataset on the α grid is attached to the dimension scale ``alpha`` of its group
+(and ``overlap_W``-like datasets to ``readout_values``), with ``long_name``/``units``
+attributes, so the groups open with xarray as labelled arrays::
+
+    import xarray as xr
+    spec = xr.open_dataset("relu.h5", engine="h5netcdf", group="branches/specialized")
+    spec.mmse.sel(alpha=4.0, method="nearest")
+
+Root attributes added by the command line: ``kind`` (``"sweep"``), ``complete`` (1 for a
+finished sweep, 0 for a checkpoint left by an interrupted one), ``configuration`` (JSON of
+the full resolved command-line configuration, ``--config`` file included).
+
+Checkpoints (interrupted sweeps)
+--------------------------------
+While ``replica-sweep`` runs, the output file holds a checkpoint: the root attributes above
+with ``complete = 0`` and a group ``/checkpoint/<k>`` per solve pass (attribute ``key``:
+``universal`` or ``<start>:<down|up>``) with ``done``, ``has_state``, ``converged``,
+``iterations``, ``residual``, ``status``, ``start`` (n_alpha) and ``x`` (n_alpha × p, the
+packed solver point). ``replica-sweep --resume`` reloads it (:class:`SweepCheckpoint`).
+
+Phase diagrams
+--------------
+``replica-phase-diagram`` writes one flat group (root) on the grid ``(<parameter>, alpha)``:
+coordinates ``alpha`` and ``<parameter>`` (e.g. ``delta``); the equilibrium ``mmse``,
+``free_entropy`` and ``branch``; ``mmse_<branch>`` and ``exists_<branch>`` per branch;
+the transition lines ``alpha_sp`` and ``alpha_c`` (one value per parameter value); ``done``.
+Root attributes ``kind = "phase_diagram"``, ``parameter``, ``parameters``,
+``configuration``, ``version``, ``git_revision``, ``complete``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import h5py
+import numpy as np
+
+from . import __version__
+
+__all__ = [
+    "write_sweep",
+    "read_sweep",
+    "atomic_h5",
+    "git_revision",
+    "file_kind",
+    "read_experiments",
+    "SweepCheckpoint",
+    "write_phase_diagram",
+    "read_phase_diagram",
+    "IncompleteFileError",
+    "VARIABLE_ATTRS",
+]
+
+logger = logging.getLogger(__name__)
+
+_STR = h5py.string_dtype()
+
+#: ``long_name`` and ``units`` attributes of the stored variables (THEORY.md symbols)
+VARIABLE_ATTRS = {
+    "alpha": ("sample ratio α = n/d²", "1"),
+    "mmse": ("Bayes-optimal excess test error (mmse)", "1"),
+    "free_entropy": ("replica-symmetric free entropy f per d²", "nats"),
+    "mutual_information": ("mutual information per weight parameter", "nats"),
+    "R2": ("overlap R₂ of S = Wᵀdiag(v)W/√(kd)", "1"),
+    "R2_hat": ("conjugate R̂₂", "1"),
+    "tau": ("tilt τ, m_S(τ) = E_v[v² Q(v)²]", "1"),
+    "overlap_W": ("specialization overlap Q(v)", "1"),
+    "overlap_W_hat": ("conjugate Q̂(v)", "1"),
+    "readout_values": ("readout value v", "1"),
+    "readout_weights": ("probability of the readout value", "1"),
+    "converged": ("residual test passed", ""),
+    "exists": ("branch exists at this α", ""),
+    "iterations": ("evaluations of the fixed-point map", ""),
+    "residual": ("scaled residual max|F(x)−x|/(atol+rtol|x|)", "1"),
+    "start": ("start the point came from", ""),
+    "branch": ("equilibrium branch (largest free entropy)", ""),
+    "delta": ("label-noise variance Δ", "1"),
+    "gamma": ("width ratio γ = k/d", "1"),
+    "readout_grid": ("readout-law grid size", ""),
+    "alpha_sp": ("spinodal α_sp (specialized branch appears)", "1"),
+    "alpha_c": ("thermodynamic transition α_c", "1"),
+}
+
+
+class IncompleteFileError(ValueError):
+    """The file is a checkpoint of an interrupted command, not a finished result."""
+
+
+def git_revision() -> str:
+    """Git revision of the package source, or ``"unknown"``."""
+    try:
+        here = Path(__file__).resolve().parent
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=here, capture_output=True, text=True, timeout=5
+        )
+        return out.stdout.strip() or "unknown"
+    except Exception:  # pragma: no cover - git missing
+        return "unknown"
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+class atomic_h5:
+    """Context manager writing an HDF5 file atomically (temporary file, then rename).
+
+    Parameters
+    ----------
+    path : str or Path
+        Final path. The file appears there only when the block exits without error
+        (an exception, ``KeyboardInterrupt`` included, removes the temporary file and
+        leaves any previous file at ``path`` untouched). The data are flushed to disk
+        before the rename, and the file gets the permissions of a normally created file.
+    """
+
+    def __init__(self, path):
+        self.path = Path(path)
+
+    def __enter__(self) -> h5py.File:
+        directory = self.path.parent if str(self.path.parent) else Path(".")
+        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=directory)
+        os.close(fd)
+        self.tmp = Path(tmp)
+        try:
+            self.file = h5py.File(self.tmp, "w")
+        except BaseException:
+            self.tmp.unlink(missing_ok=True)
+            raise
+        return self.file
+
+    def __exit__(self, exc_type, exc, tb):
+        try:
+            self.file.close()
+            if exc_type is None:
+                with open(self.tmp, "rb+") as fh:
+                    os.fsync(fh.fileno())
+                os.chmod(self.tmp, 0o666 & ~_umask())
+                os.replace(self.tmp, self.path)
+        finally:
+            if self.tmp.exists():
+                self.tmp.unlink(missing_ok=True)
+        return False
+
+
+def _write_array(group, name, value):
+    arr = np.asarray(value)
+    if arr.dtype == object or arr.dtype.kind in "US":
+        ds = group.create_dataset(name, data=np.asarray([str(s) for s in arr.ravel()], dtype=_STR).reshape(arr.shape))
+    else:
+        ds = group.create_dataset(name, data=arr)
+    base = name
+    for prefix in ("mmse_", "exists_", "free_entropy_"):
+        if name.startswith(prefix) and name[len(prefix):] in ("universal", "specialized", "partial"):
+            base = prefix[:-1]
+    if name.startswith("overlap_layer_") or name.startswith("overlap_hat_layer_"):
+        ell = name.rsplit("_", 1)[-1]
+        ds.attrs["long_name"] = (f"overlap q_{ell} of layer {ell}" if name.startswith("overlap_layer")
+                                 else f"conjugate of the overlap of layer {ell}")
+        ds.attrs["units"] = "1"
+    elif base in VARIABLE_ATTRS:
+        long_name, units = VARIABLE_ATTRS[base]
+        ds.attrs["long_name"] = long_name + ("" if base == name else f" ({name[len(base) + 1:]} branch)")
+        if units:
+            ds.attrs["units"] = units
+    return ds
+
+
+def _attach_scales(group, alpha, readout=None):
+    """Attach the datasets of ``group`` to the dimension scales ``alpha`` (axis 0) and
+    ``readout`` (axis 1, and axis 0 of ``readout_weights``)."""
+    for name, ds in group.items():
+        if not isinstance(ds, h5py.Dataset) or name in ("alpha", "readout_values") or ds.ndim == 0:
+            continue
+        if name == "readout_weights":
+            if readout is not None:
+                ds.dims[0].attach_scale(readout)
+            continue
+        if ds.shape[0] == alpha.shape[0]:
+            ds.dims[0].attach_scale(alpha)
+            if ds.ndim == 2 and readout is not None and ds.shape[1] == readout.shape[0]:
+                ds.dims[1].attach_scale(readout)
+
+
+def _root_attrs(h5, parameters, *, kind, complete, configuration=None):
+    h5.attrs["parameters"] = json.dumps(parameters, sort_keys=True)
+    h5.attrs["version"] = __version__
+    h5.attrs["git_revision"] = git_revision()
+    h5.attrs["kind"] = kind
+    h5.attrs["complete"] = np.int8(1 if complete else 0)
+    if configuration is not None:
+        h5.attrs["configuration"] = json.dumps(configuration, sort_keys=True)
+
+
+def write_sweep(path, result, parameters: dict, *, configuration: dict | None = None) -> Path:
+    """Write a :class:`replica.branches.SweepResult` to ``path`` atomically.
+
+    Parameters
+    ----------
+    path : str or Path
+        Output file (overwritten if present; the caller checks ``--overwrite``).
+    result : SweepResult
+    parameters : dict
+        Every resolved model option; stored as JSON in the root attribute ``parameters``.
+    configuration : dict, optional, keyword-only
+        Full resolved command-line configuration; stored as JSON in ``configuration``.
+
+    Returns
+    -------
+    Path
+    """
+    path = Path(path)
+    readout_values = np.asarray(result.readout_values, dtype=float)
+    with atomic_h5(path) as h5:
+        _root_attrs(h5, parameters, kind="sweep", complete=True, configuration=configuration)
+        g = h5.create_group("branches")
+        for name, b in result.branches.items():
+            gb = g.create_group(name)
+            alpha = _write_array(gb, "alpha", b.alpha)
+            alpha.make_scale("alpha")
+            for key, val in b.fields.items():
+                _write_array(gb, key, val)
+            rv = _write_array(gb, "readout_values", readout_values)
+            rv.make_scale("readout_values")
+            _write_array(gb, "readout_weights", result.readout_weights)
+            _attach_scales(gb, alpha, rv)
+        ge = h5.create_group("equilibrium")
+        for key, val in result.equilibrium.items():
+            _write_array(ge, key, val)
+        ge["alpha"].make_scale("alpha")
+        _attach_scales(ge, ge["alpha"])
+        gt = h5.create_group("transitions")
+        for key, val in result.transitions.items():
+            gt.attrs[key] = float(val)
+    logger.info("wrote %s", path)
+    return path
+
+
+def file_kind(path) -> str:
+    """Kind of a file written by this project.
+
+    Returns
+    -------
+    str
+        ``"sweep"``, ``"phase_diagram"``, ``"experiment"`` (a ``replica-experiment``
+        file without theory), or ``"unknown"``. Checkpoints of interrupted commands
+        report their kind too (see ``complete``).
+
+    Raises
+    ------
+    OSError
+        The file cannot be opened as HDF5.
+    """
+    with h5py.File(path, "r") as h5:
+        kind = h5.attrs.get("kind")
+        if isinstance(kind, bytes):
+            kind = kind.decode()
+        if kind:
+            return str(kind)
+        if "branches" in h5:
+            return "sweep"
+        if "experiments" in h5:
+            return "experiment"
+    return "unknown"
+
+
+def _is_complete(h5) -> bool:
+    return int(h5.attrs.get("complete", 1)) == 1
+
+
+def read_sweep(path) -> dict:
+    """Read a sweep file into nested dicts of numpy arrays.
+
+    Returns
+    -------
+    dict
+        ``parameters`` (dict), ``configuration`` (dict, empty if not recorded),
+        ``version``, ``branches`` {name: {dataset: array}}, ``equilibrium``
+        {dataset: array}, ``transitions`` {name: float}, ``experiments``
+        {(sampler, init): {dataset: array}} (empty when the file has none).
+
+    Raises
+    ------
+    IncompleteFileError
+        The file is the checkpoint of an interrupted sweep (resume it first).
+    """
+
+    def load(group):
+        out = {}
+        for k, ds in group.items():
+            if isinstance(ds, h5py.Dataset):
+                v = ds[()]
+                if ds.dtype.kind == "O" or h5py.check_string_dtype(ds.dtype):
+                    v = np.asarray(ds.asstr()[()], dtype=object)
+                out[k] = v
+        return out
+
+    with h5py.File(path, "r") as h5:
+        if not _is_complete(h5):
+            raise IncompleteFileError(f"{path} is the checkpoint of an interrupted run; "
+                                      "finish it with the same command and --resume")
+        data = {
+            "parameters": json.loads(h5.attrs["parameters"]),
+            "configuration": json.loads(h5.attrs.get("configuration", "{}")),
+            "version": h5.attrs.get("version", ""),
+            "branches": {name: load(g) for name, g in h5["branches"].items()},
+            "equilibrium": load(h5["equilibrium"]),
+            "transitions": {k: float(v) for k, v in h5["transitions"].attrs.items()} if "transitions" in h5 else {},
+        }
+    data["experiments"] = read_experiments(path)
+    return data
+
+
+def read_experiments(path) -> dict:
+    """Experiment groups ``experiments/<sampler>/<init>`` of a file (written by ``replica-experiment``).
+
+    Returns
+    -------
+    dict
+        ``{(sampler, init): {dataset: ndarray}}`` with at least ``alpha``, ``mmse_mean``,
+        ``mmse_sem`` and, when stored, ``overlap_mean`` (n_alpha × L); empty if the file
+        has no experiments.
+    """
+    out = {}
+    with h5py.File(path, "r") as h5:
+        if "experiments" not in h5:
+            return out
+        for sampler, group in h5["experiments"].items():
+            if not isinstance(group, h5py.Group):
+                continue
+            for init, sub in group.items():
+                if isinstance(sub, h5py.Group) and "alpha" in sub:
+                    out[(sampler, init)] = {name: sub[name][()] for name in sub
+                                            if isinstance(sub[name], h5py.Dataset)}
+    return out
+
+
+# --------------------------------------------------------------------------- checkpoints
+class SweepCheckpoint:
+    """Checkpoint/resume hook for :func:`replica.branches.sweep` (its ``cache`` argument).
+
+    Every solve of the sweep goes through ``checkpoint(key, i, alpha, compute)``. A point
+    already stored is returned without solving: its order parameters are rebuilt from the
+    stored packed point with ``model.state(alpha, x)`` (or, if the model has no ``state``
+    or the point is not finite, re-solved from it as a warm start), with the stored
+    ``converged``/``status``/``iterations``/``residual``; the universal branch is simply
+    re-solved (one-dimensional root finding). New points are recorded, and every
+    ``every`` seconds the record is written atomically to ``path`` (a valid HDF5 file
+    with ``complete = 0``, see the module docstring). A resumed sweep therefore follows
+    exactly the same warm starts as an uninterrupted one.
+
+    Parameters
+    ----------
+    path : str or Path
+        Checkpoint file (the sweep's output file).
+    model : object
+        The sweep's model.
+    alphas : array_like, shape (n_alpha,)
+        The sorted α grid of the sweep.
+    parameters, configuration : dict
+        Stored in the root attributes (as :func:`write_sweep` does).
+    every : float, keyword-only
+        Seconds between checkpoint writes (0: after every solve).
+    solve_kw : dict, keyword-only
+        Solver options, for re-solving from a stored point.
+    """
+
+    def __init__(self, path, model, alphas, parameters, configuration=None, *, every=30.0, solve_kw=None):
+        self.path = Path(path)
+        self.model = model
+        self.alphas = np.sort(np.asarray(alphas, dtype=float))
+        self.parameters = parameters
+        self.configuration = configuration
+        self.every = float(every)
+        self.solve_kw = dict(solve_kw or {})
+        self.records = {}
+        self.reused = 0
+        self.computed = 0
+        self._last_write = time.monotonic()
+        self._dirty = False
+
+    # -- storage
+    def _record(self, key):
+        n = self.alphas.size
+        if key not in self.records:
+            self.records[key] = {
+                "done": np.zeros(n, bool), "has_state": np.zeros(n, bool), "converged": np.zeros(n, bool),
+                "iterations": np.zeros(n, np.int64), "residual": np.full(n, np.nan),
+                "status": np.array([""] * n, dtype=object), "start": np.array([""] * n, dtype=object),
+                "damping": np.full(n, np.nan), "x": None,
+            }
+        return self.records[key]
+
+    @property
+    def n_done(self) -> int:
+        """Number of stored solves."""
+        return int(sum(r["done"].sum() for r in self.records.values()))
+
+    def __call__(self, key, i, alpha, compute):
+        rec = self.records.get(key)
+        if rec is not None and rec["done"][i] and key != "universal":
+            self.reused += 1
+            return self._rebuild(rec, i, alpha)
+        res = compute()
+        self._store(key, i, res)
+        self.computed += 1
+        if time.monotonic() - self._last_write >= self.every:
+            self.write()
+        return res
+
+    def _store(self, key, i, res):
+        rec = self._record(key)
+        x = np.asarray(res.x, dtype=float).ravel()
+        if rec["x"] is None or rec["x"].shape[1] != x.size:
+            old = rec["x"]
+            rec["x"] = np.full((self.alphas.size, x.size), np.nan)
+            if old is not None:  # pragma: no cover - packed size never changes within a model
+                rec["done"][:] = False
+        rec["x"][i] = x
+        rec["done"][i] = True
+        rec["has_state"][i] = "state" in res.info
+        rec["converged"][i] = bool(res.converged)
+        rec["iterations"][i] = int(res.iterations)
+        rec["residual"][i] = float(res.residual)
+        rec["status"][i] = str(res.status)
+        rec["start"][i] = str(res.start)
+        rec["damping"][i] = float(res.damping)
+        self._dirty = True
+
+    def _rebuild(self, rec, i, alpha):
+        from .engine import STATUS_MESSAGES, FixedPointResult
+
+        x = np.array(rec["x"][i], dtype=float)
+        status = str(rec["status"][i])
+        res = FixedPointResult(x, bool(rec["converged"][i]), status, STATUS_MESSAGES.get(status, status),
+                               int(rec["iterations"][i]), float(rec["residual"][i]), float(rec["damping"][i]),
+                               str(rec["start"][i]), {"resumed": True})
+        if not rec["has_state"][i]:
+            return res
+        if hasattr(self.model, "state") and np.all(np.isfinite(x)):
+            res.info["state"] = self.model.state(alpha, x)
+            return res
+        again = self.model.solve_from(alpha, None, x, start=res.start, **self.solve_kw)
+        again.info["resumed"] = True
+        return again
+
+    def write(self):
+        """Write the checkpoint atomically to ``path`` (a valid HDF5 file, ``complete = 0``)."""
+        with atomic_h5(self.path) as h5:
+            _root_attrs(h5, self.parameters, kind="sweep", complete=False, configuration=self.configuration)
+            g = h5.create_group("checkpoint")
+            g.create_dataset("alpha", data=self.alphas)
+            for k, (key, rec) in enumerate(sorted(self.records.items())):
+                gk = g.create_group(f"pass_{k}")
+                gk.attrs["key"] = key
+                for name, val in rec.items():
+                    if val is not None:
+                        _write_array(gk, name, val)
+        self._last_write = time.monotonic()
+        self._dirty = False
+        logger.debug("checkpoint of %d solves written to %s", self.n_done, self.path)
+
+    @classmethod
+    def load(cls, path, model, alphas, parameters, configuration=None, **kw) -> "SweepCheckpoint":
+        """Reload the checkpoint stored in ``path`` by an interrupted sweep.
+
+        Raises
+        ------
+        ValueError
+            The file is not a checkpoint or its α grid differs from ``alphas``.
+        """
+        cp = cls(path, model, alphas, parameters, configuration, **kw)
+        with h5py.File(path, "r") as h5:
+            if "checkpoint" not in h5:
+                raise ValueError(f"{path} holds no checkpoint")
+            g = h5["checkpoint"]
+            if g["alpha"].shape != cp.alphas.shape or not np.array_equal(g["alpha"][()], cp.alphas):
+                raise ValueError(f"{path}: the α grid of the checkpoint differs from --alpha")
+            for sub in g.values():
+                if not isinstance(sub, h5py.Group):
+                    continue
+                key = sub.attrs["key"]
+                key = key.decode() if isinstance(key, bytes) else str(key)
+                rec = cp._record(key)
+                for name in rec:
+                    if name in sub:
+                        ds = sub[name]
+                        rec[name] = (np.asarray(ds.asstr()[()], dtype=object)
+                                     if h5py.check_string_dtype(ds.dtype) else ds[()])
+        return cp
+
+
+def read_root_attrs(path) -> dict:
+    """Root attributes of a file: ``parameters``/``configuration`` decoded, ``complete`` as bool."""
+    with h5py.File(path, "r") as h5:
+        out = {}
+        for k, v in h5.attrs.items():
+            if isinstance(v, bytes):
+                v = v.decode()
+            if k in ("parameters", "configuration"):
+                v = json.loads(v)
+            out[k] = v
+        out["complete"] = bool(int(h5.attrs.get("complete", 1)))
+    return out
+
+
+__all__.append("read_root_attrs")
+
+
+# --------------------------------------------------------------------------- phase diagrams
+def write_phase_diagram(path, data: dict, parameters: dict, *, parameter: str, complete: bool,
+                        configuration: dict | None = None) -> Path:
+    """Write a phase diagram atomically (layout in the module docstring).
+
+    Parameters
+    ----------
+    path : str or Path
+    data : dict
+        ``alpha`` (n_alpha,), ``<parameter>`` (n_param,), ``done`` (n_param,), and arrays of
+        shape (n_param, n_alpha) (``mmse``, ``free_entropy``, ``branch``, ``mmse_<b>``,
+        ``exists_<b>``, …) or (n_param,) (``alpha_sp``, ``alpha_c``).
+    parameters : dict
+        Model options common to the whole grid.
+    parameter : str, keyword-only
+        Name of the second axis (``delta``, ``gamma``, ``readout_grid``).
+    complete : bool, keyword-only
+        False for a checkpoint (some lines not done yet).
+    configuration : dict, optional, keyword-only
+    """
+    path = Path(path)
+    with atomic_h5(path) as h5:
+        _root_attrs(h5, parameters, kind="phase_diagram", complete=complete, configuration=configuration)
+        h5.attrs["parameter"] = parameter
+        alpha = _write_array(h5, "alpha", data["alpha"])
+        alpha.make_scale("alpha")
+        par = _write_array(h5, parameter, data[parameter])
+        par.make_scale(parameter)
+        for key, val in data.items():
+            if key in ("alpha", parameter):
+                continue
+            _write_array(h5, key, val)
+        n_par, n_alpha = par.shape[0], alpha.shape[0]
+        for name, ds in h5.items():
+            if name in ("alpha", parameter) or not isinstance(ds, h5py.Dataset):
+                continue
+            if ds.ndim >= 1 and ds.shape[0] == n_par:
+                ds.dims[0].attach_scale(par)
+                if ds.ndim >= 2 and ds.shape[1] == n_alpha:
+                    ds.dims[1].attach_scale(alpha)
+    logger.info("wrote %s", path)
+    return path
+
+
+def read_phase_diagram(path, *, allow_incomplete=False) -> dict:
+    """Read a phase-diagram file.
+
+    Returns
+    -------
+    dict
+        ``parameter`` (name of the second axis), ``parameters``, ``configuration``,
+        ``complete`` and every dataset as a numpy array (strings as object arrays).
+
+    Raises
+    ------
+    IncompleteFileError
+        Unfinished file and ``allow_incomplete`` is False.
+    """
+    with h5py.File(path, "r") as h5:
+        if h5.attrs.get("kind") != "phase_diagram":
+            raise ValueError(f"{path} is not a phase-diagram file")
+        complete = _is_complete(h5)
+        if not complete and not allow_incomplete:
+            raise IncompleteFileError(f"{path} is the checkpoint of an interrupted run; "
+                                      "finish it with the same command and --resume")
+        out = {
+            "parameter": str(h5.attrs["parameter"]),
+            "parameters": json.loads(h5.attrs["parameters"]),
+            "configuration": json.loads(h5.attrs.get("configuration", "{}")),
+            "complete": complete,
+        }
+        for k, ds in h5.items():
+            if isinstance(ds, h5py.Dataset):
+                out[k] = (np.asarray(ds.asstr()[()], dtype=object) if h5py.check_string_dtype(ds.dtype)
+                          else ds[()])
+    return out

@@ -1,0 +1,288 @@
+"""Phase diagrams: α sweeps over a grid of a second parameter, in parallel with dask.
+
+A phase diagram is a family of α sweeps (:func:`replica.branches.sweep`, every branch,
+warm starts in both directions), one per value of a second numeric parameter — the noise
+Δ, the width ratio γ, or the readout grid size. Each sweep is one task: continuation
+along α needs the points in order, while the lines are independent, so the lines run in
+parallel on a ``dask.distributed`` cluster (a local cluster of processes on loopback by
+default, or an existing scheduler). The transition lines are the spinodal ``α_sp`` and
+the thermodynamic transition ``α_c`` as functions of the second parameter; the grid of the
+equilibrium mmse and branch is stored too (layout in :mod:`replica.io`).
+
+Finished lines are written to the output file as they arrive (atomically), so an
+interrupted run leaves a valid file with ``complete = 0`` and ``resume=True`` computes only
+the missing lines.
+
+Example
+-------
+>>> from replica.phase_diagram import run_phase_diagram          # doctest: +SKIP
+>>> base = dict(layers=1, gamma=[1.0], activation="tanh2", drop_hermite=[0, 1, 2],
+...             unit_variance=True, prior="gaussian", readout="ones", readout_grid=None,
+...             branches="all", damping=0.5)
+>>> lines = [dict(base, delta=d) for d in (0.05, 0.1)]
+>>> run_phase_diagram("ph.h5", "delta", [0.05, 0.1], lines, base, [1.0, 2.0, 3.0], workers=2)
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["solve_line", "run_phase_diagram", "assemble", "ResumeMismatch", "ClusterError"]
+
+logger = logging.getLogger(__name__)
+
+BRANCH_NAMES = ("universal", "specialized", "partial")
+
+
+class ResumeMismatch(ValueError):
+    """The file to resume was computed with other options or grids."""
+
+
+class ClusterError(RuntimeError):
+    """The dask cluster could not be started or reached."""
+
+
+def solve_line(options: dict, alphas) -> dict:
+    """One line of the phase diagram: a full α sweep at fixed parameters (runs on a worker).
+
+    Parameters
+    ----------
+    options : dict
+        Resolved model options (see :func:`replica.cli.build_model`), plus ``branches`` and
+        ``damping``.
+    alphas : array_like, shape (n_alpha,)
+
+    Returns
+    -------
+    dict
+        ``mmse``, ``free_entropy``, ``branch`` (equilibrium, shape (n_alpha,)), ``alpha_sp``,
+        ``alpha_c`` (floats), ``branches`` {name: {``mmse``, ``free_entropy``, ``exists``}},
+        ``seconds`` (wall time of the sweep).
+    """
+    from .branches import sweep
+    from .cli import build_model
+
+    t0 = time.perf_counter()
+    model = build_model(options)
+    res = sweep(model, np.asarray(alphas, dtype=float), branches=options.get("branches", "all"), progress=False,
+                solve_kw={"damping": float(options.get("damping", 0.5))})
+    eq = res.equilibrium
+    out = {
+        "mmse": np.asarray(eq["mmse"], dtype=float),
+        "free_entropy": np.asarray(eq["free_entropy"], dtype=float),
+        "branch": np.asarray([str(b) for b in eq["branch"]], dtype=object),
+        "alpha_sp": float(res.transitions.get("alpha_sp", math.nan)),
+        "alpha_c": float(res.transitions.get("alpha_c", math.nan)),
+        "branches": {},
+    }
+    for name, b in res.branches.items():
+        if "mmse" not in b.fields:  # branch found nowhere on the grid
+            continue
+        ok = np.asarray(b["exists"], bool) & np.asarray(b["converged"], bool)
+        out["branches"][name] = {
+            "mmse": np.where(ok, b["mmse"], np.nan),
+            "free_entropy": np.where(ok, b["free_entropy"], np.nan),
+            "exists": ok,
+        }
+    out["seconds"] = time.perf_counter() - t0
+    return out
+
+
+def assemble(parameter: str, values, alphas, lines: dict) -> dict:
+    """Arrays of the phase-diagram file from finished lines.
+
+    Parameters
+    ----------
+    parameter : str
+    values : array_like, shape (n_param,)
+    alphas : array_like, shape (n_alpha,)
+    lines : dict[int, dict]
+        Output of :func:`solve_line` per index of ``values`` (missing = not done).
+
+    Returns
+    -------
+    dict
+        ``alpha``, ``<parameter>``, ``done``, ``mmse``, ``free_entropy``, ``branch``,
+        ``mmse_<b>``, ``exists_<b>``, ``alpha_sp``, ``alpha_c``, ``seconds``.
+    """
+    values = np.asarray(values)
+    alphas = np.sort(np.asarray(alphas, dtype=float))
+    n_par, n_alpha = values.size, alphas.size
+    data = {
+        "alpha": alphas, parameter: values, "done": np.zeros(n_par, bool),
+        "mmse": np.full((n_par, n_alpha), np.nan), "free_entropy": np.full((n_par, n_alpha), np.nan),
+        "branch": np.full((n_par, n_alpha), "", dtype=object),
+        "alpha_sp": np.full(n_par, np.nan), "alpha_c": np.full(n_par, np.nan), "seconds": np.full(n_par, np.nan),
+    }
+    names = [b for b in BRANCH_NAMES if any(b in ln["branches"] for ln in lines.values())]
+    names += sorted({b for ln in lines.values() for b in ln["branches"]} - set(names))
+    for b in names:
+        data[f"mmse_{b}"] = np.full((n_par, n_alpha), np.nan)
+        data[f"exists_{b}"] = np.zeros((n_par, n_alpha), bool)
+    for j, ln in lines.items():
+        data["done"][j] = True
+        for key in ("mmse", "free_entropy", "branch"):
+            data[key][j] = ln[key]
+        for key in ("alpha_sp", "alpha_c", "seconds"):
+            data[key][j] = ln.get(key, np.nan)
+        for b, rec in ln["branches"].items():
+            data[f"mmse_{b}"][j] = rec["mmse"]
+            data[f"exists_{b}"][j] = rec["exists"]
+    return data
+
+
+def _lines_from_file(data: dict, parameter: str, values, alphas) -> dict:
+    """Finished lines stored in a (possibly incomplete) phase-diagram file."""
+    lines = {}
+    names = [k[len("mmse_"):] for k in data if k.startswith("mmse_")]
+    for j in np.flatnonzero(np.asarray(data["done"], bool)):
+        lines[int(j)] = {
+            "mmse": data["mmse"][j], "free_entropy": data["free_entropy"][j],
+            "branch": np.asarray(data["branch"][j], dtype=object),
+            "alpha_sp": float(data["alpha_sp"][j]), "alpha_c": float(data["alpha_c"][j]),
+            "seconds": float(data["seconds"][j]) if "seconds" in data else math.nan,
+            "branches": {b: {"mmse": data[f"mmse_{b}"][j], "exists": data[f"exists_{b}"][j]}
+                         for b in names if f"exists_{b}" in data and data[f"exists_{b}"][j].any()
+                         or b == "universal"},
+        }
+    return lines
+
+
+def _client(workers, scheduler):
+    try:
+        from dask.distributed import Client, LocalCluster
+    except ImportError as exc:  # pragma: no cover - dependency missing
+        raise ClusterError(f"--workers: dask.distributed is not installed ({exc})") from None
+    if scheduler is not None:
+        try:
+            return Client(scheduler, timeout="20s"), None
+        except (OSError, TimeoutError, ValueError) as exc:
+            raise ClusterError(f"--scheduler: cannot connect to {scheduler} ({str(exc).splitlines()[0]})") from None
+    n = int(workers or os.cpu_count() or 1)
+    try:
+        cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
+                               dashboard_address=None, silence_logs=logging.ERROR)
+    except Exception as exc:  # noqa: BLE001 - any start-up failure is reported in one line
+        raise ClusterError(f"--workers: cannot start a local cluster of {n} workers "
+                           f"({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})") from None
+    return Client(cluster), cluster
+
+
+def run_phase_diagram(path, parameter, values, lines_options, base, alphas, *, configuration=None, workers=None,
+                      scheduler=None, resume=False, progress=True) -> dict:
+    """Compute a phase diagram on a dask cluster and write it to ``path``.
+
+    Parameters
+    ----------
+    path : str or Path
+        Output HDF5 file (rewritten atomically after every finished line).
+    parameter : str
+        Second axis: ``"delta"``, ``"gamma"`` or ``"readout_grid"``.
+    values : array_like, shape (n_param,)
+        Its grid.
+    lines_options : list of dict, length n_param
+        Resolved model options of each line (:func:`replica.cli.build_model`).
+    base : dict
+        Options common to all lines (stored as the ``parameters`` attribute).
+    alphas : array_like, shape (n_alpha,)
+    configuration : dict, optional, keyword-only
+        Full command-line configuration (stored as ``configuration``).
+    workers : int, optional, keyword-only
+        Processes of the local cluster (default: CPU count); ignored with ``scheduler``.
+    scheduler : str, optional, keyword-only
+        Address ``tcp://HOST:PORT`` of a running scheduler.
+    resume : bool, keyword-only
+        Reuse the finished lines stored in ``path``.
+    progress : bool, keyword-only
+        tqdm progress bar over lines.
+
+    Returns
+    -------
+    dict
+        The stored arrays (:func:`assemble`).
+
+    Raises
+    ------
+    ResumeMismatch
+        ``resume`` with a file computed for other options or grids.
+    ClusterError
+        The cluster cannot be started or reached.
+    KeyboardInterrupt
+        Interrupted; the finished lines are in ``path`` (attribute ``note`` says so).
+    """
+    from tqdm.auto import tqdm
+
+    from .io import read_phase_diagram, write_phase_diagram
+
+    path = Path(path)
+    values = np.asarray(values)
+    alphas = np.sort(np.asarray(alphas, dtype=float))
+    base = dict(base)
+    done = {}
+    if resume:
+        try:
+            old = read_phase_diagram(path, allow_incomplete=True)
+        except (OSError, ValueError, KeyError) as exc:
+            raise ResumeMismatch(f"cannot read {path} as a phase diagram ({exc})") from None
+        import json
+
+        same = (old["parameter"] == parameter and np.array_equal(old[parameter], values)
+                and np.array_equal(old["alpha"], alphas)
+                and json.loads(json.dumps(old["parameters"], sort_keys=True))
+                == json.loads(json.dumps(base, sort_keys=True)))
+        if not same:
+            raise ResumeMismatch(f"{path} was computed with other options or grids; use the same options or "
+                                 "another --output")
+        done = _lines_from_file(old, parameter, values, alphas)
+        logger.info("resuming %s: %d of %d lines done", path, len(done), values.size)
+        if len(done) == values.size:
+            return assemble(parameter, values, alphas, done)
+
+    def save(complete):
+        data = assemble(parameter, values, alphas, done)
+        write_phase_diagram(path, data, base, parameter=parameter, complete=complete, configuration=configuration)
+        return data
+
+    todo = [j for j in range(values.size) if j not in done]
+    t0 = time.perf_counter()
+    client, cluster = _client(workers, scheduler)
+    pbar = tqdm(total=values.size, initial=len(done), disable=not progress, desc="phase diagram", unit="line",
+                leave=False)
+    futures = []
+    try:
+        from dask.distributed import as_completed
+
+        logger.info("%d lines of %d α values on %s", len(todo), alphas.size, client.scheduler_info().get("address",
+                                                                                                      scheduler))
+        index = {}
+        for j in todo:
+            fut = client.submit(solve_line, lines_options[j], alphas, pure=False, key=f"line-{j}-{os.getpid()}-{t0}")
+            index[fut.key] = j
+            futures.append(fut)
+        for fut in as_completed(futures):
+            j = index[fut.key]
+            done[j] = fut.result()
+            pbar.update(1)
+            logger.info("%s = %g: alpha_sp = %.6g, alpha_c = %.6g (%.1f s)", parameter, values[j],
+                        done[j]["alpha_sp"], done[j]["alpha_c"], done[j]["seconds"])
+            save(complete=len(done) == values.size)
+    except KeyboardInterrupt as exc:
+        if done:
+            exc.note = (f"{len(done)} of {values.size} lines saved in {path}; continue with the same command "
+                        "and --resume")
+        raise
+    finally:
+        pbar.close()
+        for fut in futures:
+            fut.cancel()
+        client.close()
+        if cluster is not None:
+            cluster.close()
+    logger.info("phase diagram of %d × %d points in %.1f s", values.size, alphas.size, time.perf_counter() - t0)
+    return assemble(parameter, values, alphas, done)

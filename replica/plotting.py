@@ -1,0 +1,746 @@
+"""Figures from the HDF5 files of the package (plotting only reads files).
+
+* :func:`plot_sweep` — learning curve ``mmse(α)`` with every branch (the equilibrium
+  part of each branch solid, metastable parts dashed), the transitions ``α_sp`` and ``α_c``
+  marked, experiment points (mean ± s.e.m.) and reference curves overlaid; the overlaps:
+  ``Q(v)`` profiles at several α for readout laws with several atoms, ``Q`` (and per-layer
+  ``q_ℓ``) against α otherwise; per-layer overlap maps (layer × α) for deep networks.
+* :func:`plot_phase_diagram` — equilibrium mmse on the grid α × (Δ, γ, …) with the
+  transition lines ``α_sp`` and ``α_c``.
+* :func:`plot_experiments` — experiment points alone.
+* :func:`plot_file` dispatches on the kind of file; :func:`save_figure` writes PNG/PDF/SVG.
+
+Symbols and units follow THEORY.md (α = n/d², Δ the label-noise variance, γ = k/d, the
+error is the excess Bayes-optimal test error ``mmse``, dimensionless).
+"""
+
+from __future__ import annotations
+
+import csv
+import logging
+import math
+from pathlib import Path
+
+import numpy as np
+
+__all__ = [
+    "plot_file",
+    "plot_sweep",
+    "plot_phase_diagram",
+    "plot_experiments",
+    "read_reference",
+    "save_figure",
+    "PlotError",
+    "BRANCH_STYLE",
+]
+
+logger = logging.getLogger(__name__)
+
+#: colour and label of each branch
+BRANCH_STYLE = {
+    "universal": ("#1f5fa8", "universal ($Q\\equiv 0$)"),
+    "specialized": ("#c0392b", "specialized"),
+    "partial": ("#2e8b57", "partially specialized"),
+}
+_EXTRA_COLORS = ("#8e44ad", "#d35400", "#16a085", "#7f8c8d")
+_EXPERIMENT_MARKERS = ("o", "s", "^", "D", "v", "P", "X")
+_EXPERIMENT_COLORS = ("#000000", "#6c3483", "#b9770e", "#117a65", "#884ea0", "#5d6d7e")
+
+ALPHA_LABEL = r"sample ratio $\alpha = n/d^2$"
+MMSE_LABEL = r"Bayes-optimal test error (mmse)"
+PARAMETER_LABELS = {
+    "delta": r"label-noise variance $\Delta$",
+    "gamma": r"width ratio $\gamma = k/d$",
+    "readout_grid": r"readout grid size",
+}
+
+_RC = {
+    "font.size": 9,
+    "axes.labelsize": 9,
+    "axes.titlesize": 9,
+    "legend.fontsize": 7.5,
+    "xtick.labelsize": 8,
+    "ytick.labelsize": 8,
+    "axes.linewidth": 0.8,
+    "lines.linewidth": 1.6,
+    "xtick.direction": "in",
+    "ytick.direction": "in",
+    "xtick.top": True,
+    "ytick.right": True,
+    "legend.frameon": False,
+    "savefig.bbox": "tight",
+    "savefig.pad_inches": 0.03,
+    "mathtext.fontset": "cm",
+    "font.family": "serif",
+}
+
+
+class PlotError(ValueError):
+    """The file cannot be plotted (unknown layout, incomplete, nothing to draw)."""
+
+
+def _mpl():
+    import matplotlib
+
+    if matplotlib.get_backend().lower() not in ("agg", "pdf", "svg", "ps", "cairo", "module://matplotlib_inline"):
+        try:
+            matplotlib.use("Agg", force=False)
+        except Exception:  # pragma: no cover - interactive backend already running
+            pass
+    import matplotlib.pyplot as plt
+
+    return matplotlib, plt
+
+
+# --------------------------------------------------------------------------- text helpers
+def describe(parameters: dict, *, skip=()) -> str:
+    """Short mathtext description of the model parameters (for titles)."""
+    p = parameters
+    parts = []
+    act = str(p.get("activation", "?"))
+    names = {"relu": "ReLU", "tanh2": r"$\tanh(2x)$", "tanh": r"$\tanh$", "erf": "erf", "elu": "ELU",
+             "sigmoid": "sigmoid", "softplus": "softplus", "quadratic": r"$x^2/\sqrt{2}$"}
+    act_text = names.get(act, act)
+    if p.get("drop_hermite"):
+        act_text += r" minus He$_{" + ",".join(str(d) for d in p["drop_hermite"]) + "}$"
+    if p.get("unit_variance"):
+        act_text += r", $\mathbb{E}\sigma^2=1$"
+    parts.append(r"$\sigma$ = " + act_text)
+    layers = int(p.get("layers", 1) or 1)
+    if layers > 1:
+        parts.append(f"$L = {layers}$")
+    if "gamma" not in skip and p.get("gamma") is not None:
+        g = p["gamma"]
+        g = g if isinstance(g, (list, tuple)) else [g]
+        if len(set(g)) == 1:
+            parts.append(rf"$\gamma = {g[0]:g}$")
+        else:
+            parts.append(r"$\gamma_\ell = " + ",".join(f"{x:g}" for x in g) + "$")
+    if "delta" not in skip and p.get("delta") is not None:
+        parts.append(rf"$\Delta = {float(p['delta']):g}$")
+    if p.get("prior"):
+        parts.append(rf"$P_W$ {p['prior']}")
+    if p.get("readout"):
+        parts.append(rf"$P_v$ {p['readout']}")
+    return ", ".join(parts)
+
+
+def _visible_length(text: str) -> int:
+    """Rough printed length of a mathtext string (commands and braces not counted)."""
+    import re
+
+    return len(re.sub(r"\\[a-zA-Z]+|[{}$_^]", "", text))
+
+
+def _wrap(text: str, width: int) -> str:
+    """Break a ``", "``-separated description into lines of about ``width`` printed characters."""
+    lines, current = [], ""
+    for part in text.split(", "):
+        candidate = part if not current else current + ", " + part
+        if current and _visible_length(candidate) > width:
+            lines.append(current + ",")
+            current = part
+        else:
+            current = candidate
+    lines.append(current)
+    return "\n".join(lines)
+
+
+def _segments(mask):
+    """Index runs where ``mask`` is True."""
+    idx = np.flatnonzero(mask)
+    if idx.size == 0:
+        return []
+    breaks = np.flatnonzero(np.diff(idx) > 1)
+    starts = np.concatenate([[idx[0]], idx[breaks + 1]])
+    ends = np.concatenate([idx[breaks], [idx[-1]]])
+    return [np.arange(s, e + 1) for s, e in zip(starts, ends)]
+
+
+def _branch_color(name, k):
+    if name in BRANCH_STYLE:
+        return BRANCH_STYLE[name]
+    return _EXTRA_COLORS[k % len(_EXTRA_COLORS)], name
+
+
+# --------------------------------------------------------------------------- references
+def read_reference(spec: str) -> dict:
+    """Read a reference curve ``FILE.csv[:COLUMN[:ERROR]]`` (a header row with an ``alpha`` column).
+
+    Returns
+    -------
+    dict
+        ``alpha``, ``value``, ``error`` (or None), ``label``.
+
+    Raises
+    ------
+    ValueError
+        Missing file, no ``alpha`` column, unknown column, or non-numeric entries.
+    """
+    parts = str(spec).split(":")
+    # allow Windows-like drive letters and paths containing ':' only at the first field
+    path = Path(parts[0])
+    column = parts[1] if len(parts) > 1 and parts[1] else None
+    error = parts[2] if len(parts) > 2 and parts[2] else None
+    if not path.is_file():
+        raise ValueError(f"{path} does not exist")
+    try:
+        with open(path, newline="") as fh:
+            rows = list(csv.reader(fh))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"cannot read {path}: {exc}") from None
+    if not rows:
+        raise ValueError(f"{path} is empty")
+    header = [h.strip() for h in rows[0]]
+    if "alpha" not in header:
+        raise ValueError(f"{path} has no 'alpha' column (columns: {', '.join(header)})")
+    if column is None:
+        column = next((c for c in ("mmse", "gen_error", "y_MMSEs", "info_mean") if c in header), None)
+        if column is None:
+            raise ValueError(f"{path}: name the column to plot, FILE.csv:COLUMN (columns: {', '.join(header)})")
+    for c in (column, error):
+        if c is not None and c not in header:
+            raise ValueError(f"{path} has no column {c!r} (columns: {', '.join(header)})")
+    try:
+        table = np.array([[float(x) for x in r] for r in rows[1:] if r], dtype=float)
+    except ValueError:
+        raise ValueError(f"{path}: non-numeric entries") from None
+    out = {"alpha": table[:, header.index("alpha")], "value": table[:, header.index(column)],
+           "error": table[:, header.index(error)] if error else None,
+           "label": (f"{path.parent.name}: {column}" if len(path.stem) > 24 and path.parent.name
+                     else f"{path.stem}: {column}")}
+    order = np.argsort(out["alpha"])
+    for k in ("alpha", "value", "error"):
+        if out[k] is not None:
+            out[k] = out[k][order]
+    return out
+
+
+# --------------------------------------------------------------------------- drawing pieces
+def _ordered_branches(branches: dict) -> list:
+    """Branch names in the order universal, specialized, partial, others."""
+    known = [n for n in BRANCH_STYLE if n in branches]
+    return known + sorted(n for n in branches if n not in BRANCH_STYLE)
+
+
+def _draw_transition_lines(ax, transitions, *, color="0.35", legend=True):
+    for key, text, ls in (("alpha_sp", r"spinodal $\alpha_{\rm sp}$", ":"), ("alpha_c", r"transition $\alpha_c$", "-.")):
+        a = (transitions or {}).get(key, math.nan)
+        if a is not None and np.isfinite(a):
+            ax.axvline(a, color=color, ls=ls, lw=0.9, zorder=1, label=f"{text} = {a:.4g}" if legend else None)
+
+
+def _draw_curves(ax, data, *, logy=False):
+    """Branches (equilibrium solid, metastable dashed) and transitions on ``ax``.
+
+    The equilibrium part of each branch is extended to ``α_c`` by linear interpolation
+    between the grid points around it, so the jump of the equilibrium error sits at ``α_c``.
+    """
+    eq = data["equilibrium"]
+    eq_alpha = np.asarray(eq["alpha"], dtype=float)
+    eq_branch = np.asarray(eq["branch"], dtype=object)
+    tr = data.get("transitions", {}) or {}
+    a_c = tr.get("alpha_c", math.nan)
+    drawn = []
+    metastable = False
+    for k, name in enumerate(_ordered_branches(data["branches"])):
+        b = data["branches"][name]
+        if "mmse" not in b:  # branch found nowhere on the grid
+            continue
+        alpha = np.asarray(b["alpha"], dtype=float)
+        mmse = np.asarray(b["mmse"], dtype=float)
+        ok = np.asarray(b["exists"], bool) & np.asarray(b["converged"], bool) & np.isfinite(mmse)
+        if not ok.any():
+            continue
+        color, label = _branch_color(name, k)
+        is_eq = np.isin(alpha, eq_alpha[eq_branch == name]) & ok
+        metastable |= bool(np.any(ok & ~is_eq))
+        for seg in _segments(ok):
+            ax.plot(alpha[seg], mmse[seg], color=color, ls=(0, (4, 2.5)), lw=1.0, alpha=0.9, zorder=2)
+        for seg in _segments(is_eq):
+            x, y = alpha[seg], mmse[seg]
+            if a_c is not None and np.isfinite(a_c):
+                lo, hi = seg[0], seg[-1]
+                if lo > 0 and ok[lo - 1] and alpha[lo - 1] < a_c < alpha[lo]:
+                    y0 = np.interp(a_c, alpha[lo - 1:lo + 1], mmse[lo - 1:lo + 1])
+                    x, y = np.concatenate([[a_c], x]), np.concatenate([[y0], y])
+                if hi + 1 < alpha.size and ok[hi + 1] and alpha[hi] < a_c < alpha[hi + 1]:
+                    y1 = np.interp(a_c, alpha[hi:hi + 2], mmse[hi:hi + 2])
+                    x, y = np.concatenate([x, [a_c]]), np.concatenate([y, [y1]])
+            if x.size == 1:
+                ax.plot(x, y, "o", color=color, ms=3, zorder=3)
+            else:
+                ax.plot(x, y, color=color, lw=2.0, zorder=3)
+        ax.plot([], [], color=color, lw=2.0, label=label)
+        drawn.append(name)
+    if metastable:
+        ax.plot([], [], color="0.3", lw=2.0, label="equilibrium (largest $f$)")
+        ax.plot([], [], color="0.3", lw=1.0, ls=(0, (4, 2.5)), label="metastable")
+    _draw_transition_lines(ax, tr)
+    ax.set_xlabel(ALPHA_LABEL)
+    ax.set_ylabel(MMSE_LABEL)
+    if logy:
+        ax.set_yscale("log")
+    return drawn
+
+
+def _draw_experiments(ax, experiments: dict, *, column="mmse_mean", error="mmse_sem", layer=None):
+    n = 0
+    for k, ((sampler, init), d) in enumerate(sorted(experiments.items())):
+        if column not in d or "alpha" not in d:
+            continue
+        y = np.asarray(d[column], dtype=float)
+        e = np.asarray(d[error], dtype=float) if error in d else None
+        if y.ndim == 2:
+            y = y[:, -1 if layer is None else layer]
+            e = e[:, -1 if layer is None else layer] if e is not None and e.ndim == 2 else None
+        label = f"{sampler.upper() if len(sampler) <= 4 else sampler}, {init} start"
+        ax.errorbar(np.asarray(d["alpha"], float), y, yerr=e, fmt=_EXPERIMENT_MARKERS[k % len(_EXPERIMENT_MARKERS)],
+                    ms=4, mfc="white", mec=_EXPERIMENT_COLORS[k % len(_EXPERIMENT_COLORS)],
+                    color=_EXPERIMENT_COLORS[k % len(_EXPERIMENT_COLORS)], elinewidth=0.8, capsize=2, lw=0,
+                    label=label, zorder=5)
+        n += 1
+    return n
+
+
+def _draw_references(ax, references):
+    """Reference curves: dense ones as thin grey lines under the theory, sparse ones (or with
+    error bars) as markers."""
+    markers = ("x", "+", "1", "d")
+    colors = ("#7d3c98", "#a04000", "#1e8449", "0.15")
+    for k, ref in enumerate(references or []):
+        color = colors[k % len(colors)]
+        if ref["error"] is not None or ref["alpha"].size <= 40:
+            ax.errorbar(ref["alpha"], ref["value"], yerr=ref["error"], fmt=markers[k % len(markers)], ms=4.5,
+                        color=color, elinewidth=0.7, capsize=1.5, lw=0, label=ref["label"], zorder=4)
+        else:
+            ax.plot(ref["alpha"], ref["value"], ls=(0, (1, 1.2)), lw=1.6, color="0.1", label=ref["label"],
+                    zorder=4)
+
+
+def _layer_overlaps(branch: dict, readout_weights) -> list:
+    """Per-layer overlaps of a branch (readout-averaged for readout-resolved layers), list of (n_alpha,)."""
+    out = []
+    ell = 1
+    while f"overlap_layer_{ell}" in branch:
+        q = np.asarray(branch[f"overlap_layer_{ell}"], dtype=float)
+        if q.ndim == 2:
+            w = np.asarray(readout_weights, dtype=float)
+            q = q @ (w / w.sum())
+        out.append(q)
+        ell += 1
+    return out
+
+
+def _draw_layer_map(fig, ax, data, branch_name, *, cmap="viridis"):
+    b = data["branches"].get(branch_name)
+    if b is None:
+        return None
+    layers = _layer_overlaps(b, b.get("readout_weights", [1.0]))
+    if not layers:
+        return None
+    alpha = np.asarray(b["alpha"], dtype=float)
+    ok = np.asarray(b["exists"], bool) & np.asarray(b["converged"], bool)
+    grid = np.vstack(layers)
+    grid = np.where(ok[None, :], grid, np.nan)
+    mesh = ax.pcolormesh(alpha, np.arange(1, len(layers) + 1), grid, shading="nearest", cmap=cmap, vmin=0.0,
+                         vmax=1.0)
+    ax.set_yticks(np.arange(1, len(layers) + 1))
+    ax.set_ylabel(r"layer $\ell$")
+    ax.set_xlabel(ALPHA_LABEL)
+    cb = fig.colorbar(mesh, ax=ax, pad=0.02, fraction=0.06)
+    cb.set_label(r"overlap $q_\ell$")
+    _draw_transition_lines(ax, data.get("transitions", {}), color="white", legend=False)
+    return mesh
+
+
+def _equilibrium_layers(data):
+    """Per-layer overlaps of the equilibrium state (layer × α)."""
+    eq = data["equilibrium"]
+    eq_branch = np.asarray(eq["branch"], dtype=object)
+    n = eq_branch.size
+    rows = None
+    for name, b in data["branches"].items():
+        layers = _layer_overlaps(b, b.get("readout_weights", [1.0]))
+        if not layers:
+            continue
+        if rows is None:
+            rows = np.full((len(layers), n), np.nan)
+        sel = eq_branch == name
+        rows[:, sel] = np.vstack(layers)[:, sel]
+    return rows
+
+
+def _draw_overlap_panel(ax, data):
+    """Overlaps: Q(v) profiles at several α (several readout atoms) or Q against α."""
+    branches = data["branches"]
+    spec = branches.get("specialized")
+    any_b = next(iter(branches.values()))
+    values = np.asarray(any_b.get("readout_values", [1.0]), dtype=float)
+    deep = any("overlap_layer_1" in b for b in branches.values())
+    if values.size > 1 and spec is not None and ("overlap_W" in spec or deep):
+        key = "overlap_W" if "overlap_W" in spec else max(k for k in spec if k.startswith("overlap_layer_"))
+        Q = np.asarray(spec[key], dtype=float)
+        ok = np.asarray(spec["exists"], bool) & np.asarray(spec["converged"], bool)
+        idx = np.flatnonzero(ok)
+        if idx.size and Q.ndim == 2:
+            _, plt = _mpl()
+            from matplotlib import cm, colors
+
+            pick = idx[np.unique(np.linspace(0, idx.size - 1, min(8, idx.size)).round().astype(int))]
+            alphas = np.asarray(spec["alpha"], dtype=float)
+            norm = colors.Normalize(vmin=alphas[pick].min(), vmax=max(alphas[pick].max(), alphas[pick].min() + 1e-9))
+            cmap = plt.get_cmap("plasma")
+            order = np.argsort(values)
+            for i in pick:
+                ax.plot(values[order], Q[i][order], "-o", ms=2.5, lw=1.2, color=cmap(0.85 * norm(alphas[i])))
+            sm = cm.ScalarMappable(norm=colors.Normalize(norm.vmin, norm.vmin + (norm.vmax - norm.vmin) / 0.85),
+                                   cmap=cmap)
+            cb = ax.figure.colorbar(sm, ax=ax, pad=0.02, fraction=0.06)
+            cb.set_label(ALPHA_LABEL)
+            ax.set_xlabel(r"readout value $v$")
+            ax.set_ylabel(r"overlap $Q(v)$" if not deep else r"last-layer overlap $Q_L(v)$")
+            ax.set_ylim(-0.03, 1.03)
+            return True
+    # one readout atom: overlaps against α, per branch
+    drawn = False
+    gamma = data.get("parameters", {}).get("gamma", 0.5)
+    gamma = float(gamma[0] if isinstance(gamma, (list, tuple)) else gamma)
+    for k, name in enumerate(_ordered_branches(branches)):
+        b = branches[name]
+        ok = np.asarray(b["exists"], bool) & np.asarray(b["converged"], bool)
+        if not ok.any() or "mmse" not in b:
+            continue
+        color, label = _branch_color(name, k)
+        label = label.split(" (")[0]
+        alpha = np.asarray(b["alpha"], dtype=float)
+        w = np.asarray(b.get("readout_weights", [1.0]), dtype=float)
+        v = np.asarray(b.get("readout_values", [1.0]), dtype=float)
+        if deep:
+            if name == "universal":
+                continue
+            for ell, q in enumerate(_layer_overlaps(b, w), start=1):
+                ls = ("-", "--", ":", "-.")[(ell - 1) % 4]
+                for seg in _segments(ok):
+                    ax.plot(alpha[seg], q[seg], color=color, ls=ls, lw=1.4)
+                ax.plot([], [], color=color, ls=ls, label=f"{label}: $q_{ell}$")
+            drawn = True
+            continue
+        if name != "universal" and "overlap_W" in b:
+            q = np.asarray(b["overlap_W"], dtype=float) @ (w / w.sum())
+            for seg in _segments(ok):
+                ax.plot(alpha[seg], q[seg], color=color, lw=1.6)
+            ax.plot([], [], color=color, lw=1.6, label=f"{label}: $Q$")
+            drawn = True
+        if "R2" in b:
+            shift = gamma * float(np.dot(w / w.sum(), v)) ** 2  # R_d − 1, the known mean of S
+            r = np.asarray(b["R2"], dtype=float) - shift
+            for seg in _segments(ok):
+                ax.plot(alpha[seg], r[seg], color=color, lw=1.1, ls=(0, (1.5, 1.5)))
+            ax.plot([], [], color=color, lw=1.1, ls=(0, (1.5, 1.5)), label=f"{label}: $R_2-(R_d-1)$")
+            drawn = True
+    if not drawn:
+        return False
+    _draw_transition_lines(ax, data.get("transitions", {}), legend=False)
+    ax.set_xlabel(ALPHA_LABEL)
+    ax.set_ylabel(r"overlap $q_\ell$" if deep else r"overlap")
+    ax.set_ylim(-0.03, 1.05)
+    ax.set_xlim(left=0)
+    ax.legend(loc="best")
+    return True
+
+
+# --------------------------------------------------------------------------- figures
+def plot_sweep(data: dict, *, experiments=None, references=None, kind="auto", title=None, logy=False):
+    """Figure of a sweep (dict from :func:`replica.io.read_sweep`).
+
+    Parameters
+    ----------
+    data : dict
+        ``parameters``, ``branches``, ``equilibrium``, ``transitions`` (and ``experiments``).
+    experiments : dict, optional, keyword-only
+        ``{(sampler, init): {alpha, mmse_mean, mmse_sem, …}}`` overlaid on the learning curve
+        (added to the file's own experiments).
+    references : list of dict, optional, keyword-only
+        Reference curves from :func:`read_reference`.
+    kind : {"auto", "curve", "overlaps", "layers"}, keyword-only
+        ``auto``: learning curve, overlaps and (deep networks) the per-layer maps.
+    title : str, optional, keyword-only
+    logy : bool, keyword-only
+        Logarithmic mmse axis.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    matplotlib, plt = _mpl()
+    exps = dict(data.get("experiments") or {})
+    exps.update(experiments or {})
+    deep = any("overlap_layer_1" in b for b in data["branches"].values())
+    multi_atom = any(np.size(b.get("readout_values", [1.0])) > 1 for b in data["branches"].values())
+    panels = {"auto": ["curve", "overlaps"] + (["layers_eq", "layers_spec"] if deep else []),
+              "curve": ["curve"], "overlaps": ["overlaps"],
+              "layers": ["layers_eq", "layers_spec"]}[kind]
+    if kind == "layers" and not deep:
+        raise PlotError("--kind layers: the file is not a deep-network sweep (no overlap_layer_<ℓ> datasets)")
+    if kind == "auto" and "specialized" not in data["branches"] and not deep:
+        panels = ["curve"]
+    with matplotlib.rc_context(_RC):
+        ncols = 2 if len(panels) > 1 else 1
+        nrows = math.ceil(len(panels) / ncols)
+        fig, axes = plt.subplots(nrows, ncols, figsize=(3.4 * ncols, 2.9 * nrows + 0.5), layout="constrained",
+                                 squeeze=False)
+        axes = axes.ravel()
+        for ax, panel in zip(axes, panels):
+            if panel == "curve":
+                _draw_curves(ax, data, logy=logy)
+                _draw_references(ax, references)
+                if exps:
+                    _draw_experiments(ax, exps)
+                ax.set_xlim(left=0)
+                if not logy:
+                    ax.set_ylim(bottom=0)
+                handles, labels = ax.get_legend_handles_labels()
+                if len(labels) > 4:  # long legends go below the panels, never over the curves
+                    longest = max(_visible_length(lab) for lab in labels)
+                    ncol = max(1, min(4, math.ceil(len(labels) / 2), int(95 * ncols / 2 // (longest + 6))))
+                    fig.legend(handles, labels, loc="outside lower center", ncol=ncol, handlelength=2.2,
+                               columnspacing=1.2)
+                else:
+                    ax.legend(loc="best")
+                ax.set_title("learning curve", loc="left")
+            elif panel == "overlaps":
+                if not _draw_overlap_panel(ax, data):
+                    ax.set_axis_off()
+                ax.set_title("overlaps" + (r" $Q(v)$, specialized branch" if multi_atom else ""), loc="left")
+            elif panel == "layers_eq":
+                rows = _equilibrium_layers(data)
+                if rows is None:
+                    ax.set_axis_off()
+                    continue
+                eq_data = {"branches": {"eq": {"alpha": data["equilibrium"]["alpha"],
+                                               "exists": np.ones(rows.shape[1], bool),
+                                               "converged": np.ones(rows.shape[1], bool),
+                                               **{f"overlap_layer_{i + 1}": r for i, r in enumerate(rows)}}},
+                           "transitions": data.get("transitions", {})}
+                _draw_layer_map(fig, ax, eq_data, "eq")
+                ax.set_title(r"per-layer overlap $q_\ell$, equilibrium", loc="left")
+            elif panel == "layers_spec":
+                if _draw_layer_map(fig, ax, data, "specialized") is None:
+                    ax.set_axis_off()
+                    continue
+                ax.set_title(r"per-layer overlap $q_\ell$, specialized branch", loc="left")
+                ax.set_facecolor("0.92")
+        for ax in axes[len(panels):]:
+            ax.set_axis_off()
+        fig.suptitle(title if title is not None else _wrap(describe(data.get("parameters", {})), 60 * ncols),
+                     fontsize=9)
+    return fig
+
+
+def plot_experiments(experiments: dict, *, parameters=None, title=None, logy=False):
+    """Figure of experiment points alone (mmse and, when stored, per-layer overlaps)."""
+    matplotlib, plt = _mpl()
+    if not experiments:
+        raise PlotError("the file has no experiments/<sampler>/<init> groups")
+    has_overlap = any("overlap_mean" in d for d in experiments.values())
+    with matplotlib.rc_context(_RC):
+        ncols = 2 if has_overlap else 1
+        fig, axes = plt.subplots(1, ncols, figsize=(3.4 * ncols, 2.75), layout="constrained", squeeze=False)
+        ax = axes[0, 0]
+        _draw_experiments(ax, experiments)
+        ax.set_xlabel(ALPHA_LABEL)
+        ax.set_ylabel(MMSE_LABEL)
+        if logy:
+            ax.set_yscale("log")
+        else:
+            ax.set_ylim(bottom=0)
+        ax.set_xlim(left=0)
+        ax.legend(loc="best")
+        ax.set_title("experiments: half Gibbs error", loc="left")
+        if has_overlap:
+            ax2 = axes[0, 1]
+            for k, ((sampler, init), d) in enumerate(sorted(experiments.items())):
+                if "overlap_mean" not in d:
+                    continue
+                q = np.atleast_2d(np.asarray(d["overlap_mean"], dtype=float))
+                if q.shape[0] != np.size(d["alpha"]):
+                    q = q.T
+                e = d.get("overlap_sem")
+                e = None if e is None else np.atleast_2d(np.asarray(e, dtype=float)).reshape(q.shape)
+                for ell in range(q.shape[1]):
+                    ax2.errorbar(np.asarray(d["alpha"], float), q[:, ell], yerr=None if e is None else e[:, ell],
+                                 fmt=_EXPERIMENT_MARKERS[k % len(_EXPERIMENT_MARKERS)] + ("-" if ell == 0 else "--"),
+                                 ms=4, mfc="white", lw=0.8, capsize=2,
+                                 color=_EXPERIMENT_COLORS[k % len(_EXPERIMENT_COLORS)],
+                                 label=f"{sampler.upper() if len(sampler) <= 4 else sampler}, {init} start"
+                                 + (f", layer {ell + 1}" if q.shape[1] > 1 else ""))
+            ax2.set_xlabel(ALPHA_LABEL)
+            ax2.set_ylabel(r"matched overlap $W_i\cdot W^0_{\pi(i)}/d$")
+            ax2.set_ylim(-0.03, max(1.03, ax2.get_ylim()[1]))
+            ax2.set_xlim(left=0)
+            ax2.legend(loc="best")
+            ax2.set_title("experiments: overlaps", loc="left")
+        fig.suptitle(title if title is not None else _wrap(describe(parameters or {}), 60 * ncols), fontsize=9)
+    return fig
+
+
+def plot_phase_diagram(data: dict, *, title=None, logy=False):
+    """Figure of a phase diagram (dict from :func:`replica.io.read_phase_diagram`).
+
+    The equilibrium mmse is a colour map on α × parameter (logarithmic colours); the
+    transition lines ``α_sp`` (spinodal, where the specialized branch appears) and
+    ``α_c`` (thermodynamic transition) are drawn against the parameter; the region
+    between them, where the specialized branch is metastable, is hatched.
+    """
+    matplotlib, plt = _mpl()
+    from matplotlib import colors
+
+    par = data["parameter"]
+    values = np.asarray(data[par], dtype=float)
+    alpha = np.asarray(data["alpha"], dtype=float)
+    mmse = np.asarray(data["mmse"], dtype=float)
+    with matplotlib.rc_context(_RC):
+        fig, ax = plt.subplots(figsize=(5.0, 3.9), layout="constrained")
+        finite = mmse[np.isfinite(mmse) & (mmse > 0)]
+        norm = colors.LogNorm(vmin=finite.min(), vmax=finite.max()) if finite.size and finite.min() < finite.max() \
+            else None
+        mesh = ax.pcolormesh(alpha, values, np.ma.masked_invalid(mmse), shading="nearest", cmap="viridis", norm=norm)
+        cb = fig.colorbar(mesh, ax=ax, pad=0.02, fraction=0.05)
+        cb.set_label("equilibrium mmse")
+        sp = np.asarray(data.get("alpha_sp", np.full(values.size, np.nan)), dtype=float)
+        ac = np.asarray(data.get("alpha_c", np.full(values.size, np.nan)), dtype=float)
+        ok = np.isfinite(sp) & np.isfinite(ac)
+        if ok.any():
+            ax.fill_betweenx(values[ok], sp[ok], ac[ok], facecolor="none", edgecolor="0.2", hatch="////", lw=0,
+                             alpha=0.45, label="specialized branch metastable")
+        # α_c first, the dashed spinodal on top: both stay visible where they coincide
+        for arr, style, z in ((ac, dict(color="#ff5a36", ls="-", marker="s", mfc="#ff5a36", lw=2.4), 3),
+                              (sp, dict(color="black", ls=(0, (3, 2)), marker="o", mfc="white", lw=1.4), 4)):
+            m = np.isfinite(arr)
+            if m.any():
+                ax.plot(arr[m], values[m], ms=4, mec="black", mew=0.6, zorder=z, **style)
+        # rows whose transition lies outside the α grid: arrows at the edge
+        branch = np.asarray(data.get("branch", np.full(mmse.shape, "", dtype=object)), dtype=object)
+        done = np.asarray(data.get("done", np.ones(values.size, bool)), bool)
+        below = done & ~np.isfinite(ac) & (branch[:, 0] != "universal") & (branch[:, 0] != "")
+        above = done & ~np.isfinite(ac) & (branch[:, -1] == "universal")
+        dx = 0.5 * np.diff(alpha).min(initial=0) if alpha.size > 1 else 0.0
+        if below.any():
+            ax.plot(np.full(below.sum(), alpha.min() - 0.6 * dx), values[below], "<", color="#ff5a36", mec="black",
+                    mew=0.6, ms=6, zorder=5, clip_on=False)
+        if above.any():
+            ax.plot(np.full(above.sum(), alpha.max() + 0.6 * dx), values[above], ">", color="#ff5a36", mec="black",
+                    mew=0.6, ms=6, zorder=5, clip_on=False)
+        ax.set_xlabel(ALPHA_LABEL)
+        ax.set_ylabel(PARAMETER_LABELS.get(par, par))
+        ax.set_xlim(alpha.min() - dx if alpha.size > 1 else None, alpha.max() + dx if alpha.size > 1 else None)
+        if logy:
+            ax.set_yscale("log")
+        from matplotlib.lines import Line2D
+        from matplotlib.patches import Patch
+
+        handles = [Line2D([], [], color="black", ls=(0, (3, 2)), marker="o", mfc="white", mec="black", mew=0.6,
+                          lw=1.4, ms=4, label=r"spinodal $\alpha_{\rm sp}$"),
+                   Line2D([], [], color="#ff5a36", ls="-", marker="s", mfc="#ff5a36", mec="black", mew=0.6, lw=2.4,
+                          ms=4, label=r"transition $\alpha_c$"),
+                   Patch(facecolor="none", edgecolor="0.35", hatch="////", lw=0,
+                         label="specialized branch metastable")]
+        if below.any() or above.any():
+            handles.append(Line2D([], [], ls="none", marker=">", color="#ff5a36", mec="black", mew=0.6, ms=6,
+                                  label=r"$\alpha_c$ outside the grid"))
+        fig.legend(handles=handles, loc="outside lower center", ncol=2, handlelength=2.4, columnspacing=1.5)
+        if not data.get("complete", True):
+            ax.text(0.02, 0.02, "incomplete (resume to finish)", transform=ax.transAxes, color="white", fontsize=7)
+        fig.suptitle(title if title is not None else _wrap("phase diagram: " + describe(
+            data.get("parameters", {}), skip=(par,)), 75), fontsize=9)
+    return fig
+
+
+def plot_file(path, *, experiments=(), references=(), kind="auto", title=None, logy=False):
+    """Figure of any file written by the package (dispatch on its kind).
+
+    Parameters
+    ----------
+    path : str or Path
+        Sweep, phase-diagram or experiment HDF5 file.
+    experiments : sequence of paths, keyword-only
+        Extra experiment files overlaid on a sweep's learning curve.
+    references : sequence of dict, keyword-only
+        Reference curves (:func:`read_reference`).
+    kind : str, keyword-only
+        ``auto``, ``curve``, ``overlaps``, ``layers`` (sweeps) or ``phase``.
+
+    Raises
+    ------
+    PlotError
+        Unreadable or incomplete file, or ``kind`` not available for this file.
+    """
+    from .io import IncompleteFileError, file_kind, read_experiments, read_phase_diagram, read_sweep
+
+    path = Path(path)
+    try:
+        fkind = file_kind(path)
+    except OSError:
+        raise PlotError(f"FILE.h5: {path} is not an HDF5 file") from None
+    extra = {}
+    for e in experiments or ():
+        try:
+            got = read_experiments(e)
+        except OSError:
+            raise PlotError(f"--experiment: {e} is not an HDF5 file") from None
+        if not got:
+            raise PlotError(f"--experiment: {e} has no experiments/<sampler>/<init> groups")
+        extra.update(got)
+    try:
+        if fkind == "phase_diagram":
+            if kind not in ("auto", "phase"):
+                raise PlotError(f"--kind {kind}: {path} is a phase diagram (use --kind phase or auto)")
+            return plot_phase_diagram(read_phase_diagram(path, allow_incomplete=True), title=title, logy=logy)
+        if kind == "phase":
+            raise PlotError(f"--kind phase: {path} is not a phase-diagram file")
+        if fkind == "sweep":
+            return plot_sweep(read_sweep(path), experiments=extra, references=references, kind=kind, title=title,
+                              logy=logy)
+        if fkind == "experiment":
+            exps = read_experiments(path)
+            exps.update(extra)
+            import json
+
+            import h5py
+
+            with h5py.File(path, "r") as h5:
+                try:
+                    params = json.loads(h5.attrs.get("parameters", "{}"))
+                except (TypeError, ValueError):
+                    params = {}
+            return plot_experiments(exps, parameters=params, title=title, logy=logy)
+    except IncompleteFileError as exc:
+        raise PlotError(f"FILE.h5: {exc}") from None
+    except KeyError as exc:
+        raise PlotError(f"FILE.h5: {path} lacks {exc} (not written by this package?)") from None
+    raise PlotError(f"FILE.h5: {path} is not a sweep, phase-diagram or experiment file")
+
+
+def save_figure(fig, path, *, dpi=200):
+    """Save ``fig`` atomically (temporary file, then rename); the format follows the suffix."""
+    import os
+    import tempfile
+
+    path = Path(path)
+    directory = path.parent if str(path.parent) else Path(".")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=path.suffix, dir=directory)
+    os.close(fd)
+    try:
+        fig.savefig(tmp, dpi=dpi, format=path.suffix.lstrip(".").lower().replace("jpg", "jpeg"))
+        mask = os.umask(0)
+        os.umask(mask)
+        os.chmod(tmp, 0o666 & ~mask)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)
+    return path

@@ -1,0 +1,401 @@
+"""One hidden layer: replica-symmetric free entropy and its fixed point.
+
+Model (THEORY.md §1): ``λ(x; W) = vᵀ σ(W x/√d)/√k``, ``W ∈ R^{k×d}``, ``k = γ d``,
+``n = α d²`` samples, labels ``y = λ(x; W⁰) + √Δ z``.  The student knows ``v``,
+the activation ``σ``, the weight prior ``P_W`` and ``Δ``.
+
+Order parameters (THEORY.md §5.2): the specialization overlap profile ``Q(v)``
+over the readout atoms, ``R₂`` (overlap of ``S = Wᵀdiag(v)W/√(kd)``), their
+conjugates ``Q̂(v)``, ``R̂₂``, and the tilt ``τ`` defined by
+``m_S(τ) = E_v[v² Q(v)²]``.
+
+    K*    = μ₁² + μ₂² R₂/2 + E_v[v² g(Q(v))],      mmse = K_d − K*
+    R̂₂    = α μ₂² / (Δ + K_d − K*)
+    R₂    = m_S(τ + R̂₂) + (R_d − 1)
+    Q̂(v) = (α/γ) v² g'(Q)/(Δ + K_d − K*) + (1/γ)(m_S(τ+R̂₂) − m_S(τ)) v² Q / m_S'(τ)
+    Q(v)  = m_{P_W}(Q̂(v))
+
+    f = −½ ln(2πe(Δ + K_d − K*)) + (R_d − R₂)R̂₂/(4α)
+        + (γ/α) E_v[ψ_{P_W}(Q̂) − Q Q̂/2] − (1/α)[ι(τ + R̂₂) − ι(τ)]
+
+References
+----------
+Barbier, Camilli, Nguyen, Pastore, Skerk, arXiv 2501.18530 and 2505.24849
+(one hidden layer); Maillard, Troiani, Martin, Krzakala, Zdeborová,
+arXiv 2408.03733 (quadratic activation, universal branch).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import optimize
+
+from hciz import symmetric_channel
+from priors import get_readout_law, get_weight_prior
+
+from .activations import get_activation
+from .engine import STATUS_MESSAGES, FixedPointResult, solve_fixed_point
+
+__all__ = ["ShallowModel", "ShallowState"]
+
+logger = logging.getLogger(__name__)
+
+_GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(16)
+INFORMED_OVERLAP = 0.99
+UNINFORMED_OVERLAP = 1e-2
+PARTIAL_QUANTILES = (0.25, 0.5, 0.75)
+
+
+@dataclass
+class ShallowState:
+    """All order parameters of one stationary point (THEORY.md §5.2).
+
+    Attributes
+    ----------
+    alpha : float
+        Sample ratio n/d².
+    overlap_W : ndarray, shape (n_readout,)
+        ``Q(v)`` on the readout atoms, in [0, 1].
+    overlap_W_hat : ndarray, shape (n_readout,)
+        Conjugates ``Q̂(v) ≥ 0``.
+    R2, R2_hat, tau : float
+        ``R₂``, ``R̂₂`` and the tilt ``τ``.
+    mmse : float
+        Bayes-optimal excess test error ``K_d − K*``.
+    free_entropy : float
+        ``f`` per d² (THEORY.md §5.2), to be maximized over stationary points.
+    mutual_information : float
+        ``(α/γ)(−½ ln(2πeΔ) − f)`` per weight parameter (``inf`` at Δ = 0).
+    """
+
+    alpha: float
+    overlap_W: np.ndarray
+    overlap_W_hat: np.ndarray
+    R2: float
+    R2_hat: float
+    tau: float
+    mmse: float
+    free_entropy: float
+    mutual_information: float
+
+    @property
+    def overlaps(self) -> np.ndarray:
+        """Specialization overlaps used to tell stationary points apart, shape (n_readout,)."""
+        return self.overlap_W
+
+    def specialization(self, readout_weights, v2) -> float:
+        """``E_v[v² Q(v)²]``: orders non-universal branches (largest = ``specialized``)."""
+        return float(np.dot(readout_weights, v2 * self.overlap_W**2))
+
+    def record(self) -> dict:
+        """Fields stored per α in a branch (HDF5 datasets)."""
+        return {
+            "mmse": self.mmse, "free_entropy": self.free_entropy,
+            "mutual_information": self.mutual_information, "R2": self.R2, "R2_hat": self.R2_hat,
+            "tau": self.tau, "overlap_W": self.overlap_W, "overlap_W_hat": self.overlap_W_hat,
+        }
+
+
+class ShallowModel:
+    """One-hidden-layer Bayes-optimal learning problem.
+
+    Parameters
+    ----------
+    activation : str or Activation
+        Activation name (see ``replica.activations``), e.g. ``"relu"``.
+    gamma : float
+        Width ratio γ = k/d > 0.
+    delta : float
+        Label-noise variance Δ ≥ 0.
+    weight_prior : str or WeightPrior, keyword-only
+        ``"gaussian"``, ``"rademacher"`` or ``"uniform"``.
+    readout_law : str or ReadoutLaw, keyword-only
+        Readout law spec (``"ones"``, ``"gaussian"``, …, see ``priors``).
+    readout_grid : int or None, keyword-only
+        Grid size for continuous readout laws.
+
+    Raises
+    ------
+    ValueError
+        γ ≤ 0, Δ < 0 or non-finite, unknown names.
+    """
+
+    def __init__(
+        self,
+        activation="relu",
+        gamma: float = 0.5,
+        delta: float = 0.1,
+        *,
+        weight_prior="gaussian",
+        readout_law="ones",
+        readout_grid: int | None = None,
+    ):
+        if not (np.isfinite(gamma) and gamma > 0):
+            raise ValueError(f"gamma must be a finite number > 0, got {gamma}")
+        if not (np.isfinite(delta) and delta >= 0):
+            raise ValueError(f"delta must be a finite number >= 0, got {delta}")
+        self.activation = get_activation(activation) if isinstance(activation, str) else activation
+        self.weight_prior = get_weight_prior(weight_prior) if isinstance(weight_prior, str) else weight_prior
+        self.readout_law = (
+            get_readout_law(readout_law, grid_size=readout_grid) if isinstance(readout_law, str) else readout_law
+        )
+        self.gamma = float(gamma)
+        self.delta = float(delta)
+        v = np.asarray(self.readout_law.values, dtype=float)
+        p = np.asarray(self.readout_law.weights, dtype=float)
+        self.readout_values = v
+        self.readout_weights = p
+        self.v2 = v * v
+        self.channel = symmetric_channel(self.gamma, v, p)
+        self.mu1 = float(self.activation.mu1)
+        self.mu2 = float(self.activation.mu2)
+        self.g1 = float(self.activation.g1)
+        self.R_d = 1.0 + self.gamma * float(np.dot(p, v)) ** 2
+        self.K_d = self.mu1**2 + self.mu2**2 * self.R_d / 2.0 + self.g1
+
+    # ------------------------------------------------------------------ helpers
+    @property
+    def n_readout(self) -> int:
+        return self.readout_values.size
+
+    def starts(self) -> dict:
+        """Named initial overlaps ``Q(v)`` and the sweep direction of each.
+
+        Returns
+        -------
+        dict[str, tuple[ndarray, str]]
+            ``informed`` (Q = 0.99, followed downwards and upwards), ``uninformed``
+            (Q = 0.01, upwards) and partial starts (Q = 0.99 only where ``|v|`` exceeds a
+            quantile of ``|v|``, downwards) for readout laws with several ``|v|``.
+        """
+        n = self.n_readout
+        out = {"informed": (np.full(n, INFORMED_OVERLAP), "both"),
+               "uninformed": (np.full(n, UNINFORMED_OVERLAP), "up")}
+        a = np.abs(self.readout_values)
+        if np.unique(np.round(a, 12)).size >= 2:
+            order = np.argsort(a)
+            cdf = np.cumsum(self.readout_weights[order])
+            for qt in PARTIAL_QUANTILES:
+                thr = a[order][min(np.searchsorted(cdf, qt), n - 1)]
+                Q0 = np.where(a > thr, INFORMED_OVERLAP, 0.0)
+                if 0 < np.count_nonzero(Q0) < n:
+                    out[f"partial_q{int(qt * 100)}"] = (Q0, "down")
+        return out
+
+    def specialization(self, state) -> float:
+        """``E_v[v² Q(v)²]`` of a state (orders the non-universal branches)."""
+        return state.specialization(self.readout_weights, self.v2)
+
+    def solve_from(self, alpha, overlaps, warm=None, *, start="", **kw) -> FixedPointResult:
+        """Solve from initial overlaps, or from a previous result's packed point ``warm``."""
+        if warm is not None:
+            return self.solve(alpha, warm[:-1], warm[-1], start=start, **kw)
+        return self.solve(alpha, overlaps, None, start=start, **kw)
+
+    def _ev(self, x) -> float:
+        """E_v over the readout atoms."""
+        return float(np.dot(self.readout_weights, x))
+
+    def tilt(self, overlap_W) -> float:
+        """τ with ``m_S(τ) = E_v[v² Q(v)²]`` (0 when that moment vanishes)."""
+        q2 = self._ev(self.v2 * np.asarray(overlap_W) ** 2)
+        if q2 <= 0.0:
+            return 0.0
+        return float(self.channel.overlap_inverse(min(q2, 1.0 - 1e-15)))
+
+    def tilt_gain(self, tau, R2_hat) -> float:
+        """``(m_S(τ + R̂₂) − m_S(τ)) / m_S'(τ)`` without cancellation.
+
+        For large τ both overlaps are ``1 − O(1/τ)`` and their difference ``O(R̂₂/τ²)``
+        cancels catastrophically; there the difference is computed as
+        ``∫_τ^{τ+R̂₂} m_S'(s) ds`` by 16-point Gauss–Legendre in ``u = 1/s``, where the
+        integrand ``m_S'(1/u)/u²`` tends to the constant ``lim λ² m_S'(λ)``.
+        """
+        ch = self.channel
+        if tau <= 50.0 or R2_hat == 0.0:
+            return float((ch.overlap(tau + R2_hat) - ch.overlap(tau)) / ch.overlap_derivative(tau))
+        u_lo, u_hi = 1.0 / (tau + R2_hat), 1.0 / tau
+        u = 0.5 * (u_hi - u_lo) * _GL_NODES + 0.5 * (u_hi + u_lo)
+        integral = 0.5 * (u_hi - u_lo) * float(np.dot(_GL_WEIGHTS, ch.overlap_derivative(1.0 / u) / u**2))
+        return integral / float(ch.overlap_derivative(tau))
+
+    def _denominator(self, overlap_W, R2) -> float:
+        """``Δ + K_d − K*`` written without cancellation."""
+        g_gap = self._ev(self.v2 * (self.g1 - self.activation.g(np.asarray(overlap_W))))
+        return self.delta + self.mu2**2 * (self.R_d - R2) / 2.0 + g_gap
+
+    # ------------------------------------------------------------- free entropy
+    def free_entropy(self, alpha, R2, R2_hat, overlap_W, overlap_W_hat) -> float:
+        """Replica-symmetric free entropy ``f`` as a function of all order parameters.
+
+        Parameters
+        ----------
+        alpha : float
+            Sample ratio α > 0.
+        R2, R2_hat : float
+            ``R₂`` and ``R̂₂ ≥ 0``.
+        overlap_W, overlap_W_hat : ndarray, shape (n_readout,)
+            ``Q(v) ∈ [0, 1]`` and ``Q̂(v) ≥ 0``.
+
+        Returns
+        -------
+        float
+            ``f`` per d² (THEORY.md §5.2); its stationary points are the solutions of
+            the fixed-point equations. ``τ`` is a function of ``Q`` through
+            ``m_S(τ) = E_v[v² Q²]``.
+        """
+        Q = np.asarray(overlap_W, dtype=float)
+        Qh = np.asarray(overlap_W_hat, dtype=float)
+        tau = self.tilt(Q)
+        D = self._denominator(Q, R2)
+        iota = self.channel.mutual_information
+        entropic = self._ev(self.weight_prior.free_entropy(Qh) - Q * Qh / 2.0)
+        return float(
+            -0.5 * math.log(2 * math.pi * math.e * D)
+            + (self.R_d - R2) * R2_hat / (4 * alpha)
+            + self.gamma / alpha * entropic
+            - (iota(tau + R2_hat) - iota(tau)) / alpha
+        )
+
+    def mutual_information(self, alpha, free_entropy) -> float:
+        """Mutual information per weight parameter ``(α/γ)(−½ ln(2πeΔ) − f)``."""
+        if self.delta == 0.0:
+            return math.inf
+        return alpha / self.gamma * (-0.5 * math.log(2 * math.pi * math.e * self.delta) - free_entropy)
+
+    # -------------------------------------------------------------- update map
+    def conjugates(self, alpha, overlap_W, R2_hat):
+        """Evaluate everything the map needs from ``(Q, R̂₂)``.
+
+        Returns
+        -------
+        dict with keys ``tau, R2, D, R2_hat_new, overlap_W_hat``.
+        """
+        Q = np.asarray(overlap_W, dtype=float)
+        ch = self.channel
+        tau = self.tilt(Q)
+        m_tau = ch.overlap(tau)
+        m_sum = ch.overlap(tau + R2_hat)
+        R2 = m_sum + (self.R_d - 1.0)
+        D = self._denominator(Q, R2)
+        R2_hat_new = alpha * self.mu2**2 / D
+        Qh = (alpha / self.gamma) * self.v2 * self.activation.g_prime(Q) / D
+        if np.any(Q != 0.0):
+            Qh = Qh + self.tilt_gain(tau, R2_hat) / self.gamma * self.v2 * Q
+        return {"tau": tau, "R2": R2, "D": D, "R2_hat_new": R2_hat_new, "overlap_W_hat": np.maximum(Qh, 0.0)}
+
+    def update(self, alpha, x):
+        """Fixed-point map on the packed vector ``x = (Q(v)…, R̂₂)``."""
+        c = self.conjugates(alpha, x[:-1], x[-1])
+        return np.concatenate([self.weight_prior.overlap(c["overlap_W_hat"]), [c["R2_hat_new"]]])
+
+    def state(self, alpha, x) -> ShallowState:
+        """All order parameters, the error and the free entropy at packed point ``x``."""
+        Q = np.asarray(x[:-1], dtype=float)
+        R2_hat = float(x[-1])
+        c = self.conjugates(alpha, Q, R2_hat)
+        f = self.free_entropy(alpha, c["R2"], R2_hat, Q, c["overlap_W_hat"])
+        return ShallowState(
+            alpha=float(alpha),
+            overlap_W=Q.copy(),
+            overlap_W_hat=c["overlap_W_hat"],
+            R2=float(c["R2"]),
+            R2_hat=R2_hat,
+            tau=float(c["tau"]),
+            mmse=float(c["D"] - self.delta),
+            free_entropy=f,
+            mutual_information=self.mutual_information(alpha, f),
+        )
+
+    # ------------------------------------------------------------------ solvers
+    def solve_universal(self, alpha: float) -> FixedPointResult:
+        """Universal branch ``Q ≡ 0`` (THEORY.md §5.1), solved by 1-D root finding.
+
+        ``R̂₂ = 2α/(Δ₂ + mmse_S(R̂₂))`` with ``Δ₂ = 2(Δ + g(1))/μ₂²``; for μ₂ = 0 the
+        branch is flat (``mmse = g(1)``). When Δ₂ = 0 and ``2α`` exceeds
+        ``lim λ·mmse_S(λ)`` the quadratic part is recovered perfectly (mmse = g(1),
+        ``R̂₂ = ∞``).
+        """
+        alpha = float(alpha)
+        zeros = np.zeros(self.n_readout)
+        if self.mu2 == 0.0:
+            return self._finish(alpha, np.concatenate([zeros, [0.0]]), "universal", "exact")
+        delta2 = 2.0 * (self.delta + self.g1) / self.mu2**2
+        mmse_S = self.channel.mmse
+
+        def h(lam):
+            return lam * (delta2 + mmse_S(lam)) - 2.0 * alpha
+
+        if delta2 > 0:
+            hi = 2.0 * alpha / delta2
+        else:
+            if 2.0 * alpha >= self.channel.mmse_lambda_limit:
+                return self._finish(alpha, np.concatenate([zeros, [np.inf]]), "universal", "exact")
+            hi = 2.0 * alpha
+            while h(hi) < 0:
+                hi *= 4.0
+                if hi > 1e15:
+                    return self._finish(alpha, np.concatenate([zeros, [np.inf]]), "universal", "exact")
+        if alpha == 0.0:
+            lam = 0.0
+        else:
+            lam = optimize.brentq(h, 0.0, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=500)
+        return self._finish(alpha, np.concatenate([zeros, [lam]]), "universal", "exact")
+
+    def _finish(self, alpha, x, start, status, result: FixedPointResult | None = None) -> FixedPointResult:
+        if np.isinf(x[-1]):
+            # perfect recovery of the quadratic part (noiseless, μ-only quadratic target)
+            st = ShallowState(alpha, x[:-1].copy(), np.zeros(self.n_readout), self.R_d, np.inf, 0.0,
+                              self.g1, np.inf, math.inf)
+        else:
+            st = self.state(alpha, x)
+        if result is None:
+            result = FixedPointResult(x, True, status, STATUS_MESSAGES[status], 0, 0.0, 0.0, start)
+        result.info["state"] = st
+        return result
+
+    def solve(
+        self,
+        alpha: float,
+        overlap_W0,
+        R2_hat0: float | None = None,
+        *,
+        start: str = "",
+        **solver_options,
+    ) -> FixedPointResult:
+        """Damped iteration of the full one-hidden-layer equations from ``Q = overlap_W0``.
+
+        Parameters
+        ----------
+        alpha : float
+            α > 0.
+        overlap_W0 : float or ndarray, shape (n_readout,)
+            Initial ``Q(v)``.
+        R2_hat0 : float, optional
+            Initial ``R̂₂`` (default: the universal-branch value).
+        start : str
+            Label stored in the result.
+        **solver_options
+            ``damping``, ``atol``, ``rtol``, ``max_iter``, ``method``: see
+            :func:`replica.engine.solve_fixed_point`.
+
+        Returns
+        -------
+        FixedPointResult
+            ``info["state"]`` holds the :class:`ShallowState` at the returned point.
+        """
+        alpha = float(alpha)
+        Q0 = np.broadcast_to(np.asarray(overlap_W0, dtype=float), (self.n_readout,)).copy()
+        if R2_hat0 is None:
+            R2_hat0 = self.solve_universal(alpha).x[-1]
+            if not np.isfinite(R2_hat0):
+                R2_hat0 = 1e6
+        x0 = np.concatenate([Q0, [float(R2_hat0)]])
+        res = solve_fixed_point(lambda x: self.update(alpha, x), x0, start=start, **solver_options)
+        if res.status == "nan":
+            return res
+        return self._finish(alpha, res.x, start, res.status, res)

@@ -1,0 +1,296 @@
+"""Command line ``replica-experiment``: finite-size sampling and training runs.
+
+Same model options as ``replica-sweep`` (``--layers --gamma --activation --prior --readout
+--delta --alpha``) plus the simulation options.  Writes one HDF5 file (layout in
+:mod:`simulations.io`).
+
+Example (the default sizes finish in minutes on 2 CPU cores)::
+
+    replica-experiment --activation relu --gamma 0.5 --delta 0.1 --readout ones \\
+        --prior gaussian --alpha 1,6 --dim 40 --teachers 2 --sampler hmc \\
+        --init informed,uninformed --seed 0 -o exp.h5
+
+Larger runs on a GPU (install ``jax[cuda12]``; ``--device auto`` picks the GPU), e.g. the
+published protocol at d = 150 (THEORY.md §7)::
+
+    replica-experiment --dim 150 --teachers 9 --alpha 0.5:8:16 --steps 20000 \\
+        --kept 200 --sampler hmc --init informed,uninformed -o hmc_d150.h5
+
+(see ``scripts/experiments/README.md`` for timings and settings).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import math
+import os
+import sys
+import time
+from pathlib import Path
+
+__all__ = ["main", "build_parser"]
+
+logger = logging.getLogger(__name__)
+
+PROG = "replica-experiment"
+
+
+class UsageError(Exception):
+    """Bad input: reported as one line, exit status 2."""
+
+
+def _number(name, *, positive=False, nonnegative=False, integer=False, unit_interval=False):
+    def conv(text):
+        try:
+            value = int(text) if integer else float(text)
+        except ValueError:
+            kind = "an integer" if integer else "a number"
+            raise argparse.ArgumentTypeError(f"{name} must be {kind}, got {text!r}") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"{name} must be finite, got {text!r}")
+        if positive and value <= 0:
+            raise argparse.ArgumentTypeError(f"{name} must be > 0, got {text!r}")
+        if nonnegative and value < 0:
+            raise argparse.ArgumentTypeError(f"{name} must be >= 0, got {text!r}")
+        if unit_interval and not 0 <= value < 1:
+            raise argparse.ArgumentTypeError(f"{name} must be in [0, 1), got {text!r}")
+        return value
+
+    return conv
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Argument parser of ``replica-experiment``."""
+    from . import __version__
+    from .experiment import DEFAULT_STEPS, INITS
+    from .samplers import SAMPLERS
+    from .teacher_student import WEIGHT_PRIOR_NAMES
+
+    p = argparse.ArgumentParser(
+        prog=PROG,
+        description=(
+            "Finite-size numerics for the Bayes-optimal teacher–student network of THEORY.md §1: "
+            "sample the posterior with HMC/NUTS (Gaussian prior) or Metropolis (Rademacher prior) "
+            "from the teacher (informed) or from a random start (uninformed), or train with Adam; "
+            "measure half the Gibbs error on fresh test inputs, matched overlaps, R₂, overlap "
+            "histograms and a Nishimori check, averaged over teachers; write HDF5."),
+        epilog="Defaults finish in minutes on 2 CPU cores at d ≈ 40; see scripts/experiments/README.md "
+               "for GPU settings.",
+    )
+    model = p.add_argument_group("model (as replica-sweep)")
+    model.add_argument("--layers", type=_number("--layers", positive=True, integer=True), default=1,
+                       help="number of hidden layers L (default 1)")
+    model.add_argument("--gamma", default="0.5",
+                       help="width ratios γ_ℓ = k_ℓ/d, a comma list with one value per layer "
+                            "(one value is used for every layer; default 0.5)")
+    model.add_argument("--activation", default="relu",
+                       help="activation of every layer: relu, elu, tanh, tanh2 (= tanh 2x), erf, sigmoid, "
+                            "softplus, quadratic (= x²/√2) or 'hermite:2=1.4142,3=1' (σ = Σ μ_ℓ He_ℓ/ℓ!) "
+                            "(default relu)")
+    model.add_argument("--drop-hermite", default="",
+                       help="comma list of Hermite degrees removed from the activation, e.g. '1' "
+                            "(THEORY §6.1; default none)")
+    model.add_argument("--unit-variance", action="store_true",
+                       help="rescale the activation to E σ(z)² = 1 after dropping components")
+    model.add_argument("--prior", choices=WEIGHT_PRIOR_NAMES, default="gaussian",
+                       help="weight prior of every layer, unit variance (default gaussian)")
+    model.add_argument("--readout", default="ones",
+                       help="readout law P_v (E v² = 1): ones, rademacher, uniform (±√3), gaussian, "
+                            "4point ({±1,±3}/√5) or 'discrete:v=w,...' (default ones)")
+    model.add_argument("--delta", type=_number("--delta", nonnegative=True), default=0.1,
+                       help="label-noise variance Δ (> 0 for the samplers; default 0.1)")
+    model.add_argument("--alpha", default="1,6",
+                       help="sample ratios α = n/d²: 'a,b,c' or inclusive 'start:stop:num' (default 1,6)")
+
+    sim = p.add_argument_group("simulation")
+    sim.add_argument("--dim", type=_number("--dim", positive=True, integer=True), default=40,
+                     help="input dimension d; widths k_ℓ = round(γ_ℓ d), n = round(α d²) (default 40)")
+    sim.add_argument("--teachers", type=_number("--teachers", positive=True, integer=True), default=2,
+                     help="number of independent teachers averaged over (default 2)")
+    sim.add_argument("--sampler", choices=SAMPLERS, default="hmc",
+                     help="hmc/nuts (BlackJAX, Gaussian prior), metropolis (single flips, Rademacher "
+                          "prior) or adam (training on the squared loss) (default hmc)")
+    sim.add_argument("--init", default=",".join(INITS),
+                     help="comma list of starts: informed (at the teacher), uninformed (random draw "
+                          "from the prior) (default informed,uninformed)")
+    sim.add_argument("--steps", type=_number("--steps", positive=True, integer=True), default=None,
+                     help="HMC/NUTS transitions, Metropolis sweeps or Adam updates per run (default "
+                          + ", ".join(f"{k} {v}" for k, v in DEFAULT_STEPS.items()) + ")")
+    sim.add_argument("--warmup-fraction", type=_number("--warmup-fraction", unit_interval=True),
+                     default=0.5, help="fraction of steps for step-size adaptation/burn-in, not measured "
+                                       "(default 0.5)")
+    sim.add_argument("--kept", type=_number("--kept", positive=True, integer=True), default=50,
+                     help="posterior samples kept (evenly thinned) after warm-up; Adam: trace points "
+                          "(default 50)")
+    sim.add_argument("--n-test", type=_number("--n-test", positive=True, integer=True), default=10_000,
+                     help="fresh noiseless test inputs for the error (default 10000)")
+    sim.add_argument("--seed", type=_number("--seed", nonnegative=True, integer=True), default=0,
+                     help="random seed (default 0)")
+    sim.add_argument("--leapfrog-steps", type=_number("--leapfrog-steps", positive=True, integer=True),
+                     default=10, help="HMC leapfrog steps per transition (default 10)")
+    sim.add_argument("--target-acceptance", type=_number("--target-acceptance", positive=True),
+                     default=0.8, help="target acceptance rate of the step-size adaptation (default 0.8)")
+    sim.add_argument("--initial-step-size", type=_number("--initial-step-size", positive=True),
+                     default=0.05, help="initial HMC/NUTS step size (default 0.05)")
+    sim.add_argument("--max-doublings", type=_number("--max-doublings", positive=True, integer=True),
+                     default=8, help="NUTS: at most 2^N leapfrog steps per transition (default 8)")
+    sim.add_argument("--learning-rate", type=_number("--learning-rate", positive=True), default=0.01,
+                     help="Adam learning rate (default 0.01)")
+    sim.add_argument("--batch-fraction", type=_number("--batch-fraction", positive=True), default=0.25,
+                     help="Adam minibatch size as a fraction of n (default 0.25)")
+    sim.add_argument("--x64", action="store_true", help="double precision (default float32)")
+    sim.add_argument("--device", choices=("auto", "cpu", "gpu"), default="auto",
+                     help="JAX platform: auto uses a GPU when JAX sees one, else the CPU (default auto)")
+
+    out = p.add_argument_group("output")
+    out.add_argument("-o", "--output", default="experiment.h5", help="output HDF5 file (default experiment.h5)")
+    out.add_argument("--overwrite", action="store_true", help="replace an existing output file")
+    out.add_argument("--quiet", action="store_true", help="no progress bar, warnings only")
+    out.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    return p
+
+
+def _parse_alpha(text: str):
+    from replica.cli import UsageError as ReplicaUsageError
+    from replica.cli import parse_alpha_grid
+
+    try:
+        return tuple(float(a) for a in parse_alpha_grid(text))
+    except ReplicaUsageError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _parse_list(name, text, convert):
+    items = [s.strip() for s in text.split(",") if s.strip()]
+    try:
+        return tuple(convert(s) for s in items)
+    except ValueError:
+        raise UsageError(f"{name}: expected a comma list, got {text!r}") from None
+
+
+def config_from_args(args):
+    """Build and validate an :class:`~simulations.experiment.ExperimentConfig` from parsed arguments.
+
+    Raises
+    ------
+    UsageError
+        Any inconsistent option (one-line message).
+    """
+    from .experiment import DEFAULT_STEPS, ExperimentConfig
+
+    gamma = _parse_list("--gamma", args.gamma, float)
+    if len(gamma) == 1:
+        gamma = gamma * args.layers
+    if len(gamma) != args.layers:
+        raise UsageError(f"--gamma: {len(gamma)} values for --layers {args.layers}")
+    init = _parse_list("--init", args.init, str)
+    try:
+        config = ExperimentConfig(
+            layers=args.layers, gamma=gamma, activation=args.activation,
+            drop_hermite=_parse_list("--drop-hermite", args.drop_hermite, int),
+            unit_variance=args.unit_variance, prior=args.prior, readout=args.readout, delta=args.delta,
+            alpha=_parse_alpha(args.alpha), dim=args.dim, teachers=args.teachers, sampler=args.sampler,
+            init=init, steps=args.steps if args.steps is not None else DEFAULT_STEPS[args.sampler],
+            warmup_fraction=args.warmup_fraction, num_kept=args.kept, n_test=args.n_test, seed=args.seed,
+            num_integration_steps=args.leapfrog_steps, target_acceptance=args.target_acceptance,
+            initial_step_size=args.initial_step_size, max_num_doublings=args.max_doublings,
+            learning_rate=args.learning_rate, batch_fraction=args.batch_fraction, x64=args.x64)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    _check_model_names(config)
+    return config
+
+
+def _check_model_names(config) -> None:
+    """Fail early (before any sampling) on an unknown activation or readout law."""
+    import numpy as np
+
+    from .activations import get_jax_activation
+    from .teacher_student import sample_readout
+
+    try:
+        get_jax_activation(config.activation, drop_hermite=config.drop_hermite,
+                           unit_variance=config.unit_variance)
+    except (ValueError, KeyError) as exc:
+        raise UsageError(f"--activation: {exc}") from None
+    try:
+        sample_readout(config.readout, 1, np.random.default_rng(0))
+    except (ValueError, KeyError) as exc:
+        raise UsageError(f"--readout: {exc}") from None
+
+
+def _check_output(path: Path, overwrite: bool) -> None:
+    if path.exists() and not overwrite:
+        raise UsageError(f"--output: {path} exists; pass --overwrite to replace it")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise UsageError(f"--output: directory {parent} does not exist")
+    if not os.access(parent, os.W_OK):
+        raise UsageError(f"--output: directory {parent} is not writable")
+
+
+def main(argv=None) -> int:
+    """Entry point of ``replica-experiment``; returns the exit status.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        Arguments (default ``sys.argv[1:]``).
+    """
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO,
+                        format="%(levelname)s %(name)s: %(message)s")
+    for noisy in ("jax", "absl"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    try:
+        return _run(args)
+    except UsageError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 2
+    except ImportError as exc:
+        print(f"{PROG}: error: {exc.name or exc} is missing; install the extra: "
+              f"pip install 'replica-hciz[experiments]'", file=sys.stderr)
+        return 3
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted; nothing written", file=sys.stderr)
+        return 130
+
+
+def _run(args) -> int:
+    output = Path(args.output)
+    _check_output(output, args.overwrite)
+    import jax
+
+    if args.device != "auto":
+        jax.config.update("jax_platforms", {"cpu": "cpu", "gpu": "cuda"}[args.device])
+    try:
+        devices = jax.devices()
+    except Exception as exc:  # noqa: BLE001 - JAX raises RuntimeError or AssertionError here
+        reason = (str(exc).splitlines() or [""])[0] or "no backend for this platform"
+        raise UsageError(f"--device {args.device}: JAX found no such device ({reason}); "
+                         "for a GPU install jax[cuda12]") from None
+    if args.x64:
+        jax.config.update("jax_enable_x64", True)
+    config = config_from_args(args)
+    from .experiment import run_experiment
+    from .io import write_experiment
+
+    logger.info("JAX devices: %s", ", ".join(str(d) for d in devices))
+    logger.info("d=%d widths=%s n=%s sampler=%s steps=%d inits=%s teachers=%d", config.dim,
+                config.architecture.widths, [config.architecture.num_samples(a) for a in config.alpha],
+                config.sampler, config.steps, ",".join(config.init), config.teachers)
+    begin = time.perf_counter()
+    results = run_experiment(config, progress=not args.quiet)
+    _check_output(output, args.overwrite)
+    write_experiment(output, config, results, overwrite=args.overwrite)
+    logger.info("wrote %s in %.1f s", output, time.perf_counter() - begin)
+    for init, result in results.items():
+        for alpha, mean, sem in zip(result.alpha, result.datasets["mmse_mean"], result.datasets["mmse_sem"]):
+            logger.info("%s alpha=%g mmse=%.5f ± %.5f", init, alpha, mean, sem)
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

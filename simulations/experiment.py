@@ -1,0 +1,365 @@
+"""Finite-size experiments: teachers × α × starts, measured and averaged.
+
+:class:`ExperimentConfig` holds every option (the same model options as ``replica-sweep``
+plus the simulation ones); :func:`run_experiment` runs one sampler for all starts, α values
+and teachers and returns one :class:`InitResult` per start, ready for
+:func:`simulations.io.write_experiment`.
+
+Seeding: teacher ``t`` (and its test set) depends only on ``(seed, t)``, so the same
+teachers are used at every α and for every start; the training set depends on
+``(seed, t, α)`` and the chain on ``(seed, t, α, start)``.  Runs are reproducible and
+informed/uninformed runs see the same data.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .measurements import OVERLAP_BIN_EDGES, measure_chain, mean_and_sem
+from .teacher_student import WEIGHT_PRIOR_NAMES, Architecture, make_dataset, sample_teacher, sample_weights
+
+__all__ = ["ExperimentConfig", "InitResult", "run_experiment", "INITS", "DEFAULT_STEPS"]
+
+logger = logging.getLogger(__name__)
+
+INITS = ("informed", "uninformed")
+
+#: Default number of steps per sampler (transitions, sweeps, updates): minutes on 2 cores at d ≈ 40.
+DEFAULT_STEPS = {"hmc": 2000, "nuts": 1000, "metropolis": 1000, "adam": 4000}
+
+
+@dataclass(frozen=True)
+class ExperimentConfig:
+    """Every option of an experiment (stored as JSON in the output).
+
+    Attributes
+    ----------
+    layers : int
+        Number of hidden layers L.
+    gamma : tuple of float
+        Width ratios ``γ_ℓ = k_ℓ/d``, one per layer.
+    activation : str
+        Activation specification (``replica.activations``).
+    drop_hermite : tuple of int
+        Hermite components removed from the activation.
+    unit_variance : bool
+        Rescale the activation to ``E σ² = 1``.
+    prior : {'gaussian', 'rademacher', 'uniform'}
+        Weight prior of every layer.
+    readout : str
+        Readout law.
+    delta : float
+        Label-noise variance Δ.
+    alpha : tuple of float
+        Sample ratios ``α = n/d²``.
+    dim : int
+        Input dimension d.
+    teachers : int
+        Number of independent teachers averaged over.
+    sampler : {'hmc', 'nuts', 'metropolis', 'adam'}
+    init : tuple of {'informed', 'uninformed'}
+        Starts: at the teacher or at a prior draw.
+    steps : int
+        Transitions (HMC/NUTS), sweeps (Metropolis) or updates (Adam).
+    warmup_fraction : float
+        Fraction of steps for warm-up/burn-in (samplers).
+    num_kept : int
+        Samples kept after warm-up (and trace points of Adam).
+    n_test : int
+        Fresh noiseless test inputs (≥ 10⁴ for the published protocol).
+    seed : int
+    num_integration_steps, target_acceptance, initial_step_size, max_num_doublings
+        HMC/NUTS settings.
+    learning_rate, batch_fraction
+        Adam settings.
+    x64 : bool
+        Double precision in JAX.
+    """
+
+    layers: int = 1
+    gamma: tuple = (0.5,)
+    activation: str = "relu"
+    drop_hermite: tuple = ()
+    unit_variance: bool = False
+    prior: str = "gaussian"
+    readout: str = "ones"
+    delta: float = 0.1
+    alpha: tuple = (1.0,)
+    dim: int = 40
+    teachers: int = 2
+    sampler: str = "hmc"
+    init: tuple = INITS
+    steps: int = DEFAULT_STEPS["hmc"]
+    warmup_fraction: float = 0.5
+    num_kept: int = 50
+    n_test: int = 10_000
+    seed: int = 0
+    num_integration_steps: int = 10
+    target_acceptance: float = 0.8
+    initial_step_size: float = 0.05
+    max_num_doublings: int = 8
+    learning_rate: float = 0.01
+    batch_fraction: float = 0.25
+    x64: bool = False
+
+    def __post_init__(self):
+        object.__setattr__(self, "gamma", tuple(float(g) for g in self.gamma))
+        object.__setattr__(self, "alpha", tuple(float(a) for a in self.alpha))
+        object.__setattr__(self, "init", tuple(self.init))
+        object.__setattr__(self, "drop_hermite", tuple(int(x) for x in self.drop_hermite))
+        self.validate()
+
+    def validate(self) -> None:
+        """Check consistency; raise ``ValueError`` with a one-line reason."""
+        from .samplers import SAMPLERS
+
+        if self.layers < 1:
+            raise ValueError(f"layers must be >= 1, got {self.layers}")
+        if len(self.gamma) != self.layers:
+            raise ValueError(f"gamma needs one value per layer ({self.layers}), got {len(self.gamma)}")
+        if any(not (g > 0 and math.isfinite(g)) for g in self.gamma):
+            raise ValueError(f"gamma values must be > 0, got {self.gamma}")
+        if not self.alpha or any(not (a > 0 and math.isfinite(a)) for a in self.alpha):
+            raise ValueError(f"alpha values must be > 0, got {self.alpha}")
+        if self.dim < 2:
+            raise ValueError(f"dim must be >= 2, got {self.dim}")
+        if self.teachers < 1:
+            raise ValueError(f"teachers must be >= 1, got {self.teachers}")
+        if self.prior not in WEIGHT_PRIOR_NAMES:
+            raise ValueError(f"prior must be one of {', '.join(WEIGHT_PRIOR_NAMES)}, got {self.prior!r}")
+        if self.sampler not in SAMPLERS:
+            raise ValueError(f"sampler must be one of {', '.join(SAMPLERS)}, got {self.sampler!r}")
+        if self.sampler in ("hmc", "nuts") and self.prior != "gaussian":
+            raise ValueError(f"{self.sampler} samples Gaussian priors only; use --sampler metropolis "
+                             f"for rademacher (got prior {self.prior!r})")
+        if self.sampler == "metropolis" and self.prior != "rademacher":
+            raise ValueError(f"metropolis samples the rademacher prior only (got {self.prior!r})")
+        if not self.init or any(i not in INITS for i in self.init) or len(set(self.init)) != len(self.init):
+            raise ValueError(f"init must be distinct values among {', '.join(INITS)}, got {self.init}")
+        if not (self.delta >= 0 and math.isfinite(self.delta)):
+            raise ValueError(f"delta must be >= 0, got {self.delta}")
+        if self.sampler != "adam" and self.delta == 0:
+            raise ValueError("posterior sampling needs delta > 0 (the noiseless posterior is singular)")
+        if self.steps < 2:
+            raise ValueError(f"steps must be >= 2, got {self.steps}")
+        if not 0 <= self.warmup_fraction < 1:
+            raise ValueError(f"warmup_fraction must be in [0, 1), got {self.warmup_fraction}")
+        if self.num_kept < 1 or self.n_test < 1:
+            raise ValueError("num_kept and n_test must be >= 1")
+        if self.num_integration_steps < 1 or self.max_num_doublings < 1:
+            raise ValueError("num_integration_steps and max_num_doublings must be >= 1")
+        if not 0 < self.target_acceptance < 1 or not self.initial_step_size > 0:
+            raise ValueError("target_acceptance must be in (0, 1) and initial_step_size > 0")
+        if not self.learning_rate > 0 or not 0 < self.batch_fraction <= 1:
+            raise ValueError("learning_rate must be > 0 and batch_fraction in (0, 1]")
+
+    @property
+    def architecture(self) -> Architecture:
+        """Sizes ``d, k_1 … k_L``."""
+        return Architecture.from_ratios(self.dim, self.gamma)
+
+    def to_json(self) -> str:
+        """Canonical JSON of every option."""
+        return json.dumps(dataclasses.asdict(self), sort_keys=True)
+
+
+@dataclass
+class InitResult:
+    """Results of one start (``informed`` or ``uninformed``) on the α grid.
+
+    Arrays have the α axis first; ``per_teacher`` arrays have shape ``(n_alpha, teachers)``.
+    """
+
+    init: str
+    alpha: np.ndarray
+    num_samples: np.ndarray
+    datasets: dict = field(default_factory=dict)
+
+
+_SCALARS = ("error", "posterior_mean_error", "r2", "replica_error", "replica_r2",
+            "acceptance_rate", "step_size", "divergences", "mean_integration_steps", "wall_time")
+
+
+_RUNNERS: dict = {}
+
+
+def run_experiment(config: ExperimentConfig, *, progress: bool = False) -> dict:
+    """Run the sampler of ``config`` for every start, α and teacher.
+
+    Parameters
+    ----------
+    config : ExperimentConfig
+    progress : bool
+        Show a tqdm progress bar.
+
+    Returns
+    -------
+    dict
+        ``{init: InitResult}``.
+
+    Notes
+    -----
+    ``mmse_mean`` is the teacher average of the per-teacher error (half Gibbs error on
+    ``n_test`` fresh noiseless inputs averaged over the kept samples; Adam: test error of
+    the final iterate), ``mmse_sem`` its standard error over teachers.
+    """
+    import jax
+
+    from .activations import get_jax_activation
+    from .samplers import AdamSettings, HMCSettings, make_runner
+
+    if config.x64:
+        jax.config.update("jax_enable_x64", True)
+    architecture = config.architecture
+    activation = get_jax_activation(config.activation, drop_hermite=config.drop_hermite,
+                                    unit_variance=config.unit_variance)
+    hmc = HMCSettings(config.num_integration_steps, config.target_acceptance,
+                      config.initial_step_size, config.max_num_doublings)
+    adam = AdamSettings(config.learning_rate, config.batch_fraction)
+    cache_key = (config.sampler, config.activation, config.drop_hermite, config.unit_variance,
+                 config.delta, config.steps, config.warmup_fraction, config.num_kept, hmc, adam,
+                 bool(jax.config.jax_enable_x64))
+    if cache_key not in _RUNNERS:  # compiled code is reused by later runs in the same process
+        _RUNNERS[cache_key] = make_runner(
+            config.sampler, activation=activation, delta=config.delta, steps=config.steps,
+            warmup_fraction=config.warmup_fraction, num_kept=config.num_kept, hmc=hmc, adam=adam)
+    runner = _RUNNERS[cache_key]
+
+    n_alpha, n_teachers, layers = len(config.alpha), config.teachers, architecture.layers
+    bins = len(OVERLAP_BIN_EDGES) - 1
+    store = {init: {"scalars": {name: np.full((n_alpha, n_teachers), np.nan) for name in _SCALARS},
+                    "overlap": np.full((n_alpha, n_teachers, layers), np.nan),
+                    "replica_overlap": np.full((n_alpha, n_teachers, layers), np.nan),
+                    "histogram": np.zeros((n_alpha, layers, bins)),
+                    "matrix_histogram": np.zeros((n_alpha, layers, bins)),
+                    "trace": [[None] * n_teachers for _ in range(n_alpha)],
+                    "trace_steps": None}
+             for init in config.init}
+
+    teachers = []
+    for t in range(n_teachers):
+        rng = np.random.default_rng([config.seed, t, 0])
+        teacher = sample_teacher(architecture, prior=config.prior, readout=config.readout, rng=rng)
+        test = make_dataset(teacher, config.n_test, delta=config.delta, activation=activation,
+                            rng=np.random.default_rng([config.seed, t, 1]), noiseless=True)
+        teachers.append((teacher, test))
+
+    tasks = [(a, t, i) for a in range(n_alpha) for t in range(n_teachers) for i in range(len(config.init))]
+    bar = _progress_bar(len(tasks), progress, config.sampler)
+    try:
+        for a, alpha in enumerate(config.alpha):
+            n = architecture.num_samples(alpha)
+            for t, (teacher, test) in enumerate(teachers):
+                train = make_dataset(teacher, n, delta=config.delta, activation=activation,
+                                     rng=np.random.default_rng([config.seed, t, 2, _alpha_key(alpha)]))
+                for i, init in enumerate(config.init):
+                    if init == "informed":
+                        start = teacher.weights
+                    else:
+                        start_rng = np.random.default_rng([config.seed, t, 3, _alpha_key(alpha)])
+                        start = tuple(sample_weights(config.prior, w.shape, start_rng) for w in teacher.weights)
+                    key = jax.random.key(int(np.random.default_rng(
+                        [config.seed, t, 4, _alpha_key(alpha), i]).integers(2**31)))
+                    begin = time.perf_counter()
+                    chain = runner(key, start, teacher.readout, train.inputs, train.labels,
+                                   test.inputs, test.labels)
+                    elapsed = time.perf_counter() - begin
+                    m = measure_chain(chain.samples, chain.test_outputs, teacher.weights, test.labels,
+                                      teacher.readout, point_estimate=config.sampler == "adam")
+                    entry = store[init]
+                    values = dict(error=m.error, posterior_mean_error=m.posterior_mean_error, r2=m.r2,
+                                  replica_error=m.replica_error, replica_r2=m.replica_r2,
+                                  acceptance_rate=chain.acceptance_rate, step_size=chain.step_size,
+                                  divergences=chain.divergences,
+                                  mean_integration_steps=chain.mean_integration_steps, wall_time=elapsed)
+                    for name, value in values.items():
+                        entry["scalars"][name][a, t] = value
+                    entry["overlap"][a, t] = m.overlap
+                    entry["replica_overlap"][a, t] = m.replica_overlap
+                    entry["histogram"][a] += m.histogram
+                    entry["matrix_histogram"][a] += m.matrix_histogram
+                    entry["trace"][a][t] = chain.trace_errors
+                    entry["trace_steps"] = chain.trace_steps
+                    logger.info("alpha=%g teacher=%d %s: error %.5f (replica %.5f) overlap %s "
+                                "acceptance %.3f step %.4g [%.1f s]", alpha, t, init, m.error,
+                                m.replica_error, np.array2string(m.overlap, precision=3),
+                                chain.acceptance_rate, chain.step_size, elapsed)
+                    if config.sampler in ("hmc", "nuts") and (chain.acceptance_rate < 0.5 or chain.divergences):
+                        logger.warning("alpha=%g teacher=%d %s: acceptance %.2f, %d divergent transitions; "
+                                       "consider more warm-up steps", alpha, t, init, chain.acceptance_rate,
+                                       chain.divergences)
+                    if config.sampler == "metropolis" and chain.acceptance_rate < 0.01:
+                        logger.warning("alpha=%g teacher=%d %s: Metropolis acceptance %.4f; the chain is "
+                                       "nearly frozen (single flips at high SNR)", alpha, t, init,
+                                       chain.acceptance_rate)
+                    if bar is not None:
+                        bar.update(1)
+    finally:
+        if bar is not None:
+            bar.close()
+
+    return {init: _summarize(init, config, architecture, store[init]) for init in config.init}
+
+
+def _alpha_key(alpha: float) -> int:
+    return int(round(alpha * 1_000_000))
+
+
+def _progress_bar(total, enabled, sampler):
+    if not enabled:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=f"{sampler} chains", unit="chain")
+
+
+def _density(counts):
+    """Normalize histogram counts to a density on ``OVERLAP_BIN_EDGES`` (per α and layer)."""
+    widths = np.diff(OVERLAP_BIN_EDGES)
+    total = counts.sum(axis=-1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(total > 0, counts / (total * widths), 0.0)
+
+
+def _summarize(init, config, architecture, entry) -> InitResult:
+    s = entry["scalars"]
+    mmse_mean, mmse_sem = mean_and_sem(s["error"], axis=1)
+    pm_mean, pm_sem = mean_and_sem(s["posterior_mean_error"], axis=1)
+    overlap_mean, overlap_sem = mean_and_sem(entry["overlap"], axis=1)
+    r2_mean, r2_sem = mean_and_sem(s["r2"], axis=1)
+    rep_err_mean, rep_err_sem = mean_and_sem(s["replica_error"], axis=1)
+    rep_ov_mean, rep_ov_sem = mean_and_sem(entry["replica_overlap"], axis=1)
+    rep_r2_mean, rep_r2_sem = mean_and_sem(s["replica_r2"], axis=1)
+    traces = np.array([[np.asarray(tr) for tr in row] for row in entry["trace"]])
+    datasets = {
+        "mmse_mean": mmse_mean, "mmse_sem": mmse_sem, "mmse": s["error"],
+        "posterior_mean_error_mean": pm_mean, "posterior_mean_error_sem": pm_sem,
+        "overlap_mean": overlap_mean, "overlap_sem": overlap_sem, "overlap": entry["overlap"],
+        "r2_mean": r2_mean, "r2_sem": r2_sem, "r2": s["r2"],
+        "overlap_histogram": _density(entry["histogram"]),
+        "overlap_matrix_histogram": _density(entry["matrix_histogram"]),
+        "overlap_bin_edges": OVERLAP_BIN_EDGES,
+        "nishimori_teacher_error_mean": mmse_mean, "nishimori_teacher_error_sem": mmse_sem,
+        "nishimori_replica_error_mean": rep_err_mean, "nishimori_replica_error_sem": rep_err_sem,
+        "nishimori_teacher_overlap_mean": overlap_mean, "nishimori_replica_overlap_mean": rep_ov_mean,
+        "nishimori_replica_overlap_sem": rep_ov_sem,
+        "nishimori_teacher_r2_mean": r2_mean, "nishimori_replica_r2_mean": rep_r2_mean,
+        "nishimori_replica_r2_sem": rep_r2_sem,
+        "nishimori_replica_error": s["replica_error"], "nishimori_replica_r2": s["replica_r2"],
+        "nishimori_replica_overlap": entry["replica_overlap"],
+        "acceptance_rate": s["acceptance_rate"], "step_size": s["step_size"],
+        "divergences": s["divergences"], "mean_integration_steps": s["mean_integration_steps"],
+        "wall_time": s["wall_time"],
+        "trace_steps": np.asarray(entry["trace_steps"]), "trace_error": traces,
+        "widths": np.asarray(architecture.widths),
+    }
+    return InitResult(init=init, alpha=np.asarray(config.alpha),
+                      num_samples=np.array([architecture.num_samples(a) for a in config.alpha]),
+                      datasets=datasets)

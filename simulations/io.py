@@ -1,0 +1,153 @@
+"""HDF5 output of experiments.
+
+Layout
+------
+Root attributes: ``parameters`` (JSON of every option of :class:`ExperimentConfig`),
+``version`` (package version), ``git_revision`` (if known), ``created`` (UTC, ISO 8601),
+``error_convention`` (one line).
+
+Group ``experiments/<sampler>/<init>`` with datasets (α axis first, ``T`` teachers, ``L``
+layers, ``B`` histogram bins):
+
+=================================  ==================  ==========================================
+name                               shape               meaning
+=================================  ==================  ==========================================
+``alpha``                          (A,)                sample ratios α = n/d²
+``num_samples``                    (A,)                n
+``mmse_mean``, ``mmse_sem``        (A,)                half Gibbs error (Adam: test error),
+                                                       mean and standard error over teachers
+``mmse``                           (A, T)              per teacher
+``posterior_mean_error_*``         (A,)                E(⟨λ⟩ − λ⁰)² over kept samples
+``overlap_mean``, ``overlap_sem``  (A, L)              matched per-neuron overlap per layer
+``overlap``                        (A, T, L)           per teacher
+``r2_mean``, ``r2_sem``, ``r2``    (A,), (A,), (A, T)  R₂ = 1 − ‖S − S⁰‖²/(2kd²)
+``overlap_histogram``              (A, L, B)           density of matched per-neuron overlaps
+``overlap_matrix_histogram``       (A, L, B)           density of all entries of W Wᵀ⁰/k_{ℓ−1}
+``overlap_bin_edges``              (B+1,)              histogram bins
+``nishimori_*``                    (A,), (A, L), (A, T) teacher–sample vs sample–sample statistics
+``acceptance_rate``, ``step_size``,
+``divergences``,
+``mean_integration_steps``,
+``wall_time``                      (A, T)              sampler diagnostics
+``trace_steps``, ``trace_error``   (S,), (A, T, S)     error along the run
+``widths``                         (L,)                hidden widths k_ℓ
+=================================  ==================  ==========================================
+
+The file is written to a temporary file in the target directory and moved into place
+with :func:`os.replace`, so a reader never sees a partial file.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["write_experiment", "read_experiment", "ERROR_CONVENTION", "package_version"]
+
+ERROR_CONVENTION = ("mmse = half Gibbs error 1/2 E_x (lambda(x;W^a) - lambda(x;W0))^2 on fresh noiseless test "
+                    "inputs averaged over posterior samples (Adam: E_x (lambda_hat - lambda0)^2); label noise "
+                    "and the constant mu0 sum(v)/sqrt(k) excluded (THEORY.md section 1)")
+
+
+def package_version() -> str:
+    """Installed version of the project (``replica-hciz``), or ``'unknown'``."""
+    try:
+        from importlib.metadata import version
+
+        return version("replica-hciz")
+    except Exception:  # noqa: BLE001 - metadata missing in a source checkout
+        from . import __version__
+
+        return __version__
+
+
+def _git_revision() -> str:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).resolve().parent,
+                             capture_output=True, text=True, timeout=5, check=False)
+        return out.stdout.strip() if out.returncode == 0 else ""
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def write_experiment(path, config, results: dict, *, overwrite: bool = False) -> Path:
+    """Write the results of :func:`simulations.experiment.run_experiment` atomically.
+
+    Parameters
+    ----------
+    path : str or Path
+        Output HDF5 file.
+    config : ExperimentConfig
+    results : dict
+        ``{init: InitResult}``.
+    overwrite : bool
+        Replace an existing file.
+
+    Returns
+    -------
+    Path
+
+    Raises
+    ------
+    FileExistsError
+        ``path`` exists and ``overwrite`` is False.
+    """
+    import h5py
+
+    path = Path(path)
+    if path.exists() and not overwrite:
+        raise FileExistsError(f"{path} exists; pass overwrite=True (--overwrite) to replace it")
+    directory = path.parent if str(path.parent) else Path(".")
+    handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    os.close(handle)
+    try:
+        with h5py.File(tmp, "w") as f:
+            f.attrs["parameters"] = config.to_json()
+            f.attrs["version"] = package_version()
+            f.attrs["git_revision"] = _git_revision()
+            f.attrs["created"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+            f.attrs["error_convention"] = ERROR_CONVENTION
+            for init, result in results.items():
+                group = f.require_group(f"experiments/{config.sampler}/{init}")
+                group.attrs["sampler"] = config.sampler
+                group.attrs["init"] = init
+                group.create_dataset("alpha", data=np.asarray(result.alpha, float))
+                group.create_dataset("num_samples", data=np.asarray(result.num_samples))
+                for name, value in result.datasets.items():
+                    group.create_dataset(name, data=np.asarray(value))
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+def read_experiment(path) -> dict:
+    """Read an experiment file back.
+
+    Parameters
+    ----------
+    path : str or Path
+
+    Returns
+    -------
+    dict
+        ``{'parameters': dict, 'version': str, 'groups': {(sampler, init): {name: ndarray}}}``.
+    """
+    import h5py
+
+    out = {"groups": {}}
+    with h5py.File(path, "r") as f:
+        out["parameters"] = json.loads(f.attrs["parameters"])
+        out["version"] = str(f.attrs["version"])
+        for sampler, group in f["experiments"].items():
+            for init, sub in group.items():
+                out["groups"][(sampler, init)] = {name: sub[name][()] for name in sub}
+    return out

@@ -1,0 +1,263 @@
+"""Measurements on samples: errors, matched overlaps, ``R₂``, histograms, Nishimori checks.
+
+Definitions (THEORY.md §1 and §7)
+---------------------------------
+* Half Gibbs error of a posterior sample ``W^a``: ``½ E_x (λ(x; W^a) − λ(x; W⁰))²`` on
+  fresh noiseless test inputs; by the Nishimori identity its posterior average equals the
+  Bayes error ``mmse``.  For a point estimate (Adam) the error is ``E_x (λ̂ − λ⁰)²``.
+* Posterior-mean error ``E_x (⟨λ⟩ − λ⁰)²`` with ``⟨λ⟩`` the average over kept samples
+  (a second, biased-upwards estimate of ``mmse``: the finite number of samples adds
+  ``Var/num_kept``).
+* Per-neuron overlaps ``q_j = W_{π(j)} · W⁰_j / k_{ℓ−1}`` after the matching ``π`` that
+  maximizes ``Σ_j q_j`` (``scipy.optimize.linear_sum_assignment``), layer by layer: the
+  matching of layer ℓ permutes the input columns of layer ℓ+1; in the last layer only
+  neurons with the same readout value are exchangeable.
+* ``R₂ = 1 − ‖S − S⁰‖²_F / (2 k d²)`` with ``S = Wᵀ diag(v) W`` (one hidden layer): the
+  overlap of the fluctuating part of ``S``, i.e. ``m_S`` of the theory
+  (``= R₂^theory − (R_d − 1)``), 0 for an uninformative sample and 1 for the teacher.
+* Nishimori check: for Bayes-optimal sampling at equilibrium the teacher is exchangeable
+  with a posterior sample, so teacher–sample statistics equal sample–sample statistics
+  (two samples far apart in the chain).  Reported: ``½E(λ^a − λ⁰)²`` vs ``½E(λ^a − λ^b)²``,
+  matched overlaps and ``R₂`` teacher–sample vs sample–sample.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+
+__all__ = [
+    "OVERLAP_BIN_EDGES",
+    "ChainMeasurement",
+    "matched_overlaps",
+    "overlap_matrices",
+    "r2_overlap",
+    "measure_chain",
+    "mean_and_sem",
+]
+
+#: Bin edges of the overlap histograms (entries of ``W Wᵀ⁰ / k_{ℓ−1}``); values outside are
+#: counted in the first or last bin.
+OVERLAP_BIN_EDGES = np.linspace(-2.0, 2.0, 81)
+
+
+def matched_overlaps(student, teacher, readout, *, tolerance: float = 1e-9):
+    """Per-neuron overlaps after optimal matching, layer by layer.
+
+    Parameters
+    ----------
+    student, teacher : sequence of ndarray
+        Weights ``W_ℓ`` of shapes ``(k_ℓ, k_{ℓ−1})``.
+    readout : ndarray, shape (k_L,)
+        Readout; in the last layer only neurons with equal readout may be matched.
+    tolerance : float
+        Readout values closer than this are considered equal.
+
+    Returns
+    -------
+    overlaps : list of ndarray
+        ``q_j`` for every teacher neuron ``j`` of every layer, shape ``(k_ℓ,)``.
+    matrices : list of ndarray
+        Overlap matrices ``Q_ℓ[i, j] = W̃_ℓ,i · W⁰_ℓ,j / k_{ℓ−1}`` (student rows in
+        the matched order, so ``diag Q_ℓ = q``).
+
+    Notes
+    -----
+    The symmetry group of the posterior is the permutations of hidden neurons that keep
+    the readout; sign flips are not symmetries for a fixed readout (and are ignored for
+    odd activations of inner layers).
+    """
+    overlaps, matrices = [], []
+    permutation = None  # student index matched to each teacher neuron of the previous layer
+    last = len(teacher) - 1
+    for layer, (w, w0) in enumerate(zip(student, teacher)):
+        w = np.asarray(w, float)
+        w0 = np.asarray(w0, float)
+        if permutation is not None:
+            w = w[:, permutation]
+        q = w @ w0.T / w0.shape[1]  # (student i, teacher j)
+        gain = q.copy()
+        if layer == last:
+            v = np.asarray(readout, float)
+            forbidden = np.abs(v[:, None] - v[None, :]) > tolerance
+            gain[forbidden] = -1e6
+        teacher_index, student_index = linear_sum_assignment(-gain.T)
+        permutation = student_index[np.argsort(teacher_index)]
+        matrix = q[permutation, :]
+        matrices.append(matrix)
+        overlaps.append(np.diag(matrix).copy())
+    return overlaps, matrices
+
+
+def overlap_matrices(student, teacher):
+    """Unmatched overlap matrices ``W_ℓ W⁰_ℓᵀ / k_{ℓ−1}`` (entries are permutation invariant)."""
+    return [np.asarray(w, float) @ np.asarray(w0, float).T / np.asarray(w0).shape[1]
+            for w, w0 in zip(student, teacher)]
+
+
+def r2_overlap(student, teacher, readout) -> float:
+    """``R₂ = 1 − ‖S − S⁰‖²_F / (2 k d²)`` with ``S = Wᵀ diag(v) W`` (one hidden layer).
+
+    Parameters
+    ----------
+    student, teacher : sequence of ndarray
+        Weights; only one hidden layer is supported.
+    readout : ndarray, shape (k,)
+
+    Returns
+    -------
+    float
+        NaN for deeper networks.
+    """
+    if len(teacher) != 1:
+        return float("nan")
+    w, w0 = np.asarray(student[0], float), np.asarray(teacher[0], float)
+    v = np.asarray(readout, float)
+    k, d = w0.shape
+    s = w.T @ (v[:, None] * w)
+    s0 = w0.T @ (v[:, None] * w0)
+    return float(1.0 - np.sum((s - s0) ** 2) / (2.0 * k * d * d))
+
+
+@dataclass
+class ChainMeasurement:
+    """Statistics of one chain (one teacher, one α, one start).
+
+    Attributes
+    ----------
+    error : float
+        Half Gibbs error averaged over kept samples (samplers) or test error (Adam).
+    posterior_mean_error : float
+        ``E(⟨λ⟩ − λ⁰)²`` over kept samples (equals ``error`` for Adam).
+    overlap : ndarray, shape (L,)
+        Mean matched per-neuron overlap per layer (averaged over neurons and samples).
+    r2 : float
+        Mean ``R₂`` over kept samples (NaN for L > 1).
+    histogram : ndarray, shape (L, bins)
+        Counts of matched per-neuron overlaps.
+    matrix_histogram : ndarray, shape (L, bins)
+        Counts of all entries of the overlap matrices.
+    replica_error, replica_overlap, replica_r2 : float / ndarray
+        Sample–sample versions of ``error``, ``overlap``, ``r2`` (Nishimori check; NaN if
+        fewer than two samples were kept).
+    """
+
+    error: float
+    posterior_mean_error: float
+    overlap: np.ndarray
+    r2: float
+    histogram: np.ndarray
+    matrix_histogram: np.ndarray
+    replica_error: float
+    replica_overlap: np.ndarray
+    replica_r2: float
+
+
+def measure_chain(samples, test_outputs, teacher_weights, teacher_test_outputs, readout, *,
+                  point_estimate: bool = False, max_overlap_samples: int = 50,
+                  bin_edges=OVERLAP_BIN_EDGES) -> ChainMeasurement:
+    """Measure one chain.
+
+    Parameters
+    ----------
+    samples : sequence of ndarray
+        Kept weights, one array per layer with a leading sample axis.
+    test_outputs : ndarray, shape (num_kept, n_test)
+        ``λ(x; W^a)`` on the test inputs.
+    teacher_weights : sequence of ndarray
+    teacher_test_outputs : ndarray, shape (n_test,)
+    readout : ndarray
+    point_estimate : bool
+        Adam: error is ``E(λ̂ − λ⁰)²`` instead of half the Gibbs error.
+    max_overlap_samples : int
+        Overlaps are computed on at most this many evenly spaced kept samples.
+    bin_edges : ndarray
+        Histogram bins.
+
+    Returns
+    -------
+    ChainMeasurement
+    """
+    outputs = np.asarray(test_outputs, float)
+    target = np.asarray(teacher_test_outputs, float)
+    num_kept = outputs.shape[0]
+    squared = np.mean((outputs - target[None, :]) ** 2, axis=1)
+    error = float(np.mean(squared) if point_estimate else 0.5 * np.mean(squared))
+    posterior_mean_error = float(np.mean((outputs.mean(axis=0) - target) ** 2))
+
+    chosen = np.unique(np.linspace(0, num_kept - 1, min(num_kept, max_overlap_samples)).astype(int))
+    layers = len(teacher_weights)
+    bins = len(bin_edges) - 1
+    histogram = np.zeros((layers, bins))
+    matrix_histogram = np.zeros((layers, bins))
+    overlap_sum = np.zeros(layers)
+    r2_values = []
+    for a in chosen:
+        student = [s[a] for s in samples]
+        q, _ = matched_overlaps(student, teacher_weights, readout)
+        for layer in range(layers):
+            overlap_sum[layer] += q[layer].mean()
+            histogram[layer] += _histogram(q[layer], bin_edges)
+        for layer, m in enumerate(overlap_matrices(student, teacher_weights)):
+            matrix_histogram[layer] += _histogram(m.ravel(), bin_edges)
+        r2_values.append(r2_overlap(student, teacher_weights, readout))
+    overlap = overlap_sum / len(chosen)
+
+    replica_error = float("nan")
+    replica_overlap = np.full(layers, np.nan)
+    replica_r2 = float("nan")
+    if num_kept >= 2:
+        half = num_kept // 2
+        first, second = np.arange(half), np.arange(half) + (num_kept - half)
+        replica_error = float(0.5 * np.mean((outputs[first] - outputs[second]) ** 2))
+        pairs = [(a, b) for a, b in zip(first, second)]
+        pairs = [pairs[i] for i in np.unique(np.linspace(0, len(pairs) - 1,
+                                                         min(len(pairs), max_overlap_samples)).astype(int))]
+        rep_sum, rep_r2 = np.zeros(layers), []
+        for a, b in pairs:
+            q, _ = matched_overlaps([s[a] for s in samples], [s[b] for s in samples], readout)
+            rep_sum += np.array([x.mean() for x in q])
+            rep_r2.append(r2_overlap([s[a] for s in samples], [s[b] for s in samples], readout))
+        replica_overlap = rep_sum / len(pairs)
+        replica_r2 = float(np.mean(rep_r2))
+    return ChainMeasurement(
+        error=error,
+        posterior_mean_error=posterior_mean_error,
+        overlap=overlap,
+        r2=float(np.mean(r2_values)),
+        histogram=histogram,
+        matrix_histogram=matrix_histogram,
+        replica_error=replica_error,
+        replica_overlap=replica_overlap,
+        replica_r2=replica_r2,
+    )
+
+
+def _histogram(values, bin_edges):
+    """Counts with out-of-range values clipped into the end bins."""
+    clipped = np.clip(values, bin_edges[0], bin_edges[-1])
+    return np.histogram(clipped, bins=bin_edges)[0]
+
+
+def mean_and_sem(values, axis: int = 0):
+    """Mean and standard error of the mean over teachers.
+
+    Parameters
+    ----------
+    values : array_like
+        Per-teacher values, teachers along ``axis``.
+    axis : int
+
+    Returns
+    -------
+    mean, sem : ndarray
+        ``sem = std(ddof=1)/√T``; NaN when only one teacher was run.
+    """
+    values = np.asarray(values, float)
+    count = values.shape[axis]
+    mean = np.mean(values, axis=axis)
+    if count < 2:
+        return mean, np.full_like(mean, np.nan)
+    return mean, np.std(values, axis=axis, ddof=1) / np.sqrt(count)

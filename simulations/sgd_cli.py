@@ -1,0 +1,245 @@
+"""Command line ``replica-sgd``: online SGD on the teacher–student network, and its figures.
+
+Same model options as ``replica-sweep``/``replica-experiment`` (``--gamma --activation
+--prior --readout --delta``) plus the SGD options.  Writes one HDF5 file (layout in
+:func:`simulations.sgd.write_sgd`).  Conventions (:mod:`simulations.sgd`): time
+``t = n/(k d)`` with ``n`` the samples seen (``α = n/d² = γ t``), learning rate ``η`` per
+sample with the update ``W += η Σ_b e_b (v ⊙ σ'(h_b)) x_bᵀ/√(dk)``.
+
+Examples::
+
+    replica-sgd --activation elu --dim 64 --gamma 0.5 --seed 0 -o sgd.h5
+    replica-sgd --plot sgd.h5                 # sgd_histograms.png, sgd_error.png
+    replica-sgd --plot sgd.h5 --reference --theory-timeout 900 --overwrite
+    replica-sgd --activation relu --dim 128 --time 3000 -o relu.h5 --figures
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import math
+import sys
+from pathlib import Path
+
+__all__ = ["main", "build_parser"]
+
+logger = logging.getLogger(__name__)
+
+PROG = "replica-sgd"
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with a one-line error message (exit status 2)."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _number(name, *, positive=False, nonnegative=False, integer=False, open_unit=False):
+    def conv(text):
+        try:
+            value = int(text) if integer else float(text)
+        except ValueError:
+            kind = "an integer" if integer else "a number"
+            raise argparse.ArgumentTypeError(f"{name} must be {kind}, got {text!r}") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"{name} must be finite, got {text!r}")
+        if positive and value <= 0:
+            raise argparse.ArgumentTypeError(f"{name} must be > 0, got {text!r}")
+        if nonnegative and value < 0:
+            raise argparse.ArgumentTypeError(f"{name} must be >= 0, got {text!r}")
+        if open_unit and not 0 < value < 1:
+            raise argparse.ArgumentTypeError(f"{name} must be in (0, 1), got {text!r}")
+        return value
+
+    return conv
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Argument parser of ``replica-sgd``."""
+    from . import __version__
+
+    p = _Parser(
+        prog=PROG,
+        description=(
+            "Online SGD (fresh samples every step) of the student W of λ(x;W) = vᵀσ(Wx/√d)/√k "
+            "(readout v fixed and known) on the squared loss, with labels from a teacher of the "
+            "same architecture plus √Δ noise.  Records the test error, the learned linear "
+            "(Wᵀv) and quadratic (Wᵀdiag(v)W) parts, histograms of the k×k teacher–student "
+            "cosine matrix, the fraction of specialized student neurons and the signs of their "
+            "matches.  Time t = n/(k d) (n samples seen; α = n/d² = (k/d) t).  Writes HDF5."),
+        epilog="The default run (d = 64, γ = 0.5, t = 1000) takes a couple of minutes on 2 CPU "
+               "cores.  --plot FILE.h5 draws the figures of an existing file.",
+    )
+    m = p.add_argument_group("model (as replica-sweep)")
+    m.add_argument("--gamma", type=_number("--gamma", positive=True), default=0.5,
+                   help="width ratio γ = k/d; k = round(γ d) (default 0.5)")
+    m.add_argument("--activation", default="relu",
+                   help="relu, elu, tanh, tanh2 (= tanh 2x), erf, sigmoid, softplus, quadratic "
+                        "(= x²/√2) or 'hermite:2=1.4142,3=1' (σ = Σ μ_ℓ He_ℓ/ℓ!) (default relu)")
+    m.add_argument("--drop-hermite", default="",
+                   help="comma list of Hermite degrees removed from the activation (default none)")
+    m.add_argument("--unit-variance", action="store_true",
+                   help="rescale the activation to E σ(z)² = 1 after dropping components")
+    m.add_argument("--prior", choices=("gaussian", "rademacher", "uniform"), default="gaussian",
+                   help="weight prior of the teacher and of the random initial student, unit "
+                        "variance (default gaussian)")
+    m.add_argument("--readout", default="ones",
+                   help="readout law P_v (E v² = 1): ones, rademacher, uniform (±√3), gaussian, "
+                        "4point ({±1,±3}/√5) or 'discrete:v=w,...' (default ones)")
+    m.add_argument("--delta", type=_number("--delta", nonnegative=True), default=0.1,
+                   help="label-noise variance Δ (default 0.1)")
+
+    s = p.add_argument_group("SGD")
+    s.add_argument("--dim", type=_number("--dim", positive=True, integer=True), default=64,
+                   help="input dimension d (default 64)")
+    s.add_argument("--lr", type=_number("--lr", nonnegative=True), default=0.5,
+                   help="learning rate η per sample: W += η Σ_b e_b (v⊙σ'(h_b)) x_bᵀ/√(dk) "
+                        "(gradients of the batch summed); O(1) values are d-independent in t "
+                        "(default 0.5)")
+    s.add_argument("--batch", type=_number("--batch", positive=True, integer=True), default=4,
+                   help="fresh samples per step B; keep B ≪ d for online dynamics (default 4)")
+    s.add_argument("--steps", type=_number("--steps", positive=True, integer=True), default=None,
+                   help="number of SGD steps (overrides --time; n = steps·B samples)")
+    s.add_argument("--time", type=_number("--time", positive=True), default=1000.0,
+                   help="final time t = n/(k d) when --steps is not given (default 1000)")
+    s.add_argument("--record-every", default="log:20",
+                   help="recording times: 'log:N' = N log-spaced records per decade of steps, or a "
+                        "time interval Δt in units of t (default log:20)")
+    s.add_argument("--seed", type=_number("--seed", nonnegative=True, integer=True), default=0,
+                   help="random seed of teacher, initialization, data and test set (default 0)")
+    s.add_argument("--n-test", type=_number("--n-test", positive=True, integer=True), default=4000,
+                   help="fixed noiseless test inputs for the test error (default 4000)")
+    s.add_argument("--init-scale", type=_number("--init-scale", positive=True), default=1.0,
+                   help="initial rows = scale × a draw from the prior (|w_i|² ≈ scale² d; default 1)")
+    s.add_argument("--bins", type=_number("--bins", positive=True, integer=True), default=100,
+                   help="histogram bins on [-1, 1] (default 100)")
+    s.add_argument("--threshold", type=_number("--threshold", open_unit=True), default=0.7,
+                   help="|cosine with the best-matched teacher neuron| above which a student neuron "
+                        "counts as specialized; the Gaussian bulk's best matches reach ≈0.5 at "
+                        "d ≈ 64 once the quadratic part is learned (default 0.7)")
+    s.add_argument("--backend", choices=("numba", "numpy"), default="numba",
+                   help="compiled inner loop or plain NumPy reference (default numba)")
+
+    o = p.add_argument_group("output and control")
+    o.add_argument("-o", "--output", default=None,
+                   help="HDF5 output (default sgd.h5); with --plot: prefix of the PNG files "
+                        "(default: the input file without .h5)")
+    o.add_argument("--overwrite", action="store_true", help="replace an existing output file")
+    o.add_argument("--figures", action="store_true", help="also draw the figures after the run")
+    o.add_argument("--plot", metavar="FILE.h5", default=None,
+                   help="do not run: draw the figures of FILE.h5 (PREFIX_histograms.png, "
+                        "PREFIX_error.png)")
+    o.add_argument("--reference", action="store_true",
+                   help="compute the replica reference levels (universal branch and Bayes-optimal "
+                        "mmse at α = n/d²) and store them in the HDF5 file (after the run, or in "
+                        "FILE.h5 with --plot); slow the first time for a new (activation, γ, Δ)")
+    o.add_argument("--no-theory", action="store_true",
+                   help="figures without the replica reference levels (they need the solver)")
+    o.add_argument("--theory-timeout", type=_number("--theory-timeout", positive=True), default=300.0,
+                   help="seconds allowed to the replica solver for the reference levels; "
+                        "without them after that (default 300)")
+    o.add_argument("--dpi", type=_number("--dpi", positive=True, integer=True), default=150,
+                   help="figure resolution (default 150)")
+    o.add_argument("--quiet", action="store_true", help="no progress bar, warnings only")
+    o.add_argument("--verbose", action="store_true", help="debug messages")
+    o.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    return p
+
+
+def _configure_logging(args):
+    level = logging.WARNING if args.quiet else (logging.DEBUG if args.verbose else logging.INFO)
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+
+
+def _parse_drop(text):
+    text = text.strip()
+    if not text:
+        return ()
+    try:
+        return tuple(int(t) for t in text.split(","))
+    except ValueError:
+        raise ValueError(f"--drop-hermite must be a comma list of integers, got {text!r}") from None
+
+
+def _store_reference(path, args):
+    from .sgd import store_reference_levels
+
+    logger.info("computing the replica reference levels (limit %g s)", args.theory_timeout)
+    levels = store_reference_levels(path, timeout=args.theory_timeout)
+    for message in levels["errors"][:3]:
+        logger.warning("reference levels: %s", message)
+
+
+def _plot(path, prefix, args):
+    from .sgd_plots import make_figures
+
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"no such file: {path}")
+    prefix = Path(prefix) if prefix else path.with_suffix("")
+    if args.reference:
+        _store_reference(path, args)
+    outputs = make_figures(path, prefix, theory=not args.no_theory, dpi=args.dpi,
+                           theory_timeout=args.theory_timeout, overwrite=args.overwrite)
+    for out in outputs:
+        logger.info("wrote %s", out)
+
+
+def main(argv=None) -> int:
+    """Entry point of ``replica-sgd``; returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    _configure_logging(args)
+    try:
+        if args.plot is not None:
+            _plot(args.plot, args.output, args)
+            return 0
+        from .sgd import SGDConfig, run_sgd, specialization_time, write_sgd
+
+        output = Path(args.output or "sgd.h5")
+        if output.exists() and not args.overwrite:
+            raise ValueError(f"{output} exists (use --overwrite to replace it)")
+        if output.is_dir():
+            raise ValueError(f"{output} is a directory")
+        config = SGDConfig(activation=args.activation, gamma=args.gamma, delta=args.delta,
+                           prior=args.prior, readout=args.readout, dim=args.dim, lr=args.lr,
+                           batch=args.batch, steps=args.steps, time=args.time,
+                           record=args.record_every, seed=args.seed, n_test=args.n_test,
+                           init_scale=args.init_scale, bins=args.bins, threshold=args.threshold,
+                           drop_hermite=_parse_drop(args.drop_hermite),
+                           unit_variance=args.unit_variance)
+        # validate every model option before spending time
+        from .sgd import _sample_readout, activation_functions
+        import numpy as np
+
+        activation_functions(config.activation, drop_hermite=config.drop_hermite,
+                             unit_variance=config.unit_variance)
+        _sample_readout(config.readout, 1, np.random.default_rng(0))
+        logger.info("d=%d k=%d lr=%g batch=%d steps=%d (t_max=%.4g, n=%d samples)", config.dim,
+                    config.width, config.lr, config.batch, config.num_steps,
+                    config.num_steps * config.batch / (config.width * config.dim),
+                    config.num_steps * config.batch)
+        result = run_sgd(config, progress=not args.quiet, backend=args.backend)
+        write_sgd(result, output, overwrite=args.overwrite)
+        t_spec = specialization_time(result.time, result.specialized_fraction)
+        logger.info("wrote %s in %.1f s: final test error %.4g, specialized fraction %.2f, "
+                    "t_spec %.4g (first time the specialized fraction stays >= 0.5)", output, result.wall_time, result.test_error[-1],
+                    result.specialized_fraction[-1], t_spec)
+        if args.figures:
+            _plot(output, output.with_suffix(""), args)
+        elif args.reference:
+            _store_reference(output, args)
+    except (ValueError, FileExistsError, FloatingPointError, OSError) as exc:
+        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        print(f"{PROG}: error: {message}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

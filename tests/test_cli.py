@@ -1,0 +1,248 @@
+"""Command line: bad input is one line + exit 2, outputs are never overwritten silently,
+``--config`` files, and interrupted sweeps resume to the same result.
+
+The runs use the deep model of THEORY.md §6.1 (``--layers 2``, ``tanh(2x)`` minus its
+Hermite components of degree ≤ 2): it needs no spectral tables, so a sweep takes seconds.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import h5py
+import numpy as np
+import pytest
+
+from replica.cli import parse_alpha_grid, parse_number_grid, sweep_main
+from replica.config import UsageError
+from replica.io import read_root_attrs, read_sweep
+
+DEEP = ["--layers", "2", "--gamma", "1,1", "--activation", "tanh2", "--drop-hermite", "0,1,2", "--unit-variance",
+        "--quiet"]
+
+
+def run_cli(capsys, argv):
+    """Run ``replica-sweep`` in-process; return (exit status, stdout, stderr)."""
+    rc = sweep_main(argv)
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def assert_one_line_error(rc, err, option):
+    assert rc == 2
+    lines = [ln for ln in err.strip().splitlines() if ln.strip()]
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    assert lines[0].startswith("replica-sweep: error:"), err
+    assert option in lines[0], err
+
+
+# ----------------------------------------------------------------------------- bad input
+BAD_INPUTS = [
+    # (extra arguments, option named in the message)
+    (["--alpha", "-1:3:4"], "--alpha"),             # negative α grid (looks like an option)
+    (["--alpha", "-0.5,1"], "--alpha"),
+    (["--alpha", "0,1,2"], "--alpha"),
+    (["--alpha", "1:x:3"], "--alpha"),               # malformed
+    (["--alpha", "1,,2"], "--alpha"),
+    (["--alpha", "3:1:4"], "--alpha"),
+    (["--alpha", "1,1"], "--alpha"),
+    (["--alpha", "nan"], "--alpha"),
+    (["--gamma", "0"], "--gamma"),                   # γ ≤ 0
+    (["--gamma", "-1,1"], "--gamma"),
+    (["--gamma", "1,1,1"], "--gamma"),
+    (["--delta", "-0.1"], "--delta"),                # Δ < 0
+    (["--delta", "abc"], "--delta"),
+    (["--delta", "inf"], "--delta"),
+    (["--activation", "relux"], "--activation"),     # unknown names
+    (["--prior", "cauchy"], "--prior"),
+    (["--readout", "bimodal"], "--readout"),
+    (["--readout", "discrete:1=x"], "--readout"),
+    (["--activation", "hermite:3=nan"], "--activation"),   # NaN Hermite coefficient
+    (["--activation", "hermite:3=1e300"], "--activation"),  # infinite variance
+    (["--activation", "hermite:3=inf"], "--activation"),
+    (["--drop-hermite", "a,b"], "--drop-hermite"),
+    (["--damping", "1.5"], "--damping"),
+    (["--layers", "0"], "--layers"),
+    (["--readout-grid", "1"], "--readout-grid"),
+    (["--branches", "some"], "--branches"),
+]
+
+
+@pytest.mark.parametrize("extra,option", BAD_INPUTS, ids=[" ".join(e) for e, _ in BAD_INPUTS])
+def test_bad_input_is_one_line_and_exit_2(capsys, tmp_path, extra, option):
+    rc, out, err = run_cli(capsys, DEEP + ["--alpha", "2,4", "-o", str(tmp_path / "x.h5")] + extra)
+    assert_one_line_error(rc, err, option)
+    assert not (tmp_path / "x.h5").exists()
+
+
+def test_unwritable_outputs(capsys, tmp_path):
+    blocker = tmp_path / "plain_file"
+    blocker.write_text("x")
+    for target in (tmp_path / "missing_dir" / "x.h5", blocker / "x.h5", tmp_path):
+        rc, _, err = run_cli(capsys, DEEP + ["--alpha", "2,4", "-o", str(target)])
+        assert_one_line_error(rc, err, "--output")
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root can write in read-only directories")
+def test_read_only_directory(capsys, tmp_path):  # pragma: no cover - CI runs as root
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o500)
+    rc, _, err = run_cli(capsys, DEEP + ["--alpha", "2,4", "-o", str(ro / "x.h5")])
+    assert_one_line_error(rc, err, "--output")
+
+
+def test_parse_grids():
+    np.testing.assert_allclose(parse_alpha_grid("1:3:3"), [1, 2, 3])
+    np.testing.assert_allclose(parse_alpha_grid("0.5, 2"), [0.5, 2])
+    np.testing.assert_array_equal(parse_number_grid("2,4", "--readout-grid", minimum=2, integer=True), [2, 4])
+    with pytest.raises(UsageError, match="--readout-grid"):
+        parse_number_grid("2.5", "--readout-grid", minimum=2, integer=True)
+    with pytest.raises(UsageError, match="--delta"):
+        parse_number_grid("-1,0", "--delta", minimum=0.0)
+
+
+# ----------------------------------------------------------------------------- outputs
+def test_existing_output_is_refused_without_overwrite(capsys, tmp_path):
+    out = tmp_path / "run.h5"
+    argv = DEEP + ["--alpha", "2,4", "-o", str(out)]
+    rc, stdout, _ = run_cli(capsys, argv)
+    assert rc == 0 and stdout.strip() == str(out)
+    before = out.read_bytes()
+    rc, _, err = run_cli(capsys, argv)
+    assert_one_line_error(rc, err, "--overwrite")
+    assert out.read_bytes() == before
+    rc, _, _ = run_cli(capsys, argv + ["--delta", "0.2", "--overwrite"])
+    assert rc == 0
+    assert read_sweep(out)["parameters"]["delta"] == 0.2
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_config_file_and_command_line_override(capsys, tmp_path):
+    cfg = tmp_path / "run.toml"
+    cfg.write_text(
+        'layers = 2\ngamma = [1.0, 1.0]\nactivation = "tanh2"\ndrop-hermite = [0, 1, 2]\n'
+        'unit_variance = true\ndelta = 0.1\nalpha = "2:6:3"\nquiet = true\n'
+        '[sweep]\noutput = "%s"\n[plot]\nlogy = true\n' % (tmp_path / "cfg.h5")
+    )
+    rc, _, err = run_cli(capsys, ["--config", str(cfg)])
+    assert rc == 0, err
+    data = read_sweep(tmp_path / "cfg.h5")
+    assert data["parameters"]["delta"] == 0.1
+    assert data["parameters"]["alpha"] == [2.0, 4.0, 6.0]
+    conf = data["configuration"]
+    assert conf["config"] == str(cfg) and conf["unit_variance"] is True and conf["layers"] == 2
+    # the command line overrides the file
+    rc, _, err = run_cli(capsys, ["--config", str(cfg), "--delta", "0.3", "-o", str(tmp_path / "b.h5")])
+    assert rc == 0, err
+    assert read_sweep(tmp_path / "b.h5")["parameters"]["delta"] == 0.3
+
+
+@pytest.mark.parametrize("text,needle", [
+    ("deltaa = 0.1\n", "unknown key 'deltaa'"),
+    ('delta = "x"\n', "--delta"),
+    ("delta = -1.0\n", "--delta"),
+    ("unit-variance = 1\n", "unit-variance"),
+    ("delta = \n", "not valid TOML"),
+    ("[swep]\ndelta = 0.1\n", "unknown table"),
+    ('alpha = "-1:2:3"\n', "--alpha"),
+])
+def test_bad_config_files(capsys, tmp_path, text, needle):
+    cfg = tmp_path / "bad.toml"
+    cfg.write_text(text)
+    grid = [] if text.startswith("alpha") else ["--alpha", "2,4"]
+    rc, _, err = run_cli(capsys, DEEP + grid + ["--config", str(cfg), "-o", str(tmp_path / "x.h5")])
+    assert rc == 2 and needle in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_missing_config_file(capsys, tmp_path):
+    rc, _, err = run_cli(capsys, ["--config", str(tmp_path / "none.toml")])
+    assert rc == 2 and "--config" in err and len(err.strip().splitlines()) == 1
+
+
+# ----------------------------------------------------------------------------- interruption
+def _wait_for(path, timeout=120.0):
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        if path.exists():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_interrupted_sweep_leaves_valid_file_and_resumes(capsys, tmp_path, sig):
+    out = tmp_path / "run.h5"
+    argv = DEEP + ["--alpha", "1:8:30", "--delta", "0.1", "-o", str(out)]
+    proc = subprocess.Popen([sys.executable, "-m", "replica"] + argv + ["--checkpoint-every", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert _wait_for(out), "no checkpoint appeared"
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    if proc.returncode == 0:
+        pytest.skip("the sweep finished before the signal arrived")
+    assert proc.returncode in (130, 143), err
+    assert "Traceback" not in err and "--resume" in err
+    attrs = read_root_attrs(out)  # a valid HDF5 file …
+    assert attrs["complete"] is False  # … holding a checkpoint
+    with h5py.File(out) as h5:
+        done = sum(int(g["done"][()].sum()) for g in h5["checkpoint"].values() if isinstance(g, h5py.Group))
+    assert done > 0
+    # a plain rerun refuses to touch it
+    rc, _, err = run_cli(capsys, argv)
+    assert_one_line_error(rc, err, "--resume")
+    # resume, then compare with an uninterrupted run
+    rc, _, err = run_cli(capsys, argv + ["--resume"])
+    assert rc == 0, err
+    rc, _, err = run_cli(capsys, argv[:-1] + [str(tmp_path / "full.h5")])
+    assert rc == 0, err
+    resumed, full = read_sweep(out), read_sweep(tmp_path / "full.h5")
+    assert set(resumed["branches"]) == set(full["branches"])
+    for name, branch in full["branches"].items():
+        for key, value in branch.items():
+            got = resumed["branches"][name][key]
+            if value.dtype == object:
+                assert list(got) == list(value), (name, key)
+            else:
+                np.testing.assert_array_equal(got, value, err_msg=f"{name}/{key}")
+    assert resumed["transitions"] == pytest.approx(full["transitions"], rel=1e-9)
+    # resuming a finished file does nothing
+    before = out.read_bytes()
+    rc, _, _ = run_cli(capsys, argv + ["--resume"])
+    assert rc == 0 and out.read_bytes() == before
+
+
+def test_resume_with_other_options_is_refused(capsys, tmp_path):
+    out = tmp_path / "run.h5"
+    rc, _, _ = run_cli(capsys, DEEP + ["--alpha", "2,4", "-o", str(out)])
+    assert rc == 0
+    rc, _, err = run_cli(capsys, DEEP + ["--alpha", "2,4", "--delta", "0.3", "-o", str(out), "--resume"])
+    assert_one_line_error(rc, err, "--resume")
+    assert "delta" in err
+
+
+def test_console_entry_point_subprocess(tmp_path):
+    """The installed command: one line on stderr, exit 2, no traceback."""
+    res = subprocess.run([sys.executable, "-m", "replica", "--alpha", "-1:2:3", "-o", str(tmp_path / "x.h5")],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2
+    assert res.stderr.strip().count("\n") == 0 and "--alpha" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_configuration_is_json(capsys, tmp_path):
+    out = tmp_path / "run.h5"
+    rc, _, _ = run_cli(capsys, DEEP + ["--alpha", "2,4", "-o", str(out)])
+    assert rc == 0
+    with h5py.File(out) as h5:
+        conf = json.loads(h5.attrs["configuration"])
+        assert h5.attrs["kind"] == "sweep" and int(h5.attrs["complete"]) == 1
+    assert conf["alpha"] == "2,4" and conf["output"] == str(out)

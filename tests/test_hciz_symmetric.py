@@ -1,0 +1,308 @@
+"""Tests of the symmetric HCIZ channel (hciz.spectral, hciz.symmetric); THEORY.md §4.1, §4.3."""
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from hciz import (
+    SymmetricChannel,
+    density,
+    generalized_wishart_inverse_stieltjes,
+    stieltjes,
+    support,
+    symmetric_channel,
+)
+
+GAMMA = 0.5
+ONES = (np.array([1.0]), np.array([1.0]))
+RAD = (np.array([-1.0, 1.0]), np.array([0.5, 0.5]))
+FOURPOINT = (np.array([-3.0, -1.0, 1.0, 3.0]) / np.sqrt(5.0), np.full(4, 0.25))
+
+
+def unif_law(n):
+    """Uniform on [-√3, √3] on n Gauss–Legendre nodes (E v² = 1 exactly)."""
+    x, w = np.polynomial.legendre.leggauss(n)
+    return np.sqrt(3.0) * x, w / 2.0
+
+
+def gauss_law(n):
+    """N(0, 1) on n Gauss–Hermite (probabilists') nodes (E v² = 1 exactly)."""
+    x, w = np.polynomial.hermite_e.hermegauss(n)
+    return x, w / w.sum()
+
+
+LAWS = {"ones": ONES, "rad": RAD, "4point": FOURPOINT, "unif": unif_law(40),
+        "gauss": gauss_law(60)}
+
+
+def band_integral(f, bands, n=200):
+    """∫ f over the union of bands with x = a + (b-a)(1-cos θ)/2, Gauss–Legendre in θ."""
+    xg, wg = np.polynomial.legendre.leggauss(n)
+    th = 0.5 * np.pi * (xg + 1)
+    wt = 0.5 * np.pi * wg
+    tot = 0.0
+    for a, b in bands:
+        x = a + 0.5 * (b - a) * (1 - np.cos(th))
+        tot += np.sum(f(x) * 0.5 * (b - a) * np.sin(th) * wt)
+    return tot
+
+
+# ---------------------------------------------------------------- spectral law
+
+@pytest.mark.parametrize("name,lam", [("ones", 2.0), ("rad", 3.0), ("4point", 1.0),
+                                      ("gauss", 1.5)])
+def test_density_mass_and_moments(name, lam):
+    v, w = LAWS[name]
+    kw = dict(lam=lam, gamma=GAMMA, values=v, weights=w)
+    bands = support(**kw)
+    rho = lambda x: density(x, **kw)
+    mass = band_integral(rho, bands)
+    mean = band_integral(lambda x: x * rho(x), bands)
+    second = band_integral(lambda x: x * x * rho(x), bands)
+    ev = float(np.dot(w, v))
+    # free convolution: means add (√λ E S⁰ = √(γλ) E v), variances add (λ·1 + 1)
+    # (test quadrature: 200 nodes per band; the Rademacher band has a dip at 0)
+    assert abs(mass - 1) < 1e-7
+    assert abs(mean - np.sqrt(GAMMA * lam) * ev) < 1e-7
+    assert abs(second - mean ** 2 - (lam + 1.0)) < 1e-6
+
+
+def test_semicircle_closed_form():
+    """λ = 0: semicircle; z(m) = -1/m - m inverted in closed form."""
+    v, w = ONES
+    x = np.linspace(-1.99, 1.99, 41)
+    rho = density(x, lam=0.0, gamma=GAMMA, values=v, weights=w)
+    assert np.max(np.abs(rho - np.sqrt(4 - x ** 2) / (2 * np.pi))) < 1e-12
+    z = np.array([0.3 + 0.5j, -2.5 + 0.01j, 4.0 + 2.0j])
+    m = stieltjes(z, lam=0.0, gamma=GAMMA, values=v, weights=w)
+    ref = (-z + np.sqrt(z - 2) * np.sqrt(z + 2)) / 2
+    assert np.max(np.abs(m - ref)) < 1e-12
+
+
+def test_semicircle_plus_semicircle_large_gamma():
+    """γ → ∞ with E v = 0: S⁰ → semicircle (free CLT), so √λS⁰ + Z is a semicircle of
+    variance 1 + λ and mmse_S = 1/(1+λ).  Corrections are O(κ₄/γ) (κ₄ = E v⁴ − 2 for
+    the free fourth cumulant scale), so tolerance 3/γ."""
+    gamma = 1e3
+    ch = SymmetricChannel(gamma, *RAD)
+    lam = np.array([0.5, 2.0, 8.0])
+    assert np.max(np.abs(ch.direct_mmse(lam) - 1 / (1 + lam))) < 3 / gamma
+    # inverse Stieltjes machinery: z(m) of the semicircle of variance 1 + λ is -1/m - (1+λ) m
+    m = np.array([0.2 + 0.3j, -0.1 + 0.05j])
+    z = generalized_wishart_inverse_stieltjes(m, lam=2.0, gamma=gamma, values=RAD[0],
+                                              weights=RAD[1])
+    assert np.max(np.abs(z - (-1 / m - 3.0 * m))) < 3 / gamma
+
+
+@pytest.mark.parametrize("lam", [0.7, 5.0, 80.0])
+def test_cubic_ones(lam):
+    """v ≡ 1: c G³ + (a + c x) G² + (a x − a c + c) G + a = 0 (THEORY §4.1)."""
+    a, c = GAMMA, np.sqrt(GAMMA * lam)
+    bands = support(lam=lam, gamma=GAMMA, values=ONES[0], weights=ONES[1])
+    lo, hi = bands[0][0], bands[-1][1]
+    x = np.linspace(lo - 0.5, hi + 0.5, 61)
+    m = stieltjes(x, lam=lam, gamma=GAMMA, values=ONES[0], weights=ONES[1])
+    for xi, mi in zip(x, m):
+        r = np.roots([c, a + c * xi, a * xi - a * c + c, a])
+        ref = r[np.argmax(r.imag)]
+        assert abs(max(ref.imag, 0) - mi.imag) < 1e-9
+        if mi.imag > 1e-6:
+            assert abs(ref - mi) < 1e-9
+
+
+@pytest.mark.parametrize("lam", [0.7, 6.0])
+def test_quartic_rademacher(lam):
+    """Rademacher v: −c²G⁴ − c²xG³ + (a² + ac² − c²)G² + a²xG + a² = 0 (reference code)."""
+    a, c = GAMMA, np.sqrt(GAMMA * lam)
+    bands = support(lam=lam, gamma=GAMMA, values=RAD[0], weights=RAD[1])
+    x = np.linspace(bands[0][0] + 1e-3, bands[-1][1] - 1e-3, 41)
+    m = stieltjes(x, lam=lam, gamma=GAMMA, values=RAD[0], weights=RAD[1])
+    for xi, mi in zip(x, m):
+        r = np.roots([-c * c, -c * c * xi, a * a + a * c * c - c * c, a * a * xi, a * a])
+        assert abs(max(r.imag.max(), 0) - mi.imag) < 1e-9
+
+
+def test_rademacher_three_bands():
+    """Large λ, γ < 1: atom of S⁰ at 0 (mass 1−γ) separates from ± bulks."""
+    bands = support(lam=400.0, gamma=GAMMA, values=RAD[0], weights=RAD[1])
+    assert len(bands) == 3
+    d = lambda x: density(x, lam=400.0, gamma=GAMMA, values=RAD[0], weights=RAD[1])
+    masses = [band_integral(d, [b]) for b in bands]
+    assert abs(masses[1] - (1 - GAMMA)) < 1e-6 and abs(sum(masses) - 1) < 1e-9
+
+
+# ---------------------------------------------------------------- finite-size simulations
+
+def sample_S(d, gamma, law, rng):
+    v, w = law
+    k = int(round(gamma * d))
+    W = rng.standard_normal((k, d))
+    vv = rng.choice(v, size=k, p=w)
+    return (W.T * vv) @ W / np.sqrt(k * d)
+
+
+def goe(d, rng):
+    A = rng.standard_normal((d, d))
+    return (A + A.T) / np.sqrt(2 * d)
+
+
+def _histogram_check(d, lam, law, tol, seed):
+    rng = np.random.default_rng(seed)
+    Y = np.sqrt(lam) * sample_S(d, GAMMA, law, rng) + goe(d, rng)
+    ev = np.sort(np.linalg.eigvalsh(Y))
+    bands = support(lam=lam, gamma=GAMMA, values=law[0], weights=law[1])
+    grid = np.linspace(bands[0][0] - 0.2, bands[-1][1] + 0.2, 4001)
+    rho = density(grid, lam=lam, gamma=GAMMA, values=law[0], weights=law[1])
+    cdf = np.concatenate([[0], np.cumsum(0.5 * (rho[1:] + rho[:-1]) * np.diff(grid))])
+    emp = np.searchsorted(ev, grid, side="right") / d
+    ks = np.max(np.abs(cdf - emp))
+    assert ks < tol, ks
+
+
+def test_histogram_small():
+    _histogram_check(400, 4.0, RAD, 0.03, seed=1)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name,lam", [("ones", 3.0), ("rad", 50.0), ("gauss", 2.0)])
+def test_histogram_d1500(name, lam):
+    # Kolmogorov distance at d = 1500: fluctuations O(log d / d) ≈ 5e-3
+    _histogram_check(1500, lam, LAWS[name], 0.01, seed=2)
+
+
+def rie_mse(d, lam, law, seed):
+    """Empirical MSE/λ of the optimal RIE ξ(y) = y + 2 Re m(y+i0) (Bun–Bouchaud–Potters with
+    GOE noise of variance 1: ξ(y) = y − 2 p.v.∫ρ(x)/(y−x)dx) estimating √λ S⁰."""
+    rng = np.random.default_rng(seed)
+    S = sample_S(d, GAMMA, law, rng)
+    Y = np.sqrt(lam) * S + goe(d, rng)
+    y, U = np.linalg.eigh(Y)
+    m = stieltjes(y, lam=lam, gamma=GAMMA, values=law[0], weights=law[1])
+    xi = y + 2 * m.real
+    est = (U * xi) @ U.T
+    return np.sum((np.sqrt(lam) * S - est) ** 2) / d / lam
+
+
+def test_rie_small():
+    ch = symmetric_channel(GAMMA, *ONES)
+    lam = 2.0
+    mse = rie_mse(300, lam, ONES, seed=3)
+    assert abs(mse - ch.mmse(lam)) < 0.03 * ch.mmse(lam) + 0.01
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name,lam", [("ones", 2.0), ("rad", 10.0), ("4point", 1.0)])
+def test_rie_d1000(name, lam):
+    ch = symmetric_channel(GAMMA, *LAWS[name])
+    mse = np.mean([rie_mse(1000, lam, LAWS[name], seed=s) for s in range(2)])
+    # finite-d bias O(1/d) plus fluctuations O(1/d): 2 % relative
+    assert abs(mse - ch.mmse(lam)) < 0.02 * ch.mmse(lam) + 2e-3
+
+
+# ---------------------------------------------------------------- reference tables
+# (λ, m_S(λ)) copied from reference/barbier2025_shallow/hciz_m_table_gamma0.5_readout_<law>.csv
+# (Barbier, Camilli, Nguyen, Pastore, Skerk, arXiv 2501.18530 / 2505.24849, public code;
+# scipy-quad tables with ~1e-6 error).
+REF_TABLES = {
+    "ones": [(0.05, 0.05205271), (0.15000000000000002, 0.15892478), (0.25, 0.25404227), (0.35000000000000003, 0.33259596), (0.45, 0.39673773), (0.55, 0.44955763), (0.6000000000000001, 0.47255478), (1.4000000000000001, 0.68005243), (2.2, 0.76758921), (3.0, 0.81649492), (3.8000000000000003, 0.84794480), (4.6000000000000005, 0.86996134), (5.4, 0.88627869), (6.2, 0.89887895), (7.0, 0.90891532), (7.800000000000001, 0.91710589), (8.6, 0.92392194), (9.4, 0.92968596), (12.4, 0.94517943), (22.0, 0.96774059), (31.599999999999998, 0.97712525), (46.4, 0.98421422), (97.6, 0.99239676), (148.8, 0.99499421), (200.0, 0.99626902)],
+    "rad": [(0.05, 0.04800965), (0.15000000000000002, 0.13679593), (0.25, 0.21750628), (0.35000000000000003, 0.28838173), (0.45, 0.34927816), (0.55, 0.40133830), (0.6000000000000001, 0.42450513), (1.4000000000000001, 0.64476094), (2.2, 0.74214348), (3.0, 0.79720230), (3.8000000000000003, 0.83273303), (4.6000000000000005, 0.85761652), (5.4, 0.87604096), (6.2, 0.89024503), (7.0, 0.90153633), (7.800000000000001, 0.91073093), (8.6, 0.91836501), (9.4, 0.92480568), (12.4, 0.94202586), (22.0, 0.96666062), (31.599999999999998, 0.97662352), (46.4, 0.98400005), (97.6, 0.99235211), (148.8, 0.99497533), (200.0, 0.99625865)],
+    "unif": [(0.05, 0.04890523), (0.15000000000000002, 0.15092103), (0.25, 0.25021201), (0.35000000000000003, 0.33422913), (0.45, 0.40266059), (0.55, 0.45850776), (0.6000000000000001, 0.48263915), (1.4000000000000001, 0.69446741), (2.2, 0.78051021), (3.0, 0.82772677), (3.8000000000000003, 0.85776905), (4.6000000000000005, 0.87865096), (5.4, 0.89404826), (6.2, 0.90589210), (7.0, 0.91529741), (7.800000000000001, 0.92295434), (8.6, 0.92931363), (9.4, 0.93468249), (12.4, 0.94907429), (22.0, 0.96993774), (31.599999999999998, 0.97859388), (46.4, 0.98513569), (97.6, 0.99273540), (148.8, 0.99518096), (200.0, 0.99639129)],
+    "gauss": [(0.05, 0.05206229), (0.15000000000000002, 0.18826462), (0.25, 0.30537192), (0.35000000000000003, 0.39318808), (0.45, 0.46018205), (0.55, 0.51285050), (0.6000000000000001, 0.53518838), (1.4000000000000001, 0.72500747), (2.2, 0.80082848), (3.0, 0.84257607), (3.8000000000000003, 0.86928209), (4.6000000000000005, 0.88794286), (5.4, 0.90176816), (6.2, 0.91244818), (7.0, 0.92096160), (7.800000000000001, 0.92791614), (8.6, 0.93370988), (9.4, 0.93861498), (12.4, 0.95183365), (22.0, 0.97122330), (31.599999999999998, 0.97937323), (46.4, 0.98558825), (97.6, 0.99288905), (148.8, 0.99526327), (200.0, 0.99644426)],
+    "4point": [(0.002, 0.00199609), (0.006, 0.00596647), (0.01, 0.00991123), (0.014, 0.01383427), (0.018000000000000002, 0.01773920), (0.022, 0.02162937), (0.024, 0.02356990), (0.082, 0.07977850), (0.184, 0.18075413), (0.308, 0.29222185), (0.548, 0.44861831), (0.8759999999999999, 0.57762342), (1.3559999999999999, 0.68376557), (2.13, 0.77251198), (3.06, 0.82795693), (4.859999999999999, 0.88124862), (7.2, 0.91431011), (10.8, 0.93949621), (17.2, 0.96001477), (25.0, 0.97165536), (40.0, 0.98184537), (60.0, 0.98775307), (90.0, 0.99177657), (140.0, 0.99468759), (200.0, 0.99627175)],
+}
+
+
+@pytest.mark.parametrize("name", ["ones", "rad", "4point", "unif", "gauss"])
+def test_reference_tables(name):
+    ch = symmetric_channel(GAMMA, *LAWS[name])
+    lam, m = np.array(REF_TABLES[name]).T
+    assert np.max(np.abs(ch.overlap(lam) - m)) < 1e-5
+
+
+@pytest.mark.parametrize("name,n1,n2", [("unif", 20, 40), ("gauss", 40, 60)])
+def test_grid_convergence(name, n1, n2):
+    law = unif_law if name == "unif" else gauss_law
+    lam = np.array([0.3, 3.0, 30.0])
+    a = SymmetricChannel(GAMMA, *law(n1)).direct_mmse(lam)
+    b = SymmetricChannel(GAMMA, *law(n2)).direct_mmse(lam)
+    assert np.max(np.abs(a - b)) < 1e-6
+
+
+# ---------------------------------------------------------------- identities of the table
+
+@pytest.fixture(scope="module", params=["ones", "rad", "gauss"])
+def channel(request):
+    return symmetric_channel(GAMMA, *LAWS[request.param])
+
+
+def test_interpolated_vs_direct(channel):
+    rng = np.random.default_rng(4)
+    lam = np.concatenate([10 ** rng.uniform(-4, 4, 10), rng.uniform(0, 3, 5)])
+    assert np.max(np.abs(channel.mmse(lam) - channel.direct_mmse(lam))) < 1e-10
+
+
+def test_immse_and_derivative(channel):
+    lam = np.array([0.01, 0.3, 2.0, 15.0, 70.0, 300.0, 1e4])
+    h = 1e-4 * (1 + lam)
+    fd = (channel.mutual_information(lam + h) - channel.mutual_information(lam - h)) / (2 * h)
+    assert np.max(np.abs(4 * fd - channel.mmse(lam)) / channel.mmse(lam)) < 1e-6
+    fd2 = (channel.overlap(lam + h) - channel.overlap(lam - h)) / (2 * h)
+    d = channel.overlap_derivative(lam)
+    assert np.max(np.abs(fd2 - d) / d) < 1e-5
+    assert channel.mutual_information(0.0) == 0.0
+
+
+def test_inverse_roundtrip(channel):
+    lam = np.concatenate([[0.0], np.logspace(-6, 9, 40)])
+    back = channel.overlap_inverse(channel.overlap(lam))
+    assert np.all(np.abs(back - lam) <= 1e-7 * lam + 1e-9)
+    lam_hi = channel.overlap_inverse(1 - 1e-9)
+    assert abs(channel.overlap(lam_hi) - (1 - 1e-9)) < 3e-16
+    assert lam_hi > 1e8
+    for bad in (1.0, -0.1, 1.5):
+        with pytest.raises(ValueError):
+            channel.overlap_inverse(bad)
+    assert isinstance(channel.overlap_inverse(0.5), float)
+
+
+def test_large_lambda_limit_and_information(channel):
+    A = channel.mmse_lambda_limit
+    lam = np.array([1e6, 1e8])
+    assert np.max(np.abs(lam * channel.mmse(lam) - A)) < 1e-2 * np.sqrt(1e6 / lam).max()
+    # ι = (A/4) ln λ + const + o(1)
+    i1, i2 = channel.mutual_information(1e8), channel.mutual_information(1e9)
+    assert abs((i2 - i1) - A / 4 * np.log(10)) < 1e-3
+
+
+@pytest.mark.parametrize("gamma", [0.3, 0.5, 0.8, 1.5])
+def test_noiseless_limit_ones(gamma):
+    """v ≡ 1: λ mmse_S → 2γ − γ² (γ < 1; perfect recovery α = γ − γ²/2), → 1 (γ ≥ 1)."""
+    ch = SymmetricChannel(gamma, *ONES)
+    A = 2 * gamma - gamma ** 2 if gamma < 1 else 1.0
+    assert ch.mmse_lambda_limit == pytest.approx(A, abs=1e-15)
+    lam = np.array([1e4, 1e6])
+    val = lam * ch.direct_mmse(lam)
+    assert abs(val[1] - A) < 1e-3 and abs(val[1] - A) < abs(val[0] - A) + 1e-12
+
+
+def test_mean_shift_and_errors():
+    ch = symmetric_channel(GAMMA, *ONES)
+    assert ch.mean_shift == pytest.approx(GAMMA)
+    assert symmetric_channel(GAMMA, *ONES) is ch
+    with pytest.raises(ValueError):
+        SymmetricChannel(0.0, *ONES)
+    with pytest.raises(ValueError):
+        SymmetricChannel(0.5, [1.0, 2.0], [0.5, 0.6])
+    with pytest.raises(ValueError):
+        ch.mmse(-1.0)
+    with pytest.raises(ValueError):
+        density(0.0, lam=-1.0, gamma=0.5, values=[1.0], weights=[1.0])
+    assert ch.mmse(0.0) == pytest.approx(1.0, abs=1e-10)
+    assert np.asarray(ch.overlap(np.ones((2, 3)))).shape == (2, 3)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.floats(0, 1e7), st.floats(1e-6, 1e3))
+def test_overlap_monotone_and_bounded(lam, dl):
+    ch = symmetric_channel(GAMMA, *RAD)
+    a, b = ch.overlap(lam), ch.overlap(lam + dl * (1 + lam))
+    assert 0 <= a < 1 and a <= b and ch.overlap_derivative(lam) > 0

@@ -1,0 +1,179 @@
+"""``replica-plot``: figures of sweeps (shallow and deep), experiments and phase diagrams."""
+
+import json
+
+import h5py
+import numpy as np
+import pytest
+
+matplotlib = pytest.importorskip("matplotlib")
+matplotlib.use("Agg")
+
+from replica import plotting  # noqa: E402
+from replica.branches import sweep  # noqa: E402
+from replica.cli import plot_main  # noqa: E402
+from replica.deep import DeepModel  # noqa: E402
+from replica.io import write_phase_diagram, write_sweep  # noqa: E402
+
+ALPHAS = np.linspace(1.0, 8.0, 8)
+
+
+@pytest.fixture(scope="module")
+def deep_file(tmp_path_factory):
+    model = DeepModel("tanh2", [1.0, 1.0], 0.1, drop_hermite=(0, 1, 2), unit_variance=True)
+    res = sweep(model, ALPHAS, progress=False)
+    params = {"layers": 2, "gamma": [1.0, 1.0], "activation": "tanh2", "drop_hermite": [0, 1, 2],
+              "unit_variance": True, "prior": "gaussian", "readout": "ones", "delta": 0.1}
+    return write_sweep(tmp_path_factory.mktemp("deep") / "deep.h5", res, params)
+
+
+def _fake_shallow(path, n_readout=4, experiments=True):
+    """A one-hidden-layer sweep file written by hand (layout of replica.io), with a
+    specialized branch that appears at α = 3 and wins at α = 4, and a readout law with
+    several atoms (Q(v) profiles)."""
+    alpha = np.linspace(0.5, 6.0, 12)
+    v = np.array([-3, -1, 1, 3]) / np.sqrt(5.0) if n_readout == 4 else np.ones(1)
+    w = np.full(v.size, 1.0 / v.size)
+    uni_mmse = 0.09 / (1 + 0.3 * alpha)
+    spec_exists = alpha >= 3.0
+    spec_mmse = np.where(spec_exists, 0.04 * np.exp(-(alpha - 3.0) / 2), np.nan)
+    f_u = -alpha
+    f_s = np.where(spec_exists, -alpha + (alpha - 4.0) * 0.1, np.nan)
+    q = np.where(spec_exists[:, None], np.clip(0.5 + 0.1 * (alpha[:, None] - 3) * np.abs(v)[None, :], 0, 1), np.nan)
+
+    class B:
+        def __init__(self, name, fields):
+            self.name, self.alpha, self.fields = name, alpha, fields
+
+    n = alpha.size
+    common = lambda ex: {"converged": ex.copy(), "exists": ex.copy(), "iterations": np.ones(n, int),  # noqa: E731
+                         "residual": np.zeros(n), "start": np.array(["x"] * n, dtype=object)}
+    branches = {
+        "universal": B("universal", {**common(np.ones(n, bool)), "mmse": uni_mmse, "free_entropy": f_u,
+                                     "R2": 0.5 + 0.04 * alpha, "overlap_W": np.zeros((n, v.size))}),
+        "specialized": B("specialized", {**common(spec_exists), "mmse": spec_mmse, "free_entropy": f_s,
+                                         "R2": np.where(spec_exists, 0.9, np.nan), "overlap_W": q}),
+    }
+    eq_branch = np.where(spec_exists & (alpha > 4.0), "specialized", "universal").astype(object)
+    eq = {"alpha": alpha, "mmse": np.where(eq_branch == "specialized", spec_mmse, uni_mmse),
+          "free_entropy": np.where(eq_branch == "specialized", f_s, f_u), "branch": eq_branch}
+
+    class R:
+        pass
+
+    r = R()
+    r.branches, r.equilibrium = branches, eq
+    r.transitions = {"alpha_sp": 2.8, "alpha_c": 4.2}
+    r.readout_values, r.readout_weights = v, w
+    params = {"layers": 1, "gamma": [0.5], "activation": "relu", "prior": "gaussian", "readout": "4point",
+              "delta": 0.1}
+    write_sweep(path, r, params)
+    if experiments:
+        _add_experiment(path)
+    return path
+
+
+def _add_experiment(path, mode="a"):
+    with h5py.File(path, mode) as h5:
+        if mode == "w":
+            h5.attrs["parameters"] = json.dumps({"activation": "relu", "gamma": 0.5, "delta": 0.1, "dim": 40})
+        for init, shift in (("informed", 0.0), ("uninformed", 0.01)):
+            g = h5.require_group(f"experiments/hmc/{init}")
+            a = np.array([1.0, 3.0, 5.0])
+            g["alpha"] = a
+            g["mmse_mean"] = 0.06 / (1 + 0.3 * a) + shift
+            g["mmse_sem"] = np.full(3, 0.004)
+            g["overlap_mean"] = np.array([[0.1], [0.5], [0.9]]) - shift
+            g["overlap_sem"] = np.full((3, 1), 0.02)
+
+
+def _is_png(path):
+    return path.exists() and path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 10_000
+
+
+def test_deep_sweep_figure(deep_file, tmp_path):
+    fig = plotting.plot_file(deep_file)
+    titles = [ax.get_title(loc="left") for ax in fig.axes]
+    assert "learning curve" in titles
+    assert any("per-layer overlap" in t for t in titles)
+    curve = fig.axes[titles.index("learning curve")]
+    labels = curve.get_legend_handles_labels()[1]
+    assert any("metastable" in lab for lab in labels)
+    assert any("alpha_c" in lab or r"\alpha_c" in lab for lab in labels)
+    assert curve.get_xlabel() == plotting.ALPHA_LABEL
+    out = plotting.save_figure(fig, tmp_path / "deep.png", dpi=80)
+    assert _is_png(out)
+
+
+def test_shallow_sweep_with_experiments_and_profiles(tmp_path):
+    path = _fake_shallow(tmp_path / "s.h5")
+    fig = plotting.plot_file(path)
+    curve, overlaps = fig.axes[0], fig.axes[1]
+    labels = curve.get_legend_handles_labels()[1]
+    assert any("HMC" in lab and "informed" in lab for lab in labels)
+    assert "$Q(v)$" in overlaps.get_ylabel() or "Q(v)" in overlaps.get_ylabel()
+    assert len(overlaps.get_lines()) >= 2  # one profile per selected α
+    assert _is_png(plotting.save_figure(fig, tmp_path / "s.png", dpi=80))
+
+
+def test_single_readout_overlaps_against_alpha(tmp_path):
+    path = _fake_shallow(tmp_path / "s1.h5", n_readout=1, experiments=False)
+    fig = plotting.plot_file(path)
+    assert fig.axes[1].get_xlabel() == plotting.ALPHA_LABEL
+    plotting.save_figure(fig, tmp_path / "s1.pdf")
+    assert (tmp_path / "s1.pdf").read_bytes()[:4] == b"%PDF"
+
+
+def test_experiment_file_alone_and_overlaid(deep_file, tmp_path, capsys):
+    exp = tmp_path / "exp.h5"
+    _add_experiment(exp, mode="w")
+    out = tmp_path / "exp.png"
+    assert plot_main([str(exp), "-o", str(out), "--quiet"]) == 0
+    assert _is_png(out)
+    out2 = tmp_path / "deep_exp.png"
+    assert plot_main([str(deep_file), "--experiment", str(exp), "-o", str(out2), "--quiet"]) == 0
+    assert _is_png(out2)
+
+
+def test_phase_diagram_figure(tmp_path):
+    alpha = np.linspace(0.5, 4.0, 6)
+    delta = np.array([0.05, 0.275, 0.5])
+    mmse = 0.1 / (1 + alpha[None, :] / (1 + delta[:, None]))
+    data = {"alpha": alpha, "delta": delta, "done": np.ones(3, bool), "mmse": mmse, "free_entropy": -mmse,
+            "branch": np.full((3, 6), "universal", dtype=object), "alpha_sp": np.array([1.5, 2.0, 2.6]),
+            "alpha_c": np.array([2.0, 2.7, np.nan])}
+    path = write_phase_diagram(tmp_path / "ph.h5", data, {"activation": "relu", "gamma": [0.5]}, parameter="delta",
+                               complete=True)
+    fig = plotting.plot_file(path)
+    ax = fig.axes[0]
+    assert ax.get_ylabel() == plotting.PARAMETER_LABELS["delta"]
+    lines = [ln for ln in ax.get_lines() if len(ln.get_xdata()) > 1]
+    assert len(lines) == 2  # α_sp(Δ) and α_c(Δ)
+    assert _is_png(plotting.save_figure(fig, tmp_path / "ph.png", dpi=80))
+
+
+def test_reference_csv(tmp_path, deep_file):
+    csv = tmp_path / "ref.csv"
+    csv.write_text("alpha,mmse,err\n2,0.9,0.01\n6,0.1,0.01\n")
+    ref = plotting.read_reference(f"{csv}:mmse:err")
+    np.testing.assert_array_equal(ref["alpha"], [2, 6])
+    with pytest.raises(ValueError, match="no column"):
+        plotting.read_reference(f"{csv}:gen")
+    out = tmp_path / "r.png"
+    assert plot_main([str(deep_file), "--reference", str(csv), "-o", str(out), "--quiet"]) == 0
+
+
+def test_plot_cli_errors(deep_file, tmp_path, capsys):
+    out = tmp_path / "x.png"
+    out.write_bytes(b"keep")
+    assert plot_main([str(deep_file), "-o", str(out), "--quiet"]) == 2
+    assert "--overwrite" in capsys.readouterr().err and out.read_bytes() == b"keep"
+    assert plot_main([str(tmp_path / "none.h5"), "-o", str(tmp_path / "y.png")]) == 2
+    assert plot_main([str(deep_file), "-o", str(tmp_path / "y.txt")]) == 2
+    notes = tmp_path / "notes.h5"
+    notes.write_text("not hdf5")
+    assert plot_main([str(notes), "-o", str(tmp_path / "y.png")]) == 2
+    assert plot_main([str(deep_file), "--kind", "phase", "-o", str(tmp_path / "y.png")]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert all(line.startswith("replica-plot: error:") for line in err.strip().splitlines())

@@ -1,0 +1,115 @@
+"""Measurements of the simulation package (NumPy only: runs without the experiments extra)."""
+
+import numpy as np
+import pytest
+
+from simulations.measurements import (OVERLAP_BIN_EDGES, matched_overlaps, mean_and_sem, measure_chain,
+                                      r2_overlap)
+from simulations.teacher_student import Architecture, network_output, sample_readout, sample_weights
+
+
+def relu(x):
+    return np.maximum(x, 0.0)
+
+
+def test_architecture_sizes():
+    arch = Architecture.from_ratios(40, (0.5, 0.25))
+    assert arch.widths == (20, 10)
+    assert arch.shapes == ((20, 40), (10, 20))
+    assert arch.num_samples(6.0) == 9600
+    with pytest.raises(ValueError):
+        Architecture.from_ratios(40, (0.0,))
+
+
+@pytest.mark.parametrize("prior", ["gaussian", "rademacher", "uniform"])
+def test_weight_priors_have_unit_variance(prior):
+    w = sample_weights(prior, (200_000,), np.random.default_rng(0))
+    assert abs(w.mean()) < 0.01
+    assert w.var() == pytest.approx(1.0, abs=0.01)
+
+
+@pytest.mark.parametrize("law", ["ones", "rademacher", "uniform", "gaussian", "4point"])
+def test_readout_laws_have_unit_second_moment(law):
+    v = sample_readout(law, 200_000, np.random.default_rng(1))
+    assert np.mean(v**2) == pytest.approx(1.0, abs=0.015)
+
+
+def test_matching_recovers_a_permutation_within_readout_groups():
+    rng = np.random.default_rng(2)
+    k, d = 12, 60
+    teacher = [rng.standard_normal((k, d))]
+    readout = np.repeat([1.0, -1.0], k // 2)
+    # permute neurons only inside the readout groups: the posterior symmetry
+    perm = np.concatenate([rng.permutation(k // 2), k // 2 + rng.permutation(k // 2)])
+    student = [teacher[0][perm] + 0.1 * rng.standard_normal((k, d))]
+    q, matrices = matched_overlaps(student, teacher, readout)
+    assert np.allclose(q[0], np.sum(teacher[0] ** 2, axis=1) / d, atol=0.05)
+    assert np.allclose(np.diag(matrices[0]), q[0])
+    # the student is a symmetry image of the teacher: same output
+    x = rng.standard_normal((50, d))
+    assert np.allclose(network_output(teacher, readout, x, relu),
+                       network_output([teacher[0][perm]], readout, x, relu))
+
+
+def test_matching_respects_readout_groups():
+    """Swapping two neurons of different readout is not a symmetry and must not be undone."""
+    rng = np.random.default_rng(3)
+    teacher = [rng.standard_normal((2, 80))]
+    readout = np.array([1.0, -1.0])
+    q, _ = matched_overlaps([teacher[0][::-1]], teacher, readout)
+    assert np.all(np.abs(q[0]) < 0.5)
+    q, _ = matched_overlaps([teacher[0][::-1]], teacher, np.ones(2))
+    assert np.allclose(q[0], np.sum(teacher[0] ** 2, axis=1) / 80)
+
+
+def test_layerwise_matching_of_a_deep_network():
+    rng = np.random.default_rng(4)
+    teacher = [rng.standard_normal((6, 30)), rng.standard_normal((4, 6))]
+    p1, p2 = rng.permutation(6), rng.permutation(4)
+    student = [teacher[0][p1], teacher[1][p2][:, p1]]  # the same function
+    readout = np.ones(4)
+    x = rng.standard_normal((20, 30))
+    assert np.allclose(network_output(teacher, readout, x, np.tanh), network_output(student, readout, x, np.tanh))
+    q, _ = matched_overlaps(student, teacher, readout)
+    assert np.allclose(q[0], np.sum(teacher[0] ** 2, axis=1) / 30)
+    assert np.allclose(q[1], np.sum(teacher[1] ** 2, axis=1) / 6)
+
+
+def test_r2_is_one_for_the_teacher_and_near_zero_for_independent_weights():
+    rng = np.random.default_rng(5)
+    k, d = 40, 80
+    w0 = rng.standard_normal((k, d))
+    v = np.ones(k)
+    assert r2_overlap([w0], [w0], v) == pytest.approx(1.0)
+    r2 = r2_overlap([rng.standard_normal((k, d))], [w0], v)
+    # ‖S − S⁰‖²/(2kd²) = 1 + O(1/d) for independent weights (R_d − 1 = γ cancels between S and S⁰)
+    assert abs(r2) < 0.1
+    assert np.isnan(r2_overlap([w0, w0[:, :k]], [w0, w0[:, :k]], v))
+
+
+def test_measure_chain_statistics():
+    rng = np.random.default_rng(6)
+    k, d, n_test, kept = 6, 20, 4000, 10
+    w0 = rng.standard_normal((k, d))
+    v = np.ones(k)
+    target = rng.standard_normal(n_test)
+    outputs = target[None, :] + 0.3 * rng.standard_normal((kept, n_test))
+    samples = (np.repeat(w0[None], kept, axis=0),)
+    m = measure_chain(samples, outputs, [w0], target, v)
+    assert m.error == pytest.approx(0.5 * 0.09, rel=0.05)
+    assert m.replica_error == pytest.approx(0.5 * 0.18, rel=0.05)  # independent noise: twice
+    assert m.posterior_mean_error == pytest.approx(0.09 / kept, rel=0.15)
+    assert m.r2 == pytest.approx(1.0)
+    assert m.histogram.shape == (1, len(OVERLAP_BIN_EDGES) - 1)
+    assert m.histogram.sum() == k * kept
+    point = measure_chain(samples[:1], outputs[:1], [w0], target, v, point_estimate=True)
+    assert point.error == pytest.approx(0.09, rel=0.05)
+    assert np.isnan(point.replica_error)
+
+
+def test_mean_and_sem():
+    mean, sem = mean_and_sem(np.array([[1.0, 3.0], [2.0, 2.0]]), axis=1)
+    assert np.allclose(mean, [2.0, 2.0])
+    assert np.allclose(sem, [1.0, 0.0])
+    _, sem1 = mean_and_sem(np.array([[1.0]]), axis=1)
+    assert np.isnan(sem1).all()
