@@ -15,8 +15,11 @@ explicit inverse
 
 Outside the support ``m(x)`` is real and ``z'(m(x)) > 0``; the support edges are the images
 ``z(m_c)`` of the real critical points ``z'(m_c) = 0``.  Every band is found from those
-critical points; densities inside a band are obtained by Newton continuation of ``z(m) = x``
-from the band edge along ``x = a + (b − a)(1 − cos θ)/2``.
+critical points.  Inside a band, ``m(x + i0)`` is the root of largest ``Im m`` of the
+polynomial form of ``z(m) = x`` (companion matrices, ≤ 10 atoms) or, for more atoms, is
+obtained by Newton continuation in ``η = Im z`` from far away (``m ≈ −1/z``) down to the real
+axis, which always tracks the physical root (continuation along the real axis can jump to
+spurious roots).  Exact continuous laws (gaussian, uniform): :mod:`hciz._continuous`.
 
 References
 ----------

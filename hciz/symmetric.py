@@ -49,6 +49,11 @@ __all__ = ["SymmetricChannel", "symmetric_channel"]
 logger = logging.getLogger(__name__)
 
 _FOUR_PI2_3 = 4.0 * np.pi ** 2 / 3.0
+# below _SMALL_LAM, mmse_S is a degree-15 Chebyshev fit on [0, _SMALL_FIT] of direct values
+# (the subtraction 1 − (4π²/3)∫ρ³ loses 1e-16/λ); the fit interval is kept short because
+# mmse_S of the gaussian readout law has strong curvature already near λ ≈ 0.03
+_SMALL_LAM = 0.01
+_SMALL_FIT = 0.04
 
 
 # ----------------------------------------------------------------------------------------
@@ -91,8 +96,11 @@ def _eval(s, br, C):
 def _mmse_s(lam, br, C):
     if lam == np.inf:
         return 0.0
+    if lam == 0.0:
+        return 1.0
     s2 = 1.0 / (1.0 + lam)
-    return _eval(np.sqrt(s2), br, C) * s2
+    # mmse_S ≤ 1 exactly (the table value at s → 1 carries ~1e-12 noise)
+    return min(_eval(np.sqrt(s2), br, C) * s2, 1.0)
 
 
 @numba.njit(cache=True)
@@ -110,6 +118,8 @@ def _dmmse_s(lam, br, C, D):
 def _iota_s(lam, br, K, Ktot, A):
     if lam == np.inf:
         return np.inf
+    if lam == 0.0:
+        return 0.0
     s = 1.0 / np.sqrt(1.0 + lam)
     return 0.5 * (0.5 * A * np.log1p(lam) + Ktot - _eval(s, br, K))
 
@@ -266,9 +276,9 @@ class SymmetricChannel:
 
         Notes
         -----
-        Band quadrature of ``∫ρ_λ³``.  For ``λ < 0.02`` the subtraction ``1 − (4π²/3)∫ρ³``
+        Band quadrature of ``∫ρ_λ³``.  For ``λ < 0.01`` the subtraction ``1 − (4π²/3)∫ρ³``
         loses ``1e-16/λ``; there a degree-15 Chebyshev interpolant of ``mmse_S`` on
-        ``[0, 0.1]`` (nodes ≥ 2.4e-4, value 1 at 0 not needed) is used instead, whose noise
+        ``[0, 0.04]`` (nodes ≥ 1e-4, value 1 at 0 not needed) is used instead, whose noise
         is bounded by ~1e-12.
         """
         arr = _as_lam(lam)
@@ -276,18 +286,22 @@ class SymmetricChannel:
         if np.any(~np.isfinite(flat)):
             raise ValueError("direct_mmse needs finite lam")
         out = np.empty(flat.shape)
-        big = flat >= 0.02
+        big = flat >= _SMALL_LAM
         if np.any(big):
             out[big] = self._direct_g(flat[big]) / (1.0 + flat[big])
         small = ~big
         if np.any(small):
-            n = 16
-            k = np.arange(n)
-            xn = np.cos(np.pi * (k + 0.5) / n)
-            ln = 0.05 * (xn + 1.0)
-            vals = self._direct_g(ln) / (1.0 + ln)
-            c = np.polynomial.chebyshev.chebfit(xn, vals, n - 1)
-            out[small] = np.polynomial.chebyshev.chebval(flat[small] / 0.05 - 1.0, c)
+            c = getattr(self, "_small_fit", None)
+            if c is None:
+                n = 16
+                k = np.arange(n)
+                xn = np.cos(np.pi * (k + 0.5) / n)
+                ln = 0.5 * _SMALL_FIT * (xn + 1.0)
+                vals = self._direct_g(ln) / (1.0 + ln)
+                c = np.polynomial.chebyshev.chebfit(xn, vals, n - 1)
+                self._small_fit = c
+            out[small] = np.polynomial.chebyshev.chebval(flat[small] / (0.5 * _SMALL_FIT) - 1.0,
+                                                         c)
             out[small & (flat == 0)] = 1.0
         return out.reshape(arr.shape) if arr.shape else float(out[0])
 
@@ -321,7 +335,7 @@ class SymmetricChannel:
             ss = np.concatenate([0.5 * (a + b) + 0.5 * (b - a) * xn for a, b in todo])
             lam = (1.0 - ss) * (1.0 + ss) / (ss * ss)
             g = np.empty(ss.size)
-            small = lam < 0.02
+            small = lam < _SMALL_LAM
             if np.any(~small):
                 g[~small] = self._direct_g(lam[~small])
             if np.any(small):
@@ -331,9 +345,14 @@ class SymmetricChannel:
                 vals = g[j * n:(j + 1) * n]
                 c = np.polynomial.chebyshev.chebfit(xn, vals, n - 1)
                 err = np.max(np.abs(c[-3:]))
-                if err <= tol or (b - a) < 2e-4 or it > 14:
-                    if err > tol:
+                # pieces narrower than 0.02 are accepted at a 1e-11 tail: the remaining
+                # tail there is quadrature noise or a band-splitting kink of g, not resolution
+                if (err <= tol or (b - a) < 2e-4 or it > 14
+                        or ((b - a) < 0.02 and err <= 1e-11)):
+                    if err > 1e-11:
                         logger.warning("table piece [%g, %g] accepted with tail %.1e", a, b, err)
+                    elif err > tol:
+                        logger.debug("table piece [%g, %g] accepted with tail %.1e", a, b, err)
                     done.append((a, b, c))
                 else:
                     mid = 0.5 * (a + b)

@@ -296,8 +296,9 @@ def locate_transitions(model, alphas, branches, solve_kw=None, *, rtol=1e-7) -> 
     spec_points = spec.points
     if idx.size == 0:
         return out
-    # ---- alpha_sp: first existing index, going down from the largest α with an unbroken run
+    # ---- alpha_sp: first existing index, refined by bisection on existence below it
     i = idx[0]
+    sp_point = None  # (α, packed point) of the specialized branch at alpha_sp
     if i > 0:
         lo, hi = alphas[i - 1], alphas[i]
         warm = model.solve_from(hi, None, spec_points[i], start="informed", **solve_kw).x
@@ -309,31 +310,46 @@ def locate_transitions(model, alphas, branches, solve_kw=None, *, rtol=1e-7) -> 
             else:
                 lo = mid
         out["alpha_sp"] = float(hi)
+        sp_point = (float(hi), warm)
 
-    # ---- alpha_c: sign change of f_spec − f_univ on consecutive existing points
+    # ---- alpha_c: first sign change of f_spec − f_univ along the branch, starting at alpha_sp
     univ = branches["universal"]
-    diff = spec["free_entropy"] - univ["free_entropy"]
-    for j in range(idx.size - 1):
-        a, b = idx[j], idx[j + 1]
-        if b != a + 1:
-            continue
-        if diff[a] < 0 <= diff[b]:
-            warm = [spec_points[b]]
+
+    def fdiff_at(al, warm):
+        r = model.solve_from(al, None, warm, start="informed", **solve_kw)
+        if not _exists(r):
+            return -np.inf, warm
+        fu = model.solve_universal(al).info["state"].free_entropy
+        return r.info["state"].free_entropy - fu, r.x
+
+    nodes = []  # (α, f_spec − f_univ, packed point) on an unbroken run of the branch
+    if sp_point is not None:
+        d_sp, x_sp = fdiff_at(sp_point[0], sp_point[1])
+        nodes.append((sp_point[0], d_sp, x_sp))
+    for j, k in enumerate(idx):
+        if j > 0 and k != idx[j - 1] + 1:
+            break
+        nodes.append((float(alphas[k]), float(spec["free_entropy"][k] - univ["free_entropy"][k]), spec_points[k]))
+    if nodes and nodes[0][1] >= -1e-12 * max(1.0, abs(univ["free_entropy"][idx[0]])):
+        # born with f ≥ f_univ: continuous transition (or already the equilibrium at the grid start)
+        out["alpha_c"] = out["alpha_sp"] if sp_point is not None else math.nan
+        return out
+    for (a_lo, d_lo, _), (a_hi, d_hi, x_hi) in zip(nodes[:-1], nodes[1:]):
+        if d_lo < 0 <= d_hi:
+            warm = [x_hi]
 
             def fdiff(al):
-                r = model.solve_from(al, None, warm[0], start="informed", **solve_kw)
-                if not _exists(r):
-                    return -np.inf
-                warm[0] = r.x
-                fu = model.solve_universal(al).info["state"].free_entropy
-                return r.info["state"].free_entropy - fu
+                # the bracket's ends are known (brentq evaluates them first)
+                if al == a_lo:
+                    return d_lo
+                if al == a_hi:
+                    return d_hi
+                d, warm[0] = fdiff_at(al, warm[0])
+                return d
 
             try:
-                out["alpha_c"] = float(optimize.brentq(fdiff, alphas[a], alphas[b], rtol=rtol, xtol=1e-14))
+                out["alpha_c"] = float(optimize.brentq(fdiff, a_lo, a_hi, rtol=rtol, xtol=1e-14))
             except ValueError as exc:  # pragma: no cover - defensive
                 logger.warning("alpha_c bracketing failed: %s", exc)
             break
-    if np.isnan(out["alpha_c"]) and idx.size and diff[idx[0]] >= 0:
-        # the specialized branch is already the equilibrium where it appears
-        out["alpha_c"] = out["alpha_sp"]
     return out

@@ -150,9 +150,12 @@ class ShallowModel:
         self.readout_values = v
         self.readout_weights = p
         self.v2 = v * v
-        self.channel = symmetric_channel(self.gamma, v, p)
+        # continuous readout laws enter the HCIZ channel exactly (not through their grid)
+        law = self.readout_law.name if not getattr(self.readout_law, "exact", True) else None
+        self.channel = symmetric_channel(self.gamma, v, p, law=law if law in ("gaussian", "uniform") else None)
         self.mu1 = float(self.activation.mu1)
-        self.mu2 = float(self.activation.mu2)
+        # odd activations: μ₂ is zero up to quadrature rounding; treat it as exactly zero
+        self.mu2 = float(self.activation.mu2) if abs(self.activation.mu2) > 1e-12 else 0.0
         self.g1 = float(self.activation.g1)
         self.R_d = 1.0 + self.gamma * float(np.dot(p, v)) ** 2
         self.K_d = self.mu1**2 + self.mu2**2 * self.R_d / 2.0 + self.g1
@@ -275,7 +278,8 @@ class ShallowModel:
         -------
         dict with keys ``tau, R2, D, R2_hat_new, overlap_W_hat``.
         """
-        Q = np.asarray(overlap_W, dtype=float)
+        Q = np.clip(np.asarray(overlap_W, dtype=float), 0.0, 1.0)
+        R2_hat = max(float(R2_hat), 0.0)
         ch = self.channel
         tau = self.tilt(Q)
         m_tau = ch.overlap(tau)
@@ -291,7 +295,11 @@ class ShallowModel:
     def update(self, alpha, x):
         """Fixed-point map on the packed vector ``x = (Q(v)…, R̂₂)``."""
         c = self.conjugates(alpha, x[:-1], x[-1])
-        return np.concatenate([self.weight_prior.overlap(c["overlap_W_hat"]), [c["R2_hat_new"]]])
+        Qh = c["overlap_W_hat"]
+        if not (np.all(np.isfinite(Qh)) and np.isfinite(c["R2_hat_new"])):
+            return np.full(x.shape, np.nan)  # reported by the engine as a failure
+        Q = np.clip(self.weight_prior.overlap(Qh), 0.0, 1.0)
+        return np.concatenate([Q, [c["R2_hat_new"]]])
 
     def state(self, alpha, x) -> ShallowState:
         """All order parameters, the error and the free entropy at packed point ``x``."""

@@ -126,3 +126,21 @@ def test_mutual_information_noiseless_is_infinite_and_positive_otherwise():
     st0 = ShallowModel("relu", 0.5, 0.0).solve_universal(1.0).info["state"]
     assert math.isinf(st0.mutual_information)
     assert math.isfinite(st0.mmse)
+
+
+def test_quadratic_noiseless_high_precision_reference():
+    """Issue target: the noiseless quadratic curve to 1e-6 relative.
+
+    ``data/quadratic_reference.json`` is produced by ``scripts/make_quadratic_reference.py``
+    independently of ``hciz`` (Cardano roots of the cubic, discriminant band edges and
+    tanh–sinh quadrature at 30 digits, mpmath root finding).
+    """
+    import json
+    from pathlib import Path
+
+    ref = json.loads((Path(__file__).resolve().parents[1] / "data" / "quadratic_reference.json").read_text())
+    model = quadratic(ref["gamma"], ref["delta"])
+    for row in ref["rows"]:
+        st = model.solve_universal(row["alpha"]).info["state"]
+        assert st.mmse == pytest.approx(row["mmse"], rel=1e-8), row["alpha"]
+        assert st.R2_hat == pytest.approx(row["R2_hat"], rel=1e-7), row["alpha"]
