@@ -227,7 +227,8 @@ def test_cli_rejects_bad_input(tmp_path, capsys, bad):
 
     out = tmp_path / "bad.h5"
     try:
-        status = sgd_cli.main(["-o", str(out)] + SMALL + bad)
+        # --quiet: a slow diverging run would otherwise draw progress-bar updates on stderr
+        status = sgd_cli.main(["-o", str(out), "--quiet"] + SMALL + bad)
     except SystemExit as exc:                                  # argparse-level errors
         status = exc.code
     assert status == 2

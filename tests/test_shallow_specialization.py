@@ -44,7 +44,7 @@ def gradient_of_free_entropy(model, alpha, st, h=1e-6):
 
 @pytest.mark.parametrize(
     "activation, readout, prior, alpha",
-    [("relu", "ones", "gaussian", 3.007), ("relu", "4point", "gaussian", 4.0),
+    [("relu", "ones", "gaussian", 3.007), ("relu", "discrete:-1=0.5,2=0.5", "gaussian", 4.0),
      ("tanh2", "ones", "uniform", 6.0), ("elu", "gaussian", "uniform", 5.0),
      ("relu", "ones", "rademacher", 2.0)],
 )
@@ -92,7 +92,7 @@ def test_specialized_reference_value_relu():
 
 
 def test_damping_does_not_move_the_fixed_point():
-    model = ShallowModel("relu", 0.5, 0.03, readout_law="4point")
+    model = ShallowModel("relu", 0.5, 0.03, readout_law="discrete:-1=0.5,2=0.5")
     pts = [specialized(model, 4.0, damping=d)[0].x for d in (0.0, 0.3, 0.8)]
     for p in pts[1:]:
         np.testing.assert_allclose(p, pts[0], rtol=1e-8, atol=1e-10)
