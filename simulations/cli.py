@@ -241,7 +241,7 @@ def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO,
-                        format="%(levelname)s %(name)s: %(message)s")
+                        format="%(levelname)s %(name)s: %(message)s", force=True)
     for noisy in ("jax", "absl"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     try:

@@ -150,7 +150,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _configure_logging(args):
     level = logging.WARNING if args.quiet else (logging.DEBUG if args.verbose else logging.INFO)
-    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", force=True)
 
 
 def _parse_drop(text):

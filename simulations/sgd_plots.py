@@ -311,7 +311,7 @@ def make_figures(path, prefix, *, theory=True, theory_timeout=300.0, dpi=150, ov
 
 def main(argv=None):  # pragma: no cover - thin wrapper
     """``python -m simulations.sgd_plots FILE.h5 [PREFIX] [--no-theory]``."""
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s", force=True)
     args = list(sys.argv[1:] if argv is None else argv)
     theory = "--no-theory" not in args
     args = [a for a in args if a != "--no-theory"]

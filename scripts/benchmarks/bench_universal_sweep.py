@@ -48,6 +48,7 @@ def main(argv=None) -> int:
 
     t0 = time.perf_counter()
     model = ShallowModel(args.activation, gamma, 0.1, readout_law=args.readout)
+    model.channel.overlap(1.0)  # the HCIZ table is built lazily: force it here
     build = time.perf_counter() - t0
     alphas = np.linspace(0.01, 8, 101)
     t0 = time.perf_counter()
