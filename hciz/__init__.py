@@ -8,6 +8,7 @@ from .spectral import (
     stieltjes,
     support,
 )
+from .rectangular import RectangularChannel, rectangular_channel
 from .symmetric import SymmetricChannel, symmetric_channel
 
 __all__ = [
@@ -17,4 +18,6 @@ __all__ = [
     "support",
     "SymmetricChannel",
     "symmetric_channel",
+    "RectangularChannel",
+    "rectangular_channel",
 ]
