@@ -194,66 +194,6 @@ def _newton(m, x, t, gw, maxit):
     return m, abs(z - x) <= 1e-12 * (abs(x) + 1.0)
 
 
-@numba.njit(cache=True, error_model='numpy')
-def _band_continuation(a, b, mc, zppc, theta, t, gw, out):
-    """Solve z(m) = a + (b-a)(1-cos θ)/2 for sorted θ in (0, π), continuing from edge a.
-
-    mc, zppc: real critical point at the edge a and z''(mc) (< 0).  Adaptive predictor–
-    corrector in θ (step halved on failure).  Writes m into out, returns number of failures.
-    """
-    half = 0.5 * (b - a)
-    fails = 0
-    hmax = 0.05
-    th0 = max(min(1e-4, 0.5 * theta[0]), 1e-7)
-    x0 = a + half * (1.0 - np.cos(th0))
-    m_prev = complex(mc, np.sqrt(2.0 * (x0 - a) / abs(zppc)))
-    m_prev, ok = _newton(m_prev, x0, t, gw, 60)
-    th_prev = th0
-    for i in range(theta.shape[0]):
-        target = theta[i]
-        if target <= th0:
-            xt = a + half * (1.0 - np.cos(target))
-            out[i] = complex(mc, np.sqrt(2.0 * max(xt - a, 0.0) / abs(zppc)))
-            continue
-        h = min(hmax, target - th_prev)
-        nfail = 0
-        while th_prev < target and nfail < 60:
-            thk = min(th_prev + h, target)
-            if target - thk < 1e-3 * h:
-                thk = target
-            dth = thk - th_prev
-            if dth <= 4e-16 * (1.0 + target):
-                th_prev = target
-                break
-            _, zp, _ = _z_and_derivs(m_prev, t, gw)
-            dxdth = half * np.sin(th_prev + 0.5 * dth)
-            guess = m_prev + dxdth * dth / zp
-            if guess.imag <= 0 or abs(guess - m_prev) > 0.5 * abs(m_prev.imag) + 0.1 * dth:
-                guess = m_prev
-            x = a + half * (1.0 - np.cos(thk))
-            m, ok = _newton(guess, x, t, gw, 40)
-            if ok and m.imag > 0 and abs(m - m_prev) <= 2.0 * abs(m_prev.imag) + 10 * abs(dth) * (abs(m_prev) + 1.0):
-                th_prev = thk
-                m_prev = m
-                h = min(hmax, 2.0 * dth)
-            else:
-                h = 0.5 * dth
-                nfail += 1
-        if th_prev < target:
-            fails += 1
-        out[i] = m_prev
-    return fails
-
-
-@numba.njit(cache=True, error_model='numpy')
-def _bands_solve(a, b, mc, zppc, lam_idx, theta, tt, gw, out):
-    fails = np.zeros(a.shape[0], dtype=np.int64)
-    for p in range(a.shape[0]):
-        fails[p] = _band_continuation(a[p], b[p], mc[p], zppc[p], theta,
-                                      tt[lam_idx[p]], gw, out[p])
-    return fails
-
-
 # ----------------------------------------------------------------------------------------
 # support: real critical points of z(m)
 # ----------------------------------------------------------------------------------------
