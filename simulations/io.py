@@ -41,9 +41,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import os
-import subprocess
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -65,15 +62,6 @@ def package_version() -> str:
         from . import __version__
 
         return __version__
-
-
-def _git_revision() -> str:
-    try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).resolve().parent,
-                             capture_output=True, text=True, timeout=5, check=False)
-        return out.stdout.strip() if out.returncode == 0 else ""
-    except (OSError, subprocess.SubprocessError):
-        return ""
 
 
 def write_experiment(path, config, results: dict, *, overwrite: bool = False) -> Path:
@@ -98,34 +86,26 @@ def write_experiment(path, config, results: dict, *, overwrite: bool = False) ->
     FileExistsError
         ``path`` exists and ``overwrite`` is False.
     """
-    import h5py
+    from replica.io import atomic_h5, git_revision
 
     path = Path(path)
     if path.exists() and not overwrite:
         raise FileExistsError(f"{path} exists; pass overwrite=True (--overwrite) to replace it")
-    directory = path.parent if str(path.parent) else Path(".")
-    handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
-    os.close(handle)
-    try:
-        with h5py.File(tmp, "w") as f:
-            f.attrs["parameters"] = config.to_json()
-            f.attrs["version"] = package_version()
-            f.attrs["git_revision"] = _git_revision()
-            f.attrs["created"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-            f.attrs["error_convention"] = ERROR_CONVENTION
-            for init, result in results.items():
-                group = f.require_group(f"experiments/{config.sampler}/{init}")
-                group.attrs["sampler"] = config.sampler
-                group.attrs["init"] = init
-                group.create_dataset("alpha", data=np.asarray(result.alpha, float))
-                group.create_dataset("num_samples", data=np.asarray(result.num_samples))
-                for name, value in result.datasets.items():
-                    group.create_dataset(name, data=np.asarray(value))
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    # shared atomic writer: temporary file, fsync, normal permissions, rename
+    with atomic_h5(path) as f:
+        f.attrs["parameters"] = config.to_json()
+        f.attrs["version"] = package_version()
+        f.attrs["git_revision"] = git_revision()
+        f.attrs["created"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+        f.attrs["error_convention"] = ERROR_CONVENTION
+        for init, result in results.items():
+            group = f.require_group(f"experiments/{config.sampler}/{init}")
+            group.attrs["sampler"] = config.sampler
+            group.attrs["init"] = init
+            group.create_dataset("alpha", data=np.asarray(result.alpha, float))
+            group.create_dataset("num_samples", data=np.asarray(result.num_samples))
+            for name, value in result.datasets.items():
+                group.create_dataset(name, data=np.asarray(value))
     return path
 
 
