@@ -34,6 +34,7 @@ from pathlib import Path
 __all__ = [
     "UsageError",
     "CommandParser",
+    "number_type",
     "load_config",
     "apply_config",
     "parse_with_config",
@@ -74,6 +75,44 @@ class CommandParser(argparse.ArgumentParser):
 
     def parse_known_args(self, args=None, namespace=None):  # noqa: D102 - argparse API
         return super().parse_known_args(_join_negative_values(self, args), namespace)
+
+
+def number_type(name, *, minimum=None, strict=False, maximum=None, upper_strict=True, integer=False):
+    """argparse ``type`` for one number with a range check; messages name the option.
+
+    Parameters
+    ----------
+    name : str
+        Option name used in the message (``"--delta"``).
+    minimum, maximum : float, optional, keyword-only
+        Bounds; ``strict`` (lower) and ``upper_strict`` (upper) make them exclusive.
+    integer : bool, keyword-only
+        Parse as ``int`` instead of ``float``.
+
+    Returns
+    -------
+    callable
+        ``str -> int | float``, raising ``argparse.ArgumentTypeError`` (which
+        :class:`CommandParser` turns into a one-line error, exit 2) for non-numbers,
+        non-finite values and values out of range.
+    """
+
+    def conv(s):
+        try:
+            x = int(s) if integer else float(s)
+        except ValueError:
+            kind = "an integer" if integer else "a number"
+            raise argparse.ArgumentTypeError(f"{name} must be {kind}, got {s!r}") from None
+        if not math.isfinite(x):
+            raise argparse.ArgumentTypeError(f"{name} must be finite, got {s!r}")
+        if minimum is not None and (x <= minimum if strict else x < minimum):
+            raise argparse.ArgumentTypeError(f"{name} must be {'>' if strict else '>='} {minimum:g}, got {s!r}")
+        if maximum is not None and (x >= maximum if upper_strict else x > maximum):
+            raise argparse.ArgumentTypeError(f"{name} must be {'<' if upper_strict else '<='} {maximum:g}, got {s!r}")
+        return x
+
+    conv.__name__ = name  # argparse shows "invalid <name> value" if the message is lost
+    return conv
 
 
 def _join_negative_values(parser, argv):

@@ -23,41 +23,18 @@ from __future__ import annotations
 
 import argparse
 import logging
-import math
 import os
 import sys
 import time
 from pathlib import Path
+
+from replica.config import CommandParser, UsageError, number_type
 
 __all__ = ["main", "build_parser"]
 
 logger = logging.getLogger(__name__)
 
 PROG = "replica-experiment"
-
-
-class UsageError(Exception):
-    """Bad input: reported as one line, exit status 2."""
-
-
-def _number(name, *, positive=False, nonnegative=False, integer=False, unit_interval=False):
-    def conv(text):
-        try:
-            value = int(text) if integer else float(text)
-        except ValueError:
-            kind = "an integer" if integer else "a number"
-            raise argparse.ArgumentTypeError(f"{name} must be {kind}, got {text!r}") from None
-        if not math.isfinite(value):
-            raise argparse.ArgumentTypeError(f"{name} must be finite, got {text!r}")
-        if positive and value <= 0:
-            raise argparse.ArgumentTypeError(f"{name} must be > 0, got {text!r}")
-        if nonnegative and value < 0:
-            raise argparse.ArgumentTypeError(f"{name} must be >= 0, got {text!r}")
-        if unit_interval and not 0 <= value < 1:
-            raise argparse.ArgumentTypeError(f"{name} must be in [0, 1), got {text!r}")
-        return value
-
-    return conv
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -67,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .samplers import SAMPLERS
     from .teacher_student import WEIGHT_PRIOR_NAMES
 
-    p = argparse.ArgumentParser(
+    p = CommandParser(
         prog=PROG,
         description=(
             "Finite-size numerics for the Bayes-optimal teacher–student network of THEORY.md §1: "
@@ -79,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
                "for GPU settings.",
     )
     model = p.add_argument_group("model (as replica-sweep)")
-    model.add_argument("--layers", type=_number("--layers", positive=True, integer=True), default=1,
+    model.add_argument("--layers", type=number_type("--layers", minimum=0, strict=True, integer=True), default=1,
                        help="number of hidden layers L (default 1)")
     model.add_argument("--gamma", default="0.5",
                        help="width ratios γ_ℓ = k_ℓ/d, a comma list with one value per layer "
@@ -98,15 +75,15 @@ def build_parser() -> argparse.ArgumentParser:
     model.add_argument("--readout", default="ones",
                        help="readout law P_v (E v² = 1): ones, rademacher, uniform (±√3), gaussian, "
                             "4point ({±1,±3}/√5) or 'discrete:v=w,...' (default ones)")
-    model.add_argument("--delta", type=_number("--delta", nonnegative=True), default=0.1,
+    model.add_argument("--delta", type=number_type("--delta", minimum=0), default=0.1,
                        help="label-noise variance Δ (> 0 for the samplers; default 0.1)")
     model.add_argument("--alpha", default="1,6",
                        help="sample ratios α = n/d²: 'a,b,c' or inclusive 'start:stop:num' (default 1,6)")
 
     sim = p.add_argument_group("simulation")
-    sim.add_argument("--dim", type=_number("--dim", positive=True, integer=True), default=40,
+    sim.add_argument("--dim", type=number_type("--dim", minimum=0, strict=True, integer=True), default=40,
                      help="input dimension d; widths k_ℓ = round(γ_ℓ d), n = round(α d²) (default 40)")
-    sim.add_argument("--teachers", type=_number("--teachers", positive=True, integer=True), default=2,
+    sim.add_argument("--teachers", type=number_type("--teachers", minimum=0, strict=True, integer=True), default=2,
                      help="number of independent teachers averaged over (default 2)")
     sim.add_argument("--sampler", choices=SAMPLERS, default="hmc",
                      help="hmc/nuts (BlackJAX, Gaussian prior), metropolis (single flips, Rademacher "
@@ -114,30 +91,30 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--init", default=",".join(INITS),
                      help="comma list of starts: informed (at the teacher), uninformed (random draw "
                           "from the prior) (default informed,uninformed)")
-    sim.add_argument("--steps", type=_number("--steps", positive=True, integer=True), default=None,
+    sim.add_argument("--steps", type=number_type("--steps", minimum=0, strict=True, integer=True), default=None,
                      help="HMC/NUTS transitions, Metropolis sweeps or Adam updates per run (default "
                           + ", ".join(f"{k} {v}" for k, v in DEFAULT_STEPS.items()) + ")")
-    sim.add_argument("--warmup-fraction", type=_number("--warmup-fraction", unit_interval=True),
+    sim.add_argument("--warmup-fraction", type=number_type("--warmup-fraction", minimum=0, maximum=1),
                      default=0.5, help="fraction of steps for step-size adaptation/burn-in, not measured "
                                        "(default 0.5)")
-    sim.add_argument("--kept", type=_number("--kept", positive=True, integer=True), default=50,
+    sim.add_argument("--kept", type=number_type("--kept", minimum=0, strict=True, integer=True), default=50,
                      help="posterior samples kept (evenly thinned) after warm-up; Adam: trace points "
                           "(default 50)")
-    sim.add_argument("--n-test", type=_number("--n-test", positive=True, integer=True), default=10_000,
+    sim.add_argument("--n-test", type=number_type("--n-test", minimum=0, strict=True, integer=True), default=10_000,
                      help="fresh noiseless test inputs for the error (default 10000)")
-    sim.add_argument("--seed", type=_number("--seed", nonnegative=True, integer=True), default=0,
+    sim.add_argument("--seed", type=number_type("--seed", minimum=0, integer=True), default=0,
                      help="random seed (default 0)")
-    sim.add_argument("--leapfrog-steps", type=_number("--leapfrog-steps", positive=True, integer=True),
+    sim.add_argument("--leapfrog-steps", type=number_type("--leapfrog-steps", minimum=0, strict=True, integer=True),
                      default=10, help="HMC leapfrog steps per transition (default 10)")
-    sim.add_argument("--target-acceptance", type=_number("--target-acceptance", positive=True),
+    sim.add_argument("--target-acceptance", type=number_type("--target-acceptance", minimum=0, strict=True),
                      default=0.8, help="target acceptance rate of the step-size adaptation (default 0.8)")
-    sim.add_argument("--initial-step-size", type=_number("--initial-step-size", positive=True),
+    sim.add_argument("--initial-step-size", type=number_type("--initial-step-size", minimum=0, strict=True),
                      default=0.05, help="initial HMC/NUTS step size (default 0.05)")
-    sim.add_argument("--max-doublings", type=_number("--max-doublings", positive=True, integer=True),
+    sim.add_argument("--max-doublings", type=number_type("--max-doublings", minimum=0, strict=True, integer=True),
                      default=8, help="NUTS: at most 2^N leapfrog steps per transition (default 8)")
-    sim.add_argument("--learning-rate", type=_number("--learning-rate", positive=True), default=0.01,
+    sim.add_argument("--learning-rate", type=number_type("--learning-rate", minimum=0, strict=True), default=0.01,
                      help="Adam learning rate (default 0.01)")
-    sim.add_argument("--batch-fraction", type=_number("--batch-fraction", positive=True), default=0.25,
+    sim.add_argument("--batch-fraction", type=number_type("--batch-fraction", minimum=0, strict=True), default=0.25,
                      help="Adam minibatch size as a fraction of n (default 0.25)")
     sim.add_argument("--x64", action="store_true", help="double precision (default float32)")
     sim.add_argument("--device", choices=("auto", "cpu", "gpu"), default="auto",
@@ -152,13 +129,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _parse_alpha(text: str):
-    from replica.cli import UsageError as ReplicaUsageError
     from replica.cli import parse_alpha_grid
 
-    try:
-        return tuple(float(a) for a in parse_alpha_grid(text))
-    except ReplicaUsageError as exc:
-        raise UsageError(str(exc)) from None
+    return tuple(float(a) for a in parse_alpha_grid(text))
 
 
 def _parse_list(name, text, convert):

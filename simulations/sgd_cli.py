@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import argparse
 import logging
-import math
 import sys
 from pathlib import Path
+
+from replica.config import CommandParser, number_type
 
 __all__ = ["main", "build_parser"]
 
@@ -29,38 +30,11 @@ logger = logging.getLogger(__name__)
 PROG = "replica-sgd"
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse with a one-line error message (exit status 2)."""
-
-    def error(self, message):
-        self.exit(2, f"{self.prog}: error: {message}\n")
-
-
-def _number(name, *, positive=False, nonnegative=False, integer=False, open_unit=False):
-    def conv(text):
-        try:
-            value = int(text) if integer else float(text)
-        except ValueError:
-            kind = "an integer" if integer else "a number"
-            raise argparse.ArgumentTypeError(f"{name} must be {kind}, got {text!r}") from None
-        if not math.isfinite(value):
-            raise argparse.ArgumentTypeError(f"{name} must be finite, got {text!r}")
-        if positive and value <= 0:
-            raise argparse.ArgumentTypeError(f"{name} must be > 0, got {text!r}")
-        if nonnegative and value < 0:
-            raise argparse.ArgumentTypeError(f"{name} must be >= 0, got {text!r}")
-        if open_unit and not 0 < value < 1:
-            raise argparse.ArgumentTypeError(f"{name} must be in (0, 1), got {text!r}")
-        return value
-
-    return conv
-
-
 def build_parser() -> argparse.ArgumentParser:
     """Argument parser of ``replica-sgd``."""
     from . import __version__
 
-    p = _Parser(
+    p = CommandParser(
         prog=PROG,
         description=(
             "Online SGD (fresh samples every step) of the student W of λ(x;W) = vᵀσ(Wx/√d)/√k "
@@ -73,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
                "cores.  --plot FILE.h5 draws the figures of an existing file.",
     )
     m = p.add_argument_group("model (as replica-sweep)")
-    m.add_argument("--gamma", type=_number("--gamma", positive=True), default=0.5,
+    m.add_argument("--gamma", type=number_type("--gamma", minimum=0, strict=True), default=0.5,
                    help="width ratio γ = k/d; k = round(γ d) (default 0.5)")
     m.add_argument("--activation", default="relu",
                    help="relu, elu, tanh, tanh2 (= tanh 2x), erf, sigmoid, softplus, quadratic "
@@ -88,34 +62,34 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--readout", default="ones",
                    help="readout law P_v (E v² = 1): ones, rademacher, uniform (±√3), gaussian, "
                         "4point ({±1,±3}/√5) or 'discrete:v=w,...' (default ones)")
-    m.add_argument("--delta", type=_number("--delta", nonnegative=True), default=0.1,
+    m.add_argument("--delta", type=number_type("--delta", minimum=0), default=0.1,
                    help="label-noise variance Δ (default 0.1)")
 
     s = p.add_argument_group("SGD")
-    s.add_argument("--dim", type=_number("--dim", positive=True, integer=True), default=64,
+    s.add_argument("--dim", type=number_type("--dim", minimum=0, strict=True, integer=True), default=64,
                    help="input dimension d (default 64)")
-    s.add_argument("--lr", type=_number("--lr", nonnegative=True), default=0.5,
+    s.add_argument("--lr", type=number_type("--lr", minimum=0), default=0.5,
                    help="learning rate η per sample: W += η Σ_b e_b (v⊙σ'(h_b)) x_bᵀ/√(dk) "
                         "(gradients of the batch summed); O(1) values are d-independent in t "
                         "(default 0.5)")
-    s.add_argument("--batch", type=_number("--batch", positive=True, integer=True), default=4,
+    s.add_argument("--batch", type=number_type("--batch", minimum=0, strict=True, integer=True), default=4,
                    help="fresh samples per step B; keep B ≪ d for online dynamics (default 4)")
-    s.add_argument("--steps", type=_number("--steps", positive=True, integer=True), default=None,
+    s.add_argument("--steps", type=number_type("--steps", minimum=0, strict=True, integer=True), default=None,
                    help="number of SGD steps (overrides --time; n = steps·B samples)")
-    s.add_argument("--time", type=_number("--time", positive=True), default=1000.0,
+    s.add_argument("--time", type=number_type("--time", minimum=0, strict=True), default=1000.0,
                    help="final time t = n/(k d) when --steps is not given (default 1000)")
     s.add_argument("--record-every", default="log:20",
                    help="recording times: 'log:N' = N log-spaced records per decade of steps, or a "
                         "time interval Δt in units of t (default log:20)")
-    s.add_argument("--seed", type=_number("--seed", nonnegative=True, integer=True), default=0,
+    s.add_argument("--seed", type=number_type("--seed", minimum=0, integer=True), default=0,
                    help="random seed of teacher, initialization, data and test set (default 0)")
-    s.add_argument("--n-test", type=_number("--n-test", positive=True, integer=True), default=4000,
+    s.add_argument("--n-test", type=number_type("--n-test", minimum=0, strict=True, integer=True), default=4000,
                    help="fixed noiseless test inputs for the test error (default 4000)")
-    s.add_argument("--init-scale", type=_number("--init-scale", positive=True), default=1.0,
+    s.add_argument("--init-scale", type=number_type("--init-scale", minimum=0, strict=True), default=1.0,
                    help="initial rows = scale × a draw from the prior (|w_i|² ≈ scale² d; default 1)")
-    s.add_argument("--bins", type=_number("--bins", positive=True, integer=True), default=100,
+    s.add_argument("--bins", type=number_type("--bins", minimum=0, strict=True, integer=True), default=100,
                    help="histogram bins on [-1, 1] (default 100)")
-    s.add_argument("--threshold", type=_number("--threshold", open_unit=True), default=0.7,
+    s.add_argument("--threshold", type=number_type("--threshold", minimum=0, strict=True, maximum=1), default=0.7,
                    help="|cosine with the best-matched teacher neuron| above which a student neuron "
                         "counts as specialized; the Gaussian bulk's best matches reach ≈0.5 at "
                         "d ≈ 64 once the quadratic part is learned (default 0.7)")
@@ -137,10 +111,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "FILE.h5 with --plot); slow the first time for a new (activation, γ, Δ)")
     o.add_argument("--no-theory", action="store_true",
                    help="figures without the replica reference levels (they need the solver)")
-    o.add_argument("--theory-timeout", type=_number("--theory-timeout", positive=True), default=300.0,
+    o.add_argument("--theory-timeout", type=number_type("--theory-timeout", minimum=0, strict=True), default=300.0,
                    help="seconds allowed to the replica solver for the reference levels; "
                         "without them after that (default 300)")
-    o.add_argument("--dpi", type=_number("--dpi", positive=True, integer=True), default=150,
+    o.add_argument("--dpi", type=number_type("--dpi", minimum=0, strict=True, integer=True), default=150,
                    help="figure resolution (default 150)")
     o.add_argument("--quiet", action="store_true", help="no progress bar, warnings only")
     o.add_argument("--verbose", action="store_true", help="debug messages")
