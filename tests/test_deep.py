@@ -49,6 +49,19 @@ def test_deeper_targets_need_more_data():
     assert c[0] < c[1] < c[2]
 
 
+@pytest.mark.parametrize("L", [3, 4, 5])
+def test_informed_start_reaches_the_specialized_branch_at_depth(L):
+    # at large α the branch from q = 1 exists at every depth and its error decays (THEORY §6.1:
+    # the reference iterates from q = 1); a start at q = 0.99 fell to q = 0 for L >= 4
+    model = deep(L)
+    overlaps0, _ = model.starts()["informed"]
+    res = model.solve_from(40.0, overlaps0, start="informed")
+    state = res.info["state"]
+    assert res.converged
+    assert state.mmse < 0.05
+    assert np.all(state.overlaps > 0.99)
+
+
 @pytest.mark.parametrize("L, gammas, prior, readout, alpha", [
     (2, [1.0, 1.0], "gaussian", "ones", 6.0),
     (3, [0.7, 1.3, 0.5], "gaussian", "4point", 12.0),
