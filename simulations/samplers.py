@@ -305,26 +305,41 @@ def _make_hmc_runner(kind, activation, delta, steps, warmup_fraction, num_kept, 
         return samples, outputs, trace, step_size, stats
 
     def runner(key, start_weights, readout, inputs, labels, test_inputs, test_outputs):
-        dtype = _float_dtype()
-        samples, outputs, trace, step_size, (rate, divergent, leapfrogs) = run(
-            key, tuple(jnp.asarray(w, dtype) for w in start_weights), jnp.asarray(readout, dtype),
-            jnp.asarray(inputs, dtype), jnp.asarray(labels, dtype),
-            jnp.asarray(test_inputs, dtype), jnp.asarray(test_outputs, dtype))
+        samples, outputs, trace, step_size, (rate, divergent, leapfrogs) = _call_on_device(
+            run, key, start_weights, readout, inputs, labels, test_inputs, test_outputs)
         keep = slice(warmup_blocks, None)
-        return ChainResult(
-            samples=tuple(np.asarray(s)[keep] for s in samples),
-            test_outputs=np.asarray(outputs)[keep],
-            trace_steps=thin * np.arange(1, total_blocks + 1),
-            trace_errors=np.asarray(trace, dtype=float),
-            acceptance_rate=float(np.mean(np.asarray(rate)[keep])),
-            step_size=float(step_size),
+        return _kept_chain(
+            samples, outputs, trace, rate, thin=thin, warmup_blocks=warmup_blocks,
+            total_blocks=total_blocks, step_size=float(step_size),
             divergences=int(np.sum(np.asarray(divergent)[keep])),
-            mean_integration_steps=float(np.mean(np.asarray(leapfrogs)[keep])),
-            warmup=thin * warmup_blocks,
-            steps=thin * (warmup_blocks + kept_blocks),
-        )
+            mean_integration_steps=float(np.mean(np.asarray(leapfrogs)[keep])))
 
     return runner
+
+
+def _call_on_device(run, key, start_weights, readout, inputs, labels, test_inputs, test_outputs):
+    """Call a jitted ``run`` with every array converted to the working float dtype."""
+    import jax.numpy as jnp
+
+    dtype = _float_dtype()
+    return run(key, tuple(jnp.asarray(w, dtype) for w in start_weights), jnp.asarray(readout, dtype),
+               jnp.asarray(inputs, dtype), jnp.asarray(labels, dtype),
+               jnp.asarray(test_inputs, dtype), jnp.asarray(test_outputs, dtype))
+
+
+def _kept_chain(samples, outputs, trace, rate, *, thin, warmup_blocks, total_blocks, **extra):
+    """:class:`ChainResult` of a sampler run: the blocks after warm-up are kept."""
+    keep = slice(warmup_blocks, None)
+    return ChainResult(
+        samples=tuple(np.asarray(s)[keep] for s in samples),
+        test_outputs=np.asarray(outputs)[keep],
+        trace_steps=thin * np.arange(1, total_blocks + 1),
+        trace_errors=np.asarray(trace, dtype=float),
+        acceptance_rate=float(np.mean(np.asarray(rate)[keep])),
+        warmup=thin * warmup_blocks,
+        steps=thin * total_blocks,
+        **extra,
+    )
 
 
 def _float_dtype():
@@ -425,24 +440,13 @@ def _make_metropolis_runner(activation, delta, steps, warmup_fraction, num_kept)
         return samples, outputs, trace, rate
 
     def runner(key, start_weights, readout, inputs, labels, test_inputs, test_outputs):
-        dtype = _float_dtype()
         for w in start_weights:
             if not np.all(np.abs(np.asarray(w)) == 1.0):
                 raise ValueError("the Metropolis sampler needs ±1 (Rademacher) weights")
-        samples, outputs, trace, rate = run(
-            key, tuple(jnp.asarray(w, dtype) for w in start_weights), jnp.asarray(readout, dtype),
-            jnp.asarray(inputs, dtype), jnp.asarray(labels, dtype),
-            jnp.asarray(test_inputs, dtype), jnp.asarray(test_outputs, dtype))
-        keep = slice(warmup_blocks, None)
-        return ChainResult(
-            samples=tuple(np.asarray(s)[keep] for s in samples),
-            test_outputs=np.asarray(outputs)[keep],
-            trace_steps=thin * np.arange(1, total_blocks + 1),
-            trace_errors=np.asarray(trace, dtype=float),
-            acceptance_rate=float(np.mean(np.asarray(rate)[keep])),
-            warmup=thin * warmup_blocks,
-            steps=thin * total_blocks,
-        )
+        samples, outputs, trace, rate = _call_on_device(
+            run, key, start_weights, readout, inputs, labels, test_inputs, test_outputs)
+        return _kept_chain(samples, outputs, trace, rate, thin=thin, warmup_blocks=warmup_blocks,
+                           total_blocks=total_blocks)
 
     return runner
 
@@ -494,11 +498,8 @@ def _make_adam_runner(activation, steps, num_records, settings):
         return weights, out, trace
 
     def runner(key, start_weights, readout, inputs, labels, test_inputs, test_outputs):
-        dtype = _float_dtype()
-        weights, out, trace = run(
-            key, tuple(jnp.asarray(w, dtype) for w in start_weights), jnp.asarray(readout, dtype),
-            jnp.asarray(inputs, dtype), jnp.asarray(labels, dtype),
-            jnp.asarray(test_inputs, dtype), jnp.asarray(test_outputs, dtype))
+        weights, out, trace = _call_on_device(
+            run, key, start_weights, readout, inputs, labels, test_inputs, test_outputs)
         return ChainResult(
             samples=tuple(np.asarray(w)[None] for w in weights),
             test_outputs=np.asarray(out)[None],
