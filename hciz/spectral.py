@@ -14,12 +14,18 @@ explicit inverse
 .. math::  z(m) = -1/m - m + γ\, E_v[\, t / (1 + t m) \,].
 
 Outside the support ``m(x)`` is real and ``z'(m(x)) > 0``; the support edges are the images
-``z(m_c)`` of the real critical points ``z'(m_c) = 0``.  Every band is found from those
-critical points.  Inside a band, ``m(x + i0)`` is the root of largest ``Im m`` of the
-polynomial form of ``z(m) = x`` (companion matrices, ≤ 10 atoms) or, for more atoms, is
-obtained by Newton continuation in ``η = Im z`` from far away (``m ≈ −1/z``) down to the real
-axis, which always tracks the physical root (continuation along the real axis can jump to
-spurious roots).  Exact continuous laws (gaussian, uniform): :mod:`hciz._continuous`.
+``z(m_c)`` of the real critical points ``z'(m_c) = 0``.  For ≤ 10 atoms all critical points
+are the roots of a polynomial of degree ``2K + 2`` (companion matrices, all λ at once); the
+complex ones locate necks, where two bands nearly touch (``z(m*)`` lies just off the real
+axis).  For more atoms the critical points are bracketed on a fixed sampling of the real
+``m`` axis.
+
+Inside a band the root of ``z(m) = x`` with ``Im m > 0`` is unique (clearing denominators
+gives a polynomial of degree ``K + 2`` with at least ``K`` real roots), so any Newton iterate
+converging there is the physical root: pointwise evaluations use the companion matrix
+(≤ 10 atoms) or Newton continuation in ``η = Im z`` from far away (``m ≈ −1/z``); the band
+quadrature of ``∫ρ³`` continues Newton from node to node and falls back to η-continuation.
+Exact continuous laws (gaussian, uniform): :mod:`hciz._continuous`.
 
 References
 ----------
@@ -34,7 +40,6 @@ from dataclasses import dataclass
 
 import numba
 import numpy as np
-from scipy.special import roots_legendre
 
 __all__ = [
     "generalized_wishart_inverse_stieltjes",
@@ -46,8 +51,8 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-_PRUNE_WEIGHT = 1e-15
-_POLY_MAX_ATOMS = 10  # companion-matrix roots up to this many atoms, continuation beyond  # atoms lighter than this are dropped (effect below 1e-14 on any output)
+_PRUNE_WEIGHT = 1e-15  # atoms lighter than this are dropped (effect below 1e-14 on any output)
+_POLY_MAX_ATOMS = 10  # companion-matrix roots up to this many atoms, sampling beyond
 
 
 def validate_readout_law(gamma, values, weights, *, atol=1e-10):
@@ -174,7 +179,10 @@ def _z_and_derivs(m, t, gw):
 
 @numba.njit(cache=True, error_model='numpy')
 def _newton(m, x, t, gw, maxit):
-    """Newton for z(m) = x keeping Im m > 0.  Returns (m, converged)."""
+    """Newton for z(m) = x keeping Im m > 0.  Returns (m, converged).
+
+    Converged once an undamped step is below 1e-12 |m| (quadratic convergence: the iterate
+    is then exact to rounding)."""
     for it in range(maxit):
         z, zp, _ = _z_and_derivs(m, t, gw)
         if zp == 0:
@@ -188,7 +196,7 @@ def _newton(m, x, t, gw, maxit):
             new = m - step
             k += 1
         m = new
-        if abs(step) <= 4e-16 * abs(m):
+        if k == 0 and abs(step) <= 1e-12 * abs(m):
             return m, True
     z, zp, _ = _z_and_derivs(m, t, gw)
     return m, abs(z - x) <= 1e-12 * (abs(x) + 1.0)
@@ -200,13 +208,18 @@ def _newton(m, x, t, gw, maxit):
 
 @dataclass
 class _Bands:
-    """Bands of ρ_λ for one λ: arrays of left/right edges and their critical points."""
+    """Bands of ρ_λ for one λ.
+
+    ``left``, ``right``: band edges (sorted); ``necks``: points ``Re z(m*)`` inside a band
+    where ``ρ_λ`` nearly vanishes (``m*`` a complex critical point of ``z``), and
+    ``neck_width`` the distance ``|Im z(m*)|`` of the branch point to the real axis (∞ when
+    unknown).
+    """
 
     left: np.ndarray
     right: np.ndarray
-    mc_left: np.ndarray
-    zpp_left: np.ndarray
     necks: np.ndarray = None
+    neck_width: np.ndarray = None
 
 
 def _sample_offsets():
@@ -339,6 +352,7 @@ def _find_bands(lams, gamma, sampler: _CriticalPointSampler):
         t = np.sqrt(lams[i] / gamma) * sampler.v
         xs = np.array([_z_and_derivs(complex(q), t, gamma * sampler.w)[0].real for q in mn])
         bands.necks = xs
+        bands.neck_width = np.full(xs.size, np.inf)
         out.append(bands)
     return out
 
@@ -375,12 +389,7 @@ def _assemble(mu_roots, slo, lam, gamma, sampler):
     m = mu_roots * scale
     t = np.sqrt(lam / gamma) * sampler.v
     gw = gamma * sampler.w
-    z = np.empty(m.size)
-    zpp = np.empty(m.size)
-    for i in range(m.size):
-        zz, _, z2 = _z_and_derivs(complex(m[i]), t, gw)
-        z[i] = zz.real
-        zpp[i] = z2.real
+    z = np.array([_z_and_derivs(complex(mi), t, gw)[0].real for mi in m])
     # a root where z' goes from + to − (slo > 0) is the upper end of a positive interval,
     # i.e. the right edge of a gap = left edge of a band, except for the roots around 0.
     # Positive interval containing 0: (r1, 0) ∪ (0, r2), r1 < 0 < r2 are the nearest roots.
@@ -390,14 +399,14 @@ def _assemble(mu_roots, slo, lam, gamma, sampler):
         raise RuntimeError("critical points around m = 0 not found")
     i2 = np.nonzero(pos)[0][0]  # r2: left edge of the leftmost band
     i1 = np.nonzero(neg)[0][-1]  # r1: right edge of the rightmost band
-    edges = [(z[i2], "L", m[i2], zpp[i2]), (z[i1], "R", m[i1], zpp[i1])]
+    edges = [(z[i2], "L"), (z[i1], "R")]
     for i in range(mu_roots.size):
         if i in (i1, i2):
             continue
         if slo[i] < 0:  # z' goes − to +: lower end of a gap interval -> right edge of a band
-            edges.append((z[i], "R", m[i], zpp[i]))
+            edges.append((z[i], "R"))
         else:
-            edges.append((z[i], "L", m[i], zpp[i]))
+            edges.append((z[i], "L"))
     edges.sort(key=lambda e: e[0])
     kinds = [e[1] for e in edges]
     if kinds != ["L", "R"] * (len(edges) // 2):
@@ -406,9 +415,119 @@ def _assemble(mu_roots, slo, lam, gamma, sampler):
         edges = [e for e in edges if e[1] == "L"][:1] + [e for e in edges if e[1] == "R"][-1:]
     left = np.array([e[0] for e in edges[0::2]])
     right = np.array([e[0] for e in edges[1::2]])
-    mcl = np.array([e[2] for e in edges[0::2]])
-    zppl = np.array([e[3] for e in edges[0::2]])
-    return _Bands(left, right, mcl, zppl)
+    return _Bands(left, right)
+
+
+# ----------------------------------------------------------------------------------------
+# support of few-atom laws: every critical point at once (companion matrices)
+# ----------------------------------------------------------------------------------------
+
+class _CriticalPolynomial:
+    """Numerator of ``z'(m)`` for a law with few atoms, in ``μ = c m`` (``c = √(λ/γ)``).
+
+    ``z'(m) = c² [1/μ² − γ Σ_j w_j v_j² / (1 + v_j μ)²] − 1``; multiplied by
+    ``μ² Π_j (1 + v_j μ)²`` it is the polynomial ``c² A(μ) − B(μ)`` of degree ``2K + 2``
+    with λ-independent ``A`` and ``B`` (coefficients highest degree first).
+    """
+
+    def __init__(self, gamma, v, w):
+        self.gamma, self.v, self.w = gamma, v, w
+        lin2 = [np.polymul([vj, 1.0], [vj, 1.0]) for vj in v]
+        pi2 = np.array([1.0])
+        for q in lin2:
+            pi2 = np.polymul(pi2, q)
+        A = pi2
+        for j in range(v.size):
+            pj = np.array([1.0])
+            for i in range(v.size):
+                if i != j:
+                    pj = np.polymul(pj, lin2[i])
+            A = np.polysub(A, gamma * w[j] * v[j] ** 2 * np.polymul([1.0, 0.0, 0.0], pj))
+        self.B = np.polymul([1.0, 0.0, 0.0], pi2)
+        self.A = np.concatenate([np.zeros(self.B.size - A.size), A])
+        self.poles = np.unique(np.concatenate([[0.0], -1.0 / v]))
+
+    def h(self, mu, c2):
+        """``z'(m)/c²`` at ``μ`` (any shape, broadcast with ``c2``) and its μ-derivative."""
+        r = 1.0 / (1.0 + mu[..., None] * self.v)
+        vr = self.v * r
+        h = 1.0 / (mu * mu) - self.gamma * np.sum(self.w * vr * vr, axis=-1) - 1.0 / c2
+        dh = -2.0 / mu ** 3 + 2.0 * self.gamma * np.sum(self.w * vr ** 3, axis=-1)
+        return h, dh
+
+    def z(self, mu, c):
+        """``z(m)`` at ``m = μ / c``."""
+        r = 1.0 / (1.0 + mu[..., None] * self.v)
+        return -c / mu - mu / c + self.gamma * c * np.sum(self.w * self.v * r, axis=-1)
+
+    def roots(self, lams):
+        """All critical points ``μ`` for each λ > 0: complex array, shape (L, 2K + 2)."""
+        c2 = lams / self.gamma
+        coef = c2[:, None] * self.A[None, :] - self.B[None, :]
+        deg = coef.shape[1] - 1
+        comp = np.zeros((lams.size, deg, deg))
+        comp[:, 0, :] = -coef[:, 1:] / coef[:, :1]
+        comp[:, np.arange(1, deg), np.arange(deg - 1)] = 1.0
+        mu = np.linalg.eigvals(comp).astype(complex)
+        # Newton polish on the rational form (the monomial basis loses accuracy when the
+        # roots spread over several scales, i.e. at large λ)
+        for _ in range(2):
+            with np.errstate(all="ignore"):
+                h, dh = self.h(mu, c2[:, None])
+                step = h / dh
+            ok = np.isfinite(step) & (np.abs(step) < 0.1 * np.abs(mu))
+            mu = np.where(ok, mu - step, mu)
+        return mu
+
+
+def _poly_bands(lams, crit):
+    """Bands and necks of ρ_λ for each λ > 0 from all critical points (few atoms).
+
+    The intervals of real ``μ`` between consecutive critical points (or a critical point and
+    the pole ``μ = 0``) on which ``z' > 0`` map onto the gaps of the support
+    (Silverstein–Choi); complex critical points ``m*`` whose value ``z(m*)`` lies close to a
+    band mark necks, where two bands nearly touch.
+    """
+    lams = np.asarray(lams, dtype=float)
+    mu = crit.roots(lams)
+    real = np.abs(mu.imag) <= 1e-7 * np.abs(mu)
+    out = []
+    for i, lam in enumerate(lams):
+        c = np.sqrt(lam / crit.gamma)
+        mr = np.unique(mu[i, real[i]].real)
+        pts = np.unique(np.concatenate([mr, crit.poles]))
+        is_crit = np.isin(pts, mr)
+        mid = 0.5 * (pts[:-1] + pts[1:])
+        rising = crit.h(mid, c * c)[0] > 0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            zc = crit.z(pts, c)  # (values at the poles are not used)
+        lo_edge = hi_edge = None
+        gaps = []
+        for k in np.nonzero(rising)[0]:
+            p, q = pts[k], pts[k + 1]
+            if is_crit[k] and q == 0.0:
+                hi_edge = zc[k]  # (μ_c, 0) ↦ (z(μ_c), +∞): right edge of the support
+            elif p == 0.0 and is_crit[k + 1]:
+                lo_edge = zc[k + 1]  # (0, μ_c) ↦ (−∞, z(μ_c)): left edge of the support
+            elif is_crit[k] and is_crit[k + 1]:
+                gaps.append((zc[k], zc[k + 1]))
+        if lo_edge is None or hi_edge is None:
+            raise RuntimeError(f"outer band edges not found at lam={lam!r}")
+        left, right = [lo_edge], []
+        for g0, g1 in sorted(gaps):
+            if lo_edge < g0 < g1 < hi_edge and g0 > left[-1]:
+                right.append(g0)
+                left.append(g1)
+        right.append(hi_edge)
+        left, right = np.array(left), np.array(right)
+        cplx = mu[i, ~real[i] & (mu[i].imag > 0)]
+        zn = crit.z(cplx, c)
+        band = np.searchsorted(left, zn.real) - 1
+        inside = (band >= 0) & (zn.real < right[np.maximum(band, 0)])
+        width = np.abs(zn.imag)
+        near = inside & (width < 0.5 * (right - left)[np.maximum(band, 0)])
+        out.append(_Bands(left, right, zn.real[near], width[near]))
+    return out
 
 
 # ----------------------------------------------------------------------------------------
@@ -429,18 +548,21 @@ class SpectralEngine:
             gamma, values, weights)
         self.sampler = _CriticalPointSampler(self.values, self.weights)
         self.gw = self.gamma * self.sampler.w
-        self.mass_tol = 5e-13
+        self.crit = (_CriticalPolynomial(self.gamma, self.sampler.v, self.sampler.w)
+                     if self.sampler.v.size <= _POLY_MAX_ATOMS else None)
 
     # -- support ---------------------------------------------------------------------
     def bands(self, lams):
+        """Bands (and necks) of ρ_λ for each λ ≥ 0 in ``lams`` (list of ``_Bands``)."""
         lams = np.atleast_1d(np.asarray(lams, dtype=float))
         out = [None] * lams.size
         pos = np.nonzero(lams > 0)[0]
         for i in np.nonzero(lams == 0)[0]:
-            out[i] = _Bands(np.array([-2.0]), np.array([2.0]), np.array([1.0]),
-                            np.array([-2.0]))
+            out[i] = _Bands(np.array([-2.0]), np.array([2.0]), np.zeros(0), np.zeros(0))
         if pos.size:
-            for i, b in zip(pos, _find_bands(lams[pos], self.gamma, self.sampler)):
+            found = (_poly_bands(lams[pos], self.crit) if self.crit is not None
+                     else _find_bands(lams[pos], self.gamma, self.sampler))
+            for i, b in zip(pos, found):
                 out[i] = b
         return out
 
@@ -448,117 +570,163 @@ class SpectralEngine:
         return np.sqrt(lam / self.gamma) * self.sampler.v
 
     # -- band quadrature ---------------------------------------------------------------
-    def band_moments(self, lams, n_theta=96, max_theta=6144):
-        """∫ρ³ dx and ∫ρ dx for each λ (vectorized over λ and bands).
+    def band_moments(self, lams, *, rtol=1e-15, mass_tol=1e-12, max_rounds=60,
+                     max_panels=None):
+        """``∫ρ_λ³ dx`` and ``∫ρ_λ dx`` for each λ (vectorized over λ, bands and nodes).
 
-        Gauss–Legendre in θ on every band (``x = a + (b−a)(1−cos θ)/2``), doubled until the
-        total mass is 1 to ``mass_tol`` and ``∫ρ³`` is stable to 1e-14 (bands with a near
-        neck, i.e. close to a splitting, need more nodes).
+        Every band is split at its necks; on each piece ``[a, b]``,
+        ``x = a + (b − a)(1 − cos θ)/2`` turns the square-root edges into analytic
+        behaviour in θ, and an adaptive composite 16-point Gauss–Legendre rule in θ
+        (initial panels graded geometrically toward ends that face a nearby branch point:
+        a neck or the edge across a narrow gap) bisects every panel whose two halves
+        disagree with it by more than ``rtol·max(λ, 1e-2)`` on ``∫ρ³`` (``m_S`` moves by
+        ``(4π²/3) δ∫ρ³ / λ``, so by about 1e-14 per panel) or ``mass_tol`` on ``∫ρ``.
+        A total mass off by more than 1e-9 is logged as a warning (below: debug).
+
+        Parameters
+        ----------
+        lams : array_like, shape (L,)
+            SNRs λ ≥ 0.
+        rtol, mass_tol : float
+            Panel tolerances (see above).
+        max_rounds : int
+            Bisection rounds; panels still open after them are accepted as they are.
+        max_panels : int, optional
+            Open panels are all accepted once more than this many (default 2000 per λ)
+            remain, which bounds the work where the roots are too noisy for the tolerances.
+
+        Returns
+        -------
+        i3, i1 : ndarray, shape (L,)
+            ``∫ρ_λ³`` and ``∫ρ_λ`` (= 1 up to quadrature error).
+        bands : list of ``_Bands``
         """
         lams = np.atleast_1d(np.asarray(lams, dtype=float))
         bl = self.bands(lams)
-        a = np.concatenate([b.left for b in bl])
-        bb = np.concatenate([b.right for b in bl])
-        mc = np.concatenate([b.mc_left for b in bl])
-        zp = np.concatenate([b.zpp_left for b in bl])
-        idx = np.concatenate([np.full(b.left.size, i) for i, b in enumerate(bl)])
-        if self.sampler.v.size == 0:
-            tt = np.zeros((lams.size, 1))
-            gw = np.zeros(1)
+        L, A, B, T0, T1 = [], [], [], [], []
+        for i, b in enumerate(bl):
+            for j in range(b.left.size):
+                a_, b_ = b.left[j], b.right[j]
+                sel = (b.necks > a_) & (b.necks < b_)
+                order = np.argsort(b.necks[sel])
+                cuts = np.concatenate([[a_], b.necks[sel][order], [b_]])
+                dist = np.concatenate([b.neck_width[sel][order], [0.0]])
+                # branch points facing the outer edges: the neighbouring band's edge
+                gl = a_ - b.right[j - 1] if j > 0 else np.inf
+                gr = b.left[j + 1] - b_ if j + 1 < b.left.size else np.inf
+                d_lo = np.concatenate([[gl], dist[:-1]])
+                d_hi = np.concatenate([dist[:-1], [gr]])
+                for k in range(cuts.size - 1):
+                    p, q = cuts[k], cuts[k + 1]
+                    if not q > p:
+                        continue
+                    br = _initial_theta_panels(d_lo[k] / (q - p), d_hi[k] / (q - p))
+                    n = br.size - 1
+                    L.append(np.full(n, i))
+                    A.append(np.full(n, p))
+                    B.append(np.full(n, q))
+                    T0.append(br[:-1])
+                    T1.append(br[1:])
+        L, A, B, T0, T1 = (np.concatenate(q) for q in (L, A, B, T0, T1))
+        tt = (np.sqrt(lams / self.gamma)[:, None] * self.sampler.v[None, :]
+              if self.sampler.v.size else np.zeros((lams.size, 1)))
+        gw = self.gw if self.sampler.v.size else np.zeros(1)
+        if self.crit is not None:
+            P0, Q = (q.astype(complex) for q in self._root_polynomials(lams))
         else:
-            tt = np.sqrt(lams / self.gamma)[:, None] * self.sampler.v[None, :]
-            gw = self.gw
+            P0 = Q = np.zeros((lams.size, 0), dtype=complex)
+        tol3 = rtol * np.maximum(lams, 1e-2)
+        if max_panels is None:
+            max_panels = 2000 * lams.size
 
-        use_poly = 0 < self.sampler.v.size <= _POLY_MAX_ATOMS
-
-        def run(sel, n):
-            theta, wth = _gl_theta(n)
-            if use_poly:
-                x = a[sel, None] + 0.5 * (bb - a)[sel, None] * (1.0 - np.cos(theta))[None, :]
-                out = np.empty(x.shape, dtype=np.complex128)
-                for li in np.unique(idx[sel]):
-                    rows = idx[sel] == li
-                    out[rows] = self._poly_root(x[rows], lams[li])
-            else:
-                x = a[sel, None] + 0.5 * (bb - a)[sel, None] * (1.0 - np.cos(theta))[None, :]
-                out = np.empty(x.shape, dtype=np.complex128)
-                _eta_solve(np.ascontiguousarray(x), idx[sel], tt, gw, out)
-            rho = out.imag / np.pi
-            jac = 0.5 * (bb[sel] - a[sel])[:, None] * np.sin(theta)[None, :] * wth[None, :]
+        def integrate(Li, Ai, Bi, t0, t1):
+            h = 0.5 * (t1 - t0)
+            theta = t0[:, None] + h[:, None] * (_GL_X + 1.0)[None, :]
+            m = np.empty(theta.shape, dtype=np.complex128)
+            _panel_stieltjes(theta, Ai, Bi, Li, tt, gw, P0, Q, m)
+            rho = np.maximum(m.imag, 0.0) / np.pi
+            jac = (0.5 * (Bi - Ai) * h)[:, None] * np.sin(theta) * _GL_W[None, :]
             return np.sum(rho ** 3 * jac, axis=1), np.sum(rho * jac, axis=1)
 
-        allb = np.arange(a.size)
-        b3, b1 = run(allb, n_theta)
-        i1 = np.bincount(idx, weights=b1, minlength=lams.size)
-        i3 = np.bincount(idx, weights=b3, minlength=lams.size)
-        bad = np.abs(i1 - 1.0) > self.mass_tol
-        # bands with a neck (near-split): composite rule graded toward the neck
-        for li in np.nonzero(bad)[0]:
-            necks = bl[li].necks
-            if necks is None or necks.size == 0:
-                continue
-            for p in np.nonzero(idx == li)[0]:
-                inside = necks[(necks > a[p]) & (necks < bb[p])]
-                if inside.size == 0:
-                    continue
-                thn = np.arccos(np.clip(1.0 - 2.0 * (inside - a[p]) / (bb[p] - a[p]), -1, 1))
-                th, wt = _graded_theta(thn, depth=18)
-                b3[p], b1[p] = self._band_rule(p, li, th, wt, a, bb, mc, zp, tt, gw, lams,
-                                               use_poly)
-        i1 = np.bincount(idx, weights=b1, minlength=lams.size)
-        i3g = np.bincount(idx, weights=b3, minlength=lams.size)
-        fixed = bad & (np.abs(i1 - 1.0) <= self.mass_tol)
-        i3 = np.where(fixed, i3g, i3)
-        bad = bad & ~fixed
-        n = n_theta
-        while np.any(bad) and n < max_theta:
-            n *= 2
-            sel = np.nonzero(bad[idx])[0]
-            c3, c1 = run(sel, n)
-            b3[sel], b1[sel] = c3, c1
-            j1 = np.bincount(idx, weights=b1, minlength=lams.size)
-            j3 = np.bincount(idx, weights=b3, minlength=lams.size)
-            bad = bad & ((np.abs(j1 - 1.0) > self.mass_tol) | (np.abs(j3 - i3) > 1e-14))
-            i1, i3 = j1, j3
-        if np.any(bad):
-            err = float(np.max(np.abs(i1[bad] - 1.0)))
-            logger.log(logging.WARNING if err > 1e-10 else logging.DEBUG,
-                       "band quadrature not converged at %d of %d lambdas (mass error %.1e)",
-                       int(bad.sum()), lams.size, err)
+        i3 = np.zeros(lams.size)
+        i1 = np.zeros(lams.size)
+        V3, V1 = integrate(L, A, B, T0, T1)
+        unresolved = 0
+        for _ in range(max_rounds):
+            if L.size == 0:
+                break
+            # halves interleaved, so that consecutive panels are usually adjacent
+            M = 0.5 * (T0 + T1)
+            L2, A2, B2 = (np.repeat(q, 2) for q in (L, A, B))
+            t0 = np.column_stack([T0, M]).ravel()
+            t1 = np.column_stack([M, T1]).ravel()
+            c3, c1 = integrate(L2, A2, B2, t0, t1)
+            s3 = c3[0::2] + c3[1::2]
+            s1 = c1[0::2] + c1[1::2]
+            # absolute tolerances, floored at the rounding noise of the roots (1e-13 relative)
+            ok = (((np.abs(s3 - V3) <= np.maximum(tol3[L], 1e-13 * np.abs(s3)))
+                   & (np.abs(s1 - V1) <= np.maximum(mass_tol, 1e-13 * np.abs(s1))))
+                  | (T1 - T0 < 1e-13))
+            if L.size > max_panels:
+                unresolved += int(np.count_nonzero(~ok))
+                ok[:] = True
+            i3 += np.bincount(L[ok], weights=s3[ok], minlength=lams.size)
+            i1 += np.bincount(L[ok], weights=s1[ok], minlength=lams.size)
+            keep = np.repeat(~ok, 2)
+            L, A, B, T0, T1 = L2[keep], A2[keep], B2[keep], t0[keep], t1[keep]
+            V3, V1 = c3[keep], c1[keep]
+        if L.size:
+            unresolved += L.size
+            i3 += np.bincount(L, weights=V3, minlength=lams.size)
+            i1 += np.bincount(L, weights=V1, minlength=lams.size)
+        err = np.abs(i1 - 1.0)
+        if np.any(err > 1e-11) or unresolved:
+            logger.log(logging.WARNING if np.max(err) > 1e-9 else logging.DEBUG,
+                       "band quadrature: mass error %.1e (%d panels not converged)",
+                       float(np.max(err)), unresolved)
         return i3, i1, bl
 
-    def _band_rule(self, p, li, th, wt, a, bb, mc, zp, tt, gw, lams, use_poly):
-        if use_poly:
-            x = a[p] + 0.5 * (bb[p] - a[p]) * (1.0 - np.cos(th))
-            o = self._poly_root(x[None, :], lams[li])
-        else:
-            x = a[p] + 0.5 * (bb[p] - a[p]) * (1.0 - np.cos(th))
-            o = np.empty((1, th.size), dtype=np.complex128)
-            _eta_solve(x[None, :], np.array([li], dtype=np.int64), tt, gw, o)
-        rr = o[0].imag / np.pi
-        jj = 0.5 * (bb[p] - a[p]) * np.sin(th) * wt
-        return np.sum(rr ** 3 * jj), np.sum(rr * jj)
+    def _root_polynomials(self, lams):
+        """``(P, Q)``, shape (L, K + 3): ``z(m) = x`` ⇔ ``P(m) − x Q(m) = 0`` (≤ 10 atoms).
+
+        With ``μ = c m``, ``c = √(λ/γ)``, ``c μ Π_j(1 + v_j μ) [z(m) − x]`` is the
+        polynomial ``c² U(μ) + V(μ) − x c W(μ)`` with λ-independent
+        ``U = −Π_j(1 + v_j μ) + γ μ Σ_j w_j v_j Π_{i≠j}(1 + v_i μ)``,
+        ``V = −μ² Π_j(1 + v_j μ)``, ``W = μ Π_j(1 + v_j μ)``; in ``m`` (divided by ``c²``)
+        the coefficients of ``m^k`` are ``(U_k + V_k/c²) c^k`` and ``W_k c^{k−1}``
+        (returned highest degree first).
+        """
+        v, w = self.sampler.v, self.sampler.w
+        pi = np.array([1.0])
+        for vj in v:
+            pi = np.polymul(pi, [vj, 1.0])
+        S = np.zeros(1)
+        for j in range(v.size):
+            pj = np.array([1.0])
+            for i in range(v.size):
+                if i != j:
+                    pj = np.polymul(pj, [v[i], 1.0])
+            S = np.polyadd(S, w[j] * v[j] * pj)
+        deg = v.size + 2
+        pad = lambda q: np.concatenate([np.zeros(deg + 1 - q.size), q])[::-1]  # noqa: E731
+        U = pad(np.polyadd(-pi, self.gamma * np.polymul([1.0, 0.0], S)))
+        V = pad(-np.polymul([1.0, 0.0, 0.0], pi))
+        W = pad(np.polymul([1.0, 0.0], pi))
+        c = np.sqrt(np.asarray(lams, dtype=float) / self.gamma)[:, None]
+        k = np.arange(deg + 1)
+        # V_k = 0 for k < 2 and W_0 = 0: c ** max(·, 0) keeps λ = 0 finite (the semicircle
+        # polynomial −1 − x m − m², with leading zeros)
+        P = U * c ** k + V * c ** np.maximum(k - 2, 0)
+        Q = W * c ** np.maximum(k - 1, 0)
+        return P[:, ::-1], Q[:, ::-1]
 
     def _poly_root(self, x, lam):
         """Root of z(m) = x with largest Im m (companion matrices), Newton-polished."""
         t = self._t(lam)
-        w = self.sampler.w
-        # z(m) = x  <=>  (-1 - x m - m²) Π(1 + t m) + γ m Σ_j w_j t_j Π_{i≠j}(1 + t_i m) = 0
-        prod = np.array([1.0])
-        for tj in t:
-            prod = np.polymul(prod, [tj, 1.0])
-        P0 = np.polymul([-1.0, 0.0, -1.0], prod)  # (-m² - 1) Π
-        acc = np.zeros(1)
-        for j in range(t.size):
-            pj = np.array([1.0])
-            for i in range(t.size):
-                if i != j:
-                    pj = np.polymul(pj, [t[i], 1.0])
-            acc = np.polyadd(acc, self.gamma * w[j] * t[j] * pj)
-        P0 = np.polyadd(P0, np.polymul([1.0, 0.0], acc))
-        Q = np.polymul([1.0, 0.0], prod)  # m Π, coefficient of -x
+        (P0,), (Q,) = self._root_polynomials([lam])
+        lead = np.argmax(P0 != 0)  # λ = 0: lower degree
+        P0, Q = P0[lead:], Q[lead:]
         deg = P0.size - 1
-        Q = np.concatenate([np.zeros(deg + 1 - Q.size), Q])
         xf = x.ravel()
         coef = P0[None, :] - xf[:, None] * Q[None, :]
         comp = np.zeros((xf.size, deg, deg))
@@ -687,31 +855,88 @@ def _stieltjes_point(z, t, gw):
     return m
 
 
-_GL_CACHE = {}
+_GL_X, _GL_W = np.polynomial.legendre.leggauss(16)
 
 
-def _graded_theta(points, n=16, ratio=0.2, depth=16):
-    """Composite Gauss–Legendre rule on [0, π] graded geometrically toward ``points``."""
+def _initial_theta_panels(d_lo, d_hi):
+    """Breakpoints in θ ∈ [0, π] graded toward ends facing a branch point.
+
+    ``d_lo``, ``d_hi``: distance of the nearest branch point beyond (or, for a neck, above)
+    each end, relative to the piece length.  With ``x − a = (b − a) sin²(θ/2)`` it sits at
+    ``|θ| ≈ 2√d``; panels grow geometrically (×4) from there.
+    """
     br = [0.0, np.pi]
-    for p in points:
-        br.append(p)
-        h = np.pi * ratio ** np.arange(1, depth)
-        br.extend(p + h)
-        br.extend(p - h)
-    br = np.unique(np.clip(np.array(br), 0.0, np.pi))
-    xg, wg = np.polynomial.legendre.leggauss(n)
-    lo, hi = br[:-1], br[1:]
-    th = (0.5 * (hi - lo)[:, None] * (xg[None, :] + 1.0) + lo[:, None]).ravel()
-    wt = (0.5 * (hi - lo)[:, None] * wg[None, :]).ravel()
-    return th, wt
+    for d, sign, end in ((d_lo, 1.0, 0.0), (d_hi, -1.0, np.pi)):
+        if d < 0.05:
+            th = 2.0 * np.sqrt(max(d, 1e-30))
+            while th < 0.25 * np.pi:
+                br.append(end + sign * th)
+                th *= 4.0
+    return np.unique(np.array(br))
 
 
-def _gl_theta(n):
-    if n not in _GL_CACHE:
-        # scipy's Legendre nodes are O(n) (numpy's leggauss is an O(n³) eigensolve)
-        xg, wg = roots_legendre(n)
-        _GL_CACHE[n] = (0.5 * np.pi * (xg + 1.0), 0.5 * np.pi * wg)
-    return _GL_CACHE[n]
+@numba.njit(cache=True, error_model='numpy')
+def _panel_stieltjes(theta, a, b, lam_idx, tt, gw, P0, Q, out):
+    """``m(x + i0)`` at ``x = a_p + (b_p − a_p)(1 − cos θ)/2`` for every node of every panel.
+
+    Nodes of a panel are visited in order and Newton starts from the extrapolation of the
+    two previous roots; the root with ``Im m > 0`` is unique for ``x`` inside a band, so a
+    converged Newton iterate with ``Im m > 0`` is the physical root.  The first node of a
+    panel starts from the last root of the previous panel when both lie on the same piece
+    (same λ and ``[a, b]``).  Where Newton fails: the companion-matrix root of largest
+    ``Im m`` of ``P0[λ] − x Q[λ]`` (when given, ≤ 10 atoms), else η-continuation
+    (:func:`_stieltjes_point`).
+    """
+    n = theta.shape[1]
+    use_poly = P0.shape[1] > 0
+    for p in range(theta.shape[0]):
+        li = lam_idx[p]
+        t = tt[li]
+        h = 0.5 * (b[p] - a[p])
+        same = (p > 0 and li == lam_idx[p - 1] and a[p] == a[p - 1] and b[p] == b[p - 1])
+        prev = out[p - 1, n - 1] if same else 0j
+        prev2 = 0j
+        for i in range(n):
+            x = a[p] + h * (1.0 - np.cos(theta[p, i]))
+            ok = False
+            m = prev
+            if i > 0 or same:
+                start = prev
+                if i > 1:
+                    r = (theta[p, i] - theta[p, i - 1]) / (theta[p, i - 1] - theta[p, i - 2])
+                    start = prev + (prev - prev2) * r
+                    if start.imag <= 0.0:
+                        start = prev
+                m, ok = _newton(start, x, t, gw, 30)
+                ok = ok and m.imag > 1e-10 * abs(m)
+            if not ok:
+                if use_poly:
+                    m = _companion_root(P0[li] - x * Q[li])
+                    m2, ok2 = _newton(m, x, t, gw, 30)
+                    if ok2 and m2.imag > 0.0:
+                        m = m2
+                else:
+                    m = _stieltjes_point(complex(x, 0.0), t, gw)
+            out[p, i] = m
+            prev2 = prev
+            prev = m
+
+
+@numba.njit(cache=True)
+def _companion_root(coef):
+    """Root of largest imaginary part of the polynomial ``coef`` (highest degree first)."""
+    lead = 0
+    while coef[lead] == 0:  # λ = 0: lower degree
+        lead += 1
+    coef = coef[lead:]
+    deg = coef.shape[0] - 1
+    comp = np.zeros((deg, deg), dtype=np.complex128)
+    for j in range(deg):
+        comp[0, j] = -coef[j + 1] / coef[0]
+    for j in range(1, deg):
+        comp[j, j - 1] = 1.0
+    r = np.linalg.eigvals(comp)
+    return r[np.argmax(r.imag)]
 
 
 _ENGINES = {}

@@ -40,7 +40,7 @@ import time
 import numba
 import numpy as np
 
-from . import spectral
+from . import cache, spectral
 from ._continuous import ContinuousEngine
 from .spectral import SpectralEngine, validate_readout_law
 
@@ -188,6 +188,18 @@ def _vec_inverse(m, br, C, D, A, out):
 
 # ----------------------------------------------------------------------------------------
 
+_TABLE_NAMES = ("breakpoints", "g", "dg", "k_integral", "k_total")
+
+
+def _consistent(stored, resolution):
+    """Shapes of a cached table agree with each other and with ``resolution``."""
+    br, C, D, K, tot = (stored[n] for n in _TABLE_NAMES)
+    p = br.size - 1
+    return (br.ndim == 1 and p >= 1 and C.shape == (p, resolution) and D.shape == C.shape
+            and K.shape == (p, resolution + 1) and tot.shape == ()
+            and bool(np.all(np.diff(br) > 0)))
+
+
 def _as_lam(lam):
     arr = np.asarray(lam, dtype=float)
     if np.any(np.isnan(arr)) or np.any(arr < 0):
@@ -209,7 +221,9 @@ class SymmetricChannel:
     resolution : int, optional
         Chebyshev nodes per piece of the table (default 24).  The table is built lazily at
         the first cached evaluation and refined adaptively until the interpolant agrees with
-        direct evaluation to about 1e-12.
+        direct evaluation to about 1e-12; it is then stored in the on-disk cache of
+        :mod:`hciz.cache` (``$REPLICA_HCIZ_CACHE``, ``off`` to disable) and later channels
+        with the same (γ, law, resolution) read it from there.
     law : {None, "gaussian", "uniform"}, optional
         If given, the atoms are only used for :attr:`mean_shift` and the exact continuous
         law (``N(0, 1)``, resp. uniform on ``[−√3, √3]``) is used for the spectrum
@@ -249,7 +263,6 @@ class SymmetricChannel:
         self._A = 1.0 - p0 * p0
         self._table = None
         self.build_seconds = None
-        self._max_theta = 1536
 
     # ------------------------------------------------------------------ properties
     @property
@@ -274,12 +287,24 @@ class SymmetricChannel:
         -------
         ndarray or float, same shape
 
+        Raises
+        ------
+        ValueError
+            If some λ is negative, NaN or infinite.
+
         Notes
         -----
-        Band quadrature of ``∫ρ_λ³``.  For ``λ < 0.01`` the subtraction ``1 − (4π²/3)∫ρ³``
-        loses ``1e-16/λ``; there a degree-15 Chebyshev interpolant of ``mmse_S`` on
-        ``[0, 0.04]`` (nodes ≥ 1e-4, value 1 at 0 not needed) is used instead, whose noise
-        is bounded by ~1e-12.
+        ``mmse_S(λ) = (1 − (4π²/3) ∫ρ_λ³ dx) / λ`` with the adaptive band quadrature of
+        :meth:`hciz.spectral.SpectralEngine.band_moments` (bands split at necks; about
+        1e-15 on ``m_S`` against 20-digit references).  For ``λ < 0.01`` the subtraction
+        ``1 − (4π²/3)∫ρ³`` loses ``1e-16/λ``; there a degree-15 Chebyshev interpolant of
+        ``mmse_S`` on ``[0, 0.04]`` (nodes ≥ 1e-4, value 1 at 0 not needed) is used
+        instead, whose noise is bounded by ~1e-12.
+
+        References
+        ----------
+        Maillard et al., arXiv 2408.03733 (MMSE through ``∫ρ³``); Barbier et al.,
+        arXiv 2501.18530.
         """
         arr = _as_lam(lam)
         flat = arr.ravel()
@@ -314,7 +339,7 @@ class SymmetricChannel:
                 logger.warning("continuous-law quadrature not converged at %d of %d lambdas",
                                bad.size, lams.size)
         else:
-            i3, _, _ = self._engine.band_moments(lams, max_theta=self._max_theta)
+            i3, _, _ = self._engine.band_moments(lams)
         F = 1.0 - _FOUR_PI2_3 * i3
         return F * (1.0 + lams) / lams
 
@@ -349,7 +374,9 @@ class SymmetricChannel:
                 # tail there is quadrature noise or a band-splitting kink of g, not resolution
                 if (err <= tol or (b - a) < 2e-4 or it > 14
                         or ((b - a) < 0.02 and err <= 1e-11)):
-                    if err > 1e-11:
+                    # mmse_S = g s²: a g-error e moves m_S by at most e b² (near s = 0,
+                    # i.e. λ → ∞, g may be non-smooth, e.g. like √s at γ = 1)
+                    if err * b * b > 1e-11:
                         logger.warning("table piece [%g, %g] accepted with tail %.1e", a, b, err)
                     elif err > tol:
                         logger.debug("table piece [%g, %g] accepted with tail %.1e", a, b, err)
@@ -385,9 +412,23 @@ class SymmetricChannel:
 
     @property
     def table(self):
-        """``(breakpoints, g coefficients, g' coefficients, ∫k coefficients, ∫₀¹k)``."""
+        """``(breakpoints, g coefficients, g' coefficients, ∫k coefficients, ∫₀¹k)``.
+
+        Built at first use, or read from the on-disk cache (:mod:`hciz.cache`), to which a
+        newly built table is written.
+        """
         if self._table is None:
-            self._build()
+            key = cache.table_key(self.gamma, self.values, self.weights, self.resolution,
+                                  self.law)
+            stored = cache.load_table(key, _TABLE_NAMES)
+            if stored is not None and _consistent(stored, self.resolution):
+                self._table = tuple(stored[n] for n in _TABLE_NAMES[:4]) + (
+                    float(stored["k_total"]),)
+                logger.debug("symmetric channel table (gamma=%g) read from the cache",
+                             self.gamma)
+            else:
+                self._build()
+                cache.save_table(key, dict(zip(_TABLE_NAMES, self._table)))
         return self._table
 
     # ------------------------------------------------------------------ cached evaluation
