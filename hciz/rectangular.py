@@ -134,6 +134,7 @@ __all__ = [
     "shrinkage",
     "denoise",
     "mmse_noise",
+    "table_cache_dir",
 ]
 
 logger = logging.getLogger(__name__)
@@ -822,9 +823,10 @@ class RectangularChannel:
         values), with breakpoints at the Δ where the support changes topology; table and
         direct evaluation then agree to about 1e-12 (tested to 1e-9).
     use_disk_cache : bool, optional
-        Load the tables from ``data/rectangular_table_*.npz`` when a file for the same
-        (R1, R2, resolution, format) exists (written by :meth:`save_tables`, see
-        ``scripts/make_rectangular_reference.py``); otherwise build them (10–30 s).
+        Load the tables from ``data/rectangular_table_*.npz`` or from the user cache
+        (:func:`table_cache_dir`) when a file for the same (R1, R2, resolution, format)
+        exists (written by :meth:`save_tables`, see ``scripts/make_rectangular_reference.py``);
+        otherwise build them (a few seconds) and write them to the user cache.
 
     Notes
     -----
@@ -991,12 +993,18 @@ class RectangularChannel:
         self._tables = tab
         return tab
 
+    def _table_name(self):
+        return (f"rectangular_table_R1_{self.aspect_ratio_p!r}_R2_{self.aspect_ratio_n!r}"
+                f"_res{self.resolution}.npz")
+
     def table_path(self):
-        """Path of the on-disk table cache for this (R1, R2, resolution)."""
-        return _DATA_DIR / (
-            f"rectangular_table_R1_{self.aspect_ratio_p!r}_R2_{self.aspect_ratio_n!r}"
-            f"_res{self.resolution}.npz"
-        )
+        """Path of the shipped table for this (R1, R2, resolution) under ``data/``."""
+        return _DATA_DIR / self._table_name()
+
+    def user_table_path(self):
+        """Path of the table in the user cache (:func:`table_cache_dir`; None when it is off)."""
+        directory = table_cache_dir()
+        return None if directory is None else directory / self._table_name()
 
     def save_tables(self, path=None):
         """Write the raw tables (panels and Chebyshev coefficients) to ``path`` (npz),
@@ -1018,9 +1026,16 @@ class RectangularChannel:
         return path
 
     def _load(self):
-        path = self.table_path()
-        if not self.use_disk_cache or not path.exists():
+        if not self.use_disk_cache:
             return None
+        for path in (self.table_path(), self.user_table_path()):
+            if path is not None and path.exists():
+                raw = self._load_file(path)
+                if raw is not None:
+                    return raw
+        return None
+
+    def _load_file(self, path):
         try:
             with np.load(path) as f:
                 ok = (
@@ -1045,6 +1060,13 @@ class RectangularChannel:
         raw = self._load()
         if raw is None:
             raw = self._build_raw()
+            tab = self._finalize(raw)
+            if self.use_disk_cache and self.user_table_path() is not None:
+                try:
+                    self.save_tables(self.user_table_path())
+                except OSError as err:  # read-only home, full disk: the tables stay in memory
+                    logger.info("could not cache rectangular tables in %s: %s", self.user_table_path(), err)
+            return tab
         return self._finalize(raw)
 
     def _support_count(self, t):
@@ -1372,6 +1394,20 @@ class RectangularChannel:
                 break
             t = t_new
         return t
+
+
+def table_cache_dir():
+    """Directory of the user cache of rectangular tables, or None when caching is off.
+
+    The same location as the symmetric tables (:func:`hciz.cache.cache_dir`):
+    ``$REPLICA_HCIZ_CACHE`` (``off`` disables it), else ``$XDG_CACHE_HOME/replica-hciz``,
+    else ``~/.cache/replica-hciz``. Tables built for an (R1, R2) without a shipped file
+    under ``data/`` are written there (atomically, named like the shipped files) and
+    reloaded by later processes, so a new aspect ratio costs its build (seconds) once.
+    """
+    from .cache import cache_dir
+
+    return cache_dir()
 
 
 @functools.lru_cache(maxsize=32)

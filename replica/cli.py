@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from . import __version__
-from .config import CommandParser, UsageError, parse_with_config, resolved_configuration
+from .config import CommandParser, UsageError, number_type, parse_with_config, resolved_configuration
 
 __all__ = [
     "sweep_main",
@@ -126,33 +126,12 @@ def parse_number_grid(text: str, option: str, *, minimum=None, strict=False, int
     return grid
 
 
-def _number(name, *, minimum=None, strict=False, integer=False, maximum=None, upper_strict=True):
-    """argparse ``type`` for one number with a range check; the message names ``name``."""
-
-    def conv(s):
-        try:
-            x = int(s) if integer else float(s)
-        except ValueError:
-            kind = "an integer" if integer else "a number"
-            raise argparse.ArgumentTypeError(f"{name} must be {kind}, got {s!r}") from None
-        if not math.isfinite(x):
-            raise argparse.ArgumentTypeError(f"{name} must be finite, got {s!r}")
-        if minimum is not None and (x <= minimum if strict else x < minimum):
-            raise argparse.ArgumentTypeError(f"{name} must be {'>' if strict else '>='} {minimum:g}, got {s!r}")
-        if maximum is not None and (x >= maximum if upper_strict else x > maximum):
-            raise argparse.ArgumentTypeError(f"{name} must be {'<' if upper_strict else '<='} {maximum:g}, got {s!r}")
-        return x
-
-    conv.__name__ = name  # argparse shows "invalid <name> value" if the message is lost
-    return conv
-
-
 def _positive_float(name):
-    return _number(name, minimum=0.0, strict=True)
+    return number_type(name, minimum=0.0, strict=True)
 
 
 def _nonnegative_float(name):
-    return _number(name, minimum=0.0)
+    return number_type(name, minimum=0.0)
 
 
 def parse_int_list(text: str, option: str) -> tuple:
@@ -227,9 +206,11 @@ def add_model_options(p, *, grids=False):
     are kept as text, so that one of them can be a grid.
     """
     g = p.add_argument_group("model (THEORY.md §1)")
-    g.add_argument("--layers", type=_number("--layers", minimum=1, integer=True), default=1,
-                   help="number of hidden layers L >= 1 (default 1). L >= 2 needs an activation without Hermite "
-                        "components of degree <= 2 (--drop-hermite 0,1,2 --unit-variance), THEORY §6.1")
+    g.add_argument("--layers", type=number_type("--layers", minimum=1, integer=True), default=1,
+                   help="number of hidden layers L >= 1 (default 1). L >= 2 with an activation without Hermite "
+                        "components of degree <= 2 (--drop-hermite 0,1,2 --unit-variance): THEORY §6.1; L = 2 "
+                        "with an odd activation that keeps its linear part (e.g. --activation tanh2 "
+                        "--unit-variance): the two-layer solver of THEORY §6.2 (replica.two_layer)")
     g.add_argument("--gamma", default="0.5",
                    help="width ratio γ = k/d > 0, or one per layer 'γ1,...,γL' (default 0.5)"
                         + ("; or a grid 'start:stop:num' (the second axis)" if grids else ""))
@@ -252,17 +233,20 @@ def add_model_options(p, *, grids=False):
         g.add_argument("--delta", default="0.1",
                        help="label-noise variance Δ >= 0, or a grid 'start:stop:num' / 'a,b,c' (default 0.1)")
     else:
-        g.add_argument("--readout-grid", type=_number("--readout-grid", minimum=2, integer=True), default=None,
+        g.add_argument("--readout-grid", type=number_type("--readout-grid", minimum=2, integer=True), default=None,
                        help="number of grid points (>= 2) for continuous readout laws (gaussian, uniform)")
         g.add_argument("--delta", type=_nonnegative_float("--delta"), default=0.1,
                        help="label-noise variance Δ >= 0 (default 0.1)")
+    g.add_argument("--s-grid", type=number_type("--s-grid", minimum=1, integer=True), default=None,
+                   help="L = 2 with a linear part only: number of positive nodes of the Gauss–Hermite grid of the "
+                        "effective readout s = (vᵀW₂)_j/√k₂ ~ N(0, 1) of first-layer neurons (default 12)")
     s = p.add_argument_group("solver")
     s.add_argument("--alpha", default="0.01:8:101",
                    help="sample ratios α = n/d² > 0: 'a,b,c' or inclusive 'start:stop:num' (default 0.01:8:101)")
     s.add_argument("--branches", choices=["all", "universal"], default="all",
                    help="'all' traces universal, specialized and partial branches, equilibrium and transitions; "
                         "'universal' only the Q ≡ 0 branch (default all)")
-    s.add_argument("--damping", type=_number("--damping", minimum=0.0, maximum=1.0), default=0.5,
+    s.add_argument("--damping", type=number_type("--damping", minimum=0.0, maximum=1.0), default=0.5,
                    help="damping η in [0, 1) of the fixed-point iteration, x ← η x + (1−η) F(x) (default 0.5)")
 
 
@@ -318,11 +302,13 @@ def build_model(options: dict):
     ----------
     options : dict
         ``layers``, ``gamma`` (list, one per layer), ``activation``, ``drop_hermite`` (list),
-        ``unit_variance``, ``prior``, ``readout``, ``readout_grid`` (int or None), ``delta``.
+        ``unit_variance``, ``prior``, ``readout``, ``readout_grid`` (int or None), ``delta``;
+        optionally ``s_grid`` (layers = 2 with a linear part).
 
     Returns
     -------
-    ShallowModel (layers = 1) or DeepModel (layers ≥ 2)
+    ShallowModel (layers = 1), TwoLayerModel (layers = 2 and ``μ₁ ≠ 0``: THEORY.md §6.2)
+    or DeepModel (otherwise, THEORY.md §6.1)
 
     Raises
     ------
@@ -355,6 +341,14 @@ def build_model(options: dict):
             from .shallow import ShallowModel
 
             return ShallowModel(act, gammas[0], delta, weight_prior=prior, readout_law=readout)
+        if layers == 2 and abs(act.mu1) > 1e-10:
+            from .two_layer import DEFAULT_S_GRID, TwoLayerModel
+
+            return TwoLayerModel(act, gammas, delta, weight_prior=prior, readout_law=readout,
+                                 s_grid=options.get("s_grid") or DEFAULT_S_GRID)
+        if options.get("s_grid") is not None:
+            raise UsageError("--s-grid: only used by the two-layer solver (--layers 2, activation with a linear "
+                             "part)")
         from .deep import DeepModel
 
         return DeepModel(act, gammas, delta, weight_prior=prior, readout_law=readout)
@@ -448,7 +442,7 @@ def build_sweep_parser() -> argparse.ArgumentParser:
     )
     add_model_options(p)
     o = _add_common(p, default_output=DEFAULT_OUTPUT)
-    o.add_argument("--checkpoint-every", type=_number("--checkpoint-every", minimum=0.0), default=30.0,
+    o.add_argument("--checkpoint-every", type=number_type("--checkpoint-every", minimum=0.0), default=30.0,
                    metavar="SECONDS", help="seconds between checkpoints of an unfinished sweep (default 30; "
                                            "0 = after every solve)")
     return p
@@ -470,6 +464,10 @@ def sweep_parameters(args) -> tuple:
         "readout": args.readout, "readout_grid": args.readout_grid, "delta": args.delta,
         "alpha": alphas.tolist(), "branches": args.branches, "damping": args.damping,
     }
+    if args.s_grid is not None:
+        if args.layers != 2:
+            raise UsageError(f"--s-grid: only used with --layers 2 (got --layers {args.layers})")
+        parameters["s_grid"] = args.s_grid
     return parameters, alphas
 
 
@@ -528,8 +526,15 @@ def _run_sweep(args) -> int:
         elif out.exists() and args.resume:
             exc.note = f"{out} unchanged"
         raise
+    if hasattr(model, "phase_transitions") and args.branches == "all":
+        for change in model.phase_transitions(result, solve_kw=solve_kw):
+            key = f"alpha_{change['to']}".replace("+", "_and_")
+            if change["located"] and key not in result.transitions:
+                result.transitions[key] = change["alpha"]
+            logger.info("equilibrium %s -> %s at alpha = %.7g (%s)", change["from"], change["to"], change["alpha"],
+                        change["kind"])
     elapsed = time.perf_counter() - t0
-    write_sweep(out, result, parameters, configuration=configuration)
+    write_sweep(out, result, parameters, configuration=configuration, grids=getattr(model, "grids", None))
     tr = result.transitions
     logger.info("sweep of %d α values in %.2f s (%d solves reused, %d computed); alpha_sp = %s, alpha_c = %s",
                 alphas.size, elapsed, checkpoint.reused, checkpoint.computed, tr.get("alpha_sp"), tr.get("alpha_c"))
@@ -563,7 +568,7 @@ def build_plot_parser() -> argparse.ArgumentParser:
                         "(phase diagram) (default auto)")
     p.add_argument("--logy", action="store_true", help="logarithmic mmse axis")
     p.add_argument("--title", default=None, help="figure title (default: the model parameters)")
-    p.add_argument("--dpi", type=_number("--dpi", minimum=10, integer=True), default=200,
+    p.add_argument("--dpi", type=number_type("--dpi", minimum=10, integer=True), default=200,
                    help="resolution of raster formats (default 200)")
     _add_common(p, default_output=None, resume=False, output=False)
     return p
@@ -627,7 +632,7 @@ def build_phase_diagram_parser() -> argparse.ArgumentParser:
     p.add_argument("--vary", choices=[n.replace("_", "-") for n in PHASE_PARAMETERS], default=None,
                    help="name of the second axis when it is ambiguous (e.g. --gamma 0.5,1 with --layers 2)")
     c = p.add_argument_group("cluster")
-    c.add_argument("--workers", type=_number("--workers", minimum=1, integer=True), default=None,
+    c.add_argument("--workers", type=number_type("--workers", minimum=1, integer=True), default=None,
                    help="worker processes of the local cluster (default: number of CPU cores)")
     c.add_argument("--scheduler", default=None, metavar="tcp://HOST:PORT",
                    help="address of a running dask scheduler (instead of a local cluster)")
@@ -681,6 +686,8 @@ def phase_diagram_options(args) -> tuple:
         "unit_variance": args.unit_variance, "prior": args.prior, "readout": args.readout,
         "branches": args.branches, "damping": args.damping, "alpha": alphas.tolist(),
     }
+    if args.s_grid is not None:
+        base["s_grid"] = args.s_grid
     for k in ("delta", "gamma", "readout_grid"):
         if k == vary:
             continue

@@ -9,11 +9,19 @@ Layout
     ``mutual_information``, ``converged``, ``exists``, ``iterations``, ``residual``,
     ``R2``, ``R2_hat``, ``tau``, ``start``; ``overlap_W`` and ``overlap_W_hat``
     (n_alpha × n_readout); ``readout_values`` and ``readout_weights`` (n_readout).
-    Values are NaN where the branch does not exist.
+    Values are NaN where the branch does not exist. Deep networks (THEORY.md §6.1) store
+    ``overlap_layer_<ℓ>`` and ``overlap_hat_layer_<ℓ>`` instead of the ``overlap_W``/``R2``
+    fields. Two hidden layers with linear parts (THEORY.md §6.2, :mod:`replica.two_layer`)
+    store ``overlap_layer_1`` (n_alpha × n_s), ``overlap_layer_2`` (n_alpha × n_readout ×
+    n_s), ``overlap_product_2_1`` and ``tau_product_2_1`` (n_alpha × n_readout), their
+    ``overlap_hat_*`` conjugates, and the effective-readout grid ``s_values``,
+    ``s_weights`` (n_s).
 ``/equilibrium/``
     ``alpha``, ``mmse``, ``free_entropy``, ``branch`` (name of the equilibrium branch).
 ``/transitions``
-    attributes ``alpha_sp`` and ``alpha_c`` (NaN when absent).
+    attributes ``alpha_sp`` and ``alpha_c`` (NaN when absent); for two layers also
+    ``alpha_<phase>`` where the equilibrium first becomes ``<phase>`` (e.g.
+    ``alpha_layers_1_2``, see :func:`replica.two_layer.phase_transitions`).
 
 Every dataset on the α grid is attached to the dimension scale ``alpha`` of its group
 (and ``overlap_W``-like datasets to ``readout_values``), with ``long_name``/``units``
@@ -73,6 +81,7 @@ __all__ = [
     "read_phase_diagram",
     "IncompleteFileError",
     "VARIABLE_ATTRS",
+    "S_AXIS_DATASETS",
 ]
 
 logger = logging.getLogger(__name__)
@@ -92,6 +101,11 @@ VARIABLE_ATTRS = {
     "overlap_W_hat": ("conjugate Q̂(v)", "1"),
     "readout_values": ("readout value v", "1"),
     "readout_weights": ("probability of the readout value", "1"),
+    "overlap_product_2_1": ("overlap Q₂:₁(v) of the product W₂W₁/√k₁ (two layers)", "1"),
+    "overlap_hat_product_2_1": ("conjugate r₂:₁(v) of the product overlap", "1"),
+    "tau_product_2_1": ("tilt τ_v, m_rect(τ_v) = E_s[Q₂(v,s)Q₁(s)]", "1"),
+    "s_values": ("effective readout s = (vᵀW₂)_j/√k₂ of first-layer neurons", "1"),
+    "s_weights": ("quadrature weight of the effective readout", "1"),
     "converged": ("residual test passed", ""),
     "exists": ("branch exists at this α", ""),
     "iterations": ("evaluations of the fixed-point map", ""),
@@ -183,6 +197,8 @@ def _write_array(group, name, value):
         ell = name.rsplit("_", 1)[-1]
         ds.attrs["long_name"] = (f"overlap q_{ell} of layer {ell}" if name.startswith("overlap_layer")
                                  else f"conjugate of the overlap of layer {ell}")
+        if arr.ndim >= 2 and name in S_AXIS_DATASETS:
+            ds.attrs["long_name"] += (" per effective readout s" if ell == "1" else " per readout v and s")
         ds.attrs["units"] = "1"
     elif base in VARIABLE_ATTRS:
         long_name, units = VARIABLE_ATTRS[base]
@@ -192,20 +208,33 @@ def _write_array(group, name, value):
     return ds
 
 
-def _attach_scales(group, alpha, readout=None):
-    """Attach the datasets of ``group`` to the dimension scales ``alpha`` (axis 0) and
-    ``readout`` (axis 1, and axis 0 of ``readout_weights``)."""
+#: datasets of the two-layer model whose last axis is the effective-readout grid ``s_values``
+S_AXIS_DATASETS = ("overlap_layer_1", "overlap_hat_layer_1", "overlap_layer_2", "overlap_hat_layer_2")
+
+
+def _attach_scales(group, alpha, readout=None, s_scale=None):
+    """Attach the datasets of ``group`` to the dimension scales ``alpha`` (axis 0),
+    ``readout`` (axis 1, and axis 0 of ``readout_weights``) and, for the datasets of
+    :data:`S_AXIS_DATASETS`, ``s_values`` (last axis; axis 0 of ``s_weights``)."""
     for name, ds in group.items():
-        if not isinstance(ds, h5py.Dataset) or name in ("alpha", "readout_values") or ds.ndim == 0:
+        if not isinstance(ds, h5py.Dataset) or name in ("alpha", "readout_values", "s_values") or ds.ndim == 0:
             continue
         if name == "readout_weights":
             if readout is not None:
                 ds.dims[0].attach_scale(readout)
             continue
-        if ds.shape[0] == alpha.shape[0]:
-            ds.dims[0].attach_scale(alpha)
-            if ds.ndim == 2 and readout is not None and ds.shape[1] == readout.shape[0]:
-                ds.dims[1].attach_scale(readout)
+        if name == "s_weights":
+            if s_scale is not None:
+                ds.dims[0].attach_scale(s_scale)
+            continue
+        if ds.shape[0] != alpha.shape[0]:
+            continue
+        ds.dims[0].attach_scale(alpha)
+        on_s = s_scale is not None and name in S_AXIS_DATASETS and ds.ndim >= 2 and ds.shape[-1] == s_scale.shape[0]
+        if on_s:
+            ds.dims[ds.ndim - 1].attach_scale(s_scale)
+        if ds.ndim == (3 if on_s else 2) and readout is not None and ds.shape[1] == readout.shape[0]:
+            ds.dims[1].attach_scale(readout)
 
 
 def _root_attrs(h5, parameters, *, kind, complete, configuration=None):
@@ -218,7 +247,8 @@ def _root_attrs(h5, parameters, *, kind, complete, configuration=None):
         h5.attrs["configuration"] = json.dumps(configuration, sort_keys=True)
 
 
-def write_sweep(path, result, parameters: dict, *, configuration: dict | None = None) -> Path:
+def write_sweep(path, result, parameters: dict, *, configuration: dict | None = None,
+                grids: dict | None = None) -> Path:
     """Write a :class:`replica.branches.SweepResult` to ``path`` atomically.
 
     Parameters
@@ -230,6 +260,10 @@ def write_sweep(path, result, parameters: dict, *, configuration: dict | None = 
         Every resolved model option; stored as JSON in the root attribute ``parameters``.
     configuration : dict, optional, keyword-only
         Full resolved command-line configuration; stored as JSON in ``configuration``.
+    grids : dict, optional, keyword-only
+        Extra 1-D coordinates written to every branch group, e.g. the two-layer model's
+        ``s_values`` and ``s_weights`` (``s_values`` becomes a dimension scale of the
+        datasets of :data:`S_AXIS_DATASETS`).
 
     Returns
     -------
@@ -249,7 +283,13 @@ def write_sweep(path, result, parameters: dict, *, configuration: dict | None = 
             rv = _write_array(gb, "readout_values", readout_values)
             rv.make_scale("readout_values")
             _write_array(gb, "readout_weights", result.readout_weights)
-            _attach_scales(gb, alpha, rv)
+            sv = None
+            for key, val in (grids or {}).items():
+                ds = _write_array(gb, key, np.asarray(val, dtype=float))
+                if key == "s_values":
+                    ds.make_scale("s_values")
+                    sv = ds
+            _attach_scales(gb, alpha, rv, sv)
         ge = h5.create_group("equilibrium")
         for key, val in result.equilibrium.items():
             _write_array(ge, key, val)

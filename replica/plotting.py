@@ -319,17 +319,97 @@ def _draw_references(ax, references):
 
 
 def _layer_overlaps(branch: dict, readout_weights) -> list:
-    """Per-layer overlaps of a branch (readout-averaged for readout-resolved layers), list of (n_alpha,)."""
+    """Per-layer overlaps of a branch, list of (n_alpha,): readout-averaged for readout-resolved
+    layers; for two-layer files (with ``s_weights``) ``Q₁(s)`` and ``Q₂(v, s)`` are averaged over
+    ``s`` (and ``v``) and the product overlap ``Q₂:₁`` is appended (see :func:`_layer_labels`)."""
     out = []
     ell = 1
+    w = np.asarray(readout_weights, dtype=float)
+    w = w / w.sum()
+    ws = branch.get("s_weights")
     while f"overlap_layer_{ell}" in branch:
         q = np.asarray(branch[f"overlap_layer_{ell}"], dtype=float)
+        if ws is not None and q.ndim >= 2:
+            q = q @ np.asarray(ws, dtype=float)  # average over the last axis s
         if q.ndim == 2:
-            w = np.asarray(readout_weights, dtype=float)
-            q = q @ (w / w.sum())
+            q = q @ w
         out.append(q)
         ell += 1
+    if "overlap_product_2_1" in branch and out:
+        out.append(np.asarray(branch["overlap_product_2_1"], dtype=float) @ w)
     return out
+
+
+def _layer_labels(branch: dict, n: int) -> list:
+    """Tick labels of the rows of :func:`_layer_overlaps` (``layer_labels`` of the branch if given)."""
+    if "layer_labels" in branch:
+        return list(branch["layer_labels"])
+    labels = [str(i) for i in range(1, n + 1)]
+    if "overlap_product_2_1" in branch and n:
+        labels[-1] = "2:1"
+    return labels
+
+
+def _equilibrium_field(data, key):
+    """Dataset ``key`` of the equilibrium branch at every α (NaN where that branch lacks it)."""
+    eq_branch = np.asarray(data["equilibrium"]["branch"], dtype=object)
+    out = None
+    for name, b in data["branches"].items():
+        if key not in b:
+            continue
+        arr = np.asarray(b[key], dtype=float)
+        if out is None:
+            out = np.full(arr.shape, np.nan)
+        sel = eq_branch == name
+        out[sel] = arr[sel]
+    return out
+
+
+def _draw_s_map(fig, ax, data, key, *, cmap="viridis"):
+    """Heat map of an equilibrium overlap against α and the effective readout s (two layers).
+
+    ``key`` is ``overlap_layer_1`` (n_alpha × n_s) or ``overlap_layer_2`` (n_alpha × n_readout ×
+    n_s, averaged over the readout law). Returns the mesh or None.
+    """
+    b0 = next(iter(data["branches"].values()))
+    if "s_values" not in b0:
+        return None
+    q = _equilibrium_field(data, key)
+    if q is None:
+        return None
+    if q.ndim == 3:
+        w = np.asarray(b0.get("readout_weights", [1.0]), dtype=float)
+        q = np.einsum("avs,v->as", q, w / w.sum())
+    alpha = np.asarray(data["equilibrium"]["alpha"], dtype=float)
+    s_values = np.asarray(b0["s_values"], dtype=float)
+    mesh = ax.pcolormesh(alpha, s_values, q.T, shading="nearest", cmap=cmap, vmin=0.0, vmax=1.0)
+    ax.set_xlabel(ALPHA_LABEL)
+    ax.set_ylabel(r"effective readout $|s|$")
+    cb = fig.colorbar(mesh, ax=ax, pad=0.02, fraction=0.06)
+    cb.set_label(r"$Q_1(s)$" if key == "overlap_layer_1" else r"$E_v Q_2(v,s)$")
+    _draw_transition_lines(ax, data.get("transitions", {}), color="white", legend=False)
+    return mesh
+
+
+def _draw_readout_map(fig, ax, data, *, cmap="viridis"):
+    """Heat map of the equilibrium product overlap ``Q₂:₁(v)`` against α and the readout group."""
+    b0 = next(iter(data["branches"].values()))
+    q = _equilibrium_field(data, "overlap_product_2_1")
+    if q is None:
+        return None
+    alpha = np.asarray(data["equilibrium"]["alpha"], dtype=float)
+    values = np.asarray(b0.get("readout_values", [1.0]), dtype=float)
+    order = np.argsort(values)
+    mesh = ax.pcolormesh(alpha, np.arange(values.size), q[:, order].T, shading="nearest", cmap=cmap, vmin=0.0,
+                         vmax=1.0)
+    ax.set_yticks(np.arange(values.size))
+    ax.set_yticklabels([f"{v:.2g}" for v in values[order]])
+    ax.set_xlabel(ALPHA_LABEL)
+    ax.set_ylabel(r"readout $v$")
+    cb = fig.colorbar(mesh, ax=ax, pad=0.02, fraction=0.06)
+    cb.set_label(r"$Q_{2:1}(v)$")
+    _draw_transition_lines(ax, data.get("transitions", {}), color="white", legend=False)
+    return mesh
 
 
 def _draw_layer_map(fig, ax, data, branch_name, *, cmap="viridis"):
@@ -346,6 +426,7 @@ def _draw_layer_map(fig, ax, data, branch_name, *, cmap="viridis"):
     mesh = ax.pcolormesh(alpha, np.arange(1, len(layers) + 1), grid, shading="nearest", cmap=cmap, vmin=0.0,
                          vmax=1.0)
     ax.set_yticks(np.arange(1, len(layers) + 1))
+    ax.set_yticklabels(_layer_labels(b, len(layers)))
     ax.set_ylabel(r"layer $\ell$")
     ax.set_xlabel(ALPHA_LABEL)
     cb = fig.colorbar(mesh, ax=ax, pad=0.02, fraction=0.06)
@@ -419,11 +500,12 @@ def _draw_overlap_panel(ax, data):
         if deep:
             if name == "universal":
                 continue
-            for ell, q in enumerate(_layer_overlaps(b, w), start=1):
+            layer_q = _layer_overlaps(b, w)
+            for ell, (q, lab) in enumerate(zip(layer_q, _layer_labels(b, len(layer_q))), start=1):
                 ls = ("-", "--", ":", "-.")[(ell - 1) % 4]
                 for seg in _segments(ok):
                     ax.plot(alpha[seg], q[seg], color=color, ls=ls, lw=1.4)
-                ax.plot([], [], color=color, ls=ls, label=f"{label}: $q_{ell}$")
+                ax.plot([], [], color=color, ls=ls, label=f"{label}: $q_{{{lab}}}$")
             drawn = True
             continue
         if name != "universal" and "overlap_W" in b:
@@ -478,9 +560,13 @@ def plot_sweep(data: dict, *, experiments=None, references=None, kind="auto", ti
     exps.update(experiments or {})
     deep = any("overlap_layer_1" in b for b in data["branches"].values())
     multi_atom = any(np.size(b.get("readout_values", [1.0])) > 1 for b in data["branches"].values())
-    panels = {"auto": ["curve", "overlaps"] + (["layers_eq", "layers_spec"] if deep else []),
+    two_layer = any("s_values" in b for b in data["branches"].values())
+    layer_panels = ["layers_eq", "layers_spec"]
+    if two_layer:
+        layer_panels = ["layers_eq", "s_map_1", "s_map_2"] + (["readout_map"] if multi_atom else [])
+    panels = {"auto": ["curve", "overlaps"] + (layer_panels if deep else []),
               "curve": ["curve"], "overlaps": ["overlaps"],
-              "layers": ["layers_eq", "layers_spec"]}[kind]
+              "layers": layer_panels}[kind]
     if kind == "layers" and not deep:
         raise PlotError("--kind layers: the file is not a deep-network sweep (no overlap_layer_<ℓ> datasets)")
     if kind == "auto" and "specialized" not in data["branches"] and not deep:
@@ -523,8 +609,22 @@ def plot_sweep(data: dict, *, experiments=None, references=None, kind="auto", ti
                                                "converged": np.ones(rows.shape[1], bool),
                                                **{f"overlap_layer_{i + 1}": r for i, r in enumerate(rows)}}},
                            "transitions": data.get("transitions", {})}
+                eq_data["branches"]["eq"]["layer_labels"] = _layer_labels(next(iter(data["branches"].values())),
+                                                                          rows.shape[0])
                 _draw_layer_map(fig, ax, eq_data, "eq")
                 ax.set_title(r"per-layer overlap $q_\ell$, equilibrium", loc="left")
+            elif panel in ("s_map_1", "s_map_2"):
+                key = "overlap_layer_1" if panel == "s_map_1" else "overlap_layer_2"
+                if _draw_s_map(fig, ax, data, key) is None:
+                    ax.set_axis_off()
+                    continue
+                ax.set_title((r"layer 1: $Q_1(s)$" if panel == "s_map_1" else r"layer 2: $E_v Q_2(v,s)$")
+                             + ", equilibrium", loc="left")
+            elif panel == "readout_map":
+                if _draw_readout_map(fig, ax, data) is None:
+                    ax.set_axis_off()
+                    continue
+                ax.set_title(r"product $W_{2:1}$: $Q_{2:1}(v)$, equilibrium", loc="left")
             elif panel == "layers_spec":
                 if _draw_layer_map(fig, ax, data, "specialized") is None:
                     ax.set_axis_off()

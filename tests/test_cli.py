@@ -246,3 +246,58 @@ def test_configuration_is_json(capsys, tmp_path):
         conf = json.loads(h5.attrs["configuration"])
         assert h5.attrs["kind"] == "sweep" and int(h5.attrs["complete"]) == 1
     assert conf["alpha"] == "2,4" and conf["output"] == str(out)
+
+
+# ----------------------------------------------------------------------------- two hidden layers, linear part kept
+TWO_LAYER = ["--layers", "2", "--gamma", "0.7,1.3", "--activation", "tanh2", "--unit-variance", "--s-grid", "3",
+             "--delta", "0.1", "--quiet"]
+
+
+def test_two_layer_sweep_writes_per_layer_datasets(capsys, tmp_path):
+    from replica.cli import build_model, plot_main
+    from replica.deep import DeepModel
+    from replica.two_layer import TwoLayerModel
+
+    out = tmp_path / "two.h5"
+    rc, _, err = run_cli(capsys, TWO_LAYER + ["--alpha", "4,5.5", "-o", str(out)])
+    assert rc == 0, err
+    data = read_sweep(out)
+    assert data["parameters"]["s_grid"] == 3
+    spec = data["branches"]["specialized"]
+    assert spec["overlap_layer_1"].shape == (2, 3)
+    assert spec["overlap_layer_2"].shape == (2, 1, 3)
+    assert spec["overlap_product_2_1"].shape == (2, 1)
+    assert spec["s_values"].shape == (3,) and spec["s_weights"].sum() == pytest.approx(1.0)
+    # layer 1 specializes first (α = 4), then layer 2 and the product (α = 5.5)
+    assert spec["overlap_layer_1"][0].max() > 0.5 and spec["overlap_layer_2"][0].max() < 0.1
+    assert spec["overlap_layer_2"][1].min() > 0.5 and spec["overlap_product_2_1"][1, 0] > 0.5
+    assert 4.0 < data["transitions"]["alpha_layers_1_2"] < 5.5
+    with h5py.File(out) as h5:
+        dims = h5["branches/specialized/overlap_layer_2"].dims
+        assert [d[0].name.rsplit("/", 1)[-1] for d in dims] == ["alpha", "readout_values", "s_values"]
+    # the model choice: linear part kept → two-layer solver; degrees ≤ 2 dropped → deep solver
+    base = {"layers": 2, "gamma": [0.7, 1.3], "activation": "tanh2", "unit_variance": True, "prior": "gaussian",
+            "readout": "ones", "readout_grid": None, "delta": 0.1}
+    assert isinstance(build_model(base), TwoLayerModel)
+    assert isinstance(build_model({**base, "drop_hermite": [0, 1, 2]}), DeepModel)
+    png = tmp_path / "two.png"
+    assert plot_main([str(out), "-o", str(png), "--kind", "layers", "--quiet"]) == 0
+    assert png.stat().st_size > 0
+
+
+@pytest.mark.parametrize("extra,option", [
+    (["--s-grid", "0"], "--s-grid"),
+    (["--layers", "1", "--gamma", "0.5"], "--s-grid"),
+    (["--drop-hermite", "0,1,2"], "--s-grid"),
+    (["--activation", "relu"], "--activation"),           # not odd
+])
+def test_two_layer_bad_input(capsys, tmp_path, extra, option):
+    rc, _, err = run_cli(capsys, TWO_LAYER + ["--alpha", "4", "-o", str(tmp_path / "x.h5")] + extra)
+    assert_one_line_error(rc, err, option)
+
+
+def test_two_layer_needs_unit_variance(capsys, tmp_path):
+    argv = [a for a in TWO_LAYER if a != "--unit-variance"] + ["--alpha", "4", "-o", str(tmp_path / "x.h5")]
+    rc, _, err = run_cli(capsys, argv)
+    assert_one_line_error(rc, err, "--activation")
+    assert "--unit-variance" in err

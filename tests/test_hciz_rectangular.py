@@ -501,3 +501,47 @@ def test_histogram_of_sampled_singular_values(case):
         cdf[i], prev = acc, g
     empirical = 0.5 + 0.5 * (np.arange(1, grid.size + 1) / grid.size)
     assert np.max(np.abs(cdf - empirical)) < 5e-3
+
+
+def test_tables_are_cached_in_the_user_cache(tmp_path, monkeypatch):
+    from hciz.rectangular import table_cache_dir
+
+    monkeypatch.setenv("REPLICA_HCIZ_CACHE", str(tmp_path))
+    assert table_cache_dir() == tmp_path
+    built = RectangularChannel(3.0, 0.5)
+    lam = np.array([0.01, 0.7, 3.0, 50.0])
+    ov = built.overlap(lam)
+    cached = tmp_path / built.table_path().name
+    assert cached.exists() and built.user_table_path() == cached
+    again = RectangularChannel(3.0, 0.5)
+    assert again._load() is not None  # read from the user cache, not rebuilt
+    np.testing.assert_array_equal(again.overlap(lam), ov)
+    # a corrupt cache file is ignored (rebuilt), never fatal
+    cached.write_bytes(b"not an npz")
+    np.testing.assert_allclose(RectangularChannel(3.0, 0.5).overlap(lam), ov, rtol=1e-12)
+    # REPLICA_HCIZ_CACHE=off disables the user cache
+    monkeypatch.setenv("REPLICA_HCIZ_CACHE", "off")
+    assert table_cache_dir() is None and RectangularChannel(3.0, 0.5)._load() is None
+
+
+@pytest.mark.parametrize("gammas", [(0.5, 0.5), (0.7, 1.3), (2.0, 0.25)])
+def test_product_map_low_and_high_snr(gammas):
+    # W₂:₁ = W₂W₁/√k₁ (k₂ × d, inner k₁) has unit-variance entries: overlap(λ) = λ − λ² + O(λ³);
+    # rank min(k₁, k₂, d) gives mmse ≈ c₁/λ with c₁ = r(k₂ + d − r)/(k₂ d) in units of d
+    from replica.two_layer import product_channel
+
+    g1, g2 = gammas
+    ch = product_channel(gammas)
+    lam = 1e-4
+    assert ch.overlap(lam) == pytest.approx(lam - lam**2, rel=1e-6)
+    r = min(g1, g2, 1.0)
+    c1 = r * (g2 + 1.0 - r) / g2
+    # λ·mmse → c₁; the correction is O(1/λ) except at k₁ = k₂ ≤ d (R2 = 1), where it is
+    # −0.5/√λ (measured: 1 − λ·mmse = 1.58e-4 at λ = 1e7, 5.0e-5 at 1e8)
+    big = 1e8
+    assert big * ch.mmse(big) == pytest.approx(c1, rel=1e-4)
+    # I-MMSE in the convention of the two-layer free entropy: 2 ι'(λ) = mmse(λ)
+    for lam in (0.3, 2.0, 40.0):
+        h = 1e-5 * lam
+        d_iota = (ch.mutual_information(lam + h) - ch.mutual_information(lam - h)) / (2 * h)
+        assert 2 * d_iota == pytest.approx(ch.mmse(lam), rel=1e-7)

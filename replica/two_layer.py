@@ -1,0 +1,708 @@
+r"""Two hidden layers, odd activations with a linear part (THEORY.md §6.2).
+
+Model: ``λ(x) = vᵀ σ₂(W₂ σ₁(W₁ x/√d)/√k₁)/√k₂`` with ``W₁ ∈ R^{k₁×d}``,
+``W₂ ∈ R^{k₂×k₁}``, ``k_ℓ = γ_ℓ d``, ``n = α d²``, a known readout ``v ~ P_v`` and odd
+activations (``μ₀ = μ₂ = 0``) whose linear parts ``μ₁`` are kept. The first activation has
+``E σ₁² = 1`` so that the second layer's pre-activations have unit variance (the
+argument of ``g₂`` below is a correlation).
+
+Notation: ``a = (μ₁⁽¹⁾)²``, ``b = (μ₁⁽²⁾)²``, ``g_ℓ`` the Hermite part of degree ≥ 3 of
+``σ_ℓ`` (``a + g₁(1) = 1``).
+
+Order parameters
+----------------
+* ``Q₁(s)``: overlap of first-layer neurons whose *effective readout*
+  ``s = (vᵀW₂)_j/√k₂`` equals ``s``. By the central limit theorem ``s ~ N(0, E v²)``
+  (``E v² = 1``). Everything depends on ``s`` through ``s²``, so ``E_s`` is the
+  ``2 n_s``-point Gauss–Hermite rule (probabilists', exact for polynomials of degree
+  ``4 n_s − 1``) folded onto its ``n_s`` positive nodes (weights doubled).
+* ``Q₂(v, s)``: overlap of the second-layer entries ``(W₂)_{ij}`` with ``v_i = v`` and
+  ``s_j = s``.
+* ``Q₂:₁(v)``: overlap of the rows with readout ``v`` of the product
+  ``W₂:₁ = W₂W₁/√k₁`` (``k₂ × d``, inner dimension ``k₁``).
+* Conjugates ``Q̂₁(s)``, ``Q̂₂(v, s)``, ``r₂:₁(v)`` and the tilt ``τ_v`` defined by
+  ``m_rect(τ_v) = t_v := E_s[Q₂(v, s) Q₁(s)]`` (specialization of both layers implies
+  part of the product).
+
+Kernel, error and free entropy (per d²)::
+
+    inner_v = a Q₂:₁(v) + E_s[Q₂(v, s) g₁(Q₁(s))]
+    K_d     = a b + b g₁(1) + g₂(1)
+    K*      = a b + b E_s[s² g₁(Q₁(s))] + E_v[v² g₂(inner_v)],     mmse = K_d − K*
+    D       = Δ + K_d − K*
+
+    f = −½ ln(2πe D)
+        + (γ₁/α)    E_s    [ψ_{P₁}(Q̂₁(s))   − Q₁(s) Q̂₁(s)/2]
+        + (γ₁γ₂/α)  E_{v,s}[ψ_{P₂}(Q̂₂(v,s)) − Q₂(v,s) Q̂₂(v,s)/2]
+        + (γ₂/α)    E_v    [r₂:₁(v)(1 − Q₂:₁(v))/2 − ι_rect(τ_v + r₂:₁(v)) + ι_rect(τ_v)]
+
+The weights ``γ₁``, ``γ₁γ₂`` and ``γ₂`` are the numbers of entries of ``W₁``, ``W₂`` and
+``W₂:₁`` in units of d²; ``ι_rect`` is the mutual information per entry of the product
+channel, ``2 ι_rect' = mmse_rect`` (:func:`product_channel`).
+
+Derivation of the conjugate equations (stationarity of ``f``)
+-------------------------------------------------------------
+Write ``p(s)``, ``p(v)`` for the quadrature weights and ``w(v) = (Q₂:₁(v) − t_v)/m_rect'(τ_v)``.
+Only the energetic term ``−½ ln D`` depends on the kernel, with
+``∂(−½ ln D)/∂θ = (∂K*/∂θ)/(2D)``; the rectangular term depends on ``Q₁, Q₂`` only through
+``τ_v``, with ``∂/∂τ_v[−ι(τ_v + r) + ι(τ_v)] = (m(τ_v + r) − m(τ_v))/2`` and
+``∂τ_v/∂t_v = 1/m'(τ_v)``; at ``∂f/∂r = 0`` (``Q₂:₁ = m(τ_v + r)``) this is ``w(v)/2``.
+
+* ``∂f/∂Q̂ = 0``: ``Q₁ = m_{P₁}(Q̂₁)``, ``Q₂ = m_{P₂}(Q̂₂)`` (``ψ' = m/2``).
+* ``∂f/∂r₂:₁(v) = 0``: ``Q₂:₁(v) = m_rect(τ_v + r₂:₁(v))`` (``2ι' = 1 − m``).
+* ``∂f/∂Q₂:₁(v) = 0``, with ``∂K*/∂Q₂:₁(v) = p(v) a v² g₂'(inner_v)``::
+
+      r₂:₁(v) = (α/γ₂) a v² g₂'(inner_v) / D
+
+  (THEORY.md §6.2 prints ``b``; ``Q₂:₁`` enters ``K*`` only through ``a Q₂:₁`` — the product
+  is seen through the *first* layer's linear part — so stationarity gives ``a``. The two
+  coincide when both layers use the same activation.)
+* ``∂f/∂Q₁(s) = 0``, with ``∂K*/∂Q₁(s) = p(s) g₁'(Q₁(s)) [b s² + E_v[v² g₂'(inner_v) Q₂(v,s)]]``
+  and ``∂t_v/∂Q₁(s) = p(s) Q₂(v, s)``::
+
+      (γ₁/α) Q̂₁(s)/2 = g₁'(Q₁(s)) [b s² + E_v[v² g₂'(inner_v) Q₂(v,s)]] / (2D)
+                       + (γ₂/α) E_v[w(v) Q₂(v,s)]/2
+      Q̂₁(s) = (α/γ₁) b s² g₁'(Q₁(s))/D + (α/γ₁) g₁'(Q₁(s)) E_v[v² g₂'(inner_v) Q₂(v,s)]/D
+              + (γ₂/γ₁) E_v[w(v) Q₂(v,s)]
+
+  **The second term carries α/γ₁.** Every kernel derivative with respect to a first-layer
+  overlap is divided by the entropic weight ``γ₁`` of ``W₁`` (its ``k₁d = γ₁d²`` entries);
+  ``α/γ₂`` would require ``W₁`` to carry the weight ``γ₂`` in the first term as well, and
+  no single ``f`` is stationary at the solutions of the ``α/γ₂`` equations when
+  ``γ₁ ≠ γ₂`` (tested by finite differences at γ = (0.7, 1.3)). With ``γ₁ = γ₂`` the
+  reference notebooks agree, as stated in THEORY.md.
+* ``∂f/∂Q₂(v, s) = 0``, with ``∂K*/∂Q₂(v,s) = p(v)p(s) v² g₂'(inner_v) g₁(Q₁(s))`` and
+  ``∂t_v/∂Q₂(v,s) = p(s) Q₁(s)``::
+
+      Q̂₂(v, s) = α v² g₂'(inner_v) g₁(Q₁(s)) / (γ₁γ₂ D) + w(v) Q₁(s)/γ₁
+
+These are the equations of THEORY.md §6.2 (with ``a`` in ``r₂:₁``). The mutual information
+per weight parameter is ``α/(γ₁ + γ₁γ₂) (−½ ln(2πeΔ) − f)``.
+
+Special cases (tests): with ``μ₁ = 0`` (``drop_hermite=(0, 1, 2)``) one has ``a = b = 0``,
+``r₂:₁ = 0``, ``w = 0``, and the equations are those of :class:`replica.deep.DeepModel`
+with L = 2 (``Q₁`` independent of ``s``). ``Q ≡ 0`` is always a fixed point (``g_ℓ'(0) = 0``):
+the universal branch, with ``mmse = b g₁(1) + g₂(1)`` (only the linear part is learned).
+For readout laws with several ``|v|`` the per-group use of the homogeneous product channel
+is the ansatz of the reference code, not derived here (exact for ``v² ≡ 1``).
+
+References
+----------
+Barbier, Camilli, Nguyen, Pastore, Skerk, arXiv 2510.24616 (deep MLPs, two hidden layers).
+Troiani, Erba, Krzakala, Maillard, Zdeborová (2022), arXiv:2203.07752 (rectangular channel).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from hciz.rectangular import rectangular_channel
+from priors import get_readout_law, get_weight_prior
+
+from .activations import get_activation
+from .engine import STATUS_MESSAGES, FixedPointResult, solve_fixed_point
+
+__all__ = ["TwoLayerModel", "TwoLayerState", "product_channel", "effective_readout_grid", "phase_name",
+           "phase_transitions"]
+
+logger = logging.getLogger(__name__)
+
+INFORMED_OVERLAP = 0.99
+PARTIAL_QUANTILES = (0.5,)
+PHASE_THRESHOLD = 0.1
+DEFAULT_S_GRID = 12
+_GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(16)
+
+
+def product_channel(gammas):
+    """Rectangular channel of the product ``W₂:₁ = W₂W₁/√k₁`` (THEORY.md §4.2 ↔ §6.2).
+
+    The channel of :mod:`hciz.rectangular` observes ``S̃ = U_L U_R/√N`` (``U_L`` M×N,
+    ``U_R`` N×P, iid unit entries, so ``S̃`` has unit-variance entries) at SNR ``λ``
+    per entry, with ``R1 = P/M ≥ 1``, ``R2 = N/M``. ``W₂:₁`` is ``k₂ × d`` with inner
+    dimension ``k₁`` and unit-variance entries, so ``U_L = W₂``, ``U_R = W₁``,
+    ``N = k₁``; ``(M, P) = (k₂, d)`` if ``γ₂ ≤ 1`` and the transpose ``(M, P) = (d, k₂)``
+    otherwise (overlap, MMSE and mutual information per entry are transpose-invariant):
+
+        γ₂ ≤ 1:  R1 = 1/γ₂,  R2 = γ₁/γ₂;        γ₂ > 1:  R1 = γ₂,  R2 = γ₁.
+
+    The SNR ``λ`` of the channel is ``τ_v + r₂:₁(v)`` and its per-entry ``ι`` obeys
+    ``2ι' = mmse``; ``W₂:₁`` has ``γ₂ d²`` entries.
+
+    Parameters
+    ----------
+    gammas : sequence of two floats
+        ``(γ₁, γ₂) > 0``.
+
+    Returns
+    -------
+    RectangularChannel
+        Cached (tables built once per (R1, R2); see :func:`hciz.rectangular_channel`).
+
+    Raises
+    ------
+    ValueError
+        Not two finite positive widths.
+    """
+    g1, g2 = _check_gammas(gammas)
+    if g2 <= 1.0:
+        r1, r2 = 1.0 / g2, g1 / g2
+    else:
+        r1, r2 = g2, g1
+    return rectangular_channel(float(r1), float(r2))
+
+
+def effective_readout_grid(n_s: int):
+    """Folded Gauss–Hermite rule for ``E_s f(s²)``, ``s ~ N(0, 1)``.
+
+    Parameters
+    ----------
+    n_s : int
+        Number of positive nodes (≥ 1); the rule is the ``2 n_s``-point probabilists'
+        Gauss–Hermite rule folded onto ``s > 0`` (exact for ``E s^{2j}``, ``j < 2 n_s``).
+
+    Returns
+    -------
+    s_values : ndarray, shape (n_s,)
+        Increasing positive nodes.
+    s_weights : ndarray, shape (n_s,)
+        Positive weights summing to 1.
+
+    Raises
+    ------
+    ValueError
+        ``n_s < 1``.
+    """
+    n_s = int(n_s)
+    if n_s < 1:
+        raise ValueError(f"s_grid must be an integer >= 1, got {n_s}")
+    x, w = np.polynomial.hermite_e.hermegauss(2 * n_s)
+    pos = x > 0
+    s, p = x[pos], 2.0 * w[pos]
+    p = p / p.sum()
+    order = np.argsort(s)
+    return s[order], p[order]
+
+
+def phase_name(overlap_layer_1, overlap_layer_2, overlap_product_2_1, *, threshold=PHASE_THRESHOLD) -> str:
+    """Name of the phase of a stationary point from its overlaps.
+
+    Parameters
+    ----------
+    overlap_layer_1 : array_like, shape (n_s,)
+    overlap_layer_2 : array_like, shape (n_readout, n_s)
+    overlap_product_2_1 : array_like, shape (n_readout,)
+    threshold : float, keyword-only
+        A part counts as learned when its largest overlap exceeds it (default 0.1).
+
+    Returns
+    -------
+    str
+        ``universal`` (nothing beyond the linear part), ``product`` (only ``W₂:₁``),
+        ``layer_1`` (only ``W₁``, possibly for a subset of ``s``), ``layer_1+product``,
+        or ``layers_1_2`` (both layers, hence the product).
+    """
+    l1 = float(np.max(overlap_layer_1)) > threshold
+    l2 = float(np.max(overlap_layer_2)) > threshold
+    pr = float(np.max(overlap_product_2_1)) > threshold
+    if l1 and l2:
+        return "layers_1_2"
+    if l1:
+        return "layer_1+product" if pr else "layer_1"
+    return "product" if pr else "universal"
+
+
+def phase_transitions(model, result, *, solve_kw=None, rtol=1e-7) -> list:
+    """Changes of the equilibrium phase along a sweep, located by free-entropy crossings.
+
+    :func:`replica.branches.sweep` names branches by their specialization rank
+    (``specialized``, ``partial``) and keeps two non-universal points per α, which for two
+    layers mixes phases (a ``layer_1`` point can be the most specialized at small α). Here
+    every stored point is classified with :func:`phase_name`; where the equilibrium phase
+    changes from P at ``α_i`` to Q at ``α_{i+1}``, P is followed up from ``α_i`` and Q down
+    from ``α_{i+1}`` (warm starts; where a phase ends inside the bracket, its spinodal is
+    located by bisection on existence with Newton solves) and the crossing ``f_Q = f_P`` is
+    found by Brent's method.
+
+    Changes *inside* a phase are not reported: on the quadrature grid of ``s`` the groups
+    of first-layer neurons specialize one by one (a staircase that becomes a continuous
+    onset as ``n_s → ∞``, docs/two_layer.md).
+
+    Parameters
+    ----------
+    model : TwoLayerModel
+    result : SweepResult
+        Output of :func:`replica.branches.sweep` for ``model``.
+    solve_kw : dict, optional, keyword-only
+        Options of the solver.
+    rtol : float, keyword-only
+        Relative tolerance on the located α.
+
+    Returns
+    -------
+    list of dict
+        One per change: ``alpha``, ``from``, ``to``, ``located`` (bool), ``bracket``
+        (α_i, α_{i+1}) and ``kind``: ``crossing`` (``f_Q = f_P``), ``spinodal`` (Q is born
+        inside the bracket with ``f_Q ≥ f_P``, or P disappears first), or ``grid`` (a
+        phase could not be followed; ``alpha`` is the grid midpoint, ``located`` False).
+    """
+    from scipy import optimize
+
+    solve_kw = dict(solve_kw or {})
+    alphas = result.alpha
+    points = []  # per α: {phase: (free entropy, packed point)}
+    for i in range(alphas.size):
+        found = {}
+        for b in result.branches.values():
+            if not (b["exists"][i] and b["converged"][i]):
+                continue
+            name = phase_name(b["overlap_layer_1"][i], b["overlap_layer_2"][i], b["overlap_product_2_1"][i])
+            f = float(b["free_entropy"][i])
+            x = b.points.get(i, np.zeros(model.size))
+            if name not in found or f > found[name][0]:
+                found[name] = (f, x)
+        points.append(found)
+    eq = [max(p, key=lambda k: p[k][0]) for p in points]
+
+    def solve(phase, al, warm, newton=False):
+        """(free entropy, point) of ``phase`` at ``al`` from ``warm``; raises _PhaseLost."""
+        if phase == "universal":
+            return model.solve_universal(al).info["state"].free_entropy, np.zeros(model.size)
+        kw = {**solve_kw, "method": "newton"} if newton else solve_kw
+        r = model.solve_from(al, None, warm, start=phase, **kw)
+        if not r.converged or model.phase(r.info["state"]) != phase:
+            raise _PhaseLost(f"{phase} lost at alpha = {al:g}")
+        return r.info["state"].free_entropy, r.x
+
+    def edge(phase, a_in, x_in, a_out):
+        """Farthest α from ``a_in`` towards ``a_out`` where ``phase`` still exists, and its point."""
+        try:
+            return a_out, solve(phase, a_out, x_in)[1]
+        except _PhaseLost:
+            pass
+        while abs(a_out - a_in) > rtol * abs(a_in):
+            mid = 0.5 * (a_in + a_out)
+            try:
+                x_in, a_in = solve(phase, mid, x_in, newton=True)[1], mid
+            except _PhaseLost:
+                a_out = mid
+        return a_in, x_in
+
+    out = []
+    for i in range(alphas.size - 1):
+        P, Q = eq[i], eq[i + 1]
+        if P == Q:
+            continue
+        lo, hi = float(alphas[i]), float(alphas[i + 1])
+        entry = {"alpha": 0.5 * (lo + hi), "from": P, "to": Q, "located": False, "bracket": (lo, hi),
+                 "kind": "grid"}
+        try:
+            p_hi, xp = edge(P, lo, points[i][P][1], hi)
+            q_lo, xq = edge(Q, hi, points[i + 1][Q][1], lo)
+            a, b = max(lo, q_lo), min(hi, p_hi)
+            if a > b:
+                raise _PhaseLost("the two phases do not coexist in the bracket")
+            warm = {P: xp, Q: xq}
+            ends = {}
+
+            def diff(al):
+                if al in ends:  # brentq evaluates the ends first: reuse them (warm starts moved on)
+                    return ends[al]
+                fq, warm[Q] = solve(Q, al, warm[Q])
+                fp, warm[P] = solve(P, al, warm[P])
+                return fq - fp
+
+            ends[a] = diff(a)
+            if ends[a] >= 0.0:  # Q is born (at its spinodal a) as the equilibrium
+                entry.update(alpha=a, located=True, kind="spinodal")
+            elif ends.setdefault(b, diff(b)) < 0.0:  # P disappears (at b) while still the equilibrium
+                entry.update(alpha=b, located=True, kind="spinodal")
+            else:
+                entry["alpha"] = float(optimize.brentq(diff, a, b, rtol=rtol, xtol=1e-14))
+                entry.update(located=True, kind="crossing")
+        except (_PhaseLost, ValueError) as exc:
+            logger.info("phase change %s -> %s in [%g, %g] not located: %s", P, Q, lo, hi, exc)
+        out.append(entry)
+    return out
+
+
+class _PhaseLost(Exception):
+    """A followed stationary point changed phase (or was lost) inside a bracket."""
+
+
+def _check_gammas(gammas):
+    g = np.asarray(gammas, dtype=float).ravel()
+    if g.size != 2 or not np.all(np.isfinite(g)) or np.any(g <= 0):
+        raise ValueError(f"gammas must be two finite numbers > 0 (γ₁, γ₂), got {np.asarray(gammas).tolist()}")
+    return float(g[0]), float(g[1])
+
+
+@dataclass
+class TwoLayerState:
+    """Order parameters of one stationary point of the two-layer functional.
+
+    Attributes
+    ----------
+    alpha : float
+    overlap_layer_1, overlap_hat_layer_1 : ndarray, shape (n_s,)
+        ``Q₁(s)``, ``Q̂₁(s)`` on the effective-readout grid.
+    overlap_layer_2, overlap_hat_layer_2 : ndarray, shape (n_readout, n_s)
+        ``Q₂(v, s)``, ``Q̂₂(v, s)``.
+    overlap_product_2_1, overlap_hat_product_2_1 : ndarray, shape (n_readout,)
+        ``Q₂:₁(v)`` and its conjugate ``r₂:₁(v)``.
+    tau_product : ndarray, shape (n_readout,)
+        Tilt ``τ_v``.
+    mmse, free_entropy, mutual_information : float
+    """
+
+    alpha: float
+    overlap_layer_1: np.ndarray
+    overlap_hat_layer_1: np.ndarray
+    overlap_layer_2: np.ndarray
+    overlap_hat_layer_2: np.ndarray
+    overlap_product_2_1: np.ndarray
+    overlap_hat_product_2_1: np.ndarray
+    tau_product: np.ndarray
+    mmse: float
+    free_entropy: float
+    mutual_information: float
+
+    @property
+    def overlaps(self) -> np.ndarray:
+        """Packed ``(Q₁(s)…, Q₂(v, s)… row-major, Q₂:₁(v)…)``, all zero on the universal branch."""
+        return np.concatenate([self.overlap_layer_1, self.overlap_layer_2.ravel(), self.overlap_product_2_1])
+
+    def record(self) -> dict:
+        """Fields stored per α in a branch (HDF5 datasets)."""
+        return {
+            "mmse": self.mmse, "free_entropy": self.free_entropy, "mutual_information": self.mutual_information,
+            "overlap_layer_1": self.overlap_layer_1, "overlap_hat_layer_1": self.overlap_hat_layer_1,
+            "overlap_layer_2": self.overlap_layer_2, "overlap_hat_layer_2": self.overlap_hat_layer_2,
+            "overlap_product_2_1": self.overlap_product_2_1,
+            "overlap_hat_product_2_1": self.overlap_hat_product_2_1, "tau_product_2_1": self.tau_product,
+        }
+
+
+class TwoLayerModel:
+    """Two-hidden-layer network with odd activations and linear parts (THEORY.md §6.2).
+
+    Parameters
+    ----------
+    activation : str, Activation, or a pair of them (σ₁, σ₂)
+        Odd activations (``μ₀ = μ₂ = 0``); ``σ₁`` must have ``E σ₁² = 1`` (names are built
+        with ``unit_variance``). ``μ₁ = 0`` is allowed (then this is the L = 2 case of
+        :class:`replica.deep.DeepModel`).
+    gammas : sequence of two floats
+        ``(γ₁, γ₂) = (k₁/d, k₂/d) > 0``.
+    delta : float
+        Label-noise variance Δ ≥ 0.
+    weight_prior : str, WeightPrior, or a pair (one per layer), keyword-only
+    readout_law : str or ReadoutLaw, keyword-only
+    readout_grid : int, keyword-only
+        Grid size of continuous readout laws.
+    s_grid : int, keyword-only
+        Number of positive nodes of the effective-readout rule (:func:`effective_readout_grid`,
+        default 12). Convergence in ``n_s`` (docs/two_layer.md): where both layers are
+        specialized ``Q₁(s)`` is smooth and the mmse is converged to 1e-7 at 16 nodes; on
+        the layer-1-only phase ``Q₁(s)`` jumps at the spinodal ``|s|`` and the mmse moves by
+        about 1% between 16 and 64 nodes.
+    drop_hermite : tuple of int, keyword-only
+        Hermite degrees removed when ``activation`` is a name.
+    unit_variance : bool, keyword-only
+        Rescale named activations to ``E σ² = 1`` (default True).
+
+    Raises
+    ------
+    ValueError
+        ``μ₀`` or ``μ₂`` ≠ 0, ``E σ₁² ≠ 1``, bad widths, Δ < 0, unknown names,
+        ``s_grid < 1``.
+    """
+
+    def __init__(self, activation="tanh2", gammas=(1.0, 1.0), delta=0.1, *, weight_prior="gaussian",
+                 readout_law="ones", readout_grid=None, s_grid=DEFAULT_S_GRID, drop_hermite=(),
+                 unit_variance=True):
+        self.gammas = np.array(_check_gammas(gammas))
+        if not (np.isfinite(delta) and delta >= 0):
+            raise ValueError(f"delta must be a finite number >= 0, got {delta}")
+        self.delta = float(delta)
+        acts = activation if isinstance(activation, (list, tuple)) else (activation, activation)
+        if len(acts) != 2:
+            raise ValueError(f"activation: expected one activation or a pair, got {len(acts)}")
+        self.activations = [get_activation(s, drop_hermite=tuple(drop_hermite), unit_variance=unit_variance)
+                            if isinstance(s, str) else s for s in acts]
+        for ell, act in enumerate(self.activations, start=1):
+            low = max(abs(act.mu0), abs(act.mu2))
+            if low > 1e-10:
+                raise ValueError(f"activation: the two-layer solver needs odd activations (μ₀ = μ₂ = 0); "
+                                 f"layer {ell} has max(|μ₀|, |μ₂|) = {low:.3g}")
+        if abs(self.activations[0].nu - 1.0) > 1e-8:
+            raise ValueError(f"activation: the first layer needs E σ² = 1 (use --unit-variance), "
+                             f"got {self.activations[0].nu:.6g}")
+        self.a = float(self.activations[0].mu1) ** 2
+        self.b = float(self.activations[1].mu1) ** 2
+        self.g1_one = float(self.activations[0].g1)
+        self.g2_one = float(self.activations[1].g1)
+        priors = weight_prior if isinstance(weight_prior, (list, tuple)) else [weight_prior] * 2
+        if len(priors) != 2:
+            raise ValueError(f"prior: expected 1 or 2 weight priors, got {len(priors)}")
+        self.weight_priors = [get_weight_prior(p) if isinstance(p, str) else p for p in priors]
+        self.readout_law = (
+            get_readout_law(readout_law, grid_size=readout_grid) if isinstance(readout_law, str) else readout_law
+        )
+        self.readout_values = np.asarray(self.readout_law.values, dtype=float)
+        self.readout_weights = np.asarray(self.readout_law.weights, dtype=float)
+        self.v2 = self.readout_values**2
+        self.s_values, self.s_weights = effective_readout_grid(s_grid)
+        self.s2 = self.s_values**2
+        self.channel = product_channel(self.gammas)
+        self.n_s = self.s_values.size
+        # Δ + K_d − K* at Q ≡ 0 (K_d − ab, written on the grids)
+        self.mmse_universal = self.b * self.g1_one * float(self.s_weights @ self.s2) \
+            + self.g2_one * float(self.readout_weights @ self.v2)
+
+    @property
+    def grids(self) -> dict:
+        """Extra coordinates stored with a sweep: ``s_values``, ``s_weights`` (n_s,)."""
+        return {"s_values": self.s_values, "s_weights": self.s_weights}
+
+    def phase_transitions(self, result, **kw) -> list:
+        """Changes of the equilibrium phase along a sweep (:func:`phase_transitions`)."""
+        return phase_transitions(self, result, **kw)
+
+    # ----------------------------------------------------------------- packing
+    @property
+    def n_readout(self) -> int:
+        return self.readout_values.size
+
+    @property
+    def size(self) -> int:
+        """Length of the packed vector ``(Q₁(s), Q₂(v, s), Q₂:₁(v))``."""
+        return self.n_s + self.n_readout * self.n_s + self.n_readout
+
+    def unpack(self, x):
+        """Split a packed vector into ``Q₁`` (n_s,), ``Q₂`` (n_readout, n_s), ``Q₂:₁`` (n_readout,)."""
+        x = np.asarray(x, dtype=float)
+        n_s, n_v = self.n_s, self.n_readout
+        return x[:n_s], x[n_s:n_s + n_v * n_s].reshape(n_v, n_s), x[n_s + n_v * n_s:]
+
+    def pack(self, q1, q2, q21):
+        """Packed vector from ``Q₁``, ``Q₂``, ``Q₂:₁`` (scalars are broadcast)."""
+        n_s, n_v = self.n_s, self.n_readout
+        return np.concatenate([np.broadcast_to(np.asarray(q1, float), (n_s,)),
+                               np.broadcast_to(np.asarray(q2, float), (n_v, n_s)).ravel(),
+                               np.broadcast_to(np.asarray(q21, float), (n_v,))])
+
+    # ------------------------------------------------------------------ kernel
+    def kernel(self, q1, q2, q21):
+        """Kernel quantities at given overlaps.
+
+        Returns
+        -------
+        dict
+            ``g1q`` (n_s,) = ``g₁(Q₁(s))``, ``inner`` (n_readout,) = ``inner_v``,
+            ``t`` (n_readout,) = ``E_s[Q₂ Q₁]``, ``D`` = Δ + K_d − K* (without cancellation).
+        """
+        act1, act2 = self.activations
+        g1q = act1.g(np.clip(q1, -1.0, 1.0))
+        inner = self.a * q21 + q2 @ (self.s_weights * g1q)
+        t = q2 @ (self.s_weights * q1)
+        gap1 = self.b * float(self.s_weights @ (self.s2 * (self.g1_one - g1q)))
+        gap2 = float(self.readout_weights @ (self.v2 * (self.g2_one - act2.g(np.clip(inner, -1.0, 1.0)))))
+        return {"g1q": g1q, "inner": inner, "t": t, "D": self.delta + gap1 + gap2}
+
+    def tilt(self, t):
+        """``τ_v`` with ``m_rect(τ_v) = t_v`` (0 where ``t_v ≤ 0``), shape (n_readout,)."""
+        t = np.asarray(t, dtype=float)
+        out = np.zeros_like(t)
+        pos = t > 0
+        if np.any(pos):
+            out[pos] = self.channel.overlap_inverse(np.minimum(t[pos], 1.0 - 1e-15))
+        return out
+
+    def tilt_gain(self, tau, r):
+        """``(m(τ + r) − m(τ))/m'(τ)`` per readout value, without cancellation at large τ.
+
+        Above τ = 50 the difference is ``∫_τ^{τ+r} m'`` by 16-point Gauss–Legendre in
+        ``u = 1/λ`` (integrand ``m'(1/u)/u²`` tends to a constant), as in
+        :meth:`replica.shallow.ShallowModel.tilt_gain`.
+        """
+        ch = self.channel
+        tau = np.asarray(tau, dtype=float)
+        r = np.asarray(r, dtype=float)
+        out = np.zeros_like(tau)
+        for i, (ti, ri) in enumerate(zip(tau, r)):
+            if ri == 0.0:
+                continue
+            if ti <= 50.0:
+                out[i] = (ch.overlap(ti + ri) - ch.overlap(ti)) / ch.overlap_derivative(ti)
+            else:
+                u_lo, u_hi = 1.0 / (ti + ri), 1.0 / ti
+                u = 0.5 * (u_hi - u_lo) * _GL_NODES + 0.5 * (u_hi + u_lo)
+                integral = 0.5 * (u_hi - u_lo) * float(_GL_WEIGHTS @ (ch.overlap_derivative(1.0 / u) / u**2))
+                out[i] = integral / float(ch.overlap_derivative(ti))
+        return out
+
+    def conjugates(self, alpha, x):
+        """Conjugates at packed overlaps ``x`` (THEORY.md §6.2, derived in the module docstring).
+
+        Returns
+        -------
+        dict
+            ``q1, q2, q21`` (unpacked, clipped to [0, 1]), ``tau`` (n_readout,),
+            ``r21`` (n_readout,), ``gain`` = w(v) at ``Q₂:₁ = m(τ + r)`` (n_readout,),
+            ``q1_hat`` (n_s,), ``q2_hat`` (n_readout, n_s), ``q21_new`` = ``m_rect(τ + r)``,
+            and the kernel dict entries.
+        """
+        q1, q2, q21 = (np.clip(z, 0.0, 1.0) for z in self.unpack(x))
+        act1, act2 = self.activations
+        ker = self.kernel(q1, q2, q21)
+        D = ker["D"]
+        g2p = act2.g_prime(np.clip(ker["inner"], -1.0, 1.0))
+        g1p = act1.g_prime(q1)
+        gam1, gam2 = self.gammas
+        tau = self.tilt(ker["t"])
+        r21 = np.maximum(alpha * self.a * self.v2 * g2p / (gam2 * D), 0.0)
+        gain = self.tilt_gain(tau, r21)
+        vg = self.readout_weights * self.v2 * g2p  # p(v) v² g₂'(inner_v)
+        q1_hat = alpha / gam1 * g1p * (self.b * self.s2 + vg @ q2) / D \
+            + gam2 / gam1 * ((self.readout_weights * gain) @ q2)
+        q2_hat = alpha * np.outer(self.v2 * g2p, ker["g1q"]) / (gam1 * gam2 * D) + np.outer(gain, q1) / gam1
+        q21_new = self.channel.overlap(tau + r21)
+        return {**ker, "q1": q1, "q2": q2, "q21": q21, "tau": tau, "r21": r21, "gain": gain,
+                "q1_hat": np.maximum(q1_hat, 0.0), "q2_hat": np.maximum(q2_hat, 0.0),
+                "q21_new": np.atleast_1d(q21_new)}
+
+    def update(self, alpha, x):
+        """Fixed-point map on the packed overlaps ``(Q₁, Q₂, Q₂:₁)``."""
+        c = self.conjugates(alpha, x)
+        if not (np.isfinite(c["D"]) and np.all(np.isfinite(c["q1_hat"])) and np.all(np.isfinite(c["q2_hat"]))):
+            return np.full(np.shape(x), np.nan)
+        p1, p2 = self.weight_priors
+        return self.pack(p1.overlap(c["q1_hat"]), p2.overlap(c["q2_hat"]), c["q21_new"])
+
+    # ----------------------------------------------------------- free entropy
+    def free_entropy(self, alpha, q1, q1_hat, q2, q2_hat, q21, r21) -> float:
+        """Free entropy ``f`` per d² as a function of every order parameter.
+
+        Parameters
+        ----------
+        alpha : float
+            α > 0.
+        q1, q1_hat : ndarray, shape (n_s,)
+        q2, q2_hat : ndarray, shape (n_readout, n_s)
+        q21, r21 : ndarray, shape (n_readout,)
+            ``Q₂:₁(v)`` and its conjugate ``r₂:₁(v) ≥ 0``.
+
+        Returns
+        -------
+        float
+            ``f`` (module docstring); ``τ_v`` is a function of ``Q₁, Q₂``. Its stationary
+            points are the fixed points of :meth:`update`.
+        """
+        q1, q1_hat, q2, q2_hat, q21, r21 = (np.asarray(z, dtype=float) for z in (q1, q1_hat, q2, q2_hat, q21, r21))
+        ker = self.kernel(q1, q2, q21)
+        tau = self.tilt(ker["t"])
+        gam1, gam2 = self.gammas
+        p1, p2 = self.weight_priors
+        iota = self.channel.mutual_information
+        ent1 = float(self.s_weights @ (p1.free_entropy(q1_hat) - q1 * q1_hat / 2.0))
+        ent2 = float(self.readout_weights @ ((p2.free_entropy(q2_hat) - q2 * q2_hat / 2.0) @ self.s_weights))
+        rect = float(self.readout_weights @ (r21 * (1.0 - q21) / 2.0 - iota(tau + r21) + iota(tau)))
+        return float(-0.5 * math.log(2 * math.pi * math.e * ker["D"])
+                     + gam1 / alpha * ent1 + gam1 * gam2 / alpha * ent2 + gam2 / alpha * rect)
+
+    def mutual_information(self, alpha, free_entropy) -> float:
+        """Mutual information per weight parameter ``α/(γ₁ + γ₁γ₂) (−½ ln(2πeΔ) − f)``."""
+        if self.delta == 0.0:
+            return math.inf
+        gam1, gam2 = self.gammas
+        return alpha / (gam1 + gam1 * gam2) * (-0.5 * math.log(2 * math.pi * math.e * self.delta) - free_entropy)
+
+    def state(self, alpha, x) -> TwoLayerState:
+        """All order parameters, error and free entropy at packed point ``x``."""
+        c = self.conjugates(alpha, x)
+        q1, q2, q21 = self.unpack(x)
+        f = self.free_entropy(alpha, q1, c["q1_hat"], q2, c["q2_hat"], q21, c["r21"])
+        return TwoLayerState(float(alpha), q1.copy(), c["q1_hat"], q2.copy(), c["q2_hat"], q21.copy(), c["r21"],
+                             c["tau"], float(c["D"] - self.delta), f, self.mutual_information(alpha, f))
+
+    def specialization(self, state) -> float:
+        """``E_s Q₁² + E_{v,s} v² Q₂² + E_v v² Q₂:₁²`` (orders the non-universal branches)."""
+        return float(self.s_weights @ state.overlap_layer_1**2
+                     + self.readout_weights @ (self.v2[:, None] * state.overlap_layer_2**2) @ self.s_weights
+                     + self.readout_weights @ (self.v2 * state.overlap_product_2_1**2))
+
+    @staticmethod
+    def phase(state, *, threshold=PHASE_THRESHOLD) -> str:
+        """Name of what a state has learned (see :func:`phase_name`)."""
+        return phase_name(state.overlap_layer_1, state.overlap_layer_2, state.overlap_product_2_1,
+                          threshold=threshold)
+
+    # ----------------------------------------------------------------- solving
+    def _result(self, alpha, res: FixedPointResult) -> FixedPointResult:
+        res.info["state"] = self.state(alpha, res.x)
+        return res
+
+    def solve_universal(self, alpha) -> FixedPointResult:
+        """``Q ≡ 0`` (an exact fixed point): only the linear part is learned,
+        ``mmse = b g₁(1) + g₂(1)``."""
+        x = np.zeros(self.size)
+        res = FixedPointResult(x, True, "exact", STATUS_MESSAGES["exact"], 0, 0.0, 0.0, "universal")
+        return self._result(alpha, res)
+
+    def solve_from(self, alpha, overlaps, warm=None, *, start="", **solver_options) -> FixedPointResult:
+        """Damped iteration from ``overlaps`` (packed, or a triple ``(Q₁, Q₂, Q₂:₁)`` of scalars)
+        or from the packed point ``warm``.
+
+        ``solver_options`` go to :func:`replica.engine.solve_fixed_point`; a non-finite map
+        ends with status ``"nan"`` (no state attached).
+        """
+        if warm is not None:
+            x0 = np.asarray(warm, dtype=float)
+        else:
+            x0 = np.asarray(overlaps, dtype=float)
+            if x0.size == 3 and self.size != 3:
+                x0 = self.pack(*x0)
+        if x0.shape != (self.size,):
+            raise ValueError(f"overlaps: expected {self.size} packed values or 3 scalars, got shape {x0.shape}")
+        res = solve_fixed_point(lambda x: self.update(alpha, x), x0, start=start, **solver_options)
+        if res.status == "nan":
+            return res
+        return self._result(alpha, res)
+
+    def starts(self) -> dict:
+        """Starts of THEORY.md §6.2 and their sweep directions.
+
+        Returns
+        -------
+        dict[str, tuple[ndarray, str]]
+            ``informed`` (.99, .99, .99; both directions), ``layer_1`` (.99, 0, 0),
+            ``product`` (0, 0, .99), ``layer_1+product`` (.99, 0, .99), all downwards, and
+            partial starts: ``partial_s_q50`` (``Q₁, Q₂ = .99`` only for ``|s|`` above its
+            median) and, for readout laws with several ``|v|``, ``partial_v_q50``
+            (``Q₂, Q₂:₁ = .99`` only for ``|v|`` above its median). The universal start
+            (0, 0, 0) is :meth:`solve_universal`.
+        """
+        hi = INFORMED_OVERLAP
+        out = {"informed": (self.pack(hi, hi, hi), "both"),
+               "layer_1": (self.pack(hi, 0.0, 0.0), "down"),
+               "product": (self.pack(0.0, 0.0, hi), "down"),
+               "layer_1+product": (self.pack(hi, 0.0, hi), "down")}
+        for qt in PARTIAL_QUANTILES:
+            mask_s = self.s_values > self.s_values[min(np.searchsorted(np.cumsum(self.s_weights), qt), self.n_s - 1)]
+            if 0 < np.count_nonzero(mask_s) < self.n_s:
+                q1 = np.where(mask_s, hi, 0.0)
+                out[f"partial_s_q{int(qt * 100)}"] = (self.pack(q1, np.broadcast_to(q1, (self.n_readout, self.n_s)),
+                                                                hi), "down")
+            a = np.abs(self.readout_values)
+            order = np.argsort(a)
+            thr = a[order][min(np.searchsorted(np.cumsum(self.readout_weights[order]), qt), self.n_readout - 1)]
+            mask_v = a > thr
+            if 0 < np.count_nonzero(mask_v) < self.n_readout:
+                q2 = np.where(mask_v[:, None], hi, 0.0) * np.ones(self.n_s)
+                out[f"partial_v_q{int(qt * 100)}"] = (self.pack(hi, q2, np.where(mask_v, hi, 0.0)), "down")
+        return out
