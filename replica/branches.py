@@ -40,6 +40,8 @@ logger = logging.getLogger(__name__)
 UNIVERSAL_TOL = 1e-6
 #: two stationary points closer than this in max-norm of their overlaps are the same point
 DISTINCT_TOL = 1e-5
+#: iteration cap of the damped existence test in the bisection for ``alpha_sp``
+EXISTENCE_MAX_ITER = 300
 
 
 @dataclass
@@ -278,7 +280,9 @@ def locate_transitions(model, alphas, branches, solve_kw=None, *, rtol=1e-7) -> 
     -------
     dict
         ``alpha_sp``: smallest α where a non-universal branch exists (bisection on
-        existence, warm-started from the nearest existing point above);
+        existence, warm-started from the nearest existing point above: a Newton solve,
+        and where it finds nothing, at most ``EXISTENCE_MAX_ITER`` damped iterations with
+        guarded Newton steps);
         ``alpha_c``: first α where the free entropy of the specialized branch
         crosses that of the universal branch (Brent). NaN when absent or when the
         event lies outside the grid.
@@ -287,6 +291,9 @@ def locate_transitions(model, alphas, branches, solve_kw=None, *, rtol=1e-7) -> 
     # existence near a spinodal is tested with a Newton solve from the nearest existing
     # point: damped iteration slows down critically there and would misplace alpha_sp
     newton_kw = {**solve_kw, "method": "newton"}
+    # ... and where that finds nothing, the damped iteration with guarded Newton steps; its
+    # iterations are capped because below a fold the iterate lingers at the ghost of the branch
+    fallback_kw = {**solve_kw, "guarded_newton": True, "max_iter": EXISTENCE_MAX_ITER}
     spec = branches.get("specialized")
     out = {"alpha_sp": math.nan, "alpha_c": math.nan}
     if spec is None:
@@ -305,6 +312,10 @@ def locate_transitions(model, alphas, branches, solve_kw=None, *, rtol=1e-7) -> 
         while hi - lo > rtol * hi:
             mid = 0.5 * (lo + hi)
             r = model.solve_from(mid, None, warm, start="informed", **newton_kw)
+            if not _exists(r):
+                # the Newton solve can fail, or land on the universal point, where the branch
+                # exists (next to a fold or a continuous onset): ask the damped iteration
+                r = model.solve_from(mid, None, warm, start="informed", **fallback_kw)
             if _exists(r):
                 hi, warm = mid, r.x
             else:

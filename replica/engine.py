@@ -16,6 +16,16 @@ the same residual test and lies close to the damped iterate, otherwise the dampe
 iteration simply continues. Polishing therefore never changes which fixed point is
 reached, only how fast.
 
+With ``guarded_newton=True`` a Newton solve is also tried from the initial point, and
+again from the damped iterate each time its residual has dropped 100-fold
+(:func:`_guarded_newton`, finite-difference Jacobians). Its point ``y`` is accepted only
+if it passes the residual test, attracts the damped iteration (spectral radius of
+``η I + (1 − η) J(y)`` below 1) and the damped iteration's direction of motion
+``F(z) − z`` points towards ``y`` all along the segment from the iterate to ``y``
+(sampled at three points), so that no other fixed point separates them; otherwise the
+damped iteration runs as usual. The damped iteration remains the definition of which
+fixed point a start leads to; the Newton solve only gets there faster.
+
 Convergence is declared on the residual of the full map, element-wise,
 
     |F(x) − x| ≤ atol + rtol · |x|      for every component,
@@ -96,6 +106,8 @@ def solve_fixed_point(
     start: str = "",
     polish_below: float | None = 1e4,
     method: str = "damped",
+    guarded_newton: bool = False,
+    project: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> FixedPointResult:
     """Solve ``x = F(x)`` by damped iteration.
 
@@ -120,6 +132,13 @@ def solve_fixed_point(
         ``x0`` directly (used to test the *existence* of a fixed point near ``x0``,
         e.g. close to a spinodal where damped iteration slows down critically; it may
         converge to an unstable fixed point).
+    guarded_newton : bool, keyword-only
+        Try a guarded Newton solve from ``x0`` and whenever the residual has dropped
+        100-fold, accepted only where the damped iteration would reach the same fixed
+        point (module docstring); default False.
+    project : callable or None, keyword-only
+        Map of a point onto the domain of ``F`` (e.g. clipping overlaps to [0, 1]), applied
+        to the Newton iterates of ``guarded_newton``; it must leave fixed points unchanged.
 
     Returns
     -------
@@ -152,6 +171,7 @@ def solve_fixed_point(
     evaluations = 0
     polished = False
     next_polish = polish_below if polish_below is not None else -1.0
+    next_newton = np.inf
 
     def residual(y, fy):
         return float(np.max(np.abs(fy - y) / (atol + rtol * np.abs(y)))) if y.size else 0.0
@@ -167,6 +187,15 @@ def solve_fixed_point(
                 x, True, "converged", STATUS_MESSAGES["converged"], it, scaled, damping, start,
                 {"evaluations": evaluations, "polished": polished},
             )
+        if guarded_newton and scaled < next_newton:
+            next_newton = scaled / 100.0
+            y, fy, nfev = _guarded_newton(update, x, fx, damping, residual, project=project)
+            evaluations += nfev
+            if y is not None:
+                return FixedPointResult(
+                    y, True, "converged", STATUS_MESSAGES["converged"], it, residual(y, fy), damping, start,
+                    {"evaluations": evaluations, "polished": True},
+                )
         if scaled < next_polish:
             polished = True
             next_polish = scaled / 100.0  # retry only after the residual dropped 100-fold
@@ -203,3 +232,77 @@ def _newton_polish(update, x):
     if not sol.success or not np.all(np.isfinite(sol.x)):
         return None, int(getattr(sol, "nfev", 0))
     return sol.x, int(sol.nfev)
+
+
+def _jacobian(update, z, fz):
+    """Forward-difference Jacobian of ``F`` at ``z`` (``fz = F(z)``), shape (p, p)."""
+    jac = np.empty((z.size, z.size))
+    for j in range(z.size):
+        h = 1e-7 * max(1.0, abs(z[j]))
+        zh = z.copy()
+        zh[j] += h
+        jac[:, j] = (np.asarray(update(zh), dtype=float) - fz) / h
+    return jac
+
+
+def _guarded_newton(update, x, fx, damping, residual, *, project=None, max_steps=30):
+    """Newton solve of ``F(y) = y`` from ``x`` (``fx = F(x)``), accepted only where the damped
+    iteration from ``x`` converges to the same point.
+
+    The Jacobian is refreshed only when a step fails to halve the previous one; the solve
+    fails on divergence or after ``max_steps`` steps; ``project`` (optional) maps every
+    iterate into the domain of ``F``. The point ``y`` is rejected unless it passes the
+    residual test, is stable for the damped map (spectral radius of
+    ``η I + (1 − η) J(y)`` below 1) and the flow ``F(z) − z`` of the damped iteration
+    points towards ``y`` at ``z = x + t(y − x)``, ``t = 0, ⅓, ⅔`` (no other fixed point
+    on the way).
+
+    Returns
+    -------
+    (y, F(y), evaluations), with ``y = None`` when the solve fails or a guard rejects it.
+    """
+    p = x.size
+    if p == 0:
+        return None, None, 0
+    eye = np.eye(p)
+    evaluations = 0
+    with np.errstate(all="ignore"):
+        try:
+            inverse = np.linalg.inv(eye - _jacobian(update, x, fx))
+            evaluations += p
+            y, fy = x, fx
+            previous = np.inf
+            for _ in range(max_steps):
+                step = inverse @ (fy - y)
+                if float(np.max(np.abs(step))) > 0.5 * previous:  # slow: Jacobian at the current point
+                    inverse = np.linalg.inv(eye - _jacobian(update, y, fy))
+                    evaluations += p
+                    step = inverse @ (fy - y)
+                size = float(np.max(np.abs(step)))
+                if not (np.isfinite(size) and size < 4.0 * previous):  # diverging
+                    return None, None, evaluations
+                previous = size
+                y = y + step if project is None else project(y + step)
+                fy = np.asarray(update(y), dtype=float)
+                evaluations += 1
+                if not np.all(np.isfinite(fy)):
+                    return None, None, evaluations
+                if residual(y, fy) <= 1.0:
+                    break
+            else:
+                return None, None, evaluations
+            jac = _jacobian(update, y, fy)
+            evaluations += p
+        except np.linalg.LinAlgError:
+            return None, None, evaluations
+        if not (np.all(np.isfinite(jac))
+                and np.max(np.abs(np.linalg.eigvals(damping * eye + (1.0 - damping) * jac))) < 1.0):
+            return None, None, evaluations
+        direction = y - x
+        for t in (0.0, 1.0 / 3.0, 2.0 / 3.0):
+            z = x + t * direction
+            fz = fx if t == 0.0 else np.asarray(update(z), dtype=float)
+            evaluations += t > 0.0
+            if not float(np.dot(fz - z, direction)) > 0.0:
+                return None, None, evaluations
+    return y, fy, evaluations

@@ -48,6 +48,9 @@ _GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(16)
 INFORMED_OVERLAP = 0.99
 UNINFORMED_OVERLAP = 1e-2
 PARTIAL_QUANTILES = (0.25, 0.5, 0.75)
+#: guarded Newton steps (finite-difference Jacobians, one evaluation per order parameter)
+#: are used by default up to this many order parameters; beyond, plain damped iteration
+GUARDED_NEWTON_MAX_SIZE = 16
 
 
 @dataclass
@@ -157,6 +160,7 @@ class ShallowModel:
         # odd activations: μ₂ is zero up to quadrature rounding; treat it as exactly zero
         self.mu2 = float(self.activation.mu2) if abs(self.activation.mu2) > 1e-12 else 0.0
         self.g1 = float(self.activation.g1)
+        self._kernel_cache = {}
         self.R_d = 1.0 + self.gamma * float(np.dot(p, v)) ** 2
         self.K_d = self.mu1**2 + self.mu2**2 * self.R_d / 2.0 + self.g1
 
@@ -226,10 +230,26 @@ class ShallowModel:
         integral = 0.5 * (u_hi - u_lo) * float(np.dot(_GL_WEIGHTS, ch.overlap_derivative(1.0 / u) / u**2))
         return integral / float(ch.overlap_derivative(tau))
 
+    def _kernel_terms(self, overlap_W):
+        """``(E_v[v² (g(1) − g(Q))], g'(Q))``, memoized on the last few ``Q``.
+
+        The solvers evaluate the map repeatedly at the same ``Q`` (finite-difference
+        Jacobian columns in ``R̂₂``, the state and free entropy of a solved point), and the
+        dual kernels dominate the cost of one evaluation.
+        """
+        Q = np.ascontiguousarray(overlap_W, dtype=float)
+        key = Q.tobytes()
+        terms = self._kernel_cache.get(key)
+        if terms is None:
+            terms = (self._ev(self.v2 * (self.g1 - self.activation.g(Q))), self.activation.g_prime(Q))
+            if len(self._kernel_cache) >= 8:
+                self._kernel_cache = {}
+            self._kernel_cache[key] = terms
+        return terms
+
     def _denominator(self, overlap_W, R2) -> float:
         """``Δ + K_d − K*`` written without cancellation."""
-        g_gap = self._ev(self.v2 * (self.g1 - self.activation.g(np.asarray(overlap_W))))
-        return self.delta + self.mu2**2 * (self.R_d - R2) / 2.0 + g_gap
+        return self.delta + self.mu2**2 * (self.R_d - R2) / 2.0 + self._kernel_terms(overlap_W)[0]
 
     # ------------------------------------------------------------- free entropy
     def free_entropy(self, alpha, R2, R2_hat, overlap_W, overlap_W_hat) -> float:
@@ -280,17 +300,22 @@ class ShallowModel:
         """
         Q = np.clip(np.asarray(overlap_W, dtype=float), 0.0, 1.0)
         R2_hat = max(float(R2_hat), 0.0)
-        ch = self.channel
         tau = self.tilt(Q)
-        m_tau = ch.overlap(tau)
-        m_sum = ch.overlap(tau + R2_hat)
-        R2 = m_sum + (self.R_d - 1.0)
-        D = self._denominator(Q, R2)
+        R2 = self.channel.overlap(tau + R2_hat) + (self.R_d - 1.0)
+        g_gap, g_prime = self._kernel_terms(Q)
+        D = self.delta + self.mu2**2 * (self.R_d - R2) / 2.0 + g_gap
         R2_hat_new = alpha * self.mu2**2 / D
-        Qh = (alpha / self.gamma) * self.v2 * self.activation.g_prime(Q) / D
+        Qh = (alpha / self.gamma) * self.v2 * g_prime / D
         if np.any(Q != 0.0):
             Qh = Qh + self.tilt_gain(tau, R2_hat) / self.gamma * self.v2 * Q
         return {"tau": tau, "R2": R2, "D": D, "R2_hat_new": R2_hat_new, "overlap_W_hat": np.maximum(Qh, 0.0)}
+
+    @staticmethod
+    def _project(x):
+        """Packed point moved into the domain of the map: ``Q ∈ [0, 1]``, ``R̂₂ ≥ 0``."""
+        y = np.clip(x, 0.0, 1.0)
+        y[-1] = max(float(x[-1]), 0.0)
+        return y
 
     def update(self, alpha, x):
         """Fixed-point map on the packed vector ``x = (Q(v)…, R̂₂)``."""
@@ -388,8 +413,10 @@ class ShallowModel:
         start : str
             Label stored in the result.
         **solver_options
-            ``damping``, ``atol``, ``rtol``, ``max_iter``, ``method``: see
-            :func:`replica.engine.solve_fixed_point`.
+            ``damping``, ``atol``, ``rtol``, ``max_iter``, ``method``, ``guarded_newton``
+            (default: True for at most ``GUARDED_NEWTON_MAX_SIZE`` order parameters, i.e.
+            guarded Newton steps shortcut the damped iteration) and ``project`` (default:
+            clip ``Q`` to [0, 1] and ``R̂₂`` to ≥ 0), see :func:`replica.engine.solve_fixed_point`.
 
         Returns
         -------
@@ -403,6 +430,8 @@ class ShallowModel:
             if not np.isfinite(R2_hat0):
                 R2_hat0 = 1e6
         x0 = np.concatenate([Q0, [float(R2_hat0)]])
+        solver_options.setdefault("guarded_newton", x0.size <= GUARDED_NEWTON_MAX_SIZE)
+        solver_options.setdefault("project", self._project)
         res = solve_fixed_point(lambda x: self.update(alpha, x), x0, start=start, **solver_options)
         if res.status == "nan":
             return res

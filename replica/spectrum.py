@@ -1,0 +1,440 @@
+"""Spectral quantities of the symmetric HCIZ channel on a λ grid: ``replica-spectrum``.
+
+For a width ratio γ and a readout law ``P_v`` the channel ``Y = √λ S⁰ + Z``
+(THEORY.md §4.1, ``S⁰ = W⁰ᵀdiag(v)W⁰/√(kd)``, ``Z`` GOE with semicircle on [−2, 2]) has
+
+* ``m_S(λ)`` (overlap) and ``mmse_S(λ) = 1 − m_S(λ) = (1 − (4π²/3)∫ρ_λ³)/λ``;
+* ``ι(λ) = ¼ ∫₀^λ mmse_S`` (mutual information per d², I-MMSE ``4ι' = mmse_S``);
+* the density ``ρ_λ`` of the spectrum of ``Y``.
+
+They are computed by the channel the solver uses: :func:`hciz.symmetric_channel` with the
+readout law of :func:`priors.get_readout_law`, built exactly as in
+:class:`replica.shallow.ShallowModel` (continuous ``gaussian``/``uniform`` laws enter the
+channel exactly, not through their grid), so the numbers written here are the ones the
+learning curves use.
+
+HDF5 layout (``replica-spectrum -o FILE.h5``)
+---------------------------------------------
+``lambda`` (n_lambda)
+    SNR grid λ ≥ 0 (dimension scale of the other datasets).
+``m``, ``mmse``, ``iota`` (n_lambda)
+    ``m_S``, ``mmse_S`` and ``ι`` at each λ.
+``x``, ``density`` (n_lambda × N), only with ``--density-grid N``
+    Row ``i`` is ``ρ_{λ_i}`` on its own grid: ``N`` Chebyshev–Lobatto points
+    ``x_k = a + (b − a)(1 − cos(πk/(N−1)))/2`` between the left edge ``a`` of the lowest band
+    and the right edge ``b`` of the highest (gaps between bands included, where ``ρ = 0``;
+    the points cluster at the outer square-root edges). For the ``gaussian`` readout law the
+    support is the real line and ``[a, b]`` covers ``ρ ≥ 1e-12``. The trapezoid rule on a
+    row integrates to 1 up to ``O(N^{-2})``.
+root attributes
+    ``parameters`` (JSON: ``gamma``, ``readout``, ``readout_grid``, ``lambda``,
+    ``density_grid``, ``resolution``), ``version``, ``git_revision``, ``kind`` =
+    ``"spectrum"``; the command line adds ``configuration`` (JSON of every resolved option).
+
+Example::
+
+    replica-spectrum --gamma 0.5 --readout ones --lambda 0:100:600 --density-grid 400 -o s.h5
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import os
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from . import __version__
+from .config import CommandParser, UsageError, parse_with_config, resolved_configuration
+
+__all__ = ["SpectrumResult", "spectrum", "write_spectrum", "read_spectrum", "build_parser", "main"]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_OUTPUT = "replica_spectrum.h5"
+#: for unbounded supports (gaussian readout law) the density grid covers ρ ≥ this value
+DENSITY_CUT = 1e-12
+
+_ATTRS = {
+    "lambda": ("signal-to-noise ratio λ of Y = √λ S + Z", "1"),
+    "m": ("overlap m_S(λ)", "1"),
+    "mmse": ("matrix-denoising MMSE mmse_S(λ) = 1 − m_S(λ)", "1"),
+    "iota": ("mutual information ι(λ) = ¼ ∫₀^λ mmse_S per d²", "nats"),
+    "x": ("spectral variable x (grid of row λ)", "1"),
+    "density": ("spectral density ρ_λ(x) of √λ S + Z", "1"),
+}
+
+
+@dataclass
+class SpectrumResult:
+    """Spectral quantities of the symmetric HCIZ channel on a λ grid.
+
+    Attributes
+    ----------
+    gamma : float
+        Width ratio γ > 0.
+    readout : str
+        Name of the readout law.
+    lambdas : ndarray, shape (n_lambda,)
+        SNRs λ ≥ 0, in the order given.
+    overlap : ndarray, shape (n_lambda,)
+        ``m_S(λ)`` in [0, 1).
+    mmse : ndarray, shape (n_lambda,)
+        ``mmse_S(λ) = 1 − m_S(λ)`` in (0, 1].
+    mutual_information : ndarray, shape (n_lambda,)
+        ``ι(λ) = ¼ ∫₀^λ mmse_S``.
+    x : ndarray, shape (n_lambda, N), or None
+        Density grid of each λ (module docstring); None without ``density_grid``.
+    density : ndarray, shape (n_lambda, N), or None
+        ``ρ_λ(x)`` on ``x``.
+    """
+
+    gamma: float
+    readout: str
+    lambdas: np.ndarray
+    overlap: np.ndarray
+    mmse: np.ndarray
+    mutual_information: np.ndarray
+    x: np.ndarray | None = None
+    density: np.ndarray | None = None
+
+
+def _channel(gamma, readout, *, readout_grid=None, resolution=None):
+    """The solver's channel for (γ, readout law): same construction as ``ShallowModel``."""
+    from hciz import symmetric_channel
+    from priors import get_readout_law
+
+    law = get_readout_law(readout, grid_size=readout_grid) if isinstance(readout, str) else readout
+    name = law.name if not getattr(law, "exact", True) else None
+    channel = symmetric_channel(gamma, np.asarray(law.values, dtype=float), np.asarray(law.weights, dtype=float),
+                                resolution=resolution, law=name if name in ("gaussian", "uniform") else None)
+    return channel, law
+
+
+def _density_range(channel, lam):
+    """``[lo, hi]`` covering every band of ``ρ_λ`` (``ρ ≥ DENSITY_CUT`` for unbounded supports)."""
+    bands = channel.support(lam)
+    lo, hi = bands[0][0], bands[-1][1]
+    if math.isfinite(lo) and math.isfinite(hi):
+        return lo, hi
+    edges = []
+    for sign in (-1.0, 1.0):
+        r = 2.0 + math.sqrt(lam / channel.gamma) * (1.0 + math.sqrt(channel.gamma)) ** 2
+        while channel.density(np.array([sign * r]), lam)[0] > DENSITY_CUT:
+            r *= 1.25
+        edges.append(sign * r)
+    return edges[0], edges[1]
+
+
+def spectrum(gamma, readout, lambdas, *, density_grid=None, resolution=None, readout_grid=None,
+             progress=False) -> SpectrumResult:
+    """``m_S``, ``mmse_S``, ``ι`` and optionally ``ρ_λ`` of the symmetric HCIZ channel.
+
+    Parameters
+    ----------
+    gamma : float
+        Width ratio γ = k/d > 0.
+    readout : str or priors.ReadoutLaw
+        Readout law ``P_v`` (``ones``, ``rademacher``, ``4point``, ``uniform``, ``gaussian``,
+        ``discrete:v=w,...``).
+    lambdas : array_like, shape (n_lambda,)
+        SNRs λ ≥ 0 (finite; any order, repeats allowed).
+    density_grid : int or None, keyword-only
+        Number N ≥ 2 of density points per λ (default None: no density).
+    resolution : int or None, keyword-only
+        Chebyshev nodes per piece of the channel's table (≥ 8, default that of
+        :class:`hciz.SymmetricChannel`).
+    readout_grid : int or None, keyword-only
+        Grid size of continuous readout laws (default that of :func:`priors.get_readout_law`).
+    progress : bool, keyword-only
+        Show a progress bar over λ while computing densities.
+
+    Returns
+    -------
+    SpectrumResult
+
+    Raises
+    ------
+    ValueError
+        γ ≤ 0 or not finite, λ < 0, NaN or infinite, empty λ grid, unknown readout law,
+        ``density_grid < 2``, ``resolution < 8``.
+
+    Notes
+    -----
+    ``mmse_S(λ) = (1 − (4π²/3) ∫ρ_λ³ dx)/λ``, ``m_S = 1 − mmse_S``, ``ι(λ) = ¼∫₀^λ mmse_S``
+    (THEORY.md §4.1), evaluated from the channel's table, which is accurate to ~1e-12
+    except while a band separates (README, known issues).
+
+    References
+    ----------
+    Barbier, Camilli, Nguyen, Pastore, Skerk, arXiv 2501.18530 (HCIZ channel);
+    Maillard, Troiani, Martin, Krzakala, Zdeborová, arXiv 2408.03733, Eq. of the MMSE via ∫ρ³.
+    """
+    gamma = float(gamma)
+    if not (math.isfinite(gamma) and gamma > 0):
+        raise ValueError(f"gamma must be a finite number > 0, got {gamma}")
+    lambdas = np.asarray(lambdas, dtype=float).ravel()
+    if lambdas.size == 0:
+        raise ValueError("lambda grid is empty")
+    if not np.all(np.isfinite(lambdas)) or np.any(lambdas < 0):
+        raise ValueError("lambda values must be finite and >= 0")
+    if density_grid is not None and int(density_grid) < 2:
+        raise ValueError(f"density_grid must be >= 2, got {density_grid}")
+    channel, law = _channel(gamma, readout, readout_grid=readout_grid, resolution=resolution)
+    mmse = np.asarray(channel.mmse(lambdas), dtype=float)
+    result = SpectrumResult(gamma, law.name, lambdas.copy(), 1.0 - mmse, mmse,
+                            np.asarray(channel.mutual_information(lambdas), dtype=float))
+    if density_grid is not None:
+        from tqdm.auto import tqdm
+
+        n = int(density_grid)
+        nodes = 0.5 * (1.0 - np.cos(np.pi * np.arange(n) / (n - 1)))
+        result.x = np.empty((lambdas.size, n))
+        result.density = np.empty((lambdas.size, n))
+        for i in tqdm(range(lambdas.size), disable=not progress, desc="densities", unit="λ", leave=False):
+            lo, hi = _density_range(channel, float(lambdas[i]))
+            result.x[i] = lo + (hi - lo) * nodes
+            result.density[i] = channel.density(result.x[i], float(lambdas[i]))
+    return result
+
+
+def write_spectrum(path, result: SpectrumResult, parameters: dict, *, configuration: dict | None = None) -> Path:
+    """Write a :class:`SpectrumResult` to ``path`` atomically (layout in the module docstring).
+
+    Parameters
+    ----------
+    path : str or Path
+        Output file (replaced if present; the caller checks ``--overwrite``).
+    result : SpectrumResult
+    parameters : dict
+        Stored as JSON in the root attribute ``parameters``.
+    configuration : dict, optional, keyword-only
+        Full resolved command-line configuration (root attribute ``configuration``).
+
+    Returns
+    -------
+    Path
+    """
+    from .io import atomic_h5, git_revision
+
+    path = Path(path)
+    with atomic_h5(path) as h5:
+        h5.attrs["parameters"] = json.dumps(parameters, sort_keys=True)
+        h5.attrs["version"] = __version__
+        h5.attrs["git_revision"] = git_revision()
+        h5.attrs["kind"] = "spectrum"
+        if configuration is not None:
+            h5.attrs["configuration"] = json.dumps(configuration, sort_keys=True)
+        data = {"lambda": result.lambdas, "m": result.overlap, "mmse": result.mmse,
+                "iota": result.mutual_information}
+        if result.density is not None:
+            data["x"], data["density"] = result.x, result.density
+        for name, value in data.items():
+            ds = h5.create_dataset(name, data=np.asarray(value, dtype=float))
+            ds.attrs["long_name"], ds.attrs["units"] = _ATTRS[name]
+        h5["lambda"].make_scale("lambda")
+        for name in data:
+            if name != "lambda":
+                h5[name].dims[0].attach_scale(h5["lambda"])
+    logger.info("wrote %s", path)
+    return path
+
+
+def read_spectrum(path) -> dict:
+    """Read a ``replica-spectrum`` file.
+
+    Parameters
+    ----------
+    path : str or Path
+
+    Returns
+    -------
+    dict
+        Datasets by name (``lambda``, ``m``, ``mmse``, ``iota`` and, when present, ``x``,
+        ``density``) and ``attrs`` (root attributes; ``parameters`` and ``configuration``
+        decoded from JSON).
+
+    Raises
+    ------
+    OSError
+        Unreadable file.
+    ValueError
+        Not a ``replica-spectrum`` file.
+    """
+    import h5py
+
+    with h5py.File(path, "r") as h5:
+        if h5.attrs.get("kind") != "spectrum":
+            raise ValueError(f"{path} is not a replica-spectrum file")
+        out = {name: h5[name][()] for name in h5 if isinstance(h5[name], h5py.Dataset)}
+        attrs = dict(h5.attrs)
+    for key in ("parameters", "configuration"):
+        if key in attrs:
+            attrs[key] = json.loads(attrs[key])
+    out["attrs"] = attrs
+    return out
+
+
+# --------------------------------------------------------------------------- command line
+def _int_at_least(name, minimum):
+    def conv(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be an integer, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{name} must be >= {minimum}, got {text!r}")
+        return value
+
+    conv.__name__ = name
+    return conv
+
+
+def _gamma(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--gamma must be a number, got {text!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"--gamma must be a finite number > 0, got {text!r}")
+    return value
+
+
+_gamma.__name__ = "--gamma"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Argument parser of ``replica-spectrum``."""
+    p = CommandParser(
+        prog="replica-spectrum",
+        description=(
+            "Overlap m_S(λ), MMSE mmse_S(λ) = 1 − m_S(λ), mutual information ι(λ) = ¼∫₀^λ mmse_S and "
+            "optionally the spectral density ρ_λ of Y = √λ S + Z (S = Wᵀdiag(v)W/√(kd), GOE noise with "
+            "semicircle on [−2, 2]; THEORY.md §4.1) on a grid of λ, computed by the HCIZ channel the "
+            "solver uses. Writes one HDF5 file (layout: python -m pydoc replica.spectrum)."
+        ),
+    )
+    g = p.add_argument_group("channel (THEORY.md §4.1)")
+    g.add_argument("--gamma", type=_gamma, default=0.5, help="width ratio γ = k/d > 0 (default 0.5)")
+    g.add_argument("--readout", default="ones",
+                   help="readout law P_v (E v² = 1): ones, rademacher, uniform (on ±√3), gaussian, 4point "
+                        "({±1,±3}/√5) or 'discrete:v=w,v=w,...' (default ones)")
+    g.add_argument("--readout-grid", type=_int_at_least("--readout-grid", 2), default=None,
+                   help="grid points of continuous readout laws, used for E v only: the spectrum of the "
+                        "gaussian and uniform laws is exact (default 64)")
+    g.add_argument("--lambda", dest="lambda_grid", default="0:100:201", metavar="GRID",
+                   help="SNRs λ >= 0: 'a,b,c' or inclusive 'start:stop:num' (default 0:100:201)")
+    g.add_argument("--density-grid", type=_int_at_least("--density-grid", 2), default=None, metavar="N",
+                   help="also write ρ_λ on N points per λ spanning its support (Chebyshev–Lobatto, clustered "
+                        "at the edges; default: no density)")
+    g.add_argument("--resolution", type=_int_at_least("--resolution", 8), default=None, metavar="R",
+                   help="Chebyshev nodes per piece of the channel table, >= 8 (default 24)")
+    o = p.add_argument_group("output and control")
+    o.add_argument("-o", "--output", default=DEFAULT_OUTPUT, help=f"output HDF5 file (default {DEFAULT_OUTPUT})")
+    o.add_argument("--overwrite", action="store_true", help="replace an existing output file")
+    o.add_argument("--config", metavar="FILE.toml", default=None,
+                   help="read options from a TOML file with the same keys as the long options "
+                        "(e.g. gamma = 0.5, lambda = '0:100:201'); the command line overrides it")
+    o.add_argument("--quiet", action="store_true", help="no progress bar, warnings only")
+    o.add_argument("--verbose", action="store_true", help="debug messages")
+    o.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    return p
+
+
+def _check_output(path: Path, overwrite: bool):
+    """Refuse an existing output without ``overwrite`` and unwritable locations (UsageError)."""
+    if str(path).strip() == "":
+        raise UsageError("--output: empty file name")
+    if path.is_dir():
+        raise UsageError(f"--output: {path} is a directory")
+    if path.exists() and not overwrite:
+        raise UsageError(f"--output: {path} exists; pass --overwrite to replace it")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise UsageError(f"--output: directory {parent} does not exist")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".probe", dir=parent)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise UsageError(f"--output: cannot write in directory {parent} ({exc.strerror})") from None
+
+
+def _shared_keys() -> set:
+    """Option names of the package's other commands (keys a shared --config file may hold)."""
+    from .cli import build_phase_diagram_parser, build_plot_parser, build_sweep_parser
+
+    return {a.dest for build in (build_sweep_parser, build_plot_parser, build_phase_diagram_parser)
+            for a in build()._actions}
+
+
+def _run(args) -> int:
+    from priors import get_readout_law
+
+    from .cli import parse_number_grid
+
+    lambdas = parse_number_grid(args.lambda_grid, "--lambda", minimum=0.0, meaning="λ")
+    try:
+        get_readout_law(args.readout, grid_size=args.readout_grid)
+    except ValueError as exc:
+        raise UsageError(f"--readout: {str(exc).splitlines()[0]}") from None
+    out = Path(args.output)
+    _check_output(out, args.overwrite)
+    parameters = {"gamma": args.gamma, "readout": args.readout, "readout_grid": args.readout_grid,
+                  "lambda": lambdas.tolist(), "density_grid": args.density_grid, "resolution": args.resolution}
+    result = spectrum(args.gamma, args.readout, lambdas, density_grid=args.density_grid,
+                      resolution=args.resolution, readout_grid=args.readout_grid, progress=not args.quiet)
+    configuration = resolved_configuration(args)
+    write_spectrum(out, result, parameters, configuration=configuration)
+    print(out)
+    return 0
+
+
+def main(argv=None) -> int:
+    """Entry point of ``replica-spectrum``; returns the exit status (2 on bad input).
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        Command-line arguments (default ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        0 on success, 2 on bad input (one line on standard error, no file written),
+        1 when the output cannot be written, 130 on Ctrl-C (no file written).
+    """
+    parser = build_parser()
+    try:
+        args = parse_with_config(parser, argv, shared_keys=_shared_keys())
+    except UsageError as exc:
+        print(f"replica-spectrum: error: {exc}", file=sys.stderr)
+        return 2
+    except SystemExit as exc:  # --help, --version, or argparse's one-line error
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+    level = logging.DEBUG if args.verbose else (logging.WARNING if args.quiet else logging.INFO)
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", force=True)
+    for noisy in ("h5py", "numba"):
+        logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
+    try:
+        return _run(args)
+    except UsageError as exc:
+        print(f"replica-spectrum: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("replica-spectrum: interrupted; nothing written", file=sys.stderr)
+        return 130
+    except OSError as exc:
+        print(f"replica-spectrum: error: cannot write {exc.filename or args.output}: {exc.strerror or exc}",
+              file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
