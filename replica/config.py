@@ -47,6 +47,7 @@ COMMAND_TABLES = {
     "replica-sweep": ("sweep",),
     "replica-plot": ("plot",),
     "replica-phase-diagram": ("phase-diagram", "phase_diagram"),
+    "replica-spectrum": ("spectrum",),
 }
 
 #: options that never come from a configuration file
