@@ -44,7 +44,7 @@ def test_guarded_newton_on_a_coupled_map_needs_fewer_evaluations():
     guarded = solve_fixed_point(counted("guarded"), [0.0, 0.0], damping=0.5, guarded_newton=True,
                                 polish_below=None)
     np.testing.assert_allclose(plain.x, exact, rtol=1e-6)  # residual test: error ≈ residual/(1 − 0.994)
-    np.testing.assert_allclose(guarded.x, exact, rtol=1e-10)
+    np.testing.assert_allclose(guarded.x, exact, rtol=1e-6)
     assert calls["guarded"] < calls["damped"] / 10
 
 
