@@ -12,12 +12,15 @@ Several stationary points of the free entropy coexist over wide ranges of α
    downwards;
 3. keeps, at every α, the distinct non-universal stationary points, ordered by the
    model's ``specialization`` measure (``E_v[v² Q²]`` for one hidden layer): the
-   largest is ``specialized``, the next ``partial``;
+   largest is ``specialized``, the next ``partial``; models with a ``phase(state)``
+   method (two hidden layers) get one branch per phase instead (``layer_1``,
+   ``layers_1_2``, …; within a phase the point of largest free entropy);
 4. picks the equilibrium as the branch of largest free entropy, and locates the
    transitions by root finding independently of the α grid:
-   ``alpha_sp`` (smallest α where a non-universal branch exists, by bisection on
-   existence) and ``alpha_c`` (first crossing of the free entropies of the
-   specialized and universal branches, by Brent's method).
+   ``alpha_sp`` (smallest α where a branch exists, by bisection on existence) and
+   ``alpha_c`` (first crossing of the free entropies of the branch and the universal
+   branch, by Brent's method), for every non-universal branch; the model's main branch
+   (``model.specialized_branch``, default ``specialized``) gives the top-level pair.
 """
 
 from __future__ import annotations
@@ -40,6 +43,8 @@ logger = logging.getLogger(__name__)
 UNIVERSAL_TOL = 1e-6
 #: two stationary points closer than this in max-norm of their overlaps are the same point
 DISTINCT_TOL = 1e-5
+#: storage order of phase-named branches (models with ``phase``); others follow
+_PHASE_ORDER = {"universal": 0, "specialized": 1, "partial": 2}
 #: iteration cap of the damped existence test in the bisection for ``alpha_sp``
 EXISTENCE_MAX_ITER = 300
 
@@ -104,8 +109,17 @@ class SweepResult:
     equilibrium : dict
         ``alpha``, ``mmse``, ``free_entropy``, ``branch`` (names), each shape (n_alpha,).
     transitions : dict
-        ``alpha_sp``, ``alpha_c`` (NaN when absent).
+        ``alpha_sp``, ``alpha_c`` (NaN when absent) of the model's main non-universal branch
+        (``model.specialized_branch``, default ``"specialized"``).
     readout_values, readout_weights : ndarray, shape (n_readout,)
+    branch_transitions : dict[str, dict]
+        ``{branch: {"alpha_sp": float, "alpha_c": float}}`` for every non-universal branch:
+        where it appears and where it becomes the equilibrium (its free-entropy crossing
+        with the universal branch, or with the previous equilibrium branch for models with
+        ``phase_transitions``).
+    equilibrium_changes : list of dict
+        For models with ``phase_transitions`` (two hidden layers): every change of the
+        equilibrium phase (see :func:`replica.two_layer.phase_transitions`); else empty.
     """
 
     alpha: np.ndarray
@@ -114,6 +128,8 @@ class SweepResult:
     transitions: dict
     readout_values: np.ndarray
     readout_weights: np.ndarray
+    branch_transitions: dict = field(default_factory=dict)
+    equilibrium_changes: list = field(default_factory=list)
 
 
 def _is_universal(result) -> bool:
@@ -215,8 +231,8 @@ def sweep(model, alphas, *, branches="all", progress=True, solve_kw=None, locate
     if passes:
         follows = [_follow(model, alphas, order, ov0, name, solve_kw, pbar, key=key, cache=cache)
                    for name, ov0, order, key in passes]
-        spec = BranchData("specialized", alphas)
-        part = BranchData("partial", alphas)
+        phase = getattr(model, "phase", None)
+        named = {}
         for i in range(n):
             distinct = []
             for fol in follows:
@@ -227,23 +243,54 @@ def sweep(model, alphas, *, branches="all", progress=True, solve_kw=None, locate
                 if all(np.max(np.abs(ov - d.info["state"].overlaps)) > DISTINCT_TOL for d in distinct):
                     distinct.append(r)
             distinct.sort(key=lambda r: -model.specialization(r.info["state"]))
-            if distinct:
-                spec.set(i, distinct[0])
-            if len(distinct) > 1:
-                part.set(i, distinct[1])
-            if len(distinct) > 2:
-                logger.info("α=%g: %d distinct non-universal points, keeping two", alphas[i], len(distinct))
-        out["specialized"] = spec
-        if part["exists"].any():
-            out["partial"] = part
+            if phase is None:
+                # ranked names: the most specialized point, then the next one
+                chosen = list(zip(("specialized", "partial"), distinct))
+                if len(distinct) > 2:
+                    logger.info("α=%g: %d distinct non-universal points, keeping two", alphas[i], len(distinct))
+            else:
+                # one branch per phase; within a phase the point of largest free entropy
+                by_phase = {}
+                for r in distinct:
+                    name = phase(r.info["state"])
+                    if name == "universal":
+                        continue
+                    if name not in by_phase or (r.info["state"].free_entropy
+                                                > by_phase[name].info["state"].free_entropy):
+                        by_phase[name] = r
+                chosen = list(by_phase.items())
+            for name, r in chosen:
+                if name not in named:
+                    named[name] = BranchData(name, alphas)
+                named[name].set(i, r)
+        if phase is None:
+            named.setdefault("specialized", BranchData("specialized", alphas))
+        out.update(sorted(named.items(), key=lambda kv: _PHASE_ORDER.get(kv[0], len(_PHASE_ORDER))))
     pbar.close()
 
     equilibrium = _equilibrium(alphas, out)
+    main = getattr(model, "specialized_branch", "specialized")
     transitions = {"alpha_sp": math.nan, "alpha_c": math.nan}
+    per_branch = {}
     if branches == "all" and locate:
-        transitions = locate_transitions(model, alphas, out, solve_kw)
-    return SweepResult(alphas, out, equilibrium, transitions,
-                       np.asarray(model.readout_values), np.asarray(model.readout_weights))
+        for name in out:
+            if name != "universal":
+                per_branch[name] = locate_transitions(model, alphas, out, solve_kw, name=name)
+        transitions = dict(per_branch.get(main, transitions))
+    result = SweepResult(alphas, out, equilibrium, transitions,
+                         np.asarray(model.readout_values), np.asarray(model.readout_weights), per_branch)
+    if per_branch and hasattr(model, "phase_transitions"):
+        # the equilibrium can change between two non-universal phases: there a branch's
+        # alpha_c is its crossing with the previous equilibrium, not with the universal branch
+        result.equilibrium_changes = model.phase_transitions(result, solve_kw=solve_kw)
+        seen = set()
+        for change in result.equilibrium_changes:
+            to = change["to"]
+            if change["located"] and to in per_branch and to not in seen:
+                seen.add(to)
+                per_branch[to]["alpha_c"] = float(change["alpha"])
+        result.transitions = dict(per_branch.get(main, transitions))
+    return result
 
 
 def _equilibrium(alphas, branches):
@@ -263,8 +310,8 @@ def _equilibrium(alphas, branches):
     return {"alpha": alphas.copy(), "mmse": mmse, "free_entropy": best, "branch": name}
 
 
-def locate_transitions(model, alphas, branches, solve_kw=None, *, rtol=1e-7) -> dict:
-    """Locate ``alpha_sp`` and ``alpha_c`` by root finding between grid points.
+def locate_transitions(model, alphas, branches, solve_kw=None, *, rtol=1e-7, name=None) -> dict:
+    """Locate ``alpha_sp`` and ``alpha_c`` of one branch by root finding between grid points.
 
     Parameters
     ----------
@@ -275,16 +322,20 @@ def locate_transitions(model, alphas, branches, solve_kw=None, *, rtol=1e-7) -> 
     rtol : float
         Relative tolerance on the located α (default 1e-7, so the transitions are
         converged to better than 1e-6 relative).
+    name : str, optional, keyword-only
+        The branch (default ``model.specialized_branch`` or ``"specialized"``). For models
+        that name branches by phase (``model.phase(state)``), a solve counts as the branch
+        only where it lands in the same phase.
 
     Returns
     -------
     dict
-        ``alpha_sp``: smallest α where a non-universal branch exists (bisection on
+        ``alpha_sp``: smallest α where the branch exists (bisection on
         existence, warm-started from the nearest existing point above: a Newton solve,
         and where it finds nothing, at most ``EXISTENCE_MAX_ITER`` damped iterations with
         guarded Newton steps);
-        ``alpha_c``: first α where the free entropy of the specialized branch
-        crosses that of the universal branch (Brent). NaN when absent or when the
+        ``alpha_c``: first α where the free entropy of the branch crosses that of the
+        universal branch (Brent). NaN when absent or when the
         event lies outside the grid.
     """
     solve_kw = dict(solve_kw or {})
@@ -294,7 +345,14 @@ def locate_transitions(model, alphas, branches, solve_kw=None, *, rtol=1e-7) -> 
     # ... and where that finds nothing, the damped iteration with guarded Newton steps; its
     # iterations are capped because below a fold the iterate lingers at the ghost of the branch
     fallback_kw = {**solve_kw, "guarded_newton": True, "max_iter": EXISTENCE_MAX_ITER}
-    spec = branches.get("specialized")
+    if name is None:
+        name = getattr(model, "specialized_branch", "specialized")
+    spec = branches.get(name)
+    phase = getattr(model, "phase", None)
+
+    def on_branch(r):
+        return _exists(r) and (phase is None or phase(r.info["state"]) == name)
+
     out = {"alpha_sp": math.nan, "alpha_c": math.nan}
     if spec is None:
         return out
@@ -312,11 +370,11 @@ def locate_transitions(model, alphas, branches, solve_kw=None, *, rtol=1e-7) -> 
         while hi - lo > rtol * hi:
             mid = 0.5 * (lo + hi)
             r = model.solve_from(mid, None, warm, start="informed", **newton_kw)
-            if not _exists(r):
+            if not on_branch(r):
                 # the Newton solve can fail, or land on the universal point, where the branch
                 # exists (next to a fold or a continuous onset): ask the damped iteration
                 r = model.solve_from(mid, None, warm, start="informed", **fallback_kw)
-            if _exists(r):
+            if on_branch(r):
                 hi, warm = mid, r.x
             else:
                 lo = mid
@@ -328,7 +386,7 @@ def locate_transitions(model, alphas, branches, solve_kw=None, *, rtol=1e-7) -> 
 
     def fdiff_at(al, warm):
         r = model.solve_from(al, None, warm, start="informed", **solve_kw)
-        if not _exists(r):
+        if not on_branch(r):
             return -np.inf, warm
         fu = model.solve_universal(al).info["state"].free_entropy
         return r.info["state"].free_entropy - fu, r.x

@@ -526,13 +526,12 @@ def _run_sweep(args) -> int:
         elif out.exists() and args.resume:
             exc.note = f"{out} unchanged"
         raise
-    if hasattr(model, "phase_transitions") and args.branches == "all":
-        for change in model.phase_transitions(result, solve_kw=solve_kw):
-            key = f"alpha_{change['to']}".replace("+", "_and_")
-            if change["located"] and key not in result.transitions:
-                result.transitions[key] = change["alpha"]
-            logger.info("equilibrium %s -> %s at alpha = %.7g (%s)", change["from"], change["to"], change["alpha"],
-                        change["kind"])
+    for change in result.equilibrium_changes:
+        key = f"alpha_{change['to']}".replace("+", "_and_")
+        if change["located"] and key not in result.transitions:
+            result.transitions[key] = change["alpha"]
+        logger.info("equilibrium %s -> %s at alpha = %.7g (%s)", change["from"], change["to"], change["alpha"],
+                    change["kind"])
     elapsed = time.perf_counter() - t0
     write_sweep(out, result, parameters, configuration=configuration, grids=getattr(model, "grids", None))
     tr = result.transitions

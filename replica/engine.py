@@ -293,7 +293,9 @@ def _guarded_newton(update, x, fx, damping, residual, *, project=None, max_steps
                 return None, None, evaluations
             jac = _jacobian(update, y, fy)
             evaluations += p
-        except np.linalg.LinAlgError:
+        except (np.linalg.LinAlgError, ValueError):
+            # singular Jacobian, or a Newton/difference point outside the map's domain (the
+            # models raise ValueError there, e.g. a correlation |q| > 1): no Newton step
             return None, None, evaluations
         if not (np.all(np.isfinite(jac))
                 and np.max(np.abs(np.linalg.eigvals(damping * eye + (1.0 - damping) * jac))) < 1.0):

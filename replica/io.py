@@ -19,9 +19,15 @@ Layout
 ``/equilibrium/``
     ``alpha``, ``mmse``, ``free_entropy``, ``branch`` (name of the equilibrium branch).
 ``/transitions``
-    attributes ``alpha_sp`` and ``alpha_c`` (NaN when absent); for two layers also
+    attributes ``alpha_sp`` and ``alpha_c`` (NaN when absent) of the main non-universal
+    branch (``specialized``; ``layers_1_2`` for two layers); for two layers also
     ``alpha_<phase>`` where the equilibrium first becomes ``<phase>`` (e.g.
     ``alpha_layers_1_2``, see :func:`replica.two_layer.phase_transitions`).
+``/transitions/<branch>``
+    per non-universal branch, attributes ``alpha_sp`` (where the branch appears) and
+    ``alpha_c`` (where it becomes the equilibrium: its free-entropy crossing with the
+    universal branch, or for two layers with the previous equilibrium phase), both located
+    by root finding (:mod:`replica.branches`).
 
 Every dataset on the α grid is attached to the dimension scale ``alpha`` of its group
 (and ``overlap_W``-like datasets to ``readout_values``), with ``long_name``/``units``
@@ -298,6 +304,10 @@ def write_sweep(path, result, parameters: dict, *, configuration: dict | None = 
         gt = h5.create_group("transitions")
         for key, val in result.transitions.items():
             gt.attrs[key] = float(val)
+        for name, per in getattr(result, "branch_transitions", {}).items():
+            gbt = gt.create_group(name)
+            for key, val in per.items():
+                gbt.attrs[key] = float(val)
     logger.info("wrote %s", path)
     return path
 
@@ -372,6 +382,8 @@ def read_sweep(path) -> dict:
             "branches": {name: load(g) for name, g in h5["branches"].items()},
             "equilibrium": load(h5["equilibrium"]),
             "transitions": {k: float(v) for k, v in h5["transitions"].attrs.items()} if "transitions" in h5 else {},
+            "branch_transitions": ({name: {k: float(v) for k, v in g.attrs.items()}
+                                    for name, g in h5["transitions"].items()} if "transitions" in h5 else {}),
         }
     data["experiments"] = read_experiments(path)
     return data

@@ -121,6 +121,7 @@ def assemble(parameter: str, values, alphas, lines: dict) -> dict:
         "alpha_sp": np.full(n_par, np.nan), "alpha_c": np.full(n_par, np.nan), "seconds": np.full(n_par, np.nan),
     }
     names = [b for b in BRANCH_NAMES if any(b in ln["branches"] for ln in lines.values())]
+    names += sorted({b for ln in lines.values() for b in ln["branches"]} - set(BRANCH_NAMES))
     names += sorted({b for ln in lines.values() for b in ln["branches"]} - set(names))
     for b in names:
         data[f"mmse_{b}"] = np.full((n_par, n_alpha), np.nan)

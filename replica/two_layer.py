@@ -219,10 +219,11 @@ def phase_name(overlap_layer_1, overlap_layer_2, overlap_product_2_1, *, thresho
 def phase_transitions(model, result, *, solve_kw=None, rtol=1e-7) -> list:
     """Changes of the equilibrium phase along a sweep, located by free-entropy crossings.
 
-    :func:`replica.branches.sweep` names branches by their specialization rank
-    (``specialized``, ``partial``) and keeps two non-universal points per α, which for two
-    layers mixes phases (a ``layer_1`` point can be the most specialized at small α). Here
-    every stored point is classified with :func:`phase_name`; where the equilibrium phase
+    :func:`replica.branches.sweep` names the branches of this model by phase
+    (:meth:`TwoLayerModel.phase`) and reports, per branch, its spinodal and its crossing with
+    the universal branch; the equilibrium may also change between two non-universal phases
+    (``layer_1`` → ``layers_1_2``), which this function locates. Every stored point is
+    classified with :func:`phase_name`; where the equilibrium phase
     changes from P at ``α_i`` to Q at ``α_{i+1}``, P is followed up from ``α_i`` and Q down
     from ``α_{i+1}`` (warm starts; where a phase ends inside the bracket, its spinodal is
     located by bisection on existence with Newton solves) and the crossing ``f_Q = f_P`` is
@@ -421,6 +422,9 @@ class TwoLayerModel:
         ``μ₀`` or ``μ₂`` ≠ 0, ``E σ₁² ≠ 1``, bad widths, Δ < 0, unknown names,
         ``s_grid < 1``.
     """
+
+    #: the branch whose transitions are the file's top-level ``alpha_sp``/``alpha_c``
+    specialized_branch = "layers_1_2"
 
     def __init__(self, activation="tanh2", gammas=(1.0, 1.0), delta=0.1, *, weight_prior="gaussian",
                  readout_law="ones", readout_grid=None, s_grid=DEFAULT_S_GRID, drop_hermite=(),

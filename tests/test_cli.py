@@ -263,17 +263,22 @@ def test_two_layer_sweep_writes_per_layer_datasets(capsys, tmp_path):
     assert rc == 0, err
     data = read_sweep(out)
     assert data["parameters"]["s_grid"] == 3
-    spec = data["branches"]["specialized"]
-    assert spec["overlap_layer_1"].shape == (2, 3)
-    assert spec["overlap_layer_2"].shape == (2, 1, 3)
-    assert spec["overlap_product_2_1"].shape == (2, 1)
-    assert spec["s_values"].shape == (3,) and spec["s_weights"].sum() == pytest.approx(1.0)
+    # branches are named by phase; every stored field has the per-layer shapes
+    layer_1, both = data["branches"]["layer_1"], data["branches"]["layers_1_2"]
+    for spec in (layer_1, both):
+        assert spec["overlap_layer_1"].shape == (2, 3)
+        assert spec["overlap_layer_2"].shape == (2, 1, 3)
+        assert spec["overlap_product_2_1"].shape == (2, 1)
+        assert spec["s_values"].shape == (3,) and spec["s_weights"].sum() == pytest.approx(1.0)
     # layer 1 specializes first (α = 4), then layer 2 and the product (α = 5.5)
-    assert spec["overlap_layer_1"][0].max() > 0.5 and spec["overlap_layer_2"][0].max() < 0.1
-    assert spec["overlap_layer_2"][1].min() > 0.5 and spec["overlap_product_2_1"][1, 0] > 0.5
+    eq = [str(b) for b in data["equilibrium"]["branch"]]
+    assert eq == ["layer_1", "layers_1_2"]
+    assert layer_1["overlap_layer_1"][0].max() > 0.5 and layer_1["overlap_layer_2"][0].max() < 0.1
+    assert both["overlap_layer_2"][1].min() > 0.5 and both["overlap_product_2_1"][1, 0] > 0.5
     assert 4.0 < data["transitions"]["alpha_layers_1_2"] < 5.5
+    assert data["branch_transitions"]["layers_1_2"]["alpha_c"] == data["transitions"]["alpha_layers_1_2"]
     with h5py.File(out) as h5:
-        dims = h5["branches/specialized/overlap_layer_2"].dims
+        dims = h5["branches/layers_1_2/overlap_layer_2"].dims
         assert [d[0].name.rsplit("/", 1)[-1] for d in dims] == ["alpha", "readout_values", "s_values"]
     # the model choice: linear part kept → two-layer solver; degrees ≤ 2 dropped → deep solver
     base = {"layers": 2, "gamma": [0.7, 1.3], "activation": "tanh2", "unit_variance": True, "prior": "gaussian",

@@ -241,3 +241,25 @@ def test_validation_against_hmc_d30():
         # finite-size tolerance: 15% of the theory value or 3 s.e.m., whichever is larger
         assert abs(err - eq["mmse"]) < max(0.15 * eq["mmse"], 3 * sem)
         assert samp["uninformed"]["error_mean"][i] > err
+
+
+def test_branches_are_named_by_phase_with_transitions_per_branch(model, tmp_path):
+    from replica.io import read_sweep, write_sweep
+
+    res = sweep(model, np.array([3.0, 4.0, 5.0, 9.0]), progress=False)
+    assert set(res.branches) == {"universal", "layer_1", "layers_1_2"}
+    for name in ("layer_1", "layers_1_2"):
+        b = res.branches[name]
+        ok = b["exists"] & b["converged"]
+        for i in np.flatnonzero(ok):  # every stored point belongs to the phase it is filed under
+            assert model.phase(model.state(res.alpha[i], b.points[i])) == name
+    per = res.branch_transitions["layers_1_2"]
+    change = [c for c in res.equilibrium_changes if c["to"] == "layers_1_2"][0]
+    assert change["located"]
+    # the branch becomes the equilibrium at its crossing with layer_1, after it appears
+    assert per["alpha_c"] == change["alpha"] == res.transitions["alpha_c"]
+    assert 3.0 < per["alpha_sp"] <= per["alpha_c"] < 5.0
+    path = write_sweep(tmp_path / "two.h5", res, {"layers": 2})
+    back = read_sweep(path)["branch_transitions"]
+    assert back["layers_1_2"] == pytest.approx(per)
+    assert set(back) == {"layer_1", "layers_1_2"}
