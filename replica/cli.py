@@ -250,7 +250,9 @@ def add_model_options(p, *, grids=False):
                    help="damping η in [0, 1) of the fixed-point iteration, x ← η x + (1−η) F(x) (default 0.5)")
 
 
-def _add_common(p, *, default_output, resume=True, output=True):
+def add_output_options(p, *, default_output, resume=True, output=True, config_example="delta = 0.1, drop-hermite = '0,1,2'"):
+    """Add the shared "output and control" options (``-o``, ``--overwrite``, ``--resume``,
+    ``--config``, ``--quiet``, ``--verbose``, ``--version``) to parser ``p``; returns the group."""
     o = p.add_argument_group("output and control")
     if output:
         o.add_argument("-o", "--output", default=default_output,
@@ -262,7 +264,7 @@ def _add_common(p, *, default_output, resume=True, output=True):
                             "is left as it is")
     o.add_argument("--config", metavar="FILE.toml", default=None,
                    help="read options from a TOML file with the same keys as the long options "
-                        "(e.g. delta = 0.1, drop-hermite = '0,1,2'); the command line overrides it")
+                        f"(e.g. {config_example}); the command line overrides it")
     o.add_argument("--quiet", action="store_true", help="no progress bar, warnings only")
     o.add_argument("--verbose", action="store_true", help="debug messages")
     o.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -441,7 +443,7 @@ def build_sweep_parser() -> argparse.ArgumentParser:
         ),
     )
     add_model_options(p)
-    o = _add_common(p, default_output=DEFAULT_OUTPUT)
+    o = add_output_options(p, default_output=DEFAULT_OUTPUT)
     o.add_argument("--checkpoint-every", type=number_type("--checkpoint-every", minimum=0.0), default=30.0,
                    metavar="SECONDS", help="seconds between checkpoints of an unfinished sweep (default 30; "
                                            "0 = after every solve)")
@@ -569,7 +571,7 @@ def build_plot_parser() -> argparse.ArgumentParser:
     p.add_argument("--title", default=None, help="figure title (default: the model parameters)")
     p.add_argument("--dpi", type=number_type("--dpi", minimum=10, integer=True), default=200,
                    help="resolution of raster formats (default 200)")
-    _add_common(p, default_output=None, resume=False, output=False)
+    add_output_options(p, default_output=None, resume=False, output=False)
     return p
 
 
@@ -635,7 +637,7 @@ def build_phase_diagram_parser() -> argparse.ArgumentParser:
                    help="worker processes of the local cluster (default: number of CPU cores)")
     c.add_argument("--scheduler", default=None, metavar="tcp://HOST:PORT",
                    help="address of a running dask scheduler (instead of a local cluster)")
-    _add_common(p, default_output=DEFAULT_PHASE_OUTPUT)
+    add_output_options(p, default_output=DEFAULT_PHASE_OUTPUT)
     return p
 
 

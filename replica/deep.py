@@ -56,6 +56,35 @@ INFORMED_OVERLAP = 1.0 - 1e-6
 UNINFORMED_OVERLAP = 1e-2
 
 
+def layer_priors_and_readout(weight_prior, n_layers, readout_law, readout_grid=None):
+    """Weight prior of each layer and the readout law of a multi-layer model.
+
+    Parameters
+    ----------
+    weight_prior : str, WeightPrior, or a sequence of them (one per layer)
+    n_layers : int
+    readout_law : str or ReadoutLaw
+    readout_grid : int, optional
+        Grid size of continuous readout laws.
+
+    Returns
+    -------
+    (list of WeightPrior, ReadoutLaw)
+
+    Raises
+    ------
+    ValueError
+        A sequence of priors whose length is not ``n_layers``; unknown names.
+    """
+    priors = weight_prior if isinstance(weight_prior, (list, tuple)) else [weight_prior] * n_layers
+    if len(priors) != n_layers:
+        raise ValueError(f"prior: expected 1 or {n_layers} weight priors, got {len(priors)}")
+    priors = [get_weight_prior(p) if isinstance(p, str) else p for p in priors]
+    if isinstance(readout_law, str):
+        readout_law = get_readout_law(readout_law, grid_size=readout_grid)
+    return priors, readout_law
+
+
 @dataclass
 class DeepState:
     """Order parameters of one stationary point of the deep functional.
@@ -137,13 +166,8 @@ class DeepModel:
         if self.L >= 2 and abs(activation.nu - 1.0) > 1e-8:
             raise ValueError(f"activation: the deep solver needs E σ² = 1 for L ≥ 2; use --unit-variance "
                              f"(got {activation.nu:.6g})")
-        priors = weight_prior if isinstance(weight_prior, (list, tuple)) else [weight_prior] * self.L
-        if len(priors) != self.L:
-            raise ValueError(f"prior: expected 1 or {self.L} weight priors, got {len(priors)}")
-        self.weight_priors = [get_weight_prior(p) if isinstance(p, str) else p for p in priors]
-        self.readout_law = (
-            get_readout_law(readout_law, grid_size=readout_grid) if isinstance(readout_law, str) else readout_law
-        )
+        self.weight_priors, self.readout_law = layer_priors_and_readout(weight_prior, self.L, readout_law,
+                                                                        readout_grid)
         self.readout_values = np.asarray(self.readout_law.values, dtype=float)
         self.readout_weights = np.asarray(self.readout_law.weights, dtype=float)
         self.v2 = self.readout_values**2

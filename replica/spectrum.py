@@ -51,7 +51,7 @@ from pathlib import Path
 import numpy as np
 
 from . import __version__
-from .config import CommandParser, UsageError, parse_with_config, resolved_configuration
+from .config import CommandParser, UsageError, number_type, parse_with_config, resolved_configuration
 
 __all__ = ["SpectrumResult", "spectrum", "write_spectrum", "read_spectrum", "build_parser", "main"]
 
@@ -282,33 +282,6 @@ def read_spectrum(path) -> dict:
 
 
 # --------------------------------------------------------------------------- command line
-def _int_at_least(name, minimum):
-    def conv(text):
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} must be an integer, got {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"{name} must be >= {minimum}, got {text!r}")
-        return value
-
-    conv.__name__ = name
-    return conv
-
-
-def _gamma(text):
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--gamma must be a number, got {text!r}") from None
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"--gamma must be a finite number > 0, got {text!r}")
-    return value
-
-
-_gamma.__name__ = "--gamma"
-
-
 def build_parser() -> argparse.ArgumentParser:
     """Argument parser of ``replica-spectrum``."""
     p = CommandParser(
@@ -321,29 +294,24 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     g = p.add_argument_group("channel (THEORY.md §4.1)")
-    g.add_argument("--gamma", type=_gamma, default=0.5, help="width ratio γ = k/d > 0 (default 0.5)")
+    g.add_argument("--gamma", type=number_type("--gamma", minimum=0, strict=True), default=0.5, help="width ratio γ = k/d > 0 (default 0.5)")
     g.add_argument("--readout", default="ones",
                    help="readout law P_v (E v² = 1): ones, rademacher, uniform (on ±√3), gaussian, 4point "
                         "({±1,±3}/√5) or 'discrete:v=w,v=w,...' (default ones)")
-    g.add_argument("--readout-grid", type=_int_at_least("--readout-grid", 2), default=None,
+    g.add_argument("--readout-grid", type=number_type("--readout-grid", minimum=2, integer=True), default=None,
                    help="grid points of continuous readout laws, used for E v only: the spectrum of the "
                         "gaussian and uniform laws is exact (default 64)")
     g.add_argument("--lambda", dest="lambda_grid", default="0:100:201", metavar="GRID",
                    help="SNRs λ >= 0: 'a,b,c' or inclusive 'start:stop:num' (default 0:100:201)")
-    g.add_argument("--density-grid", type=_int_at_least("--density-grid", 2), default=None, metavar="N",
+    g.add_argument("--density-grid", type=number_type("--density-grid", minimum=2, integer=True), default=None, metavar="N",
                    help="also write ρ_λ on N points per λ spanning its support (Chebyshev–Lobatto, clustered "
                         "at the edges; default: no density)")
-    g.add_argument("--resolution", type=_int_at_least("--resolution", 8), default=None, metavar="R",
+    g.add_argument("--resolution", type=number_type("--resolution", minimum=8, integer=True), default=None, metavar="R",
                    help="Chebyshev nodes per piece of the channel table, >= 8 (default 24)")
-    o = p.add_argument_group("output and control")
-    o.add_argument("-o", "--output", default=DEFAULT_OUTPUT, help=f"output HDF5 file (default {DEFAULT_OUTPUT})")
-    o.add_argument("--overwrite", action="store_true", help="replace an existing output file")
-    o.add_argument("--config", metavar="FILE.toml", default=None,
-                   help="read options from a TOML file with the same keys as the long options "
-                        "(e.g. gamma = 0.5, lambda = '0:100:201'); the command line overrides it")
-    o.add_argument("--quiet", action="store_true", help="no progress bar, warnings only")
-    o.add_argument("--verbose", action="store_true", help="debug messages")
-    o.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    from .cli import add_output_options
+
+    add_output_options(p, default_output=DEFAULT_OUTPUT, resume=False,
+                       config_example="gamma = 0.5, lambda = '0:100:201'")
     return p
 
 

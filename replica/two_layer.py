@@ -101,9 +101,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from hciz.rectangular import rectangular_channel
-from priors import get_readout_law, get_weight_prior
 
 from .activations import get_activation
+from .deep import layer_priors_and_readout
 from .engine import STATUS_MESSAGES, FixedPointResult, solve_fixed_point
 
 __all__ = ["TwoLayerModel", "TwoLayerState", "product_channel", "effective_readout_grid", "phase_name",
@@ -450,13 +450,8 @@ class TwoLayerModel:
         self.b = float(self.activations[1].mu1) ** 2
         self.g1_one = float(self.activations[0].g1)
         self.g2_one = float(self.activations[1].g1)
-        priors = weight_prior if isinstance(weight_prior, (list, tuple)) else [weight_prior] * 2
-        if len(priors) != 2:
-            raise ValueError(f"prior: expected 1 or 2 weight priors, got {len(priors)}")
-        self.weight_priors = [get_weight_prior(p) if isinstance(p, str) else p for p in priors]
-        self.readout_law = (
-            get_readout_law(readout_law, grid_size=readout_grid) if isinstance(readout_law, str) else readout_law
-        )
+        self.weight_priors, self.readout_law = layer_priors_and_readout(weight_prior, 2, readout_law,
+                                                                        readout_grid)
         self.readout_values = np.asarray(self.readout_law.values, dtype=float)
         self.readout_weights = np.asarray(self.readout_law.weights, dtype=float)
         self.v2 = self.readout_values**2
