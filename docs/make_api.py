@@ -21,6 +21,7 @@ from pathlib import Path
 MODULES = [
     "replica.shallow",
     "replica.deep",
+    "replica.two_layer",
     "replica.branches",
     "replica.engine",
     "replica.activations",
@@ -29,10 +30,14 @@ MODULES = [
     "replica.phase_diagram",
     "replica.plotting",
     "replica.cli",
+    "replica.spectrum",
     "priors",
     "priors.weight_priors",
     "priors.readout_laws",
     "hciz",
+    "hciz.symmetric",
+    "hciz.rectangular",
+    "hciz.cache",
 ]
 
 HEADER = """# API reference
