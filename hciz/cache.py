@@ -34,6 +34,7 @@ logger = logging.getLogger(__name__)
 CACHE_VERSION = 1
 ENV_VAR = "REPLICA_HCIZ_CACHE"
 _OFF = {"off", "0", "no", "false", "none"}
+_UNWRITABLE = set()  # directories already reported as unwritable in this process
 
 
 def cache_dir():
@@ -115,7 +116,8 @@ def load_table(key, names):
             raise ValueError("non-finite entries")
         return out
     except Exception as exc:  # noqa: BLE001 - any unreadable file is simply rebuilt
-        logger.info("ignoring unreadable HCIZ table cache file %s (%s)", path, exc)
+        logger.info("HCIZ table cache file %s is not a valid table (%s: %s); rebuilding it", path,
+                    type(exc).__name__, str(exc).split(".")[0][:80])
         return None
 
 
@@ -146,7 +148,11 @@ def save_table(key, arrays):
         os.replace(tmp, path)
         return path
     except OSError as exc:
-        logger.debug("HCIZ table cache not written to %s (%s)", directory, exc)
+        # once per directory: the run goes on, but every later run will rebuild the table
+        if directory not in _UNWRITABLE:
+            _UNWRITABLE.add(directory)
+            logger.warning("HCIZ table cache not written to %s (%s); tables are rebuilt on every run "
+                           "(set %s to a writable directory, or to 'off')", directory, exc, ENV_VAR)
         if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
         return None

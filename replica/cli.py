@@ -507,7 +507,8 @@ def _run_sweep(args) -> int:
                                               every=args.checkpoint_every, solve_kw=solve_kw)
         except (ValueError, KeyError, OSError) as exc:
             raise UsageError(f"--resume: cannot read the checkpoint in {out}: {exc}") from None
-        logger.info("resuming %s: %d solves already done", out, checkpoint.n_done)
+        logger.info("resuming %s: %d solves already done (the universal branch, cheap, is always "
+                    "recomputed)", out, checkpoint.n_done)
     elif args.resume:
         logger.info("--resume: %s does not exist yet; starting a new sweep", out)
     if checkpoint is None:
