@@ -1173,6 +1173,14 @@ class RectangularChannel:
     def _is_scalar(x):
         return isinstance(x, float | int | np.floating | np.integer) and not isinstance(x, bool)
 
+    def _evaluate(self, lam, column):
+        """Column ``column`` of (overlap, mmse, d overlap/dλ) at a scalar or an array λ ≥ 0."""
+        if self._is_scalar(lam):
+            if not lam >= 0:
+                raise ValueError("SNR lam must be >= 0")
+            return self._scalar(float(lam))[column]
+        return self._vector(np.asarray(lam, float))[column]
+
     def _vector(self, lam):
         """(overlap, mmse, d overlap/dλ) arrays for an array λ."""
         tab = self.tables
@@ -1230,11 +1238,7 @@ class RectangularChannel:
         ValueError
             If ``lam < 0`` or NaN.
         """
-        if self._is_scalar(lam):
-            if not lam >= 0:
-                raise ValueError("SNR lam must be >= 0")
-            return self._scalar(float(lam))[0]
-        return self._vector(lam)[0]
+        return self._evaluate(lam, 0)
 
     def mmse(self, lam):
         """MMSE per ``‖·‖_F²/sqrt(MP)`` at SNR ``λ = 1/Δ`` (``mmse(0) = 1``), table-based.
@@ -1242,11 +1246,7 @@ class RectangularChannel:
         Same conventions as :meth:`overlap`; for large λ the value keeps full relative
         accuracy (``mmse ≈ c₁/λ``).
         """
-        if self._is_scalar(lam):
-            if not lam >= 0:
-                raise ValueError("SNR lam must be >= 0")
-            return self._scalar(float(lam))[1]
-        return self._vector(lam)[1]
+        return self._evaluate(lam, 1)
 
     def mmse_noise(self, delta):
         """Table-based MMSE as a function of the noise variance Δ > 0 (``= mmse(1/Δ)``)."""
@@ -1271,11 +1271,7 @@ class RectangularChannel:
         -------
         float or ndarray of the shape of ``lam``.
         """
-        if self._is_scalar(lam):
-            if not lam >= 0:
-                raise ValueError("SNR lam must be >= 0")
-            return self._scalar(float(lam))[2]
-        out = self._vector(np.asarray(lam, float))[2]
+        out = self._evaluate(lam, 2)
         return float(out) if np.ndim(lam) == 0 else out
 
     def mutual_information(self, lam):

@@ -38,6 +38,7 @@ __all__ = [
     "phase_diagram_main",
     "parse_alpha_grid",
     "parse_number_grid",
+    "check_output_path",
     "build_sweep_parser",
     "build_plot_parser",
     "build_phase_diagram_parser",
@@ -162,8 +163,12 @@ def parse_gammas(text: str, layers: int) -> list:
     return vals
 
 
-def _check_output(path: Path, overwrite: bool, *, resume: bool = False, option="--output"):
-    """Refuse existing outputs (unless ``overwrite``/``resume``) and unwritable locations."""
+def check_output_path(path, overwrite: bool, *, resume: bool = False, option="--output"):
+    """Refuse existing outputs (unless ``overwrite``/``resume``) and unwritable locations.
+
+    Shared by every command that writes a file; raises :class:`UsageError` with a one-line
+    message naming ``option`` (empty name, a directory, an existing or interrupted file, a
+    missing or unwritable directory — tried by creating a probe file)."""
     path = Path(path)
     if str(path).strip() == "":
         raise UsageError(f"{option}: empty file name")
@@ -481,7 +486,7 @@ def _run_sweep(args) -> int:
         raise UsageError(f"--damping must be in [0, 1), got {args.damping}")
     parameters, alphas = sweep_parameters(args)
     out = Path(args.output)
-    _check_output(out, args.overwrite, resume=args.resume)
+    check_output_path(out, args.overwrite, resume=args.resume)
     configuration = resolved_configuration(args)
     model = build_model(parameters)
     solve_kw = {"damping": args.damping}
@@ -590,7 +595,7 @@ def _run_plot(args) -> int:
     out = Path(args.output) if args.output else src.with_suffix(".png")
     if out.suffix.lower() not in (".png", ".pdf", ".svg", ".jpg", ".jpeg", ".eps"):
         raise UsageError(f"--output: unknown figure format {out.suffix!r} (use .png, .pdf or .svg)")
-    _check_output(out, args.overwrite, option="--output")
+    check_output_path(out, args.overwrite, option="--output")
     for e in args.experiment:
         if not Path(e).exists():
             raise UsageError(f"--experiment: {e} does not exist")
@@ -741,7 +746,7 @@ def _run_phase_diagram(args) -> int:
         raise UsageError("--scheduler: give either --scheduler (existing cluster) or --workers (local cluster)")
     vary, values, base, alphas = phase_diagram_options(args)
     out = Path(args.output)
-    _check_output(out, args.overwrite, resume=args.resume)
+    check_output_path(out, args.overwrite, resume=args.resume)
     for v in values:  # validate every line here: workers never see bad input
         build_model(_line_options(base, vary, v))
     configuration = resolved_configuration(args)

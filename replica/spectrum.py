@@ -42,9 +42,7 @@ import argparse
 import json
 import logging
 import math
-import os
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -315,25 +313,6 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _check_output(path: Path, overwrite: bool):
-    """Refuse an existing output without ``overwrite`` and unwritable locations (UsageError)."""
-    if str(path).strip() == "":
-        raise UsageError("--output: empty file name")
-    if path.is_dir():
-        raise UsageError(f"--output: {path} is a directory")
-    if path.exists() and not overwrite:
-        raise UsageError(f"--output: {path} exists; pass --overwrite to replace it")
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        raise UsageError(f"--output: directory {parent} does not exist")
-    try:
-        fd, probe = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".probe", dir=parent)
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as exc:
-        raise UsageError(f"--output: cannot write in directory {parent} ({exc.strerror})") from None
-
-
 def _shared_keys() -> set:
     """Option names of the package's other commands (keys a shared --config file may hold)."""
     from .cli import build_phase_diagram_parser, build_plot_parser, build_sweep_parser
@@ -353,7 +332,9 @@ def _run(args) -> int:
     except ValueError as exc:
         raise UsageError(f"--readout: {str(exc).splitlines()[0]}") from None
     out = Path(args.output)
-    _check_output(out, args.overwrite)
+    from .cli import check_output_path
+
+    check_output_path(out, args.overwrite)
     parameters = {"gamma": args.gamma, "readout": args.readout, "readout_grid": args.readout_grid,
                   "lambda": lambdas.tolist(), "density_grid": args.density_grid, "resolution": args.resolution}
     result = spectrum(args.gamma, args.readout, lambdas, density_grid=args.density_grid,

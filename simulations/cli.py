@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
 import time
 from pathlib import Path
 
+from replica.cli import check_output_path
 from replica.config import CommandParser, UsageError, number_type
 
 __all__ = ["main", "build_parser"]
@@ -193,16 +193,6 @@ def _check_model_names(config) -> None:
         raise UsageError(f"--readout: {exc}") from None
 
 
-def _check_output(path: Path, overwrite: bool) -> None:
-    if path.exists() and not overwrite:
-        raise UsageError(f"--output: {path} exists; pass --overwrite to replace it")
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        raise UsageError(f"--output: directory {parent} does not exist")
-    if not os.access(parent, os.W_OK):
-        raise UsageError(f"--output: directory {parent} is not writable")
-
-
 def main(argv=None) -> int:
     """Entry point of ``replica-experiment``; returns the exit status.
 
@@ -233,7 +223,7 @@ def main(argv=None) -> int:
 
 def _run(args) -> int:
     output = Path(args.output)
-    _check_output(output, args.overwrite)
+    check_output_path(output, args.overwrite)
     import jax
 
     if args.device != "auto":
@@ -256,7 +246,7 @@ def _run(args) -> int:
                 config.sampler, config.steps, ",".join(config.init), config.teachers)
     begin = time.perf_counter()
     results = run_experiment(config, progress=not args.quiet)
-    _check_output(output, args.overwrite)
+    check_output_path(output, args.overwrite)
     write_experiment(output, config, results, overwrite=args.overwrite)
     logger.info("wrote %s in %.1f s", output, time.perf_counter() - begin)
     for init, result in results.items():

@@ -21,7 +21,8 @@ import logging
 import sys
 from pathlib import Path
 
-from replica.config import CommandParser, number_type
+from replica.cli import check_output_path
+from replica.config import CommandParser, UsageError, number_type
 
 __all__ = ["main", "build_parser"]
 
@@ -173,10 +174,7 @@ def main(argv=None) -> int:
         from .sgd import SGDConfig, run_sgd, specialization_time, write_sgd
 
         output = Path(args.output or "sgd.h5")
-        if output.exists() and not args.overwrite:
-            raise ValueError(f"{output} exists (use --overwrite to replace it)")
-        if output.is_dir():
-            raise ValueError(f"{output} is a directory")
+        check_output_path(output, args.overwrite)
         config = SGDConfig(activation=args.activation, gamma=args.gamma, delta=args.delta,
                            prior=args.prior, readout=args.readout, dim=args.dim, lr=args.lr,
                            batch=args.batch, steps=args.steps, time=args.time,
@@ -205,7 +203,7 @@ def main(argv=None) -> int:
             _plot(output, output.with_suffix(""), args)
         elif args.reference:
             _store_reference(output, args)
-    except (ValueError, FileExistsError, FloatingPointError, OSError) as exc:
+    except (UsageError, ValueError, FileExistsError, FloatingPointError, OSError) as exc:
         message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         print(f"{PROG}: error: {message}", file=sys.stderr)
         return 2
