@@ -10,7 +10,7 @@ from .spectral import (
     support,
 )
 from .rectangular import RectangularChannel, rectangular_channel
-from .symmetric import SymmetricChannel, symmetric_channel
+from .symmetric import SymmetricChannel, readout_channel, symmetric_channel
 
 __all__ = [
     "generalized_wishart_inverse_stieltjes",
@@ -19,6 +19,7 @@ __all__ = [
     "support",
     "SymmetricChannel",
     "symmetric_channel",
+    "readout_channel",
     "RectangularChannel",
     "rectangular_channel",
 ]

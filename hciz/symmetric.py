@@ -44,7 +44,7 @@ from . import cache, spectral
 from ._continuous import ContinuousEngine
 from .spectral import SpectralEngine, validate_readout_law
 
-__all__ = ["SymmetricChannel", "symmetric_channel"]
+__all__ = ["SymmetricChannel", "symmetric_channel", "readout_channel"]
 
 logger = logging.getLogger(__name__)
 
@@ -574,3 +574,31 @@ def symmetric_channel(gamma, values, weights, *, resolution=None, law=None):
     g, v, w, _ = validate_readout_law(gamma, values, weights)
     res = None if resolution is None else int(resolution)
     return _cached(g, v.tobytes(), w.tobytes(), res, _normalize_law(law))
+
+
+def readout_channel(gamma, readout_law, *, resolution=None):
+    """The channel of ``S⁰ = W⁰ᵀ diag(v) W⁰/√(kd)`` for a readout-law object.
+
+    Parameters
+    ----------
+    gamma : float
+        Width ratio γ = k/d > 0.
+    readout_law : object with ``values``, ``weights`` and optionally ``name``, ``exact``
+        E.g. :func:`priors.get_readout_law`. Continuous laws (``exact = False``) named
+        ``gaussian`` or ``uniform`` enter exactly, not through their grid.
+    resolution : int, optional, keyword-only
+        Chebyshev nodes per table piece.
+
+    Returns
+    -------
+    SymmetricChannel
+
+    Raises
+    ------
+    ValueError
+        As :func:`symmetric_channel`.
+    """
+    name = None if getattr(readout_law, "exact", True) else getattr(readout_law, "name", None)
+    return symmetric_channel(gamma, np.asarray(readout_law.values, dtype=float),
+                             np.asarray(readout_law.weights, dtype=float), resolution=resolution,
+                             law=name if name in ("gaussian", "uniform") else None)

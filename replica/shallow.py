@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize
 
-from hciz import symmetric_channel
+from hciz import readout_channel
 from priors import get_readout_law, get_weight_prior
 
 from .activations import get_activation
@@ -154,8 +154,7 @@ class ShallowModel:
         self.readout_weights = p
         self.v2 = v * v
         # continuous readout laws enter the HCIZ channel exactly (not through their grid)
-        law = self.readout_law.name if not getattr(self.readout_law, "exact", True) else None
-        self.channel = symmetric_channel(self.gamma, v, p, law=law if law in ("gaussian", "uniform") else None)
+        self.channel = readout_channel(self.gamma, self.readout_law)
         self.mu1 = float(self.activation.mu1)
         # odd activations: μ₂ is zero up to quadrature rounding; treat it as exactly zero
         self.mu2 = float(self.activation.mu2) if abs(self.activation.mu2) > 1e-12 else 0.0

@@ -105,14 +105,11 @@ class SpectrumResult:
 
 def _channel(gamma, readout, *, readout_grid=None, resolution=None):
     """The solver's channel for (γ, readout law): same construction as ``ShallowModel``."""
-    from hciz import symmetric_channel
+    from hciz import readout_channel
     from priors import get_readout_law
 
     law = get_readout_law(readout, grid_size=readout_grid) if isinstance(readout, str) else readout
-    name = law.name if not getattr(law, "exact", True) else None
-    channel = symmetric_channel(gamma, np.asarray(law.values, dtype=float), np.asarray(law.weights, dtype=float),
-                                resolution=resolution, law=name if name in ("gaussian", "uniform") else None)
-    return channel, law
+    return readout_channel(gamma, law, resolution=resolution), law
 
 
 def _density_range(channel, lam):
