@@ -106,8 +106,7 @@ from .activations import get_activation
 from .deep import layer_priors_and_readout
 from .engine import STATUS_MESSAGES, FixedPointResult, solve_fixed_point
 
-__all__ = ["TwoLayerModel", "TwoLayerState", "product_channel", "effective_readout_grid", "phase_name",
-           "phase_transitions"]
+__all__ = ["TwoLayerModel", "TwoLayerState", "product_channel", "effective_readout_grid", "phase_name"]
 
 logger = logging.getLogger(__name__)
 
@@ -216,125 +215,6 @@ def phase_name(overlap_layer_1, overlap_layer_2, overlap_product_2_1, *, thresho
     return "product" if pr else "universal"
 
 
-def phase_transitions(model, result, *, solve_kw=None, rtol=1e-7) -> list:
-    """Changes of the equilibrium phase along a sweep, located by free-entropy crossings.
-
-    :func:`replica.branches.sweep` names the branches of this model by phase
-    (:meth:`TwoLayerModel.phase`) and reports, per branch, its spinodal and its crossing with
-    the universal branch; the equilibrium may also change between two non-universal phases
-    (``layer_1`` → ``layers_1_2``), which this function locates. Every stored point is
-    classified with :func:`phase_name`; where the equilibrium phase
-    changes from P at ``α_i`` to Q at ``α_{i+1}``, P is followed up from ``α_i`` and Q down
-    from ``α_{i+1}`` (warm starts; where a phase ends inside the bracket, its spinodal is
-    located by bisection on existence with Newton solves) and the crossing ``f_Q = f_P`` is
-    found by Brent's method.
-
-    Changes *inside* a phase are not reported: on the quadrature grid of ``s`` the groups
-    of first-layer neurons specialize one by one (a staircase that becomes a continuous
-    onset as ``n_s → ∞``, docs/two_layer.md).
-
-    Parameters
-    ----------
-    model : TwoLayerModel
-    result : SweepResult
-        Output of :func:`replica.branches.sweep` for ``model``.
-    solve_kw : dict, optional, keyword-only
-        Options of the solver.
-    rtol : float, keyword-only
-        Relative tolerance on the located α.
-
-    Returns
-    -------
-    list of dict
-        One per change: ``alpha``, ``from``, ``to``, ``located`` (bool), ``bracket``
-        (α_i, α_{i+1}) and ``kind``: ``crossing`` (``f_Q = f_P``), ``spinodal`` (Q is born
-        inside the bracket with ``f_Q ≥ f_P``, or P disappears first), or ``grid`` (a
-        phase could not be followed; ``alpha`` is the grid midpoint, ``located`` False).
-    """
-    from scipy import optimize
-
-    solve_kw = dict(solve_kw or {})
-    alphas = result.alpha
-    points = []  # per α: {phase: (free entropy, packed point)}
-    for i in range(alphas.size):
-        found = {}
-        for b in result.branches.values():
-            if not (b["exists"][i] and b["converged"][i]):
-                continue
-            name = phase_name(b["overlap_layer_1"][i], b["overlap_layer_2"][i], b["overlap_product_2_1"][i])
-            f = float(b["free_entropy"][i])
-            x = b.points.get(i, np.zeros(model.size))
-            if name not in found or f > found[name][0]:
-                found[name] = (f, x)
-        points.append(found)
-    eq = [max(p, key=lambda k: p[k][0]) for p in points]
-
-    def solve(phase, al, warm, newton=False):
-        """(free entropy, point) of ``phase`` at ``al`` from ``warm``; raises _PhaseLost."""
-        if phase == "universal":
-            return model.solve_universal(al).info["state"].free_entropy, np.zeros(model.size)
-        kw = {**solve_kw, "method": "newton"} if newton else solve_kw
-        r = model.solve_from(al, None, warm, start=phase, **kw)
-        if not r.converged or model.phase(r.info["state"]) != phase:
-            raise _PhaseLost(f"{phase} lost at alpha = {al:g}")
-        return r.info["state"].free_entropy, r.x
-
-    def edge(phase, a_in, x_in, a_out):
-        """Farthest α from ``a_in`` towards ``a_out`` where ``phase`` still exists, and its point."""
-        try:
-            return a_out, solve(phase, a_out, x_in)[1]
-        except _PhaseLost:
-            pass
-        while abs(a_out - a_in) > rtol * abs(a_in):
-            mid = 0.5 * (a_in + a_out)
-            try:
-                x_in, a_in = solve(phase, mid, x_in, newton=True)[1], mid
-            except _PhaseLost:
-                a_out = mid
-        return a_in, x_in
-
-    out = []
-    for i in range(alphas.size - 1):
-        P, Q = eq[i], eq[i + 1]
-        if P == Q:
-            continue
-        lo, hi = float(alphas[i]), float(alphas[i + 1])
-        entry = {"alpha": 0.5 * (lo + hi), "from": P, "to": Q, "located": False, "bracket": (lo, hi),
-                 "kind": "grid"}
-        try:
-            p_hi, xp = edge(P, lo, points[i][P][1], hi)
-            q_lo, xq = edge(Q, hi, points[i + 1][Q][1], lo)
-            a, b = max(lo, q_lo), min(hi, p_hi)
-            if a > b:
-                raise _PhaseLost("the two phases do not coexist in the bracket")
-            warm = {P: xp, Q: xq}
-            ends = {}
-
-            def diff(al):
-                if al in ends:  # brentq evaluates the ends first: reuse them (warm starts moved on)
-                    return ends[al]
-                fq, warm[Q] = solve(Q, al, warm[Q])
-                fp, warm[P] = solve(P, al, warm[P])
-                return fq - fp
-
-            ends[a] = diff(a)
-            if ends[a] >= 0.0:  # Q is born (at its spinodal a) as the equilibrium
-                entry.update(alpha=a, located=True, kind="spinodal")
-            elif ends.setdefault(b, diff(b)) < 0.0:  # P disappears (at b) while still the equilibrium
-                entry.update(alpha=b, located=True, kind="spinodal")
-            else:
-                entry["alpha"] = float(optimize.brentq(diff, a, b, rtol=rtol, xtol=1e-14))
-                entry.update(located=True, kind="crossing")
-        except (_PhaseLost, ValueError) as exc:
-            logger.info("phase change %s -> %s in [%g, %g] not located: %s", P, Q, lo, hi, exc)
-        out.append(entry)
-    return out
-
-
-class _PhaseLost(Exception):
-    """A followed stationary point changed phase (or was lost) inside a bracket."""
-
-
 def _check_gammas(gammas):
     g = np.asarray(gammas, dtype=float).ravel()
     if g.size != 2 or not np.all(np.isfinite(g)) or np.any(g <= 0):
@@ -423,8 +303,8 @@ class TwoLayerModel:
         ``s_grid < 1``.
     """
 
-    #: the branch whose transitions are the file's top-level ``alpha_sp``/``alpha_c``
-    specialized_branch = "layers_1_2"
+    #: the phase whose first appearance as the equilibrium gives the top-level ``alpha_sp``/``alpha_c``
+    main_phase = "layers_1_2"
 
     def __init__(self, activation="tanh2", gammas=(1.0, 1.0), delta=0.1, *, weight_prior="gaussian",
                  readout_law="ones", readout_grid=None, s_grid=DEFAULT_S_GRID, drop_hermite=(),
@@ -468,9 +348,13 @@ class TwoLayerModel:
         """Extra coordinates stored with a sweep: ``s_values``, ``s_weights`` (n_s,)."""
         return {"s_values": self.s_values, "s_weights": self.s_weights}
 
-    def phase_transitions(self, result, **kw) -> list:
-        """Changes of the equilibrium phase along a sweep (:func:`phase_transitions`)."""
-        return phase_transitions(self, result, **kw)
+    def universal_only_reason(self):
+        """None: the universal branch is never imposed for two hidden layers."""
+        return None
+
+    def universal_indices(self) -> np.ndarray:
+        """No packed entry is free on the universal branch (``Q ≡ 0``)."""
+        return np.array([], dtype=int)
 
     # ----------------------------------------------------------------- packing
     @property
@@ -611,12 +495,14 @@ class TwoLayerModel:
         ent1 = float(self.s_weights @ (p1.free_entropy(q1_hat) - q1 * q1_hat / 2.0))
         ent2 = float(self.readout_weights @ ((p2.free_entropy(q2_hat) - q2 * q2_hat / 2.0) @ self.s_weights))
         rect = float(self.readout_weights @ (r21 * (1.0 - q21) / 2.0 - iota(tau + r21) + iota(tau)))
+        if not ker["D"] > 0.0:
+            return math.inf  # perfect recovery at Δ = 0: f diverges
         return float(-0.5 * math.log(2 * math.pi * math.e * ker["D"])
                      + gam1 / alpha * ent1 + gam1 * gam2 / alpha * ent2 + gam2 / alpha * rect)
 
     def mutual_information(self, alpha, free_entropy) -> float:
         """Mutual information per weight parameter ``α/(γ₁ + γ₁γ₂) (−½ ln(2πeΔ) − f)``."""
-        if self.delta == 0.0:
+        if self.delta == 0.0 or not math.isfinite(free_entropy):
             return math.inf
         gam1, gam2 = self.gammas
         return alpha / (gam1 + gam1 * gam2) * (-0.5 * math.log(2 * math.pi * math.e * self.delta) - free_entropy)
@@ -627,7 +513,7 @@ class TwoLayerModel:
         q1, q2, q21 = self.unpack(x)
         f = self.free_entropy(alpha, q1, c["q1_hat"], q2, c["q2_hat"], q21, c["r21"])
         return TwoLayerState(float(alpha), q1.copy(), c["q1_hat"], q2.copy(), c["q2_hat"], q21.copy(), c["r21"],
-                             c["tau"], float(c["D"] - self.delta), f, self.mutual_information(alpha, f))
+                             c["tau"], max(float(c["D"] - self.delta), 0.0), f, self.mutual_information(alpha, f))
 
     def specialization(self, state) -> float:
         """``E_s Q₁² + E_{v,s} v² Q₂² + E_v v² Q₂:₁²`` (orders the non-universal branches)."""
