@@ -69,7 +69,8 @@ Phase diagrams
 ``replica-phase-diagram`` writes one flat group (root) on the grid ``(<parameter>, alpha)``:
 coordinates ``alpha`` and ``<parameter>`` (e.g. ``delta``); the equilibrium ``mmse``,
 ``free_entropy`` and ``branch``; ``mmse_<branch>`` and ``exists_<branch>`` per branch;
-the transition lines ``alpha_sp`` and ``alpha_c`` (one value per parameter value); ``done``.
+the transition lines ``alpha_sp``, ``alpha_c`` and ``alpha_instability`` (one value per
+parameter value, from the same continuation and root finding as a sweep); ``done``.
 Root attributes ``kind = "phase_diagram"``, ``parameter``, ``parameters``,
 ``configuration``, ``version``, ``git_revision``, ``complete``.
 """
@@ -145,6 +146,7 @@ VARIABLE_ATTRS = {
     "kind": ("how the equilibrium changes: crossing, branch_end or branch_start", ""),
     "alpha_sp": ("spinodal α_sp (specialized branch appears)", "1"),
     "alpha_c": ("thermodynamic transition α_c", "1"),
+    "alpha_instability": ("α where the universal branch loses linear stability", "1"),
 }
 
 
@@ -219,7 +221,8 @@ def _write_array(group, name, value):
         ds = group.create_dataset(name, data=arr)
     base = name
     for prefix in ("mmse_", "exists_", "free_entropy_"):
-        if name.startswith(prefix) and name[len(prefix):] in ("universal", "specialized", "partial"):
+        if name.startswith(prefix) and name[len(prefix):].split("-")[0] in ("universal", "specialized", "partial",
+                                                                             "weak"):
             base = prefix[:-1]
     if name.startswith("overlap_layer_") or name.startswith("overlap_hat_layer_"):
         ell = name.rsplit("_", 1)[-1]

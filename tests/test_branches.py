@@ -198,3 +198,56 @@ def test_deep_branches_go_through_the_same_continuation():
     assert r.transitions["alpha_c"] == pytest.approx(1.60220, abs=1e-5)
     assert [(c["from"], c["to"], c["kind"]) for c in r.equilibrium_changes] == [
         ("universal", "specialized", "crossing")]
+
+
+# ----------------------------------------------------------------------------- files and figures
+def test_sweep_files_hold_stability_changes_and_every_dataset(tmp_path, capsys):
+    import h5py
+
+    from replica.cli import plot_main, sweep_main
+    from replica.io import read_sweep
+
+    out = tmp_path / "q.h5"
+    argv = ["--activation", "quadratic", "--gamma", "0.5", "--delta", "1.25", "--prior", "rademacher",
+            "--alpha", "0.1:4:40", "--quiet", "-o", str(out)]
+    assert sweep_main(argv) == 0
+    data = read_sweep(out)
+    changes = data["equilibrium_changes"]
+    assert list(changes["from_branch"]) == ["universal", "weak"]
+    assert list(changes["to_branch"]) == ["weak", "specialized"]
+    assert changes["mmse_before"][1] > 10 * changes["mmse_after"][1]
+    with h5py.File(out) as h5:
+        names = [set(g) for g in h5["branches"].values()]
+        assert all(n == names[0] for n in names) and "stability" in names[0]
+        assert h5["transitions/universal"].attrs["alpha_instability"] == pytest.approx(0.58270974, abs=1e-7)
+        assert h5["branches/specialized"].attrs["start_kind"] == "fold"
+    # the unstable part of the universal branch (above α ≈ 0.583) is drawn dotted
+    png = tmp_path / "q.png"
+    assert plot_main([str(out), "-o", str(png), "--quiet"]) == 0
+    from replica import plotting
+
+    fig = plotting.plot_file(out, kind="curve")
+    dotted = [ln for ln in fig.axes[0].get_lines() if ln.get_gid() == "unstable:universal"]
+    assert dotted and min(np.min(ln.get_xdata()) for ln in dotted) < 0.6 < 1.0 < max(
+        np.max(ln.get_xdata()) for ln in dotted)
+    capsys.readouterr()
+
+
+@pytest.mark.parametrize("prior", ["gaussian", "rademacher"])
+def test_perfect_recovery_at_zero_noise_writes_a_file(tmp_path, capsys, prior):
+    # issue 12 item 4: ln(Δ + error) at Δ = 0 once the error reaches 0 stopped the sweep
+    from replica.cli import sweep_main
+    from replica.io import read_sweep
+
+    out = tmp_path / "d0.h5"
+    argv = ["--activation", "quadratic", "--gamma", "0.5", "--delta", "0", "--prior", prior,
+            "--alpha", "0.3,0.38", "--branches", "all", "--quiet", "-o", str(out)]
+    assert sweep_main(argv) == 0, capsys.readouterr().err
+    data = read_sweep(out)
+    uni = data["branches"]["universal"]
+    # Maillard et al.: noiseless perfect recovery of S at α = γ − γ²/2 = 0.375
+    assert uni["mmse"][0] > 0.0 and uni["mmse"][1] == 0.0
+    for b in data["branches"].values():
+        assert np.all(b["mmse"][b["exists"]] >= 0.0)
+    if prior == "gaussian":
+        assert set(data["branches"]) == {"universal"} and data["universal_only_reason"]
