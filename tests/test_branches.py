@@ -233,7 +233,14 @@ def test_sweep_files_hold_stability_changes_and_every_dataset(tmp_path, capsys):
     capsys.readouterr()
 
 
-@pytest.mark.parametrize("prior", ["gaussian", "rademacher"])
+def test_free_entropy_at_perfect_recovery_is_infinite_not_an_error():
+    # Δ = 0 and K* = K_d (R₂ = R_d, g ≡ 0): ln(Δ + K_d − K*) = ln 0 used to raise ValueError
+    model = ShallowModel("quadratic", 0.5, 0.0, weight_prior="rademacher")
+    assert model.free_entropy(0.3, model.R_d, 10.0, np.array([1.0]), np.array([50.0])) == np.inf
+    assert model.mutual_information(0.3, np.inf) == np.inf
+
+
+@pytest.mark.parametrize("prior", ["gaussian", pytest.param("rademacher", marks=pytest.mark.slow)])
 def test_perfect_recovery_at_zero_noise_writes_a_file(tmp_path, capsys, prior):
     # issue 12 item 4: ln(Δ + error) at Δ = 0 once the error reaches 0 stopped the sweep
     from replica.cli import sweep_main
