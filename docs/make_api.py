@@ -22,6 +22,7 @@ MODULES = [
     "replica.shallow",
     "replica.deep",
     "replica.two_layer",
+    "replica.interface",
     "replica.branches",
     "replica.engine",
     "replica.activations",
