@@ -515,6 +515,7 @@ class _Curve:
     def __init__(self, seed):
         self.seed = seed
         self.results = {}  # grid index -> FixedPointResult
+        self.stability = {}  # grid index -> leading eigenvalue of the Jacobian
         self.ends = {}  # -1 (lower), +1 (upper) -> _End
 
     def lo(self, alphas):
@@ -561,6 +562,7 @@ def _trace(model, alphas, i0, seed_result, solve_kw):
                 break
             curve.results[j] = r_next
             r = r_next
+    curve.stability = {j: stability(model, alphas[j], r.x, order=1) for j, r in curve.results.items()}
     return curve
 
 
@@ -724,23 +726,46 @@ def _solve(cache, key, i, alpha, compute):
     return cache(key, i, alpha, compute)
 
 
-def _follow(model, alphas, order, overlaps0, start, solve_kw, pbar=None, *, key=None, cache=None):
-    """Damped iteration along ``order`` with warm starts from ``overlaps0``; {index: result} of the
-    non-universal points found (the seeds of the continuation)."""
-    out = {}
-    warm = None
+def _pass(model, alphas, order, overlaps0, start, key, curves, solve_kw, pbar, cache):
+    """One damped pass along ``order`` from the start ``overlaps0``, with warm starts; every
+    stable non-universal point it reaches that lies on no traced branch is traced at once
+    (appended to ``curves``).
+
+    Where the pass's previous point lies on a traced branch whose point at the next α is
+    linearly stable, the damped iteration is not run: from a warm start on a stable branch
+    it converges to that branch's next point (the grid step is taken as small compared with
+    the basin of attraction), so the pass simply follows the branch.
+    """
+    warm, on = None, None
     for i in order:
-        res = _solve(cache, key, i, alphas[i],
-                     lambda a=alphas[i], w=warm: model.solve_from(a, overlaps0, w, start=start, **solve_kw))
         if pbar is not None:
             pbar.update(1)
-        if _exists(res):
-            out[i] = res
-            warm = res.x
-        else:
+        if on is not None and i in on.results and on.stability.get(i, math.nan) < 1.0:
+            warm = on.results[i].x
+            continue
+        res = _solve(cache, key, i, alphas[i],
+                     lambda a=alphas[i], w=warm: model.solve_from(a, overlaps0, w, start=start, **solve_kw))
+        if not _exists(res):
             # branch lost (spinodal) or failure: later points restart from the fresh start
-            warm = None
-    return out
+            warm, on = None, None
+            continue
+        warm = res.x
+        on = next((c for c in curves if c.matches(i, res)), None)
+        if on is not None:
+            continue
+        if not stability(model, alphas[i], res.x, order=1) < 1.0:
+            # not an attractor of the damped iteration (a Newton polish can land on a saddle
+            # next to a slow ghost): not a seed
+            logger.debug("unstable point from start %s at alpha = %g is not a seed", start, alphas[i])
+            continue
+        new = _trace(model, alphas, i, res, solve_kw)
+        same = next((c for c in curves if any(c.matches(j, rj) for j, rj in new.results.items())), None)
+        if same is not None:  # continuation connected it to a traced curve: one branch
+            logger.debug("seed %s at alpha = %g joins a traced branch", start, alphas[i])
+            on = same
+            continue
+        curves.append(new)
+        on = new
 
 
 def _validate(alphas, branches):
@@ -818,25 +843,10 @@ def sweep(model, alphas, *, branches="all", progress=True, solve_kw=None, locate
         pbar.update(1)
     out = {"universal": universal}
 
-    # seeds from the damped passes, then one continuation per new curve
+    # seeds from the damped passes, each traced by continuation as soon as it is found
     curves = []
     for name, ov0, order, key in passes:
-        seeds = _follow(model, alphas, order, ov0, name, solve_kw, pbar, key=key, cache=cache)
-        for i in order:
-            r = seeds.get(i)
-            if r is None or any(c.matches(i, r) for c in curves):
-                continue
-            if not stability(model, alphas[i], r.x, order=1) < 1.0:
-                # not an attractor of the damped iteration (a Newton polish can land on a
-                # saddle next to a slow ghost): not a seed
-                logger.debug("unstable point from start %s at alpha = %g is not a seed", name, alphas[i])
-                continue
-            new = _trace(model, alphas, i, r, solve_kw)
-            same = [c for c in curves if any(c.matches(j, rj) for j, rj in new.results.items())]
-            if same:  # continuation connected it to a traced curve: one branch
-                logger.debug("seed %s at alpha = %g joins a traced branch", name, alphas[i])
-                continue
-            curves.append(new)
+        _pass(model, alphas, order, ov0, name, key, curves, solve_kw, pbar, cache)
     pbar.close()
 
     names, order = _name_curves(model, curves, alphas) if curves else ([], [])
@@ -845,7 +855,7 @@ def sweep(model, alphas, *, branches="all", progress=True, solve_kw=None, locate
         b = BranchData(name, alphas, seed=c.seed)
         for i in sorted(c.results):
             r = c.results[i]
-            b.set(i, r, stability(model, alphas[i], r.x, order=1))
+            b.set(i, r, c.stability[i])
         lo, hi = c.ends.get(-1), c.ends.get(+1)
         b.alpha_start, b.start_kind = (lo.alpha, lo.kind) if lo else (math.nan, "grid")
         b.alpha_end, b.end_kind = (hi.alpha, hi.kind) if hi else (math.nan, "grid")
