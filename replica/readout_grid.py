@@ -268,9 +268,11 @@ class ProfileSolver:
     Parameters
     ----------
     model : ShallowModel
-    target : float
+    target : float, keyword-only
         Relative accuracy of mmse and free entropy of the adaptive rule
         (:data:`DEFAULT_TARGET`).
+    base_nodes : int, keyword-only
+        Nodes per panel of the coarsest adaptive rule (:data:`BASE_NODES`).
 
     Notes
     -----
@@ -278,13 +280,14 @@ class ProfileSolver:
     (exact, ``discretization_error = 0``); a fixed grid (``fixed_grid``) uses its atoms, and
     the error estimate is the change of the solution on the quantile grid of twice as many
     nodes; otherwise the composite rule of :meth:`priors.continuous_laws.ContinuousLaw.panel_rule`
-    with ``BASE_NODES · 2**level`` nodes per panel, refined (continuation: each level starts
+    with ``base_nodes · 2**level`` nodes per panel, refined (continuation: each level starts
     from the previous solution) until two successive levels agree to ``target/10``, at most
     :data:`MAX_LEVEL` times.
     """
 
-    def __init__(self, model, *, target=DEFAULT_TARGET):
+    def __init__(self, model, *, target=DEFAULT_TARGET, base_nodes=BASE_NODES):
         self.model = model
+        self.base_nodes = int(base_nodes)
         law = model.readout_law
         self.law = getattr(law, "law", None)
         self.adaptive = self.law is not None and not getattr(law, "fixed_grid", False)
@@ -306,7 +309,7 @@ class ProfileSolver:
         if 0.0 < s_threshold < SELECT_LOW:
             s_pts = np.append(s_pts, s_threshold)
         v = np.sqrt(s_pts)
-        return self.law.panel_rule(np.concatenate([v, -v, [0.0]]), BASE_NODES * 2**level)
+        return self.law.panel_rule(np.concatenate([v, -v, [0.0]]), self.base_nodes * 2**level)
 
     # ------------------------------------------------------------------ map
     def evaluate(self, alpha, y, s_threshold, level):
