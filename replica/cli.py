@@ -249,7 +249,9 @@ def add_model_options(p, *, grids=False):
                        help="label-noise variance Δ >= 0 (default 0.1)")
     g.add_argument("--s-grid", type=number_type("--s-grid", minimum=1, integer=True), default=None,
                    help="L = 2 with a linear part only: number of positive nodes of the Gauss–Hermite grid of the "
-                        "effective readout s = (vᵀW₂)_j/√k₂ ~ N(0, 1) of first-layer neurons (default 12)")
+                        "effective readout s = (vᵀW₂)_j/√k₂ ~ N(0, 1) of first-layer neurons (default 12); the "
+                        "error of the grid is estimated at every stored point by solving on twice as many nodes "
+                        "(dataset discretization_error, warning above 1e-3)")
     s = p.add_argument_group("solver")
     s.add_argument("--alpha", default="0.01:8:101",
                    help="sample ratios α = n/d² > 0: 'a,b,c' or inclusive 'start:stop:num' (default 0.01:8:101)")
@@ -545,6 +547,7 @@ def _run_sweep(args) -> int:
             result.transitions[key] = change["alpha"]
         logger.info("equilibrium %s -> %s at alpha = %.7g (%s)", change["from"], change["to"], change["alpha"],
                     change["kind"])
+    _grid_errors(model, result, solve_kw)
     elapsed = time.perf_counter() - t0
     _warn_discretization(result)
     write_sweep(out, result, parameters, configuration=configuration, grids=getattr(model, "grids", None))
@@ -553,6 +556,20 @@ def _run_sweep(args) -> int:
                 alphas.size, elapsed, checkpoint.reused, checkpoint.computed, tr.get("alpha_sp"), tr.get("alpha_c"))
     print(out)
     return 0
+
+
+def _grid_errors(model, result, solve_kw):
+    """Dataset ``discretization_error`` for models that estimate it per stored point
+    (two hidden layers: the s-grid doubled, :meth:`replica.two_layer.TwoLayerModel.discretization_error`)."""
+    estimate = getattr(model, "discretization_error", None)
+    if estimate is None:
+        return
+    for branch in result.branches.values():
+        err = np.full(branch.alpha.size, np.nan)
+        for i, x in branch.points.items():
+            if branch["exists"][i] and branch["converged"][i]:
+                err[i] = estimate(branch.alpha[i], x, **solve_kw)
+        branch.fields["discretization_error"] = err
 
 
 def _warn_discretization(result):
@@ -568,8 +585,9 @@ def _warn_discretization(result):
         unknown = branch["exists"] & ~np.isfinite(err)
         if np.any(bad) or np.any(unknown):
             worst = float(np.max(err[ok])) if np.any(ok) else math.nan
-            logger.warning("branch %s: readout-law discretization error above %g at %d of %d α (largest %.2g)%s; "
-                           "use a finer --readout-grid, or the default adaptive rule", name, DEFAULT_TARGET,
+            logger.warning("branch %s: discretization error of the readout grid above %g at %d of %d α (largest "
+                           "%.2g)%s; use a finer --readout-grid / --s-grid (one hidden layer: or the default "
+                           "adaptive rule)", name, DEFAULT_TARGET,
                            int(np.sum(bad)), int(np.sum(branch["exists"])), worst,
                            f", not estimated at {int(np.sum(unknown))}" if np.any(unknown) else "")
 

@@ -160,8 +160,29 @@ def test_discretization_error_is_stored_and_warned(tmp_path, capsys):
         for name in ("universal", "specialized"):
             err = h5[f"branches/{name}/discretization_error"][:]
             assert err.shape == (2,) and np.all(err < 1e-3)
-    assert "discretization error above" not in capsys.readouterr().err
+    assert "discretization error of the readout grid above" not in capsys.readouterr().err
     assert sweep_main(argv[:-1] + [str(tmp_path / "u8.h5"), "--readout-grid", "8"]) == 0
-    assert "discretization error above" in capsys.readouterr().err
+    assert "discretization error of the readout grid above" in capsys.readouterr().err
     with h5py.File(tmp_path / "u8.h5", "r") as h5:
         assert np.all(h5["branches/specialized/discretization_error"][:] > 1e-3)
+
+
+# ------------------------------------------------------------------------- two hidden layers
+def test_two_layer_s_grid_error_estimate():
+    """The estimate is the change of the solution on the doubled grid: equal to an independent
+    solve on that grid from the informed start; small where Q₁(s) is smooth (both layers
+    specialized), about 1% on the layer-1-only phase where Q₁(s) jumps (docs/two_layer.md)."""
+    from replica.two_layer import TwoLayerModel
+
+    model = TwoLayerModel("tanh2", (0.5, 0.5), 0.1, s_grid=12)
+    fine = TwoLayerModel("tanh2", (0.5, 0.5), 0.1, s_grid=24)
+    r = model.solve_from(2.5, model.starts()["informed"][0])
+    rf = fine.solve_from(2.5, fine.starts()["informed"][0])
+    a, b = r.info["state"], rf.info["state"]
+    expected = max(rel(a.mmse, b.mmse), rel(a.free_entropy, b.free_entropy))
+    err = model.discretization_error(2.5, r.x)
+    assert err == pytest.approx(expected, rel=1e-3, abs=1e-9) and err < 1e-3
+    r1 = model.solve_from(1.5, model.starts()["layer_1"][0])
+    assert model.phase(r1.info["state"]) == "layer_1"
+    assert 1e-3 < model.discretization_error(1.5, r1.x) < 0.1
+    assert model.discretization_error(1.5, np.zeros(model.size)) == 0.0
