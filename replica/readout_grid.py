@@ -47,7 +47,7 @@ import math
 import numpy as np
 from scipy import optimize
 
-__all__ = ["OverlapProfile", "SELECT_LARGEST", "SELECT_LOW", "SELECT_ZERO", "selection_from_overlaps",
+__all__ = ["OverlapProfile", "ProfileSolver", "SELECT_LARGEST", "SELECT_LOW", "SELECT_ZERO", "selection_from_overlaps",
            "DEFAULT_TARGET", "BASE_NODES", "MAX_LEVEL"]
 
 #: every neuron on its largest stable root (informed start)
