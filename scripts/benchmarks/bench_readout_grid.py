@@ -63,7 +63,7 @@ def main(argv=None) -> int:
         print(f"warm continuation: {warm:.3f} s per alpha (target <= 0.5 s)")
         if not args.skip_dense:
             dense = ShallowModel(ACTIVATION, 0.5, 0.1, readout_law=law, readout_grid=64)
-            quick = dense.solve(3.2, 0.99, start="informed")
+            dense.solve(3.2, 0.99, start="informed")  # warm-up (tables, compiled kernels)
             dense.profile_solver = None
             t0 = time.perf_counter()
             slow = dense.solve(3.2, 0.99, start="informed")
