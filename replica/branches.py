@@ -583,7 +583,7 @@ def _solve_on_curve(model, curve, alphas, alpha, solve_kw, cache):
     if a0 == alpha:
         out = r0.info["state"]
     else:
-        r, _, failure = _advance(model, a0, r0, float(alpha), None, solve_kw)
+        r, _, _ = _advance(model, a0, r0, float(alpha), None, solve_kw)
         out = None if r is None else r.info["state"]
     cache[key] = out
     return out
