@@ -233,7 +233,8 @@ def jacobian(model, alpha, x, *, order=2, indices=None) -> np.ndarray:
         ``(−3F(x) + 4F(x+h) − F(x+2h))/(2h)``). Components above 0.5 are differenced
         downwards, the others upwards, so that overlaps stay inside [0, 1].
     indices : array_like of int, optional, keyword-only
-        Restrict to these components (rows and columns).
+        Restrict to these components (rows and columns); default the entries the map moves
+        (``model.moving_indices(x)`` when the model has it, else all).
 
     Returns
     -------
@@ -241,7 +242,7 @@ def jacobian(model, alpha, x, *, order=2, indices=None) -> np.ndarray:
         ``m = len(indices)`` or ``p``.
     """
     x = np.asarray(x, dtype=float)
-    idx = np.arange(x.size) if indices is None else np.asarray(indices, dtype=int)
+    idx = _moving(model, x) if indices is None else np.asarray(indices, dtype=int)
     f0 = np.asarray(model.update(alpha, x), dtype=float)
     jac = np.empty((idx.size, idx.size))
     for col, j in enumerate(idx):
@@ -298,6 +299,13 @@ def stability(model, alpha, x, *, order=2, indices=None, near=None) -> float:
 
 
 # --------------------------------------------------------------------------- continuation
+def _moving(model, x) -> np.ndarray:
+    """Entries of the packed vector that the map moves (the continuation's unknowns)."""
+    x = np.asarray(x)
+    moving = getattr(model, "moving_indices", None)
+    return np.arange(x.size) if moving is None else np.asarray(moving(x), dtype=int)
+
+
 def _overlaps(result) -> np.ndarray:
     return np.asarray(result.info["state"].overlaps, dtype=float)
 
@@ -320,11 +328,19 @@ def _correct(model, alpha, x_pred, solve_kw):
     x_pred = np.asarray(x_pred, dtype=float)
     if not np.all(np.isfinite(x_pred)):
         return None
+    idx = _moving(model, x_pred)
+
+    def full(z):
+        y = x_pred.copy()
+        y[idx] = z
+        return y
+
     with np.errstate(all="ignore"):
         try:
-            sol = optimize.root(lambda y: np.asarray(model.update(alpha, y), dtype=float) - y, x_pred,
-                                method="hybr", options={"xtol": 1e-13, "maxfev": CORRECTOR_MAXFEV * (x_pred.size + 1)})
-            y = np.asarray(sol.x, dtype=float)
+            sol = optimize.root(lambda z: (np.asarray(model.update(alpha, full(z)), dtype=float) - full(z))[idx],
+                                x_pred[idx], method="hybr",
+                                options={"xtol": 1e-13, "maxfev": CORRECTOR_MAXFEV * (idx.size + 1)})
+            y = full(np.asarray(sol.x, dtype=float))
             fy = np.asarray(model.update(alpha, y), dtype=float)
         except (ValueError, ZeroDivisionError, FloatingPointError):
             return None
@@ -376,6 +392,7 @@ def _chord(model, alpha, x_pred, lu, solve_kw):
     atol = float(solve_kw.get("atol", 1e-12))
     rtol = float(solve_kw.get("rtol", 1e-10))
     y = np.array(x_pred, dtype=float)
+    idx = _moving(model, y)
     previous = math.inf
     with np.errstate(all="ignore"):
         for k in range(CHORD_MAX_ITER):
@@ -396,12 +413,13 @@ def _chord(model, alpha, x_pred, lu, solve_kw):
                                        "continuation", {"evaluations": k + 1, "polished": True})
                 res.info["state"] = st
                 return res
-            dy = lu_solve(lu, -g)
+            dy = lu_solve(lu, -g[idx])
             size = float(np.max(np.abs(dy)))
             if not np.isfinite(size) or size > CHORD_CONTRACTION * previous:
                 return None
             previous = size
-            y = y + dy
+            y = y.copy()
+            y[idx] += dy
     return None
 
 
@@ -411,7 +429,8 @@ def _factor(model, alpha, x):
 
     with np.errstate(all="ignore"):
         try:
-            a = jacobian(model, alpha, x, order=1) - np.eye(np.size(x))
+            a = jacobian(model, alpha, x, order=1)
+            a = a - np.eye(a.shape[0])
         except (ValueError, ZeroDivisionError, FloatingPointError):
             return None
         if not np.all(np.isfinite(a)):
@@ -475,6 +494,8 @@ def _host_point(model, alpha, result, solve_kw):
         r = model.solve_universal(alpha)
         return r.x if np.all(np.isfinite(r.x)) else None
     x = np.array(result.x, dtype=float)
+    if _moving(model, x).size != x.size or ov.size > x.size:
+        return None  # overlaps are not the leading packed entries: no host to build
     x[:ov.size][vanishing] = 0.0
     r = _correct(model, alpha, x, solve_kw)
     return None if r is None else r.x

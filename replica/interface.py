@@ -74,6 +74,10 @@ class ReplicaModel(Protocol):
     grids : dict, optional
         Extra 1-D coordinates stored with every branch (two hidden layers: ``s_values``,
         ``s_weights``).
+    moving_indices(x), optional
+        Entries of the packed vector the map moves (default all): the unknowns of the
+        continuation and of the stability Jacobian (one hidden layer with the profile solver
+        of :mod:`replica.readout_grid`: ``(D, M)``; its selection and rule level are labels).
 
     Methods
     -------

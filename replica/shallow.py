@@ -268,9 +268,17 @@ class ShallowModel:
                     "Q > 0 stationary points of the published functional are not reported")
         return None
 
+    def moving_indices(self, x) -> np.ndarray:
+        """Packed entries the map moves: all for the dense solver; ``(D, M)`` for the profile
+        solver (:mod:`replica.readout_grid`: the selection and the rule level stay fixed along a
+        continuation step)."""
+        n = np.size(x)
+        return np.arange(2) if self.profile_solver is not None else np.arange(n)
+
     def universal_indices(self) -> np.ndarray:
-        """Packed indices free on the universal branch: ``R̂₂`` (the last one)."""
-        return np.array([self.n_readout])
+        """Packed indices free on the universal branch: ``R̂₂`` (the last one); ``D`` for the
+        profile solver."""
+        return np.array([0]) if self.profile_solver is not None else np.array([self.n_readout])
 
     def solve_from(self, alpha, overlaps, warm=None, *, start="", **kw) -> FixedPointResult:
         """Solve from initial overlaps, or from a previous result's packed point ``warm``."""
