@@ -33,7 +33,10 @@ Several stationary points of the free entropy coexist over wide ranges of α
      ``alpha_end`` is then NaN: the event lies outside the grid).
 
    Two solutions at the same α belong to the same branch only if continuation connects
-   them; a curve that exists on two disjoint α intervals is two branches.
+   them; a curve that exists on two disjoint α intervals is two branches. Where a branch
+   ends inside the grid, what the system goes to is traced too (seeds off the grid, found
+   independently of it): beyond a fold the damped iteration from the branch's last point,
+   beyond a bifurcation the host branch it merged into.
 
    *Choice:* the corrector accepts unstable points too (a branch keeps its name and is
    followed through a loss of stability; ``stability`` says where), but the continuation
@@ -107,6 +110,10 @@ CORRECTOR_MAXFEV = 8
 #: iterations and required contraction of the chord-Newton corrector of the continuation
 CHORD_MAX_ITER = 20
 CHORD_CONTRACTION = 0.7
+#: distance (relative to max(1, α)) beyond a branch end where the system's jump is sought
+JUMP_OFFSET = 1e-3
+#: at most this many branches per sweep (a safeguard)
+MAX_BRANCHES = 64
 #: relative tolerance of the root finding for bifurcations and free-entropy crossings
 ROOT_RTOL = 1e-12
 
@@ -552,24 +559,27 @@ class _Curve:
         return r is not None and float(np.max(np.abs(_overlaps(r) - _overlaps(result)), initial=0.0)) < tol
 
 
-def _trace(model, alphas, i0, seed_result, solve_kw):
-    """Follow the curve through ``seed_result`` (at grid index ``i0``) in both directions."""
-    r0 = _correct(model, alphas[i0], seed_result.x, solve_kw)
+def _trace(model, alphas, a0, seed_result, solve_kw):
+    """Follow the curve through ``seed_result`` (at ``a0``, a grid point or not) in both
+    directions along the grid; None when the curve touches no grid point."""
+    r0 = _correct(model, a0, seed_result.x, solve_kw)
     if r0 is None or _is_universal(r0) or \
             float(np.max(np.abs(_overlaps(r0) - _overlaps(seed_result)), initial=0.0)) > DISTINCT_TOL * 10:
         r0 = seed_result  # the damped point is the better estimate (Newton wandered off)
     curve = _Curve(seed_result.start)
-    curve.results[i0] = r0
     n = alphas.size
+    on_grid = np.flatnonzero(alphas == a0)
+    if on_grid.size:
+        curve.results[int(on_grid[0])] = r0
     for direction in (+1, -1):
-        r, slope, j = r0, None, i0
+        r, slope, a = r0, None, a0
+        j = int(np.searchsorted(alphas, a0, side="right")) if direction > 0 else \
+            int(np.searchsorted(alphas, a0, side="left")) - 1
         while True:
-            j += direction
             if not 0 <= j < n:
-                curve.ends[direction] = _End(math.nan, "grid", r, float(alphas[j - direction]))
+                curve.ends[direction] = _End(math.nan, "grid", r, a)
                 break
-            r_next, slope, failure = _advance(model, float(alphas[j - direction]), r, float(alphas[j]), slope,
-                                              solve_kw)
+            r_next, slope, failure = _advance(model, a, r, float(alphas[j]), slope, solve_kw)
             if r_next is None:
                 a_last, r_last, why = failure
                 ov = _overlaps(r_last)
@@ -582,9 +592,37 @@ def _trace(model, alphas, i0, seed_result, solve_kw):
                     curve.ends[direction] = _End(a_last, "fold", r_last, a_last)
                 break
             curve.results[j] = r_next
-            r = r_next
+            r, a = r_next, float(alphas[j])
+            j += direction
+    if not curve.results:
+        return None
     curve.stability = {j: stability(model, alphas[j], r.x, order=1) for j, r in curve.results.items()}
     return curve
+
+
+def _jump_seeds(model, alphas, curve, solve_kw):
+    """Where ``curve`` ends inside the grid, the points the system goes to (off-grid seeds).
+
+    Beyond a fold the damped iteration from the curve's last point (warm start) lands on
+    another attractor; beyond a bifurcation the host branch (the overlaps that vanished set to
+    zero, then Newton) takes over. Returns ``[(alpha, result)]`` of stable non-universal points.
+    """
+    out = []
+    for direction, e in curve.ends.items():
+        if e.kind == "grid" or not np.isfinite(e.alpha):
+            continue
+        a = e.alpha + direction * JUMP_OFFSET * max(1.0, abs(e.alpha))
+        if not alphas[0] < a < alphas[-1]:
+            continue
+        if e.kind == "fold":
+            r = model.solve_from(a, None, e.result.x, start=curve.seed, **solve_kw)
+        else:
+            xh = _host_point(model, a, e.result, solve_kw)
+            r = None if xh is None else _correct(model, a, xh, solve_kw)
+        if r is not None and _exists(r) and stability(model, a, r.x, order=1) < 1.0:
+            r.start = curve.seed
+            out.append((a, r))
+    return out
 
 
 def _solve_on_curve(model, curve, alphas, alpha, solve_kw, cache):
@@ -697,7 +735,18 @@ def _equilibrium_changes(model, alphas, curves, names, solve_kw):
                 a_c = 0.5 * (a_left + a_right)
             changes.append(_change(model, by_name, left, right, a_c, "crossing", state))
         prev_right = right
-    return changes
+    # a branch end and a branch start at the same point (two located ends of one bifurcation,
+    # each to ~1e-9): one change, not a zigzag through a third branch
+    merged = []
+    for c in changes:
+        if merged and merged[-1]["to"] == c["from"] and c["kind"] != "crossing" \
+                and abs(c["alpha"] - merged[-1]["alpha"]) <= 1e-6 * max(1.0, abs(c["alpha"])):
+            prev = merged.pop()
+            if prev["from"] != c["to"]:
+                merged.append({**prev, "to": c["to"], "mmse_after": c["mmse_after"]})
+            continue
+        merged.append(c)
+    return merged
 
 
 def _change(model, by_name, frm, to, alpha, kind, state):
@@ -747,6 +796,29 @@ def _solve(cache, key, i, alpha, compute):
     return cache(key, i, alpha, compute)
 
 
+def _add_curve(model, alphas, a0, seed, curves, solve_kw):
+    """Trace the curve through ``seed`` unless continuation joins it to a traced one, then
+    trace what the system jumps to at its ends (:func:`_jump_seeds`); returns the curve the
+    seed lies on (None if it touches no grid point)."""
+    new = _trace(model, alphas, a0, seed, solve_kw)
+    if new is None:
+        return None
+    same = next((c for c in curves if any(c.matches(j, rj) for j, rj in new.results.items())), None)
+    if same is not None:  # continuation connected it to a traced curve: one branch
+        logger.debug("seed %s at alpha = %g joins a traced branch", seed.start, a0)
+        return same
+    curves.append(new)
+    queue = [new]
+    while queue and len(curves) < MAX_BRANCHES:
+        for a, r in _jump_seeds(model, alphas, queue.pop(0), solve_kw):
+            c = _trace(model, alphas, a, r, solve_kw)
+            if c is None or any(d.matches(j, rj) for d in curves for j, rj in c.results.items()):
+                continue
+            curves.append(c)
+            queue.append(c)
+    return new
+
+
 def _pass(model, alphas, order, overlaps0, start, key, curves, solve_kw, pbar, cache):
     """One damped pass along ``order`` from the start ``overlaps0``, with warm starts; every
     stable non-universal point it reaches that lies on no traced branch is traced at once
@@ -779,14 +851,7 @@ def _pass(model, alphas, order, overlaps0, start, key, curves, solve_kw, pbar, c
             # next to a slow ghost): not a seed
             logger.debug("unstable point from start %s at alpha = %g is not a seed", start, alphas[i])
             continue
-        new = _trace(model, alphas, i, res, solve_kw)
-        same = next((c for c in curves if any(c.matches(j, rj) for j, rj in new.results.items())), None)
-        if same is not None:  # continuation connected it to a traced curve: one branch
-            logger.debug("seed %s at alpha = %g joins a traced branch", start, alphas[i])
-            on = same
-            continue
-        curves.append(new)
-        on = new
+        on = _add_curve(model, alphas, float(alphas[i]), res, curves, solve_kw)
 
 
 def _validate(alphas, branches):
