@@ -97,8 +97,10 @@ logger = logging.getLogger(__name__)
 UNIVERSAL_TOL = 1e-6
 #: two stationary points closer than this in max-norm of their overlaps are the same point
 DISTINCT_TOL = 1e-5
-#: an overlap below this is zero (the continuation never lets a nonzero overlap reach it)
+#: an overlap below this is zero (the continuation never lets a learned overlap reach it)
 ZERO_OVERLAP = 1e-12
+#: overlaps above this are learned (below: rounding noise of an exact zero, not tracked)
+SUPPORT_OVERLAP = 1e-9
 #: largest change of any overlap in one continuation step (larger: the step is halved)
 MAX_MOVE = 0.05
 #: smallest continuation step relative to max(1, α); a branch ends where steps fall below it
@@ -455,13 +457,13 @@ def _advance(model, a0, r0, a_target, slope, solve_kw):
     last accepted point (refreshed after a slow corrector step, and once before a step is
     halved); the step is halved when the corrector fails or :func:`_check_step` rejects the
     point, doubled after a success. Returns ``(result at a_target or None, slope, failure)``
-    where ``failure`` is None or ``(last α, last result, reason)`` when the curve ends
+    where ``failure`` is None or ``(last α, last result, reason, learned overlaps)`` when the curve ends
     before ``a_target`` (steps below :data:`MIN_STEP`).
     """
     a, r = a0, r0
     x = np.asarray(r0.x, dtype=float)
     ov = _overlaps(r0)
-    support = np.abs(ov) > ZERO_OVERLAP
+    support = np.abs(ov) > SUPPORT_OVERLAP
     h = abs(a_target - a0)
     lu, fresh = None, False
     while True:
@@ -482,7 +484,7 @@ def _advance(model, a0, r0, a_target, slope, solve_kw):
         if why is None:
             slope = (np.asarray(r_new.x) - x) / step
             a, r, x, ov = a_new, r_new, np.asarray(r_new.x, dtype=float), _overlaps(r_new)
-            support = np.abs(ov) > ZERO_OVERLAP
+            support |= np.abs(ov) > SUPPORT_OVERLAP  # learned overlaps stay tracked down to zero
             h = 2.0 * abs(step)
             if r_new.iterations > 3:
                 lu = None
@@ -490,7 +492,7 @@ def _advance(model, a0, r0, a_target, slope, solve_kw):
         else:
             h = 0.5 * abs(step)
             if h < MIN_STEP * max(1.0, abs(a)):
-                return None, slope, (a, r, why)
+                return None, slope, (a, r, why, support)
 
 
 def _host_point(model, alpha, result, solve_kw):
@@ -581,9 +583,8 @@ def _trace(model, alphas, a0, seed_result, solve_kw):
                 break
             r_next, slope, failure = _advance(model, a, r, float(alphas[j]), slope, solve_kw)
             if r_next is None:
-                a_last, r_last, why = failure
+                a_last, r_last, why, learned = failure
                 ov = _overlaps(r_last)
-                learned = np.abs(ov) > ZERO_OVERLAP
                 small = bool(np.any(np.abs(ov[learned]) < BIFURCATION_OVERLAP))
                 if why == "support" or small:
                     a_end = _locate_bifurcation(model, a_last, r_last, direction, solve_kw)
