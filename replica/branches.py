@@ -112,6 +112,10 @@ CORRECTOR_MAXFEV = 8
 #: iterations and required contraction of the chord-Newton corrector of the continuation
 CHORD_MAX_ITER = 20
 CHORD_CONTRACTION = 0.7
+#: solvers with labels re-solve from the overlap profile only on steps above this (relative)
+LABEL_RESOLVE_STEP = 1e-3
+#: solvers with labels: relative precision of the ends located by damped warm-started solves
+LABELLED_END_RTOL = 1e-7
 #: distance (relative to max(1, α)) beyond a branch end where the system's jump is sought
 JUMP_OFFSET = 1e-3
 #: at most this many branches per sweep (a safeguard)
@@ -478,6 +482,13 @@ def _advance(model, a0, r0, a_target, slope, solve_kw):
             lu, fresh = _factor(model, a, x), True
         r_new = None if lu is None else _chord(model, a_new, x_pred, lu, solve_kw)
         why = _check_step(r_new, ov, support)
+        if why is not None and fresh and _moving(model, x).size < x.size \
+                and abs(step) > LABEL_RESOLVE_STEP * max(1.0, abs(a)):
+            # a solver with labels (the profile solver's selection of roots): the labels
+            # may have to change along the curve; re-solve from the current overlap profile
+            r_alt = model.solve_from(a_new, ov, None, start="continuation", **solve_kw)
+            if r_alt.converged and "state" in r_alt.info and _check_step(r_alt, ov, support) is None:
+                r_new, why = r_alt, None
         if why == "newton" and not fresh:
             lu = None  # retry the same step with the Jacobian at the current point
             continue
@@ -561,9 +572,55 @@ class _Curve:
         return r is not None and float(np.max(np.abs(_overlaps(r) - _overlaps(result)), initial=0.0)) < tol
 
 
+def _damped_step(model, a, r, solve_kw):
+    """The damped iteration warm-started at ``r`` (solvers with labels): the result at ``a`` if
+    it is not the universal point, else None."""
+    nxt = model.solve_from(a, None, r.x, start="continuation", **solve_kw)
+    # the profile's front moves across the atoms (overlaps jump from 0 to O(1) at the front):
+    # only a return to the universal point counts as leaving the curve
+    ok = nxt.converged and "state" in nxt.info and not _is_universal(nxt)
+    return nxt if ok else None
+
+
+def _trace_labelled(model, alphas, i0, r0, solve_kw):
+    """:func:`_trace` for solvers whose packed vector holds labels (the profile solver of
+    :mod:`replica.readout_grid`): the curve is followed by the damped iteration with warm
+    starts, and each end is located by bisection on the same step (to ``LABELLED_END_RTOL``)."""
+    curve = _Curve(r0.start)
+    curve.results[i0] = r0
+    n = alphas.size
+    for direction in (+1, -1):
+        r, j = r0, i0 + direction
+        while True:
+            if not 0 <= j < n:
+                curve.ends[direction] = _End(math.nan, "grid", r, float(alphas[j - direction]))
+                break
+            nxt = _damped_step(model, float(alphas[j]), r, solve_kw)
+            if nxt is None:
+                inside, outside, r_in = float(alphas[j - direction]), float(alphas[j]), r
+                while abs(outside - inside) > LABELLED_END_RTOL * max(1.0, abs(inside)):
+                    mid = 0.5 * (inside + outside)
+                    got = _damped_step(model, mid, r_in, solve_kw)
+                    if got is None:
+                        outside = mid
+                    else:
+                        inside, r_in = mid, got
+                ov = _overlaps(r_in)
+                kind = "bifurcation" if float(np.max(np.abs(ov), initial=0.0)) < BIFURCATION_OVERLAP else "fold"
+                curve.ends[direction] = _End(inside, kind, r_in, inside)
+                break
+            curve.results[j] = nxt
+            r, j = nxt, j + direction
+    curve.stability = {j: stability(model, alphas[j], r.x, order=1) for j, r in curve.results.items()}
+    return curve
+
+
 def _trace(model, alphas, a0, seed_result, solve_kw):
     """Follow the curve through ``seed_result`` (at ``a0``, a grid point or not) in both
     directions along the grid; None when the curve touches no grid point."""
+    if _moving(model, seed_result.x).size < np.size(seed_result.x):
+        on_grid = np.flatnonzero(alphas == a0)
+        return _trace_labelled(model, alphas, int(on_grid[0]), seed_result, solve_kw) if on_grid.size else None
     r0 = _correct(model, a0, seed_result.x, solve_kw)
     if r0 is None or _is_universal(r0) or \
             float(np.max(np.abs(_overlaps(r0) - _overlaps(seed_result)), initial=0.0)) > DISTINCT_TOL * 10:

@@ -227,7 +227,8 @@ class ShallowModel:
         """Name of what a state has learned (:class:`replica.interface.ReplicaModel`).
 
         The readout atoms are grouped by ``|v|``; a group has learned when its mean ``Q(v)``
-        is at least :data:`PHASE_THRESHOLD` (0.5).
+        is at least :data:`PHASE_THRESHOLD` (0.5). With the profile solver (continuous laws,
+        many atoms) the criterion is the readout-averaged ``Q``: ``specialized`` or ``weak``.
 
         Returns
         -------
@@ -239,6 +240,11 @@ class ShallowModel:
         Q = np.asarray(state.overlap_W, dtype=float)
         if float(np.max(np.abs(Q), initial=0.0)) < 1e-6:
             return "universal"
+        if self.profile_solver is not None:
+            # continuous laws: every atom is its own group and the small |v| never learn
+            # (the front of the profile); the branch has specialized when most of the law has
+            mean = float(np.dot(self.readout_weights, Q))
+            return "specialized" if mean >= PHASE_THRESHOLD else "weak"
         a = np.round(np.abs(self.readout_values), 12)
         learned = []
         for value in np.unique(a):

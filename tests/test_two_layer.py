@@ -169,20 +169,23 @@ def test_bad_input():
 def test_sweep_layer_1_specializes_first_then_layer_2(model):
     # THEORY.md §6.2 "specialization starts in layer 1 and propagates outward"
     res = sweep(model, np.array([0.1, 3.0, 4.0, 5.0, 9.0]), progress=False)
-    changes = res.equilibrium_changes
-    assert [(c["from"], c["to"]) for c in changes] == [("universal", "layer_1"), ("layer_1", "layers_1_2")]
     # the onset of layer 1 is progressive in s (groups with large |s| first, each at its own
-    # fold), so only its bracket is asserted; layers 2 and the product then specialize by a
-    # first-order crossing
-    assert 0.1 < changes[0]["alpha"] < 3.0
+    # fold: the branches layer_1, layer_1-2, … of the staircase), so only its bracket is
+    # asserted; layers 2 and the product then specialize by a first-order crossing
+    phases = ["universal"] + [c["to"].split("-")[0] for c in res.equilibrium_changes]
+    assert [p for k, p in enumerate(phases) if k == 0 or p != phases[k - 1]] == ["universal", "layer_1", "layers_1_2"]
+    changes = [res.equilibrium_changes[0], [c for c in res.equilibrium_changes if c["to"] == "layers_1_2"][0]]
+    assert 0.1 < changes[0]["alpha"] < 3.0 and changes[0]["to"] == "layer_1"
     assert changes[1]["kind"] == "crossing"
     assert 4.0 < changes[1]["alpha"] < 5.0
     # at the crossing both phases have the same free entropy
     for c in changes[1:]:
         fs = []
-        for ph in (c["from"], c["to"]):
-            r = model.solve_from(c["alpha"], model.starts()["layer_1" if ph == "layer_1" else "informed"][0])
-            assert model.phase(r.info["state"]) == ph
+        for name in (c["from"], c["to"]):  # Newton from each branch's stored point nearest to α_c
+            b = res.branches[name]
+            i = min(b.points, key=lambda k: abs(res.alpha[k] - c["alpha"]))
+            r = model.solve_from(c["alpha"], None, b.points[i], method="newton")
+            assert r.converged and model.phase(r.info["state"]) == name.split("-")[0]
             fs.append(r.info["state"].free_entropy)
         assert fs[0] == pytest.approx(fs[1], abs=1e-8)
 
