@@ -70,6 +70,13 @@ Several stationary points of the free entropy coexist over wide ranges of α
    equilibrium). All are independent of the α grid (to ~1e-9 relative) as long as they lie
    inside it.
 
+Solvers whose packed vector holds labels besides the unknowns (``model.moving_indices``:
+the profile solver of continuous readout laws, :mod:`replica.readout_grid`, whose selection
+of roots changes along a curve) are followed by the damped iteration with warm starts
+instead of the Newton corrector; their ends are located by bisection on it (relative
+precision :data:`LABELLED_END_RTOL`), and a curve leaves only by returning to the universal
+point.
+
 When ``model.universal_only_reason()`` is not None (one hidden layer with ``g ≡ 0`` and
 Gaussian weights, docs/theory.md §5.4) only the universal branch is reported, the reason is
 logged and returned in :attr:`SweepResult.universal_only_reason`, and the stability stored
