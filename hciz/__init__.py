@@ -10,6 +10,7 @@ from .spectral import (
     support,
 )
 from .rectangular import RectangularChannel, rectangular_channel
+from .rie import RIEResult, empirical_stieltjes, rie_denoise, spectral_divergence
 from .symmetric import SymmetricChannel, readout_channel, symmetric_channel
 
 __all__ = [
@@ -22,4 +23,8 @@ __all__ = [
     "readout_channel",
     "RectangularChannel",
     "rectangular_channel",
+    "RIEResult",
+    "rie_denoise",
+    "empirical_stieltjes",
+    "spectral_divergence",
 ]

@@ -87,12 +87,16 @@ def build_parser() -> argparse.ArgumentParser:
                      help="number of independent teachers averaged over (default 2)")
     sim.add_argument("--sampler", choices=SAMPLERS, default="hmc",
                      help="hmc/nuts (BlackJAX, Gaussian prior), metropolis (single flips, Rademacher "
-                          "prior) or adam (training on the squared loss) (default hmc)")
-    sim.add_argument("--init", default=",".join(INITS),
+                          "prior), adam (training on the squared loss) or gamp-rie (message passing with "
+                          "a rotationally invariant matrix denoiser, one hidden layer, reaches the "
+                          "universal branch; docs/gamp_rie.md) (default hmc)")
+    sim.add_argument("--init", default=None,
                      help="comma list of starts: informed (at the teacher), uninformed (random draw "
-                          "from the prior) (default informed,uninformed)")
+                          "from the prior; gamp-rie: the prior mean) (default informed,uninformed; "
+                          "gamp-rie: uninformed)")
     sim.add_argument("--steps", type=number_type("--steps", minimum=0, strict=True, integer=True), default=None,
-                     help="HMC/NUTS transitions, Metropolis sweeps or Adam updates per run (default "
+                     help="HMC/NUTS transitions, Metropolis sweeps, Adam updates or GAMP-RIE iterations "
+                          "(at most) per run (default "
                           + ", ".join(f"{k} {v}" for k, v in DEFAULT_STEPS.items()) + ")")
     sim.add_argument("--warmup-fraction", type=number_type("--warmup-fraction", minimum=0, maximum=1),
                      default=0.5, help="fraction of steps for step-size adaptation/burn-in, not measured "
@@ -150,14 +154,15 @@ def config_from_args(args):
     UsageError
         Any inconsistent option (one-line message).
     """
-    from .experiment import DEFAULT_STEPS, ExperimentConfig
+    from .experiment import DEFAULT_STEPS, INITS, ExperimentConfig
 
     gamma = _parse_list("--gamma", args.gamma, float)
     if len(gamma) == 1:
         gamma = gamma * args.layers
     if len(gamma) != args.layers:
         raise UsageError(f"--gamma: {len(gamma)} values for --layers {args.layers}")
-    init = _parse_list("--init", args.init, str)
+    default_init = ("uninformed",) if args.sampler == "gamp-rie" else INITS
+    init = _parse_list("--init", args.init, str) if args.init is not None else default_init
     try:
         config = ExperimentConfig(
             layers=args.layers, gamma=gamma, activation=args.activation,
