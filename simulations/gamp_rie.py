@@ -282,7 +282,7 @@ def gamp_rie(inputs, labels, readout, *, activation, delta, spectrum="analytic",
     channel = None
     if (spectrum == "analytic" or variance == "theory") and a != 0.0:
         channel = _channel(readout_law, k / d)
-    denoise = _matrix_denoiser(spectrum, channel, eps, bandwidth, d)
+    denoise = _matrix_denoiser(spectrum, channel, eps, bandwidth, d) if a != 0.0 else None
 
     sqrt_d = math.sqrt(d)
     norm2 = np.einsum("ij,ij->i", X, X)
