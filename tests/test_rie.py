@@ -8,6 +8,7 @@ generalized-Wishart matrices.
 import numpy as np
 import pytest
 
+import test_hciz_symmetric as _symmetric_tests  # shared samplers of S⁰ and of the GOE
 from hciz import empirical_stieltjes, rie_denoise, spectral_divergence, symmetric_channel
 
 GAMMA = 0.5
@@ -17,19 +18,12 @@ FOURPOINT = (np.array([-3.0, -1.0, 1.0, 3.0]) / np.sqrt(5.0), np.full(4, 0.25))
 LAWS = {"ones": ONES, "rad": RAD, "4point": FOURPOINT}
 
 
-def sample_S(d, law, rng, gamma=GAMMA):
-    """``S⁰ = Wᵀ diag(v) W / √(kd)`` with Gaussian W and v from ``law``."""
-    values, weights = law
-    k = int(round(gamma * d))
-    W = rng.standard_normal((k, d))
-    v = rng.choice(values, size=k, p=weights)
-    return (W.T * v) @ W / np.sqrt(k * d)
+def sample_S(d, law, rng):
+    """``S⁰ = Wᵀ diag(v) W / √(kd)`` with Gaussian W and v from ``law`` (γ = 0.5)."""
+    return _symmetric_tests.sample_S(d, GAMMA, law, rng)
 
 
-def goe(d, rng):
-    """GOE normalized to the semicircle on [−2, 2] (off-diagonal variance 1/d)."""
-    A = rng.standard_normal((d, d))
-    return (A + A.T) / np.sqrt(2 * d)
+goe = _symmetric_tests.goe  # GOE normalized to the semicircle on [−2, 2]
 
 
 def denoising_error(d, lam, law, seed, analytic=False):
