@@ -37,7 +37,9 @@ MODULES = [
     "hciz",
     "hciz.symmetric",
     "hciz.rectangular",
+    "hciz.rie",
     "hciz.cache",
+    "simulations.gamp_rie",
 ]
 
 HEADER = """# API reference

@@ -2,7 +2,7 @@ r"""Rotationally invariant estimator (RIE) of a symmetric matrix seen through GO
 
 Observation ``Y = √λ S + Z`` with ``S`` (d×d, symmetric) drawn from a rotationally invariant
 law and ``Z`` a GOE matrix normalized so that its spectrum is the semicircle on ``[−2, 2]``
-(off-diagonal variance ``1/d``, diagonal ``2/d``); THEORY.md §4.1.  The Bayes-optimal
+(off-diagonal variance ``1/d``, diagonal ``2/d``); docs/theory.md §4.1.  The Bayes-optimal
 estimator of ``√λ S`` keeps the eigenvectors of ``Y`` and moves every eigenvalue ``y`` to
 
     ξ(y) = y + 2 Re m(y + i0),        m(z) = ∫ ρ_Y(x) / (x − z) dx,

@@ -3,9 +3,9 @@ r"""GAMP-RIE for the one-hidden-layer teacher–student problem (universal branc
 Generalized approximate message passing with a rotationally invariant matrix denoiser
 (Maillard, Troiani, Martin, Krzakala, Zdeborová, arXiv 2408.03733, Algorithm 1), generalized
 here to any activation with ``μ₂ ≠ 0`` and any readout law through the Hermite decomposition
-of THEORY.md §5.1.  Derivation and state evolution: ``docs/gamp_rie.md``.
+of docs/theory.md §5.1.  Derivation and state evolution: ``docs/gamp_rie.md``.
 
-Model (THEORY.md §1): ``y = vᵀσ(Wx/√d)/√k + √Δ z``.  With ``σ = μ₀ + μ₁He₁ + μ₂He₂/2 + σ_{≥3}``,
+Model (docs/theory.md §1): ``y = vᵀσ(Wx/√d)/√k + √Δ z``.  With ``σ = μ₀ + μ₁He₁ + μ₂He₂/2 + σ_{≥3}``,
 
     y = β + μ₁ bᵀx/√d + (μ₂/2)[c q(x) + ⟨Z(x), S̃⟩] + ξ,
 
@@ -22,7 +22,7 @@ matrix part is an effective observation ``R = S̃ + Z_GOE/√λ`` with
 ``λ = μ₂² (n/d²) / (Δ_eff + V)``, denoised by the RIE of :func:`hciz.rie_denoise`; the
 linear part is a Gaussian denoising problem of SNR ``μ₁² (n/d)/(Δ_eff + V)``.  Its state
 evolution is ``λ_t = μ₂² α / (Δ + g(1) + (μ₂²/2) mmse_S(λ_{t−1}))``, whose fixed point is
-the universal branch ``R̂₂ = 2α/(Δ₂ + mmse_S(R̂₂))`` of THEORY.md §5.1.
+the universal branch ``R̂₂ = 2α/(Δ₂ + mmse_S(R̂₂))`` of docs/theory.md §5.1.
 
 Damping follows :mod:`replica.engine`: ``x ← η x + (1 − η) F(x)`` on the estimates and
 their variances; convergence is tested on the scaled residual of the map, and the returned
@@ -129,7 +129,7 @@ class GampRieResult:
 
 
 def hermite_parts(activation, *, drop_hermite=(), unit_variance=False) -> dict:
-    """``μ₀, μ₁, μ₂, g(1)`` of an activation (THEORY.md §2).
+    """``μ₀, μ₁, μ₂, g(1)`` of an activation (docs/theory.md §2).
 
     Parameters
     ----------
@@ -413,7 +413,7 @@ def state_evolution(alpha, *, activation, gamma, delta, readout_law="ones", dim=
     -----
     ``λ_t = μ₂² α/(Δ + g(1) + (μ₂²/2) v_S + μ₁² v_b)``, ``v_S ← mmse_S(λ_t)``: at ``d = ∞`` the
     fixed point is ``R̂₂ = α μ₂²/(Δ + K_d − K*)`` with ``K_d − K* = g(1) + μ₂² mmse_S/2``,
-    the universal branch of THEORY.md §5.1 (``docs/gamp_rie.md``).
+    the universal branch of docs/theory.md §5.1 (``docs/gamp_rie.md``).
     """
     from hciz import readout_channel
     from priors import get_readout_law

@@ -1,6 +1,6 @@
 """GAMP-RIE (simulations.gamp_rie): state evolution, finite-size runs, experiment integration.
 
-References: the universal branch of :class:`replica.shallow.ShallowModel` (THEORY.md §5.1,
+References: the universal branch of :class:`replica.shallow.ShallowModel` (docs/theory.md §5.1,
 an independent implementation of the same fixed point), the published GAMP-RIE points of
 Maillard et al. (arXiv 2408.03733, files AMP_<d>_0.5_<σ>.csv of their code) and identities
 (damping invariance, error = 1 − overlap for the quadratic activation).
@@ -95,7 +95,7 @@ def test_quadratic_small_d_near_universal_branch():
 
 
 def test_relu_small_d_tracks_universal_not_specialized():
-    # ReLU, γ = 0.5, Δ = 0.1, d = 50, α = 3: universal 0.02519…, specialized 0.0081 (THEORY §5.4:
+    # ReLU, γ = 0.5, Δ = 0.1, d = 50, α = 3: universal 0.02519…, specialized 0.0081 (docs/theory.md §5.4:
     # the uninformed algorithm cannot specialize).  Finite d adds the linear-part error
     # μ₁² v_b ≈ (Δ + mmse)/(α d) ≈ 8e-4 (state evolution at d, `dim=`).
     model = ShallowModel("relu", 0.5, 0.1)

@@ -1,4 +1,4 @@
-"""Rotationally invariant estimator of ``S`` from ``√λ S + Z`` (hciz.rie; THEORY.md §4.1, §4.3).
+"""Rotationally invariant estimator of ``S`` from ``√λ S + Z`` (hciz.rie; docs/theory.md §4.1, §4.3).
 
 Checks against independent references: the Bayes-optimal linear shrinkage of a Wigner
 signal (closed form), the divergence of linear and quadratic spectral maps (closed forms and
@@ -155,7 +155,7 @@ def test_bad_input(bad, message):
 @pytest.mark.parametrize("d", [200, 400, 800])
 @pytest.mark.parametrize("name, lam", [("ones", 0.5), ("ones", 10.0), ("rad", 2.0), ("4point", 1.0)])
 def test_empirical_rie_matches_mmse(d, name, lam):
-    # THEORY §4.3: empirical MSE of the RIE on sampled (S⁰, Y) matches mmse_S(λ), the excess
+    # docs/theory.md §4.3: empirical MSE of the RIE on sampled (S⁰, Y) matches mmse_S(λ), the excess
     # shrinking with d (O(d^{-2/3}) smoothing bias plus O(1/d) fluctuations of 3 seeds).
     ch = symmetric_channel(GAMMA, *LAWS[name])
     errors, estimates = zip(*(denoising_error(d, lam, LAWS[name], seed) for seed in range(3)))

@@ -26,7 +26,7 @@ import numpy as np
 
 # Maillard, Troiani, Martin, Krzakala, Zdeborová (arXiv 2408.03733), public code repository,
 # files AMP_<d>_0.5_<sigma>.csv: (alpha, AMP_mean, AMP_std) of their GAMP-RIE, normalized to 1
-# at alpha = 0 (equal to our mmse for x²/√2, THEORY.md §5.1).
+# at alpha = 0 (equal to our mmse for x²/√2, docs/theory.md §5.1).
 PUBLISHED_AMP = {
     ("quadratic", 0.0, 100): {0.1: (0.7320577845845866, 0.025035385992398577),
                               0.2: (0.4184109807155514, 0.023582713287529117),
@@ -58,7 +58,7 @@ def theory(activation, delta, alpha, gamma=0.5):
     model = ShallowModel(activation, gamma, delta)
     universal = model.solve_universal(alpha).info["state"].mmse
     specialized = math.nan
-    if activation != "quadratic":  # THEORY §5.4 rule 1: g ≡ 0 with Gaussian weights reports universal only
+    if activation != "quadratic":  # docs/theory.md §5.4 rule 1: g ≡ 0 with Gaussian weights reports universal only
         res = model.solve_from(alpha, np.full(model.n_readout, 0.99), start="informed")
         state = res.info.get("state")
         if res.converged and state is not None and float(np.max(state.overlap_W)) > 1e-3:
