@@ -56,6 +56,7 @@ STATUS_MESSAGES = {
 }
 
 _CHUNK = 8192  # rows of the design processed at once (bounds the memory of X @ S)
+_MAX_EMPIRICAL_ATOMS = 16
 
 
 @dataclass
@@ -182,16 +183,20 @@ def gamp_rie(inputs, labels, readout, *, activation, delta, spectrum="analytic",
         Label-noise variance ``Δ ≥ 0``.
     spectrum : {'analytic', 'empirical'}
         Stieltjes transform used by the RIE: the limiting one of the effective observation
-        (:meth:`hciz.SymmetricChannel.stieltjes` for ``readout_law``, evaluated at
-        ``y + i·offset``; the Bayes-optimal RIE of Maillard et al.), or the one estimated
-        from the observed eigenvalues (:func:`hciz.empirical_stieltjes`; needs nothing
-        about the readout law but is hurt at small ``n/d`` by the non-semicircular part of
-        the effective noise, see ``docs/gamp_rie.md``).
+        (:meth:`hciz.SymmetricChannel.stieltjes` evaluated at ``y + i·offset``; the
+        Bayes-optimal RIE of Maillard et al.), or the one estimated from the observed
+        eigenvalues (:func:`hciz.empirical_stieltjes`; needs no spectral law but is hurt at
+        small ``n/d`` by the non-semicircular part of the effective noise, see
+        ``docs/gamp_rie.md``).
     readout_law : str or priors.ReadoutLaw, optional
-        Law of ``v``; needed for ``spectrum='analytic'`` and ``variance='theory'``.
+        Law of ``v`` that fixes the limiting spectrum of ``S⁰`` (``spectrum='analytic'``,
+        ``variance='theory'``).  Default: the empirical law of ``readout``, allowed when it
+        has at most 16 distinct values (an atom of the law stands for a macroscopic group of
+        neurons, which single draws of a continuous law are not).
     variance : {'theory', 'divergence'}
         Variance ``v_S`` of the matrix estimate fed back into the Onsager term: the
-        asymptotic ``mmse_S(λ)`` of :class:`hciz.SymmetricChannel` (as Maillard et al.), or
+        asymptotic ``mmse_S(λ)`` of :class:`hciz.SymmetricChannel` (as Maillard et al.'s
+        ``F_RIE``), or
         the Stein (divergence) estimate of the denoiser actually used (no table needed, but
         it overestimates the error by 5–10 % at d = 100 and converges less often).
     damping : float
@@ -223,7 +228,8 @@ def gamp_rie(inputs, labels, readout, *, activation, delta, spectrum="analytic",
     ------
     ValueError
         Inconsistent shapes, non-finite data, ``Δ < 0``, damping outside ``[0, 1)``,
-        unknown ``spectrum`` or ``variance``, or a missing ``readout_law``.
+        unknown ``spectrum`` or ``variance``, or no ``readout_law`` for a readout with more
+        than 16 distinct values.
 
     Notes
     -----
@@ -281,7 +287,7 @@ def gamp_rie(inputs, labels, readout, *, activation, delta, spectrum="analytic",
         raise ValueError(f"offset must be a finite number >= 0, got {offset}")
     channel = None
     if (spectrum == "analytic" or variance == "theory") and a != 0.0:
-        channel = _channel(readout_law, k / d)
+        channel = _channel(v, d, readout_law)
     denoise = _matrix_denoiser(spectrum, channel, eps, bandwidth, d) if a != 0.0 else None
 
     sqrt_d = math.sqrt(d)
@@ -332,7 +338,7 @@ def gamp_rie(inputs, labels, readout, *, activation, delta, spectrum="analytic",
             if np.all(np.isfinite(R)):
                 S_new, v_S_new = denoise(R, lam)
                 if variance == "theory":
-                    v_S_new = float(channel.mmse(lam))
+                    v_S_new = _theory_mmse(channel, lam)
             else:
                 S_new = R
         if mu1 != 0.0:
@@ -478,7 +484,7 @@ def make_gamp_rie_runner(*, activation, delta, steps, readout_law=None, spectrum
     steps : int
         Maximum number of GAMP iterations.
     readout_law : str, optional
-        For ``spectrum='analytic'``.
+        Readout-law specification (its limiting spectrum is used).
     spectrum, variance, damping
         As :func:`gamp_rie`.
 
@@ -542,14 +548,30 @@ def _block_residual(change, current, d, atol, rtol):
     return float(np.linalg.norm(change) / math.sqrt(d) / (atol + rtol * np.linalg.norm(current) / math.sqrt(d)))
 
 
-def _channel(readout_law, gamma):
-    if readout_law is None:
-        raise ValueError("spectrum='analytic' and variance='theory' need the readout law")
-    from hciz import readout_channel
-    from priors import get_readout_law
+def _channel(readout, d, readout_law=None):
+    """Symmetric channel of ``S⁰ = Wᵀdiag(v)W/√(kd)``: γ = k/d and the readout law (or the
+    empirical law of a readout with few distinct values)."""
+    if readout_law is not None:
+        from hciz import readout_channel
+        from priors import get_readout_law
 
-    law = get_readout_law(readout_law) if isinstance(readout_law, str) else readout_law
-    return readout_channel(gamma, law)
+        law = get_readout_law(readout_law) if isinstance(readout_law, str) else readout_law
+        return readout_channel(readout.size / d, law)
+    from hciz import symmetric_channel
+
+    values, counts = np.unique(readout, return_counts=True)
+    if values.size > _MAX_EMPIRICAL_ATOMS:
+        raise ValueError(f"the readout has {values.size} distinct values: pass readout_law (e.g. 'gaussian') "
+                         "for the analytic spectrum or use spectrum='empirical', variance='divergence'")
+    return symmetric_channel(readout.size / d, values, counts / readout.size)
+
+
+def _theory_mmse(channel, lam):
+    """``mmse_S(λ)``: direct quadrature for discrete readout laws (milliseconds, no table
+    build, which takes minutes for e.g. ``4point``), the cached table for continuous ones."""
+    if channel.law is None:
+        return float(channel.direct_mmse(lam))
+    return float(channel.mmse(lam))
 
 
 def _matrix_denoiser(spectrum, channel, offset, bandwidth, d):

@@ -34,8 +34,7 @@ def teacher_data(activation, gamma, delta, d, alpha, seed, n_test=4000, readout=
 
 def run(data, activation, delta, **kw):
     return gamp_rie(data["X"], data["y"], data["v"], activation=activation, delta=delta,
-                    readout_law=kw.pop("readout_law", "ones"), test_inputs=data["Xt"],
-                    test_outputs=data["yt"], **kw)
+                    test_inputs=data["Xt"], test_outputs=data["yt"], **kw)
 
 
 # ---------------------------------------------------------------- state evolution
@@ -136,7 +135,7 @@ def test_odd_activation_learns_only_the_linear_part():
     parts = hermite_parts("tanh")
     assert parts["mu2"] == 0.0
     data = teacher_data("tanh", 0.5, 0.1, 40, 1.0, seed=6)
-    result = run(data, "tanh", 0.1, readout_law=None)
+    result = run(data, "tanh", 0.1)
     assert result.converged and np.all(result.matrix_estimate == result.coefficients["mean_shift"] * np.eye(40))
     assert result.trace["test_error"][-1] == pytest.approx(parts["g1"], rel=0.25)
 
@@ -146,17 +145,18 @@ def test_odd_activation_learns_only_the_linear_part():
     (dict(damping=1.0), "damping"),
     (dict(spectrum="histogram"), "spectrum"),
     (dict(variance="none"), "variance"),
-    (dict(readout_law=None), "readout law"),
     (dict(max_iter=0), "max_iter"),
+    (dict(readout=np.linspace(-1, 1, 20)), "distinct values"),
 ])
 def test_bad_input(kw, message):
     data = teacher_data("quadratic", 0.5, 0.1, 10, 0.5, seed=0, n_test=10)
-    args = dict(activation="quadratic", delta=0.1, readout_law="ones")
+    args = dict(activation="quadratic", delta=0.1)
     args.update(kw)
+    readout = args.pop("readout", data["v"])
     with pytest.raises(ValueError, match=message):
-        gamp_rie(data["X"], data["y"], data["v"], **args)
+        gamp_rie(data["X"], data["y"], readout, **args)
     with pytest.raises(ValueError, match="shape"):
-        gamp_rie(data["X"], data["y"][:-1], data["v"], activation="quadratic", delta=0.1, readout_law="ones")
+        gamp_rie(data["X"], data["y"][:-1], data["v"], activation="quadratic", delta=0.1)
 
 
 # ---------------------------------------------------------------- replica-experiment
