@@ -368,6 +368,8 @@ def gamp_rie(inputs, labels, readout, *, activation, delta, spectrum="analytic",
         if residual <= 1.0:
             status = "converged"
             break
+        if it == int(max_iter):  # return the point whose residual was tested
+            break
         S_hat = damping * S_hat + (1.0 - damping) * S_new
         b_hat = damping * b_hat + (1.0 - damping) * b_new
         v_S = damping * v_S + (1.0 - damping) * v_S_new

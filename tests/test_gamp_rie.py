@@ -181,6 +181,8 @@ def test_experiment_writes_the_gamp_rie_group(tmp_path):
         assert group[name].shape == (2,) and np.all(np.isfinite(group[name]))
     assert group["mmse"].shape == (2, 2) and group["converged"].shape == (2, 2)
     assert np.all(group["iterations"] >= 1) and np.all(np.isnan(group["overlap"]))
+    # the stored error (from GampRieResult.predict) is the last point of the iteration trace
+    np.testing.assert_allclose(group["mmse"], group["trace_error"][..., -1], rtol=1e-9)
     # g ≡ 0, μ₂²/2 = 1: test error = ‖S⁰ − Ŝ‖²/d = 1 − r2 up to test-set sampling error
     np.testing.assert_allclose(group["mmse"], 1 - group["r2"], rtol=0.1)
     # noiseless: more data, smaller error (perfect recovery at α = 0.375 for d → ∞)
