@@ -229,14 +229,18 @@ def test_quadratic_d200_matches_published_amp_and_universal(delta):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("activation, specialized", [("relu", 0.0106), ("elu", None)])
-def test_relu_elu_track_universal_branch_up_to_alpha_6(activation, specialized):
+@pytest.mark.parametrize("activation", ["relu", "elu"])
+def test_relu_elu_track_universal_branch_up_to_alpha_6(activation):
+    # d = 100, two teachers: within 10 % of the state evolution at d = 100 (measured 0.5–3 %
+    # with three teachers), and at α = 6 closer to it than to the specialized branch
+    # (ReLU: 0.0178 vs 0.0107; ELU: 0.0104 vs 0.0094, docs/gamp_rie.md §5).
     model = ShallowModel(activation, 0.5, 0.1)
     for alpha in (1.0, 6.0):
         finite = state_evolution(alpha, activation=activation, gamma=0.5, delta=0.1, dim=100)["mmse"][-1]
         errors = [run(teacher_data(activation, 0.5, 0.1, 100, alpha, seed), activation, 0.1)
                   .trace["test_error"][-1] for seed in range(2)]
         assert np.mean(errors) == pytest.approx(finite, rel=0.1)
-        spec = model.solve_from(alpha, np.full(model.n_readout, 0.99), start="informed").info["state"].mmse
         if alpha == 6.0:
-            assert np.mean(errors) > 1.4 * spec
+            spec = model.solve_from(alpha, np.full(model.n_readout, 0.99), start="informed").info["state"].mmse
+            assert spec < 0.95 * finite
+            assert abs(np.mean(errors) - finite) < abs(np.mean(errors) - spec)
