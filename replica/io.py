@@ -79,6 +79,7 @@ __all__ = [
     "write_sweep",
     "read_sweep",
     "atomic_h5",
+    "write_error",
     "git_revision",
     "file_kind",
     "read_experiments",
@@ -177,16 +178,40 @@ class atomic_h5:
 
     def __exit__(self, exc_type, exc, tb):
         try:
-            self.file.close()
-            if exc_type is None:
-                with open(self.tmp, "rb+") as fh:
-                    os.fsync(fh.fileno())
-                os.chmod(self.tmp, 0o666 & ~_umask())
-                os.replace(self.tmp, self.path)
+            try:
+                self.file.close()
+                if exc_type is None:
+                    with open(self.tmp, "rb+") as fh:
+                        os.fsync(fh.fileno())
+                    os.chmod(self.tmp, 0o666 & ~_umask())
+                    os.replace(self.tmp, self.path)
+            except OSError as err:
+                raise write_error(err, self.path) from None
         finally:
             if self.tmp.exists():
                 self.tmp.unlink(missing_ok=True)
+        if exc_type is not None and issubclass(exc_type, OSError) and type(exc) in (OSError, BlockingIOError) \
+                and exc.strerror is None:
+            raise write_error(exc, self.path) from None  # HDF5's long message → one line
         return False
+
+
+def write_error(err: OSError, path) -> OSError:
+    """``OSError(errno, strerror, path)`` for an error raised while writing ``path``.
+
+    HDF5 reports failed writes as ``OSError`` with a long message and no ``errno``
+    (``… errno = 28, error message = 'No space left on device' …``); the errno is recovered
+    from the message so that callers print one line (``No space left on device``)."""
+    import re
+
+    code = err.errno
+    if code is None:
+        m = re.search(r"errno = (\d+)", str(err))
+        code = int(m.group(1)) if m else None
+    if code is None:
+        first = (str(err).splitlines() or ["write failed"])[0][:200]
+        return OSError(0, first, str(path))
+    return OSError(code, os.strerror(code), str(path))
 
 
 def _write_array(group, name, value):
@@ -538,39 +563,73 @@ class SweepCheckpoint:
         self._dirty = False
         logger.debug("checkpoint of %d solves written to %s", self.n_done, self.path)
 
-    @classmethod
-    def load(cls, path, model, alphas, parameters, configuration=None, **kw) -> "SweepCheckpoint":
-        """Reload the checkpoint stored in ``path`` by an interrupted sweep.
+    @property
+    def dirty(self) -> bool:
+        """Whether solves were recorded since the last :meth:`write`."""
+        return self._dirty
+
+    def load_records(self, path) -> "SweepCheckpoint":
+        """Add the solves stored in the checkpoint file ``path`` (written by :meth:`write`).
 
         Raises
         ------
         ValueError
-            The file is not a checkpoint or its α grid differs from ``alphas``.
+            The file holds no checkpoint or its α grid differs from ``alphas``.
+        replica.safe_write.ResultFileError
+            The file cannot be opened (locked, truncated, not HDF5, …).
         """
-        cp = cls(path, model, alphas, parameters, configuration, **kw)
-        with h5py.File(path, "r") as h5:
+        from .safe_write import open_h5
+
+        with open_h5(path, option="--resume") as h5:
             if "checkpoint" not in h5:
                 raise ValueError(f"{path} holds no checkpoint")
             g = h5["checkpoint"]
-            if g["alpha"].shape != cp.alphas.shape or not np.array_equal(g["alpha"][()], cp.alphas):
+            if g["alpha"].shape != self.alphas.shape or not np.array_equal(g["alpha"][()], self.alphas):
                 raise ValueError(f"{path}: the α grid of the checkpoint differs from --alpha")
             for sub in g.values():
                 if not isinstance(sub, h5py.Group):
                     continue
                 key = sub.attrs["key"]
                 key = key.decode() if isinstance(key, bytes) else str(key)
-                rec = cp._record(key)
+                rec = self._record(key)
                 for name in rec:
                     if name in sub:
                         ds = sub[name]
                         rec[name] = (np.asarray(ds.asstr()[()], dtype=object)
                                      if h5py.check_string_dtype(ds.dtype) else ds[()])
-        return cp
+        return self
+
+    @classmethod
+    def load(cls, path, model, alphas, parameters, configuration=None, **kw) -> "SweepCheckpoint":
+        """Reload the checkpoint stored in ``path`` by an interrupted sweep (later writes go to ``path``).
+
+        Raises
+        ------
+        ValueError
+            The file is not a checkpoint or its α grid differs from ``alphas``.
+        """
+        return cls(path, model, alphas, parameters, configuration, **kw).load_records(path)
 
 
-def read_root_attrs(path) -> dict:
-    """Root attributes of a file: ``parameters``/``configuration`` decoded, ``complete`` as bool."""
-    with h5py.File(path, "r") as h5:
+def read_root_attrs(path, *, kinds=None, option="") -> dict:
+    """Root attributes of a file: ``parameters``/``configuration`` decoded, ``complete`` as bool.
+
+    Parameters
+    ----------
+    path : str or Path
+    kinds : iterable of str, optional, keyword-only
+        Accepted file kinds (``sweep``, ``phase_diagram``, …); see :func:`replica.safe_write.open_h5`.
+    option : str, keyword-only
+        Option named in error messages.
+
+    Raises
+    ------
+    replica.safe_write.ResultFileError
+        Locked, unreadable, not HDF5, truncated, or of another kind (one-line message).
+    """
+    from .safe_write import open_h5
+
+    with open_h5(path, option=option, kinds=kinds) as h5:
         out = {}
         for k, v in h5.attrs.items():
             if isinstance(v, bytes):
