@@ -712,7 +712,6 @@ def _run_phase_diagram(args) -> int:
         raise UsageError("--scheduler: give either --scheduler (existing cluster) or --workers (local cluster)")
     vary, values, base, alphas = phase_diagram_options(args)
     out = Path(args.output)
-    check_output_path(out, args.overwrite, resume=args.resume)
     for v in values:  # validate every line here: workers never see bad input
         build_model(_line_options(base, vary, v))
     configuration = resolved_configuration(args)
@@ -720,8 +719,7 @@ def _run_phase_diagram(args) -> int:
     try:
         phase_diagram.run_phase_diagram(
             out, vary, values, lines, base, alphas, configuration=configuration, workers=args.workers,
-            scheduler=args.scheduler, resume=args.resume and out.exists() and not args.overwrite,
-            progress=not args.quiet)
+            scheduler=args.scheduler, resume=args.resume, overwrite=args.overwrite, progress=not args.quiet)
     except phase_diagram.ResumeMismatch as exc:
         raise UsageError(f"--resume: {exc}") from None
     except phase_diagram.ClusterError as exc:
