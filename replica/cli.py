@@ -157,7 +157,8 @@ def parse_gammas(text: str, layers: int) -> list:
     if len(vals) == 1:
         vals = vals * layers
     if len(vals) != layers:
-        raise UsageError(f"--gamma: expected 1 or {layers} values for --layers {layers}, got {len(vals)}")
+        expected = "1 value" if layers == 1 else f"1 value or {layers} (one per layer)"
+        raise UsageError(f"--gamma: expected {expected} for --layers {layers}, got {len(vals)}")
     return vals
 
 
