@@ -349,20 +349,13 @@ def file_kind(path) -> str:
 
     Raises
     ------
-    OSError
-        The file cannot be opened as HDF5.
+    replica.safe_write.ResultFileError
+        The file cannot be opened as HDF5 (locked, unreadable, not HDF5, truncated; one line).
     """
-    with h5py.File(path, "r") as h5:
-        kind = h5.attrs.get("kind")
-        if isinstance(kind, bytes):
-            kind = kind.decode()
-        if kind:
-            return str(kind)
-        if "branches" in h5:
-            return "sweep"
-        if "experiments" in h5:
-            return "experiment"
-    return "unknown"
+    from .safe_write import file_kind_of, open_h5
+
+    with open_h5(path, option="FILE.h5") as h5:
+        return file_kind_of(h5)
 
 
 def _is_complete(h5) -> bool:
@@ -396,7 +389,9 @@ def read_sweep(path) -> dict:
                 out[k] = v
         return out
 
-    with h5py.File(path, "r") as h5:
+    from .safe_write import open_h5
+
+    with open_h5(path, option="FILE.h5", kinds=("sweep",)) as h5:
         if not _is_complete(h5):
             raise IncompleteFileError(f"{path} is the checkpoint of an interrupted run; "
                                       "finish it with the same command and --resume")
@@ -410,12 +405,15 @@ def read_sweep(path) -> dict:
             "branch_transitions": ({name: {k: float(v) for k, v in g.attrs.items()}
                                     for name, g in h5["transitions"].items()} if "transitions" in h5 else {}),
         }
-    data["experiments"] = read_experiments(path)
+    data["experiments"] = read_experiments(path, option="FILE.h5")
     return data
 
 
-def read_experiments(path) -> dict:
+def read_experiments(path, *, option="--experiment") -> dict:
     """Experiment groups ``experiments/<sampler>/<init>`` of a file (written by ``replica-experiment``).
+
+    ``option`` names the file in the one-line error of an unreadable file
+    (:class:`replica.safe_write.ResultFileError`).
 
     Returns
     -------
@@ -424,8 +422,10 @@ def read_experiments(path) -> dict:
         ``mmse_sem`` and, when stored, ``overlap_mean`` (n_alpha × L); empty if the file
         has no experiments.
     """
+    from .safe_write import open_h5
+
     out = {}
-    with h5py.File(path, "r") as h5:
+    with open_h5(path, option=option) as h5:
         if "experiments" not in h5:
             return out
         for sampler, group in h5["experiments"].items():
@@ -688,7 +688,7 @@ def write_phase_diagram(path, data: dict, parameters: dict, *, parameter: str, c
     return path
 
 
-def read_phase_diagram(path, *, allow_incomplete=False) -> dict:
+def read_phase_diagram(path, *, allow_incomplete=False, option="FILE.h5") -> dict:
     """Read a phase-diagram file.
 
     Returns
@@ -701,10 +701,12 @@ def read_phase_diagram(path, *, allow_incomplete=False) -> dict:
     ------
     IncompleteFileError
         Unfinished file and ``allow_incomplete`` is False.
+    replica.safe_write.ResultFileError
+        Unreadable file or not a phase diagram (one-line message naming ``option``).
     """
-    with h5py.File(path, "r") as h5:
-        if h5.attrs.get("kind") != "phase_diagram":
-            raise ValueError(f"{path} is not a phase-diagram file")
+    from .safe_write import open_h5
+
+    with open_h5(path, option=option, kinds=("phase_diagram",)) as h5:
         complete = _is_complete(h5)
         if not complete and not allow_incomplete:
             raise IncompleteFileError(f"{path} is the checkpoint of an interrupted run; "

@@ -278,7 +278,7 @@ def run_phase_diagram(path, parameter, values, lines_options, base, alphas, *, c
         source = path if target.finished else target.resume_from
         if source is not None:
             try:
-                old = read_phase_diagram(source, allow_incomplete=True)
+                old = read_phase_diagram(source, allow_incomplete=True, option="--resume")
             except (OSError, KeyError) as exc:
                 raise ResumeMismatch(f"cannot read {source} as a phase diagram ({exc})") from None
             import json

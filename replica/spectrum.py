@@ -257,16 +257,15 @@ def read_spectrum(path) -> dict:
 
     Raises
     ------
-    OSError
-        Unreadable file.
-    ValueError
-        Not a ``replica-spectrum`` file.
+    replica.safe_write.ResultFileError
+        Unreadable file (locked, not HDF5, truncated, …) or not a ``replica-spectrum`` file
+        (one-line message; a ``ValueError``-like usage error).
     """
     import h5py
 
-    with h5py.File(path, "r") as h5:
-        if h5.attrs.get("kind") != "spectrum":
-            raise ValueError(f"{path} is not a replica-spectrum file")
+    from .safe_write import open_h5
+
+    with open_h5(path, kinds=("spectrum",)) as h5:
         out = {name: h5[name][()] for name in h5 if isinstance(h5[name], h5py.Dataset)}
         attrs = dict(h5.attrs)
     for key in ("parameters", "configuration"):
@@ -329,15 +328,15 @@ def _run(args) -> int:
     except ValueError as exc:
         raise UsageError(f"--readout: {str(exc).splitlines()[0]}") from None
     out = Path(args.output)
-    from .cli import check_output_path
+    from .safe_write import SafeOutput
 
-    check_output_path(out, args.overwrite)
     parameters = {"gamma": args.gamma, "readout": args.readout, "readout_grid": args.readout_grid,
                   "lambda": lambdas.tolist(), "density_grid": args.density_grid, "resolution": args.resolution}
-    result = spectrum(args.gamma, args.readout, lambdas, density_grid=args.density_grid,
-                      resolution=args.resolution, readout_grid=args.readout_grid, progress=not args.quiet)
-    configuration = resolved_configuration(args)
-    write_spectrum(out, result, parameters, configuration=configuration)
+    with SafeOutput(out, overwrite=args.overwrite, checkpoints=False):
+        result = spectrum(args.gamma, args.readout, lambdas, density_grid=args.density_grid,
+                          resolution=args.resolution, readout_grid=args.readout_grid, progress=not args.quiet)
+        configuration = resolved_configuration(args)
+        write_spectrum(out, result, parameters, configuration=configuration)
     print(out)
     return 0
 
@@ -374,7 +373,8 @@ def main(argv=None) -> int:
         print(f"replica-spectrum: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("replica-spectrum: interrupted; nothing written", file=sys.stderr)
+        state = "unchanged" if Path(args.output).exists() else "not written"
+        print(f"replica-spectrum: interrupted; nothing saved; {args.output} {state}", file=sys.stderr)
         return 130
     except OSError as exc:
         print(f"replica-spectrum: error: cannot write {exc.filename or args.output}: {exc.strerror or exc}",
