@@ -12,6 +12,7 @@ from .readout_laws import (
     ReadoutLaw,
     discrete_readout_law,
     get_readout_law,
+    readout_rescaling,
 )
 from .weight_priors import (
     WEIGHT_PRIORS,
@@ -32,6 +33,7 @@ __all__ = [
     "ReadoutLaw",
     "get_readout_law",
     "discrete_readout_law",
+    "readout_rescaling",
     "READOUT_LAWS",
     "DEFAULT_GRID_SIZE",
 ]

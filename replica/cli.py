@@ -37,6 +37,7 @@ __all__ = [
     "parse_alpha_grid",
     "parse_number_grid",
     "check_output_path",
+    "warn_readout_rescaling",
     "build_sweep_parser",
     "build_plot_parser",
     "build_phase_diagram_parser",
@@ -178,6 +179,16 @@ def check_output_path(path, overwrite: bool, *, resume: bool = False, option="--
             raise UsageError(f"{option}: {path} holds an interrupted run; pass --resume to continue it "
                              "or --overwrite to start again")
         raise UsageError(f"{option}: {path} exists; pass --overwrite to replace it")
+
+
+def warn_readout_rescaling(spec, option="--readout") -> None:
+    """Log one warning when a ``discrete:`` readout law is normalised (``E v² = 1``, weights sum to 1),
+    so that ``--readout discrete:2=1`` does not become ``v = 1`` silently."""
+    from priors import readout_rescaling
+
+    note = readout_rescaling(spec)
+    if note:
+        logger.warning("%s %s: %s", option, spec, note)
 
 
 # --------------------------------------------------------------------------- model options
@@ -465,6 +476,7 @@ def _run_sweep(args) -> int:
     parameters, alphas = sweep_parameters(args)
     configuration = resolved_configuration(args)
     model = build_model(parameters)  # every option is checked before the output
+    warn_readout_rescaling(args.readout)
     solve_kw = {"damping": args.damping}
     out = Path(args.output)
 
@@ -715,6 +727,7 @@ def _run_phase_diagram(args) -> int:
     out = Path(args.output)
     for v in values:  # validate every line here: workers never see bad input
         build_model(_line_options(base, vary, v))
+    warn_readout_rescaling(args.readout)
     configuration = resolved_configuration(args)
     lines = [_line_options(base, vary, v) for v in values]
     try:

@@ -51,13 +51,16 @@ import numpy as np
 from . import __version__
 from .config import CommandParser, UsageError, number_type, parse_with_config, resolved_configuration
 
-__all__ = ["SpectrumResult", "spectrum", "write_spectrum", "read_spectrum", "build_parser", "main"]
+__all__ = ["SpectrumResult", "spectrum", "write_spectrum", "read_spectrum", "build_parser", "main", "MAX_LAMBDA"]
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_OUTPUT = "replica_spectrum.h5"
 #: for unbounded supports (gaussian readout law) the density grid covers ρ ≥ this value
 DENSITY_CUT = 1e-12
+#: largest SNR accepted: beyond it the critical-point polynomial of the band edges spans more
+#: orders of magnitude than double precision resolves (λ = 1e60 fails; 1e30 is checked in tests)
+MAX_LAMBDA = 1e30
 
 _ATTRS = {
     "lambda": ("signal-to-noise ratio λ of Y = √λ S + Z", "1"),
@@ -157,7 +160,7 @@ def spectrum(gamma, readout, lambdas, *, density_grid=None, resolution=None, rea
     Raises
     ------
     ValueError
-        γ ≤ 0 or not finite, λ < 0, NaN or infinite, empty λ grid, unknown readout law,
+        γ ≤ 0 or not finite, λ < 0, λ > :data:`MAX_LAMBDA`, NaN or infinite, empty λ grid, unknown readout law,
         ``density_grid < 2``, ``resolution < 8``.
 
     Notes
@@ -179,6 +182,9 @@ def spectrum(gamma, readout, lambdas, *, density_grid=None, resolution=None, rea
         raise ValueError("lambda grid is empty")
     if not np.all(np.isfinite(lambdas)) or np.any(lambdas < 0):
         raise ValueError("lambda values must be finite and >= 0")
+    if np.any(lambdas > MAX_LAMBDA):
+        raise ValueError(f"lambda values must be <= {MAX_LAMBDA:g} (band edges are not resolved in double "
+                         f"precision beyond), got {lambdas.max():g}")
     if density_grid is not None and int(density_grid) < 2:
         raise ValueError(f"density_grid must be >= 2, got {density_grid}")
     channel, law = _channel(gamma, readout, readout_grid=readout_grid, resolution=resolution)
@@ -296,7 +302,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="grid points of continuous readout laws, used for E v only: the spectrum of the "
                         "gaussian and uniform laws is exact (default 64)")
     g.add_argument("--lambda", dest="lambda_grid", default="0:100:201", metavar="GRID",
-                   help="SNRs λ >= 0: 'a,b,c' or inclusive 'start:stop:num' (default 0:100:201)")
+                   help="SNRs 0 <= λ <= 1e30: 'a,b,c' or inclusive 'start:stop:num' (default 0:100:201)")
     g.add_argument("--density-grid", type=number_type("--density-grid", minimum=2, integer=True), default=None, metavar="N",
                    help="also write ρ_λ on N points per λ spanning its support (Chebyshev–Lobatto, clustered "
                         "at the edges; default: no density)")
@@ -323,10 +329,16 @@ def _run(args) -> int:
     from .cli import parse_number_grid
 
     lambdas = parse_number_grid(args.lambda_grid, "--lambda", minimum=0.0, meaning="λ")
+    if lambdas.max() > MAX_LAMBDA:
+        raise UsageError(f"--lambda: values must be <= {MAX_LAMBDA:g} (band edges are not resolved in double "
+                         f"precision beyond), got {lambdas.max():g}")
     try:
         get_readout_law(args.readout, grid_size=args.readout_grid)
     except ValueError as exc:
         raise UsageError(f"--readout: {str(exc).splitlines()[0]}") from None
+    from .cli import warn_readout_rescaling
+
+    warn_readout_rescaling(args.readout)
     out = Path(args.output)
     from .safe_write import SafeOutput
 

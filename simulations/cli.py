@@ -29,7 +29,7 @@ import sys
 import time
 from pathlib import Path
 
-from replica.cli import _raise_terminated, _Terminated
+from replica.cli import _raise_terminated, _Terminated, warn_readout_rescaling
 from replica.config import CommandParser, UsageError, number_type
 
 __all__ = ["main", "build_parser"]
@@ -196,6 +196,7 @@ def config_from_args(args):
         option = _FIELD_OPTIONS.get(message.split(" ", 1)[0])
         raise UsageError(f"{option}: {message}" if option else message) from None
     _check_model_names(config)
+    warn_readout_rescaling(config.readout)
     return config
 
 

@@ -21,6 +21,7 @@ import logging
 import sys
 from pathlib import Path
 
+from replica.cli import warn_readout_rescaling
 from replica.config import CommandParser, UsageError, number_type
 
 __all__ = ["main", "build_parser"]
@@ -216,6 +217,7 @@ def main(argv=None) -> int:
         activation_functions(config.activation, drop_hermite=config.drop_hermite,
                              unit_variance=config.unit_variance)
         _sample_readout(config.readout, 1, np.random.default_rng(0))
+        warn_readout_rescaling(config.readout)
         with SafeOutput(output, overwrite=args.overwrite, checkpoints=False):
             logger.info("d=%d k=%d lr=%g batch=%d steps=%d (t_max=%.4g, n=%d samples)", config.dim,
                         config.width, config.lr, config.batch, config.num_steps,
