@@ -6,6 +6,7 @@ WeightPrior, GaussianPrior, RademacherPrior, UniformPrior, get_weight_prior, WEI
 ReadoutLaw, get_readout_law, discrete_readout_law, READOUT_LAWS
 """
 
+from . import _numba_cache  # noqa: F401 - numba cache fallback for read-only installs, before any kernel
 from .readout_laws import (
     DEFAULT_GRID_SIZE,
     READOUT_LAWS,

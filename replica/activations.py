@@ -40,6 +40,7 @@ import re
 
 import numba
 import numpy as np
+import priors._numba_cache  # noqa: F401 - numba cache fallback for read-only installs, before any kernel
 from scipy import special
 
 __all__ = ["Activation", "ACTIVATIONS", "get_activation"]

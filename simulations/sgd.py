@@ -71,6 +71,7 @@ from pathlib import Path
 
 import numba
 import numpy as np
+import priors._numba_cache  # noqa: F401 - numba cache fallback for read-only installs, before any kernel
 
 __all__ = [
     "SGDConfig",
