@@ -519,7 +519,15 @@ def _run_sweep(args) -> int:
             logger.info("equilibrium %s -> %s at alpha = %.7g (%s)", change["from"], change["to"], change["alpha"],
                         change["kind"])
         elapsed = time.perf_counter() - t0
-        write_sweep(out, result, parameters, configuration=configuration, grids=getattr(model, "grids", None))
+        try:
+            write_sweep(out, result, parameters, configuration=configuration, grids=getattr(model, "grids", None))
+        except OSError:  # e.g. a full disk: keep every solve for --resume if the checkpoint still fits
+            if checkpoint.dirty:
+                try:
+                    checkpoint.write()
+                except OSError:
+                    pass
+            raise
         target.commit()
     tr = result.transitions
     logger.info("sweep of %d α values in %.2f s (%d solves reused, %d computed); alpha_sp = %s, alpha_c = %s",

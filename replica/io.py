@@ -61,6 +61,7 @@ Root attributes ``kind = "phase_diagram"``, ``parameter``, ``parameters``,
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import math
@@ -131,8 +132,9 @@ class IncompleteFileError(ValueError):
     """The file is a checkpoint of an interrupted command, not a finished result."""
 
 
+@functools.lru_cache(maxsize=None)
 def git_revision() -> str:
-    """Git revision of the package source, or ``"unknown"``."""
+    """Git revision of the package source, or ``"unknown"`` (asked once per process)."""
     try:
         here = Path(__file__).resolve().parent
         out = subprocess.run(
@@ -156,43 +158,53 @@ class atomic_h5:
     ----------
     path : str or Path
         Final path. The file appears there only when the block exits without error
-        (an exception, ``KeyboardInterrupt`` included, removes the temporary file and
-        leaves any previous file at ``path`` untouched). The data are flushed to disk
-        before the rename, and the file gets the permissions of a normally created file.
+        (an exception, ``KeyboardInterrupt`` included, leaves any previous file at ``path``
+        untouched and no temporary file). The data are flushed to disk before the rename,
+        and the file gets the permissions of a normally created file.
+
+    Notes
+    -----
+    The HDF5 file is built in memory (``driver="core"``, no backing store) and its image is
+    written with plain file I/O: a full disk or a file-size limit is then an ordinary
+    ``OSError`` (``No space left on device``) raised before anything is renamed, and the
+    HDF5 library never holds a half-written file (a failed HDF5 flush can leave the library
+    unable to close it, and crash the interpreter at exit).
     """
 
     def __init__(self, path):
         self.path = Path(path)
+        self.tmp = None
 
     def __enter__(self) -> h5py.File:
-        directory = self.path.parent if str(self.path.parent) else Path(".")
-        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=directory)
-        os.close(fd)
-        self.tmp = Path(tmp)
-        try:
-            self.file = h5py.File(self.tmp, "w")
-        except BaseException:
-            self.tmp.unlink(missing_ok=True)
-            raise
+        self.file = h5py.File(f"{self.path}.{id(self)}.in-memory", "w", driver="core", backing_store=False)
         return self.file
 
     def __exit__(self, exc_type, exc, tb):
+        if exc_type is not None:
+            self.file.close()
+            if issubclass(exc_type, OSError) and type(exc) in (OSError, BlockingIOError) and exc.strerror is None:
+                raise write_error(exc, self.path) from None  # HDF5's long message → one line
+            return False
         try:
-            try:
-                self.file.close()
-                if exc_type is None:
-                    with open(self.tmp, "rb+") as fh:
-                        os.fsync(fh.fileno())
-                    os.chmod(self.tmp, 0o666 & ~_umask())
-                    os.replace(self.tmp, self.path)
-            except OSError as err:
-                raise write_error(err, self.path) from None
+            self.file.flush()
+            image = self.file.id.get_file_image()
         finally:
-            if self.tmp.exists():
+            self.file.close()
+        directory = self.path.parent if str(self.path.parent) else Path(".")
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=directory)
+            self.tmp = Path(tmp)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(image)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.chmod(self.tmp, 0o666 & ~_umask())
+            os.replace(self.tmp, self.path)
+        except OSError as err:
+            raise write_error(err, self.path) from None
+        finally:
+            if self.tmp is not None and self.tmp.exists():
                 self.tmp.unlink(missing_ok=True)
-        if exc_type is not None and issubclass(exc_type, OSError) and type(exc) in (OSError, BlockingIOError) \
-                and exc.strerror is None:
-            raise write_error(exc, self.path) from None  # HDF5's long message → one line
         return False
 
 

@@ -297,10 +297,11 @@ def run_phase_diagram(path, parameter, values, lines_options, base, alphas, *, c
 
         def save():
             data = assemble(parameter, values, alphas, done)
-            complete = len(done) == values.size
-            write_phase_diagram(path if complete else target.checkpoint, data, base, parameter=parameter,
-                                complete=complete, configuration=configuration)
-            if complete:
+            write_phase_diagram(target.checkpoint, data, base, parameter=parameter, complete=False,
+                                configuration=configuration)
+            if len(done) == values.size:  # the checkpoint holds every line until the result is in place
+                write_phase_diagram(path, data, base, parameter=parameter, complete=True,
+                                    configuration=configuration)
                 target.commit()
             return data
 

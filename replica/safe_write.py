@@ -459,6 +459,7 @@ class SafeOutput:
         check_output_directory(self.path, option=self.option)
         self._lock.acquire()
         try:
+            self._remove_stale_temporaries()
             self._decide()
         except BaseException:
             self._lock.release()
@@ -496,6 +497,15 @@ class SafeOutput:
             return
         if exists and not self.overwrite:
             raise UsageError(f"{opt}: {path} exists; pass --overwrite to replace it")
+
+    def _remove_stale_temporaries(self):
+        """Temporary files of the target or its checkpoint left by a killed writer (we hold the lock)."""
+        parent = self.path.parent if str(self.path.parent) else Path(".")
+        stale = [p for name in (self.path.name, self.checkpoint.name) for p in parent.glob(f".{name}.*.tmp")]
+        for p in stale:
+            p.unlink(missing_ok=True)
+        if stale:
+            logger.info("%s: removed %d temporary file(s) left by an interrupted write", self.option, len(stale))
 
     def refuse_other_options(self, stored: dict, wanted: dict, *, source=None) -> None:
         """Raise :class:`UsageError` (``--resume``) if ``stored`` and ``wanted`` options differ.
