@@ -258,7 +258,11 @@ def open_h5(path, mode="r", *, option="", kinds=None):
                 version = version.decode()
             from . import __version__
 
-            raise ResultFileError(f"{head}{path} lacks {exc} (written by version {version}; this is version "
+            import re
+
+            names = re.findall(r"'([^']+)'", str(exc))
+            what = f"'{names[-1]}'" if names else str(exc)
+            raise ResultFileError(f"{head}{path} lacks {what} (written by version {version}; this is version "
                                   f"{__version__})", "other_version") from None
     finally:
         h5.close()

@@ -214,9 +214,15 @@ def main(argv=None) -> int:
         from .sgd import _sample_readout, activation_functions
         import numpy as np
 
-        activation_functions(config.activation, drop_hermite=config.drop_hermite,
-                             unit_variance=config.unit_variance)
-        _sample_readout(config.readout, 1, np.random.default_rng(0))
+        try:
+            activation_functions(config.activation, drop_hermite=config.drop_hermite,
+                                 unit_variance=config.unit_variance)
+        except ValueError as exc:
+            raise UsageError(f"--activation: {str(exc).splitlines()[0]}") from None
+        try:
+            _sample_readout(config.readout, 1, np.random.default_rng(0))
+        except ValueError as exc:
+            raise UsageError(f"--readout: {str(exc).splitlines()[0]}") from None
         warn_readout_rescaling(config.readout)
         with SafeOutput(output, overwrite=args.overwrite, checkpoints=False):
             logger.info("d=%d k=%d lr=%g batch=%d steps=%d (t_max=%.4g, n=%d samples)", config.dim,
