@@ -43,11 +43,14 @@ the full resolved command-line configuration, ``--config`` file included).
 
 Checkpoints (interrupted sweeps)
 --------------------------------
-While ``replica-sweep`` runs, the output file holds a checkpoint: the root attributes above
-with ``complete = 0`` and a group ``/checkpoint/<k>`` per solve pass (attribute ``key``:
-``universal`` or ``<start>:<down|up>``) with ``done``, ``has_state``, ``converged``,
-``iterations``, ``residual``, ``status``, ``start`` (n_alpha) and ``x`` (n_alpha × p, the
-packed solver point). ``replica-sweep --resume`` reloads it (:class:`SweepCheckpoint`).
+While ``replica-sweep -o X.h5`` runs, the checkpoint ``X.checkpoint.h5`` (the write protocol of
+:mod:`replica.safe_write`; ``X.h5`` itself appears only when the sweep has finished) holds the
+root attributes above with ``complete = 0`` and a group ``/checkpoint/<k>`` per solve pass
+(attribute ``key``: ``universal`` or ``<start>:<down|up>``) with ``done``, ``has_state``,
+``converged``, ``iterations``, ``residual``, ``status``, ``start`` (n_alpha) and ``x``
+(n_alpha × p, the packed solver point). ``replica-sweep --resume`` reloads it
+(:class:`SweepCheckpoint`); files of older versions that kept the checkpoint in ``X.h5`` are
+resumed too.
 
 Phase diagrams
 --------------
@@ -56,7 +59,9 @@ coordinates ``alpha`` and ``<parameter>`` (e.g. ``delta``); the equilibrium ``mm
 ``free_entropy`` and ``branch``; ``mmse_<branch>`` and ``exists_<branch>`` per branch;
 the transition lines ``alpha_sp`` and ``alpha_c`` (one value per parameter value); ``done``.
 Root attributes ``kind = "phase_diagram"``, ``parameter``, ``parameters``,
-``configuration``, ``version``, ``git_revision``, ``complete``.
+``configuration``, ``version``, ``git_revision``, ``complete``. Unfinished diagrams
+(``complete = 0``, ``done`` false on the missing lines) are the checkpoints
+``X.checkpoint.h5`` of ``replica-phase-diagram -o X.h5``.
 """
 
 from __future__ import annotations
