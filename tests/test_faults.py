@@ -33,7 +33,9 @@ from replica.safe_write import checkpoint_path, lock_path
 DEEP = ["--layers", "2", "--gamma", "1,1", "--activation", "tanh2", "--drop-hermite", "0,1,2", "--unit-variance",
         "--quiet"]
 GRID = ["--alpha", "1:8:40", "--delta", "0.1"]
-RNG = random.Random(14)  # the random points where signals land (seeded)
+def rng(request):
+    """The random points where signals land: seeded per test (independent of the test order)."""
+    return random.Random(f"issue-14:{request.node.name}")
 
 
 def sha256(path) -> str:
@@ -106,7 +108,8 @@ def previous(tmp_path_factory):
 # ----------------------------------------------------------------------------- signals: sweep
 @pytest.mark.parametrize("sig,overwrite", [(signal.SIGINT, True), (signal.SIGTERM, False), (signal.SIGKILL, True)],
                          ids=["SIGINT-overwrite", "SIGTERM", "SIGKILL-overwrite"])
-def test_sweep_signal_keeps_previous_and_resumes_exactly(tmp_path, capsys, reference, previous, sig, overwrite):
+def test_sweep_signal_keeps_previous_and_resumes_exactly(request, tmp_path, capsys, reference, previous, sig,
+                                                       overwrite):
     out = tmp_path / "x.h5"
     if overwrite:
         shutil.copy(previous, out)
@@ -114,7 +117,7 @@ def test_sweep_signal_keeps_previous_and_resumes_exactly(tmp_path, capsys, refer
     argv = DEEP + GRID + ["-o", str(out)] + (["--overwrite"] if overwrite else [])
     proc = spawn(argv + ["--checkpoint-every", "0"])
     wait_for(checkpoint_path(out), proc)
-    rc, err = interrupt(proc, sig, delay=RNG.uniform(0.0, 0.3))
+    rc, err = interrupt(proc, sig, delay=rng(request).uniform(0.0, 0.3))
     if rc == 0:  # finished before the signal: the new result replaced the old one, complete
         assert_same_sweep(out, reference)
         return
@@ -291,7 +294,7 @@ PHASE = DEEP + ["--alpha", "1:8:12", "--delta", "0.05,0.1,0.2,0.3", "--workers",
 PHASE_CODE = "import sys; from replica.cli import phase_diagram_main; sys.exit(phase_diagram_main())"
 
 
-def test_phase_diagram_interrupt_is_quiet_keeps_lines_and_resumes(tmp_path, capsys):
+def test_phase_diagram_interrupt_is_quiet_keeps_lines_and_resumes(request, tmp_path, capsys):
     from replica.cli import _line_options, build_phase_diagram_parser, phase_diagram_options
     from replica.io import write_phase_diagram
     from replica.phase_diagram import assemble, solve_line
@@ -307,7 +310,7 @@ def test_phase_diagram_interrupt_is_quiet_keeps_lines_and_resumes(tmp_path, caps
     before = sha256(out)
     proc = spawn(PHASE + ["-o", str(out), "--overwrite"], code=PHASE_CODE)
     wait_for(checkpoint_path(out), proc)
-    rc, err = interrupt(proc, signal.SIGINT, group=True, delay=RNG.uniform(0.0, 0.2))  # Ctrl-C: every process
+    rc, err = interrupt(proc, signal.SIGINT, group=True, delay=rng(request).uniform(0.0, 0.2))  # Ctrl-C: every process
     if rc != 0:
         assert rc == 130, err
         assert sha256(out) == before
@@ -338,7 +341,7 @@ def _experiment_datasets(path):
     return out
 
 
-def test_experiment_interrupt_keeps_finished_chains_and_resumes(tmp_path, capsys, previous):
+def test_experiment_interrupt_keeps_finished_chains_and_resumes(request, tmp_path, capsys, previous):
     pytest.importorskip("jax")
     pytest.importorskip("blackjax")
     from simulations.cli import main as experiment_main
@@ -346,10 +349,11 @@ def test_experiment_interrupt_keeps_finished_chains_and_resumes(tmp_path, capsys
     out = tmp_path / "e.h5"
     shutil.copy(previous, out)
     before = sha256(out)
-    sig = RNG.choice([signal.SIGINT, signal.SIGTERM, signal.SIGKILL])
+    random_point = rng(request)
+    sig = random_point.choice([signal.SIGINT, signal.SIGTERM, signal.SIGKILL])
     proc = spawn(EXPERIMENT + ["-o", str(out), "--overwrite"], code=EXPERIMENT_CODE)
     wait_for(checkpoint_path(out), proc)
-    rc, err = interrupt(proc, sig, delay=RNG.uniform(0.0, 0.3))
+    rc, err = interrupt(proc, sig, delay=random_point.uniform(0.0, 0.3))
     if rc != 0:
         assert sha256(out) == before
         if sig != signal.SIGKILL:
