@@ -3,14 +3,19 @@
 Public API
 ----------
 WeightPrior, GaussianPrior, RademacherPrior, UniformPrior, get_weight_prior, WEIGHT_PRIORS
-ReadoutLaw, get_readout_law, discrete_readout_law, READOUT_LAWS
+ReadoutLaw, get_readout_law, discrete_readout_law, density_readout_law, READOUT_LAWS
+ContinuousLaw, GaussianLaw, UniformLaw, DensityLaw (exact continuous readout laws and their
+quadrature rules)
 """
 
 from . import _numba_cache  # noqa: F401 - numba cache fallback for read-only installs, before any kernel
+from .continuous_laws import ContinuousLaw, DensityLaw, GaussianLaw, UniformLaw
 from .readout_laws import (
     DEFAULT_GRID_SIZE,
+    MAX_GRID_SIZE,
     READOUT_LAWS,
     ReadoutLaw,
+    density_readout_law,
     discrete_readout_law,
     get_readout_law,
     readout_rescaling,
@@ -37,4 +42,10 @@ __all__ = [
     "readout_rescaling",
     "READOUT_LAWS",
     "DEFAULT_GRID_SIZE",
+    "MAX_GRID_SIZE",
+    "density_readout_law",
+    "ContinuousLaw",
+    "GaussianLaw",
+    "UniformLaw",
+    "DensityLaw",
 ]
