@@ -17,7 +17,6 @@ configured here only.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import math
 import signal
@@ -421,13 +420,6 @@ def _main(prog, build_parser, run, argv):
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
-
-
-def _jsonable_equal(a, b) -> list:
-    """Keys whose JSON values differ between two dicts."""
-    a = json.loads(json.dumps(a, sort_keys=True))
-    b = json.loads(json.dumps(b, sort_keys=True))
-    return sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
 
 
 # --------------------------------------------------------------------------- replica-sweep
