@@ -464,10 +464,9 @@ class Activation:
         """
         q = self._check_q(q)
         degrees = set(self.drop_hermite) | {0, 1, 2}
-        g1 = self.g1
-        if g1 == 0.0:  # no Hermite component above degree two: g ≡ 0 exactly
+        if self.g1 == 0.0:  # no Hermite component above degree two: g ≡ 0 exactly
             return np.zeros_like(q)
-        return np.clip(self.scale ** 2 * (self._kernel(q) - self._polynomial(q, degrees)), -g1, g1)
+        return self.scale ** 2 * (self._kernel(q) - self._polynomial(q, degrees))
 
     def g_prime(self, q):
         """Derivative ``g'(q) = E[sigma'(u) sigma'(w)] - mu_1^2 - mu_2^2 q``.
