@@ -27,6 +27,7 @@ MODULES = [
     "replica.engine",
     "replica.activations",
     "replica.io",
+    "replica.safe_write",
     "replica.config",
     "replica.phase_diagram",
     "replica.plotting",

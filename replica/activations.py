@@ -40,6 +40,7 @@ import re
 
 import numba
 import numpy as np
+import priors._numba_cache  # noqa: F401 - numba cache fallback for read-only installs, before any kernel
 from scipy import special
 
 __all__ = ["Activation", "ACTIVATIONS", "get_activation"]
@@ -56,6 +57,8 @@ _U_MAX = 12.0
 _N_HALF = 120
 _N_INNER = 100
 _HERMITE_MAX_DEGREE = 60
+#: relative size (to E σ²) below which g(1) = Σ_{ℓ≥3} μ_ℓ²/ℓ! is rounding noise and set to 0
+_G_ROUNDING = 64 * np.finfo(float).eps
 _N_PANELS = 12
 _PANEL_DEGREE = 22
 
@@ -370,8 +373,14 @@ class Activation:
 
     @property
     def g1(self):
-        """``g(1) = nu - mu_0^2 - mu_1^2 - mu_2^2/2``."""
-        return self.nu - self.mu0 ** 2 - self.mu1 ** 2 - self.mu2 ** 2 / 2.0
+        """``g(1) = nu - mu_0^2 - mu_1^2 - mu_2^2/2 = sum_{l>=3} mu_l^2/l! >= 0``.
+
+        Exactly 0 when the difference is at the rounding level of ``nu`` (polynomials of degree
+        <= 2, e.g. ``quadratic``, whose ``g`` vanishes identically): the subtraction would
+        otherwise leave ``±2e-16`` and a negative mmse past perfect recovery.
+        """
+        g1 = self.nu - self.mu0 ** 2 - self.mu1 ** 2 - self.mu2 ** 2 / 2.0
+        return 0.0 if g1 <= _G_ROUNDING * max(self.nu, 0.0) else float(g1)
 
     # -- evaluation ---------------------------------------------------------------------------
     def __call__(self, x):
@@ -455,6 +464,8 @@ class Activation:
         """
         q = self._check_q(q)
         degrees = set(self.drop_hermite) | {0, 1, 2}
+        if self.g1 == 0.0:  # no Hermite component above degree two: g ≡ 0 exactly
+            return np.zeros_like(q)
         return self.scale ** 2 * (self._kernel(q) - self._polynomial(q, degrees))
 
     def g_prime(self, q):

@@ -776,22 +776,25 @@ def plot_file(path, *, experiments=(), references=(), kind="auto", title=None, l
     PlotError
         Unreadable or incomplete file, or ``kind`` not available for this file.
     """
-    from .io import IncompleteFileError, file_kind, read_experiments, read_phase_diagram, read_sweep
+    from .io import IncompleteFileError, read_experiments, read_phase_diagram, read_sweep
+    from .safe_write import ResultFileError, file_kind_of, open_h5
 
     path = Path(path)
     try:
-        fkind = file_kind(path)
-    except OSError:
-        raise PlotError(f"FILE.h5: {path} is not an HDF5 file") from None
-    extra = {}
-    for e in experiments or ():
-        try:
-            got = read_experiments(e)
-        except OSError:
-            raise PlotError(f"--experiment: {e} is not an HDF5 file") from None
-        if not got:
-            raise PlotError(f"--experiment: {e} has no experiments/<sampler>/<init> groups")
-        extra.update(got)
+        with open_h5(path, option="FILE.h5", kinds=("sweep", "phase_diagram", "experiment")) as h5:
+            fkind = file_kind_of(h5)
+            complete = int(h5.attrs.get("complete", 1)) == 1
+        if not complete and fkind != "phase_diagram":
+            raise PlotError(f"FILE.h5: {path} is the checkpoint of an interrupted run; finish it with the same "
+                            "command and --resume")
+        extra = {}
+        for e in experiments or ():
+            got = read_experiments(e, option="--experiment")
+            if not got:
+                raise PlotError(f"--experiment: {e} has no experiments/<sampler>/<init> groups")
+            extra.update(got)
+    except ResultFileError as exc:
+        raise PlotError(str(exc)) from None
     try:
         if fkind == "phase_diagram":
             if kind not in ("auto", "phase"):
@@ -817,6 +820,8 @@ def plot_file(path, *, experiments=(), references=(), kind="auto", title=None, l
             return plot_experiments(exps, parameters=params, title=title, logy=logy)
     except IncompleteFileError as exc:
         raise PlotError(f"FILE.h5: {exc}") from None
+    except ResultFileError as exc:
+        raise PlotError(str(exc)) from None
     except KeyError as exc:
         raise PlotError(f"FILE.h5: {path} lacks {exc} (not written by this package?)") from None
     raise PlotError(f"FILE.h5: {path} is not a sweep, phase-diagram or experiment file")

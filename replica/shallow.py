@@ -333,9 +333,10 @@ class ShallowModel:
         tau = self.tilt(Q)
         R2 = self.channel.overlap(tau + R2_hat) + (self.R_d - 1.0)
         g_gap, g_prime = self._kernel_terms(Q)
-        D = self.delta + self.mu2**2 * (self.R_d - R2) / 2.0 + g_gap
-        R2_hat_new = alpha * self.mu2**2 / D
-        Qh = (alpha / self.gamma) * self.v2 * g_prime / D
+        D = np.float64(self.delta + self.mu2**2 * (self.R_d - R2) / 2.0 + g_gap)
+        with np.errstate(divide="ignore", invalid="ignore"):  # D = 0 (noiseless, g ≡ 0): inf → failed solve
+            R2_hat_new = alpha * self.mu2**2 / D
+            Qh = (alpha / self.gamma) * self.v2 * g_prime / D
         if np.any(Q != 0.0):
             Qh = Qh + self.tilt_gain(tau, R2_hat) / self.gamma * self.v2 * Q
         return {"tau": tau, "R2": R2, "D": D, "R2_hat_new": R2_hat_new, "overlap_W_hat": np.maximum(Qh, 0.0)}
