@@ -16,7 +16,6 @@ error is the excess Bayes-optimal test error ``mmse``, dimensionless).
 
 from __future__ import annotations
 
-import csv
 import logging
 import math
 from pathlib import Path
@@ -184,14 +183,10 @@ def read_reference(spec: str) -> dict:
     error = parts[2] if len(parts) > 2 and parts[2] else None
     if not path.is_file():
         raise ValueError(f"{path} does not exist")
-    try:
-        with open(path, newline="") as fh:
-            rows = list(csv.reader(fh))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError(f"cannot read {path}: {exc}") from None
-    if not rows:
-        raise ValueError(f"{path} is empty")
-    header = [h.strip() for h in rows[0]]
+    from .reference import read_csv   # skips the '# key: value' header of data/reference files
+
+    columns = read_csv(path).columns
+    header = list(columns)
     if "alpha" not in header:
         raise ValueError(f"{path} has no 'alpha' column (columns: {', '.join(header)})")
     if column is None:
@@ -201,10 +196,7 @@ def read_reference(spec: str) -> dict:
     for c in (column, error):
         if c is not None and c not in header:
             raise ValueError(f"{path} has no column {c!r} (columns: {', '.join(header)})")
-    try:
-        table = np.array([[float(x) for x in r] for r in rows[1:] if r], dtype=float)
-    except ValueError:
-        raise ValueError(f"{path}: non-numeric entries") from None
+    table = np.column_stack([columns[h] for h in header])
     out = {"alpha": table[:, header.index("alpha")], "value": table[:, header.index(column)],
            "error": table[:, header.index(error)] if error else None,
            "label": (f"{path.parent.name}: {column}" if len(path.stem) > 24 and path.parent.name
