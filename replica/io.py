@@ -319,7 +319,8 @@ def file_kind(path) -> str:
     -------
     str
         ``"sweep"``, ``"phase_diagram"``, ``"experiment"`` (a ``replica-experiment``
-        file without theory), or ``"unknown"``. Checkpoints of interrupted commands
+        file without theory), ``"spectrum"`` (``replica-spectrum``), ``"sgd"``
+        (``replica-sgd``), or ``"unknown"``. Checkpoints of interrupted commands
         report their kind too (see ``complete``).
 
     Raises
@@ -337,6 +338,8 @@ def file_kind(path) -> str:
             return "sweep"
         if "experiments" in h5:
             return "experiment"
+        if "time_convention" in h5.attrs and "test_error" in h5:
+            return "sgd"
     return "unknown"
 
 

@@ -123,6 +123,10 @@ def build_parser() -> argparse.ArgumentParser:
     out = p.add_argument_group("output")
     out.add_argument("-o", "--output", default="experiment.h5", help="output HDF5 file (default experiment.h5)")
     out.add_argument("--overwrite", action="store_true", help="replace an existing output file")
+    out.add_argument("--config", metavar="FILE.toml", default=None,
+                     help="read options from a TOML file with the same keys as the long options (e.g. "
+                          "dim = 40, init = 'informed,uninformed'; a table [experiment] for this command "
+                          "only); the command line overrides it")
     out.add_argument("--quiet", action="store_true", help="no progress bar, warnings only")
     out.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     return p
@@ -201,8 +205,11 @@ def main(argv=None) -> int:
     argv : list of str, optional
         Arguments (default ``sys.argv[1:]``).
     """
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    from replica.cli import parse_command_line
+
+    args, status = parse_command_line(PROG, build_parser(), argv)
+    if args is None:
+        return status
     logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO,
                         format="%(levelname)s %(name)s: %(message)s", force=True)
     for noisy in ("jax", "absl"):
@@ -214,7 +221,8 @@ def main(argv=None) -> int:
         return 2
     except ImportError as exc:
         print(f"{PROG}: error: {exc.name or exc} is missing; install the extra: "
-              f"pip install 'replica-hciz[experiments]'", file=sys.stderr)
+              "pip install -e '.[experiments]' in a checkout (pip install 'replica-hciz[experiments]' "
+              "otherwise)", file=sys.stderr)
         return 3
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted; nothing written", file=sys.stderr)
