@@ -1059,6 +1059,10 @@ class RectangularChannel:
     def _build(self):
         raw = self._load()
         if raw is None:
+            where = self.user_table_path() if self.use_disk_cache else None
+            logger.info("building the tables of the rectangular channel (R1=%g, R2=%g): done once, %s",
+                        self.aspect_ratio_p, self.aspect_ratio_n,
+                        f"then read from the cache {where}" if where is not None else "not cached")
             raw = self._build_raw()
             tab = self._finalize(raw)
             if self.use_disk_cache and self.user_table_path() is not None:
