@@ -38,6 +38,8 @@ import numpy as np
 
 logger = logging.getLogger(__name__)
 
+__all__ = ["FIGURES", "deep_thresholds", "build_parser", "main"]
+
 FIGURES = ("quadratic", "relu", "rademacher", "deep", "two_layer")
 HE2_HE3 = "hermite:2=1.4142135623730951,3=1"   # (x² − 1)/√2 + (x³ − 3x)/6: μ₂ = √2, μ₃ = 1
 

@@ -27,6 +27,8 @@ __all__ = [
     "plot_sweep",
     "plot_phase_diagram",
     "plot_experiments",
+    "plot_spectrum",
+    "plot_sgd",
     "read_reference",
     "save_figure",
     "PlotError",

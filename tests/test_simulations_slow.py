@@ -4,7 +4,7 @@ Problem: ReLU, γ = 0.5, Δ = 0.1, v ≡ 1, Gaussian weights (THEORY.md §8), d 
 teachers, 2000 HMC transitions (half of them step-size adaptation), 50 kept samples,
 10⁴ test inputs.
 
-Reference numbers (copied here; tests never read shared files)
+Reference numbers (copied here from data/reference/barbier2025_shallow/)
 --------------------------------------------------------------
 * Theory, universal branch, α = 1: mmse = 0.04050109 — Barbier et al. (arXiv 2501.18530),
   authors' curve ``theory_relu_delta0.1_gamma0.5_readout_ones_universal.csv`` (row α = 1.0);
