@@ -62,7 +62,7 @@ parametrization the shrinkage itself is cancellation-free:
 ``x f(x) = Re[(f1² f2 f3 − Δ² R2 φ ψ²)/(κ ψ f1)]`` (the terms linear in Δ cancel
 identically), and ``overlap = 1 − mmse = R1^{-1/2} ∫ f² dμ_Y`` (orthogonality of the
 posterior mean) is then accurate to ~1e-16 *absolute*; it is used for Δ >= 1.
-This is the Δ-derivative of THEORY.md's
+This is the Δ-derivative form of Troiani et al. (docs/theory.md §4.2),
 ``Δ − (2Δ²/R1) d/dΔ[Σ(μ_Y) + (R1 − 1) ∫ ln|x| dμ_Y]`` in closed form.  Checks (tests):
 ``∫ρ = 1`` and ``∫x² dμ_Y = sqrt(R1)(1+Δ)`` to 1e-13; the ``∫ h² dμ_Y`` form, the
 orthogonality form ``1 − R1^{-1/2} ∫ f² dμ_Y`` and the quadrature of ``∫ρ/x²`` all agree
@@ -1059,6 +1059,10 @@ class RectangularChannel:
     def _build(self):
         raw = self._load()
         if raw is None:
+            where = self.user_table_path() if self.use_disk_cache else None
+            logger.info("building the tables of the rectangular channel (R1=%g, R2=%g): done once, %s",
+                        self.aspect_ratio_p, self.aspect_ratio_n,
+                        f"then read from the cache {where}" if where is not None else "not cached")
             raw = self._build_raw()
             tab = self._finalize(raw)
             if self.use_disk_cache and self.user_table_path() is not None:

@@ -427,6 +427,11 @@ class SymmetricChannel:
                 logger.debug("symmetric channel table (gamma=%g) read from the cache",
                              self.gamma)
             else:
+                where = cache.cache_dir()
+                logger.info("building the HCIZ table of the symmetric channel (gamma=%g, %s readout law): "
+                            "done once, %s", self.gamma, self.law or f"{self.values.size}-atom",
+                            f"then read from the cache {where}" if where is not None
+                            else "not cached (REPLICA_HCIZ_CACHE=off)")
                 self._build()
                 cache.save_table(key, dict(zip(_TABLE_NAMES, self._table)))
         return self._table

@@ -381,22 +381,42 @@ def _raise_terminated(signum, frame):  # pragma: no cover - exercised by subproc
 
 def _all_option_keys() -> set:
     """Long-option names of every command (keys a shared configuration file may hold)."""
+    from simulations.cli import build_parser as build_experiment_parser
+    from simulations.sgd_cli import build_parser as build_sgd_parser
+
+    from .figures import build_parser as build_figures_parser
+    from .spectrum import build_parser as build_spectrum_parser
+
     keys = set()
-    for build in (build_sweep_parser, build_plot_parser, build_phase_diagram_parser):
+    for build in (build_sweep_parser, build_plot_parser, build_phase_diagram_parser, build_spectrum_parser,
+                  build_experiment_parser, build_sgd_parser, build_figures_parser):
         for action in build()._actions:
             keys.add(action.dest)
     return keys
 
 
-def _main(prog, build_parser, run, argv):
-    parser = build_parser()
+def parse_command_line(prog, parser, argv):
+    """Parse ``argv`` with ``--config`` support for any command of the package.
+
+    Returns
+    -------
+    (argparse.Namespace or None, int or None)
+        The arguments, or None and the exit status (0 after ``--help``/``--version``, 2 after
+        a one-line error already printed).
+    """
     try:
-        args = parse_with_config(parser, argv, shared_keys=_all_option_keys())
+        return parse_with_config(parser, argv, shared_keys=_all_option_keys()), None
     except UsageError as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
-        return 2
+        return None, 2
     except SystemExit as exc:  # argparse: --help, --version, or a one-line error (exit 2)
-        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+        return None, (exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2))
+
+
+def _main(prog, build_parser, run, argv):
+    args, status = parse_command_line(prog, build_parser(), argv)
+    if args is None:
+        return status
     _configure_logging(args)
     previous = None
     try:

@@ -363,7 +363,8 @@ def file_kind(path) -> str:
     -------
     str
         ``"sweep"``, ``"phase_diagram"``, ``"experiment"`` (a ``replica-experiment``
-        file without theory), or ``"unknown"``. Checkpoints of interrupted commands
+        file without theory), ``"spectrum"`` (``replica-spectrum``), ``"sgd"``
+        (``replica-sgd``), or ``"unknown"``. Checkpoints of interrupted commands
         report their kind too (see ``complete``).
 
     Raises

@@ -54,7 +54,7 @@ Only the energetic term ``−½ ln D`` depends on the kernel, with
 
       r₂:₁(v) = (α/γ₂) a v² g₂'(inner_v) / D
 
-  (THEORY.md §6.2 prints ``b``; ``Q₂:₁`` enters ``K*`` only through ``a Q₂:₁`` — the product
+  (the transcription of the reference notebooks this package started from prints ``b``; ``Q₂:₁`` enters ``K*`` only through ``a Q₂:₁`` — the product
   is seen through the *first* layer's linear part — so stationarity gives ``a``. The two
   coincide when both layers use the same activation.)
 * ``∂f/∂Q₁(s) = 0``, with ``∂K*/∂Q₁(s) = p(s) g₁'(Q₁(s)) [b s² + E_v[v² g₂'(inner_v) Q₂(v,s)]]``
@@ -70,7 +70,7 @@ Only the energetic term ``−½ ln D`` depends on the kernel, with
   ``α/γ₂`` would require ``W₁`` to carry the weight ``γ₂`` in the first term as well, and
   no single ``f`` is stationary at the solutions of the ``α/γ₂`` equations when
   ``γ₁ ≠ γ₂`` (tested by finite differences at γ = (0.7, 1.3)). With ``γ₁ = γ₂`` the
-  reference notebooks agree, as stated in THEORY.md.
+  reference notebooks agree.
 * ``∂f/∂Q₂(v, s) = 0``, with ``∂K*/∂Q₂(v,s) = p(v)p(s) v² g₂'(inner_v) g₁(Q₁(s))`` and
   ``∂t_v/∂Q₂(v,s) = p(s) Q₁(s)``::
 

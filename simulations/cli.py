@@ -129,6 +129,10 @@ def build_parser() -> argparse.ArgumentParser:
     out.add_argument("--resume", action="store_true",
                      help="continue an interrupted run (same options): finished chains are read from the "
                           "checkpoint OUTPUT-stem.checkpoint.h5 written after every chain")
+    out.add_argument("--config", metavar="FILE.toml", default=None,
+                     help="read options from a TOML file with the same keys as the long options (e.g. "
+                          "dim = 40, init = 'informed,uninformed'; a table [experiment] for this command "
+                          "only); the command line overrides it")
     out.add_argument("--quiet", action="store_true", help="no progress bar, warnings only")
     out.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     return p
@@ -226,8 +230,11 @@ def main(argv=None) -> int:
     argv : list of str, optional
         Arguments (default ``sys.argv[1:]``).
     """
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    from replica.cli import parse_command_line
+
+    args, status = parse_command_line(PROG, build_parser(), argv)
+    if args is None:
+        return status
     logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO,
                         format="%(levelname)s %(name)s: %(message)s", force=True)
     for noisy in ("jax", "absl"):
@@ -244,7 +251,8 @@ def main(argv=None) -> int:
         return 2
     except ImportError as exc:
         print(f"{PROG}: error: {exc.name or exc} is missing; install the extra: "
-              f"pip install 'replica-hciz[experiments]'", file=sys.stderr)
+              "pip install -e '.[experiments]' in a checkout (pip install 'replica-hciz[experiments]' "
+              "otherwise)", file=sys.stderr)
         return 3
     except KeyboardInterrupt as exc:
         what = "terminated" if isinstance(exc, _Terminated) else "interrupted"

@@ -17,7 +17,7 @@ from hciz.rectangular import RectangularChannel, rectangular_channel
 CASES = [(2.0, 0.2), (5.0, 2.0)]  # (R1 = P/M, R2 = N/M) of the published curves
 
 # Analytic MMSE curves of Troiani, Erba, Krzakala, Maillard, Zdeborová (2022),
-# arXiv:2203.07752, public code, files reference/troiani2022_rectangular/
+# arXiv:2203.07752, public code, files data/reference/troiani2022_rectangular/
 # MMSE_NB262144RA<R1>RB<R2>.csv (columns DELTAS, y_MMSEs; every second row 0..30).
 # Obtained there by finite differences in Δ of log-potentials on a 2^18-point grid.
 REFERENCE_MMSE = {

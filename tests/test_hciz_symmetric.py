@@ -240,7 +240,7 @@ def test_rie_d1000(name, lam):
 
 
 # ---------------------------------------------------------------- reference tables
-# (λ, m_S(λ)) copied from reference/barbier2025_shallow/hciz_m_table_gamma0.5_readout_<law>.csv
+# (λ, m_S(λ)) copied from data/reference/barbier2025_shallow/hciz_m_table_gamma0.5_readout_<law>.csv
 # (Barbier, Camilli, Nguyen, Pastore, Skerk, arXiv 2501.18530 / 2505.24849, public code;
 # scipy-quad tables with ~1e-6 error).
 REF_TABLES = {

@@ -219,7 +219,7 @@ def test_equilibrium_is_the_branch_of_largest_free_entropy():
 
 
 # HMC at d = 150, ReLU, γ = 0.5, Δ = 0.1, v ≡ 1, Gaussian W (Barbier et al., public code,
-# reference file hmc_relu_delta0.1_gamma0.5_readout_ones_d150.csv): alpha, informed mean,
+# file data/reference/barbier2025_shallow/hmc_relu_delta0.1_gamma0.5_readout_ones_d150.csv): alpha, informed mean,
 # uninformed mean, informed std, uninformed std (std over 9 teachers).
 HMC_D150 = [
     (4.0, 0.018189978, 0.01991833, 0.00032196217, 0.00031227825),

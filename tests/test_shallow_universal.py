@@ -8,7 +8,7 @@ import pytest
 from replica.shallow import ShallowModel
 
 # Maillard, Troiani, Martin, Krzakala, Zdeborová (arXiv 2408.03733), public code,
-# files line_no_noise_<kappa>.csv: (alpha, error normalized to 1 at alpha = 0); these
+# files data/reference/maillard2024_quadratic/line_no_noise_<kappa>.csv: (alpha, error normalized to 1 at alpha = 0); these
 # carry ~1e-3 relative error (imaginary offset 1e-4 in their Stieltjes root).
 MAILLARD_NOISELESS = {
     0.1: [(0.019503937007874016, 0.9393855969892956), (0.04170866141732284, 0.7934469309424549),
@@ -20,8 +20,8 @@ MAILLARD_NOISELESS = {
     2.0: [(0.09922834645669293, 0.7845580751745803), (0.21710236220472443, 0.5114382139214073),
           (0.3349763779527559, 0.25837836289282806), (0.3939133858267717, 0.1493906691727421)],
 }
-# same source, line_noise_0.5_0.25.csv: kappa = 0.5, noise std s = 0.25 inside the activation.
-# The shared README quotes Delta_M = 2 s^2 (2 + s^2)/kappa = 0.515625; the published curve is
+# same source, data/reference/maillard2024_quadratic/line_noise_0.5_0.25.csv: kappa = 0.5, noise std s = 0.25 inside the activation.
+# The text published with the data quotes Delta_M = 2 s^2 (2 + s^2)/kappa = 0.515625; the published curve is
 # reproduced to ~1e-6 instead by Delta_M = 4 s^2/kappa = 0.5 (the s^4 term is absent from the
 # curve): fitting our Delta point by point gives 0.1250010, 0.1250003, 0.1250000, 0.1250000,
 # i.e. Delta = gamma Delta_M / 2 with Delta_M = 0.5, while 0.515625 is off by 0.6% at alpha = 0.217.

@@ -183,6 +183,11 @@ def main(argv=None) -> int:
             if readout != "ones" or args.reference_points <= 0:
                 print("(iii) mpmath reference: only for v ≡ 1 (the cubic)")
                 continue
+            if importlib.util.find_spec("mpmath") is None:
+                # mpmath is a test dependency only (pip install -e '.[test]'); the package never needs it
+                print("(iii) mpmath reference skipped: mpmath is not installed (pip install -e '.[test]' or "
+                      "pip install mpmath)")
+                continue
             ref = reference_module()
             picks, lam_split = reference_lambdas(grid, args.gamma, args.reference_points)
             print(f"(iii) mpmath reference (30 digits) at {picks.size} lambdas"
