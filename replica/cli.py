@@ -197,12 +197,12 @@ def add_model_options(p, *, grids=False):
     With ``grids=True`` the numeric options ``--delta``, ``--gamma`` and ``--readout-grid``
     are kept as text, so that one of them can be a grid.
     """
-    g = p.add_argument_group("model (THEORY.md §1)")
+    g = p.add_argument_group("model (docs/theory.md §1)")
     g.add_argument("--layers", type=number_type("--layers", minimum=1, integer=True), default=1,
                    help="number of hidden layers L >= 1 (default 1). L >= 2 with an activation without Hermite "
-                        "components of degree <= 2 (--drop-hermite 0,1,2 --unit-variance): THEORY §6.1; L = 2 "
+                        "components of degree <= 2 (--drop-hermite 0,1,2 --unit-variance): docs/theory.md §6.1; L = 2 "
                         "with an odd activation that keeps its linear part (e.g. --activation tanh2 "
-                        "--unit-variance): the two-layer solver of THEORY §6.2 (replica.two_layer)")
+                        "--unit-variance): the two-layer solver of docs/theory.md §6.2 (replica.two_layer)")
     g.add_argument("--gamma", default="0.5",
                    help="width ratio γ = k/d > 0, or one per layer 'γ1,...,γL' (default 0.5)"
                         + ("; or a grid 'start:stop:num' (the second axis)" if grids else ""))
@@ -308,8 +308,8 @@ def build_model(options: dict):
 
     Returns
     -------
-    ShallowModel (layers = 1), TwoLayerModel (layers = 2 and ``μ₁ ≠ 0``: THEORY.md §6.2)
-    or DeepModel (otherwise, THEORY.md §6.1)
+    ShallowModel (layers = 1), TwoLayerModel (layers = 2 and ``μ₁ ≠ 0``: docs/theory.md §6.2)
+    or DeepModel (otherwise, docs/theory.md §6.1)
 
     Raises
     ------

@@ -10,7 +10,7 @@
 * :func:`plot_experiments` — experiment points alone.
 * :func:`plot_file` dispatches on the kind of file; :func:`save_figure` writes PNG/PDF/SVG.
 
-Symbols and units follow THEORY.md (α = n/d², Δ the label-noise variance, γ = k/d, the
+Symbols and units follow docs/theory.md (α = n/d², Δ the label-noise variance, γ = k/d, the
 error is the excess Bayes-optimal test error ``mmse``, dimensionless).
 """
 

@@ -1,4 +1,4 @@
-"""Tests for hciz.rectangular (THEORY.md §4.2): spectral law, RIE, MMSE, ι, tables.
+"""Tests for hciz.rectangular (docs/theory.md §4.2): spectral law, RIE, MMSE, ι, tables.
 
 Fast tests use the stored tables ``data/rectangular_table_*.npz`` when present (written by
 ``scripts/make_rectangular_reference.py``); without them the two channels are built once
@@ -96,7 +96,7 @@ def kw(case):
 
 
 def sample(m, r1, r2, delta, rng):
-    """(S, Y) with the normalization of THEORY.md §4.2."""
+    """(S, Y) with the normalization of docs/theory.md §4.2."""
     p, n = int(round(r1 * m)), int(round(r2 * m))
     u_left = rng.standard_normal((m, n))
     u_right = rng.standard_normal((n, p))
@@ -152,7 +152,7 @@ def test_internal_quadrature_moments(case):
 
 @pytest.mark.parametrize("case", CASES)
 def test_quartic_of_theory_is_satisfied(case):
-    """The physical root satisfies the quartic of THEORY.md §4.2 with u = G/x."""
+    """The physical root satisfies the quartic of docs/theory.md §4.2 with u = G/x."""
     r1, r2 = case
     delta = 0.2
     x = np.linspace(0.2, 3.0, 15)
