@@ -1,4 +1,4 @@
-"""Rank-extensive spherical (HCIZ) integrals through free probability (THEORY.md §4).
+"""Rank-extensive spherical (HCIZ) integrals through free probability (docs/theory.md §4).
 
 No knowledge of neural networks lives here: inputs are spectral laws and SNRs.
 Tables of the symmetric channel are cached on disk (:mod:`hciz.cache`).

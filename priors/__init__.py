@@ -1,4 +1,4 @@
-"""Scalar Gaussian channels of weight priors and readout laws (THEORY.md §3).
+"""Scalar Gaussian channels of weight priors and readout laws (docs/theory.md §3).
 
 Public API
 ----------

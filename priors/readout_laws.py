@@ -1,4 +1,4 @@
-"""Readout laws ``P_v`` of the second-layer weights (THEORY.md §1).
+"""Readout laws ``P_v`` of the second-layer weights (docs/theory.md §1).
 
 A readout law is a finite set of atoms ``values`` with probabilities ``weights``
 (``sum weights = 1``) normalised so that ``E v^2 = 1``.  Discrete laws are exact.  Continuous

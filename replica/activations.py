@@ -1,6 +1,6 @@
 """Activations: Hermite coefficients, dual kernels and the part ``g`` above degree two.
 
-Conventions (THEORY.md §2): probabilists' Hermite polynomials ``He_l``,
+Conventions (docs/theory.md §2): probabilists' Hermite polynomials ``He_l``,
 ``mu_l = E[sigma(z) He_l(z)]``, ``sigma = sum_l mu_l He_l / l!`` and, for standard Gaussians
 ``u, w`` with correlation ``q``,
 
@@ -28,7 +28,7 @@ How the dual kernels are evaluated
 
 References
 ----------
-THEORY.md §2 and §6.1.  Y. Cho, L. Saul, "Kernel methods for deep learning", NeurIPS 2009
+docs/theory.md §2 and §6.1.  Y. Cho, L. Saul, "Kernel methods for deep learning", NeurIPS 2009
 (arc-cosine kernel).  C. Williams, "Computing with infinite networks", NeurIPS 1996 (erf kernel).
 """
 
@@ -460,7 +460,7 @@ class Activation:
         Notes
         -----
         ``g(q) = kappa(q) - mu_0^2 - mu_1^2 q - mu_2^2 q^2/2`` with the exact dual kernel
-        (THEORY.md §2).
+        (docs/theory.md §2).
         """
         q = self._check_q(q)
         degrees = set(self.drop_hermite) | {0, 1, 2}
@@ -607,7 +607,7 @@ def get_activation(spec, *, drop_hermite=(), unit_variance=False):
 
     Examples
     --------
-    THEORY.md §6.1: ``get_activation("tanh2", drop_hermite=(0, 1, 2), unit_variance=True)``
+    docs/theory.md §6.1: ``get_activation("tanh2", drop_hermite=(0, 1, 2), unit_variance=True)``
     has ``mu0 = mu1 = mu2 = 0`` and ``g(1) = 1``.
     """
     if not isinstance(spec, str):

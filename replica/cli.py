@@ -197,12 +197,12 @@ def add_model_options(p, *, grids=False):
     With ``grids=True`` the numeric options ``--delta``, ``--gamma`` and ``--readout-grid``
     are kept as text, so that one of them can be a grid.
     """
-    g = p.add_argument_group("model (THEORY.md §1)")
+    g = p.add_argument_group("model (docs/theory.md §1)")
     g.add_argument("--layers", type=number_type("--layers", minimum=1, integer=True), default=1,
                    help="number of hidden layers L >= 1 (default 1). L >= 2 with an activation without Hermite "
-                        "components of degree <= 2 (--drop-hermite 0,1,2 --unit-variance): THEORY §6.1; L = 2 "
+                        "components of degree <= 2 (--drop-hermite 0,1,2 --unit-variance): docs/theory.md §6.1; L = 2 "
                         "with an odd activation that keeps its linear part (e.g. --activation tanh2 "
-                        "--unit-variance): the two-layer solver of THEORY §6.2 (replica.two_layer)")
+                        "--unit-variance): the two-layer solver of docs/theory.md §6.2 (replica.two_layer)")
     g.add_argument("--gamma", default="0.5",
                    help="width ratio γ = k/d > 0, or one per layer 'γ1,...,γL' (default 0.5)"
                         + ("; or a grid 'start:stop:num' (the second axis)" if grids else ""))
@@ -308,8 +308,8 @@ def build_model(options: dict):
 
     Returns
     -------
-    ShallowModel (layers = 1), TwoLayerModel (layers = 2 and ``μ₁ ≠ 0``: THEORY.md §6.2)
-    or DeepModel (otherwise, THEORY.md §6.1)
+    ShallowModel (layers = 1), TwoLayerModel (layers = 2 and ``μ₁ ≠ 0``: docs/theory.md §6.2)
+    or DeepModel (otherwise, docs/theory.md §6.1)
 
     Raises
     ------
@@ -381,22 +381,42 @@ def _raise_terminated(signum, frame):  # pragma: no cover - exercised by subproc
 
 def _all_option_keys() -> set:
     """Long-option names of every command (keys a shared configuration file may hold)."""
+    from simulations.cli import build_parser as build_experiment_parser
+    from simulations.sgd_cli import build_parser as build_sgd_parser
+
+    from .figures import build_parser as build_figures_parser
+    from .spectrum import build_parser as build_spectrum_parser
+
     keys = set()
-    for build in (build_sweep_parser, build_plot_parser, build_phase_diagram_parser):
+    for build in (build_sweep_parser, build_plot_parser, build_phase_diagram_parser, build_spectrum_parser,
+                  build_experiment_parser, build_sgd_parser, build_figures_parser):
         for action in build()._actions:
             keys.add(action.dest)
     return keys
 
 
-def _main(prog, build_parser, run, argv):
-    parser = build_parser()
+def parse_command_line(prog, parser, argv):
+    """Parse ``argv`` with ``--config`` support for any command of the package.
+
+    Returns
+    -------
+    (argparse.Namespace or None, int or None)
+        The arguments, or None and the exit status (0 after ``--help``/``--version``, 2 after
+        a one-line error already printed).
+    """
     try:
-        args = parse_with_config(parser, argv, shared_keys=_all_option_keys())
+        return parse_with_config(parser, argv, shared_keys=_all_option_keys()), None
     except UsageError as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
-        return 2
+        return None, 2
     except SystemExit as exc:  # argparse: --help, --version, or a one-line error (exit 2)
-        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+        return None, (exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2))
+
+
+def _main(prog, build_parser, run, argv):
+    args, status = parse_command_line(prog, build_parser(), argv)
+    if args is None:
+        return status
     _configure_logging(args)
     previous = None
     try:

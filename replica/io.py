@@ -9,9 +9,9 @@ Layout
     ``mutual_information``, ``converged``, ``exists``, ``iterations``, ``residual``,
     ``R2``, ``R2_hat``, ``tau``, ``start``; ``overlap_W`` and ``overlap_W_hat``
     (n_alpha × n_readout); ``readout_values`` and ``readout_weights`` (n_readout).
-    Values are NaN where the branch does not exist. Deep networks (THEORY.md §6.1) store
+    Values are NaN where the branch does not exist. Deep networks (docs/theory.md §6.1) store
     ``overlap_layer_<ℓ>`` and ``overlap_hat_layer_<ℓ>`` instead of the ``overlap_W``/``R2``
-    fields. Two hidden layers with linear parts (THEORY.md §6.2, :mod:`replica.two_layer`)
+    fields. Two hidden layers with linear parts (docs/theory.md §6.2, :mod:`replica.two_layer`)
     store ``overlap_layer_1`` (n_alpha × n_s), ``overlap_layer_2`` (n_alpha × n_readout ×
     n_s), ``overlap_product_2_1`` and ``tau_product_2_1`` (n_alpha × n_readout), their
     ``overlap_hat_*`` conjugates, and the effective-readout grid ``s_values``,
@@ -101,7 +101,7 @@ logger = logging.getLogger(__name__)
 
 _STR = h5py.string_dtype()
 
-#: ``long_name`` and ``units`` attributes of the stored variables (THEORY.md symbols)
+#: ``long_name`` and ``units`` attributes of the stored variables (docs/theory.md symbols)
 VARIABLE_ATTRS = {
     "alpha": ("sample ratio α = n/d²", "1"),
     "mmse": ("Bayes-optimal excess test error (mmse)", "1"),
@@ -363,7 +363,8 @@ def file_kind(path) -> str:
     -------
     str
         ``"sweep"``, ``"phase_diagram"``, ``"experiment"`` (a ``replica-experiment``
-        file without theory), or ``"unknown"``. Checkpoints of interrupted commands
+        file without theory), ``"spectrum"`` (``replica-spectrum``), ``"sgd"``
+        (``replica-sgd``), or ``"unknown"``. Checkpoints of interrupted commands
         report their kind too (see ``complete``).
 
     Raises

@@ -1,7 +1,7 @@
 """Spectral quantities of the symmetric HCIZ channel on a λ grid: ``replica-spectrum``.
 
 For a width ratio γ and a readout law ``P_v`` the channel ``Y = √λ S⁰ + Z``
-(THEORY.md §4.1, ``S⁰ = W⁰ᵀdiag(v)W⁰/√(kd)``, ``Z`` GOE with semicircle on [−2, 2]) has
+(docs/theory.md §4.1, ``S⁰ = W⁰ᵀdiag(v)W⁰/√(kd)``, ``Z`` GOE with semicircle on [−2, 2]) has
 
 * ``m_S(λ)`` (overlap) and ``mmse_S(λ) = 1 − m_S(λ) = (1 − (4π²/3)∫ρ_λ³)/λ``;
 * ``ι(λ) = ¼ ∫₀^λ mmse_S`` (mutual information per d², I-MMSE ``4ι' = mmse_S``);
@@ -166,7 +166,7 @@ def spectrum(gamma, readout, lambdas, *, density_grid=None, resolution=None, rea
     Notes
     -----
     ``mmse_S(λ) = (1 − (4π²/3) ∫ρ_λ³ dx)/λ``, ``m_S = 1 − mmse_S``, ``ι(λ) = ¼∫₀^λ mmse_S``
-    (THEORY.md §4.1), evaluated from the channel's table, which is accurate to ~1e-12
+    (docs/theory.md §4.1), evaluated from the channel's table, which is accurate to ~1e-12
     except while a band separates (README, known issues).
 
     References
@@ -289,11 +289,11 @@ def build_parser() -> argparse.ArgumentParser:
         description=(
             "Overlap m_S(λ), MMSE mmse_S(λ) = 1 − m_S(λ), mutual information ι(λ) = ¼∫₀^λ mmse_S and "
             "optionally the spectral density ρ_λ of Y = √λ S + Z (S = Wᵀdiag(v)W/√(kd), GOE noise with "
-            "semicircle on [−2, 2]; THEORY.md §4.1) on a grid of λ, computed by the HCIZ channel the "
+            "semicircle on [−2, 2]; docs/theory.md §4.1) on a grid of λ, computed by the HCIZ channel the "
             "solver uses. Writes one HDF5 file (layout: python -m pydoc replica.spectrum)."
         ),
     )
-    g = p.add_argument_group("channel (THEORY.md §4.1)")
+    g = p.add_argument_group("channel (docs/theory.md §4.1)")
     g.add_argument("--gamma", type=number_type("--gamma", minimum=0, strict=True), default=0.5, help="width ratio γ = k/d > 0 (default 0.5)")
     g.add_argument("--readout", default="ones",
                    help="readout law P_v (E v² = 1): ones, rademacher, uniform (on ±√3), gaussian, 4point "

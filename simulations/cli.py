@@ -11,7 +11,7 @@ Example (the default sizes finish in minutes on 2 CPU cores)::
         --init informed,uninformed --seed 0 -o exp.h5
 
 Larger runs on a GPU (install ``jax[cuda12]``; ``--device auto`` picks the GPU), e.g. the
-published protocol at d = 150 (THEORY.md §7)::
+published protocol at d = 150 (docs/theory.md §7)::
 
     replica-experiment --dim 150 --teachers 9 --alpha 0.5:8:16 --steps 20000 \\
         --kept 200 --sampler hmc --init informed,uninformed -o hmc_d150.h5
@@ -49,7 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = CommandParser(
         prog=PROG,
         description=(
-            "Finite-size numerics for the Bayes-optimal teacher–student network of THEORY.md §1: "
+            "Finite-size numerics for the Bayes-optimal teacher–student network of docs/theory.md §1: "
             "sample the posterior with HMC/NUTS (Gaussian prior) or Metropolis (Rademacher prior) "
             "from the teacher (informed) or from a random start (uninformed), or train with Adam; "
             "measure half the Gibbs error on fresh test inputs, matched overlaps, R₂, overlap "
@@ -69,7 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
                             "(default relu)")
     model.add_argument("--drop-hermite", default="",
                        help="comma list of Hermite degrees removed from the activation, e.g. '1' "
-                            "(THEORY §6.1; default none)")
+                            "(docs/theory.md §6.1; default none)")
     model.add_argument("--unit-variance", action="store_true",
                        help="rescale the activation to E σ(z)² = 1 after dropping components")
     model.add_argument("--prior", choices=WEIGHT_PRIOR_NAMES, default="gaussian",
@@ -133,6 +133,10 @@ def build_parser() -> argparse.ArgumentParser:
     out.add_argument("--resume", action="store_true",
                      help="continue an interrupted run (same options): finished chains are read from the "
                           "checkpoint OUTPUT-stem.checkpoint.h5 written after every chain")
+    out.add_argument("--config", metavar="FILE.toml", default=None,
+                     help="read options from a TOML file with the same keys as the long options (e.g. "
+                          "dim = 40, init = 'informed,uninformed'; a table [experiment] for this command "
+                          "only); the command line overrides it")
     out.add_argument("--quiet", action="store_true", help="no progress bar, warnings only")
     out.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     return p
@@ -233,8 +237,11 @@ def main(argv=None) -> int:
     argv : list of str, optional
         Arguments (default ``sys.argv[1:]``).
     """
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    from replica.cli import parse_command_line
+
+    args, status = parse_command_line(PROG, build_parser(), argv)
+    if args is None:
+        return status
     logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO,
                         format="%(levelname)s %(name)s: %(message)s", force=True)
     for noisy in ("jax", "absl"):
@@ -251,7 +258,8 @@ def main(argv=None) -> int:
         return 2
     except ImportError as exc:
         print(f"{PROG}: error: {exc.name or exc} is missing; install the extra: "
-              f"pip install 'replica-hciz[experiments]'", file=sys.stderr)
+              "pip install -e '.[experiments]' in a checkout (pip install 'replica-hciz[experiments]' "
+              "otherwise)", file=sys.stderr)
         return 3
     except KeyboardInterrupt as exc:
         what = "terminated" if isinstance(exc, _Terminated) else "interrupted"

@@ -61,7 +61,7 @@ __all__ = ["write_experiment", "read_experiment", "write_experiment_checkpoint",
 
 ERROR_CONVENTION = ("mmse = half Gibbs error 1/2 E_x (lambda(x;W^a) - lambda(x;W0))^2 on fresh noiseless test "
                     "inputs averaged over posterior samples (Adam, GAMP-RIE: E_x (lambda_hat - lambda0)^2); label noise "
-                    "and the constant mu0 sum(v)/sqrt(k) excluded (THEORY.md section 1)")
+                    "and the constant mu0 sum(v)/sqrt(k) excluded (docs/theory.md §1)")
 
 
 def package_version() -> str:

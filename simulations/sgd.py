@@ -1,4 +1,4 @@
-"""Online SGD on the one-hidden-layer teacher–student problem (THEORY.md §1), in NumPy.
+"""Online SGD on the one-hidden-layer teacher–student problem (docs/theory.md §1), in NumPy.
 
 The student ``λ(x; W) = vᵀ σ(W x/√d)/√k`` trains its first-layer weights ``W ∈ R^{k×d}``
 (the readout ``v`` is fixed and known, as in the Bayes setting) on the squared loss
@@ -55,7 +55,7 @@ References
 D. Saad, S. A. Solla, "On-line learning in soft committee machines", Phys. Rev. E 52 (1995)
 (online SGD, order-parameter dynamics, plateaus).  G. Ben Arous, R. Gheissari, A. Jagannath,
 "Online stochastic gradient descent on non-convex losses from high-dimensional inference",
-JMLR 22 (2021) (information exponent).  THEORY.md §1–§2, §5.
+JMLR 22 (2021) (information exponent).  docs/theory.md §1–§2, §5.
 """
 
 from __future__ import annotations
@@ -1265,7 +1265,7 @@ def store_reference_levels(path, *, num=24, timeout=None, bayes=True):
         f.create_dataset("reference_alpha", data=alphas).attrs["description"] = "alpha = n/d^2"
         if "universal" in levels:
             ds = f.create_dataset("reference_universal_mmse", data=levels["universal"])
-            ds.attrs["description"] = "replica mmse of the universal branch (THEORY.md 5.1)"
+            ds.attrs["description"] = "replica mmse of the universal branch (docs/theory.md §5.1)"
         if "bayes" in levels:
             order = np.argsort(alphas)
             values = np.empty_like(alphas)

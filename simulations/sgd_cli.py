@@ -118,6 +118,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "without them after that (default 300)")
     o.add_argument("--dpi", type=number_type("--dpi", minimum=0, strict=True, integer=True), default=150,
                    help="figure resolution (default 150)")
+    o.add_argument("--config", metavar="FILE.toml", default=None,
+                   help="read options from a TOML file with the same keys as the long options (e.g. "
+                        "dim = 64, activation = 'elu'; a table [sgd] for this command only); the command "
+                        "line overrides it")
     o.add_argument("--quiet", action="store_true", help="no progress bar, warnings only")
     o.add_argument("--verbose", action="store_true", help="debug messages")
     o.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -191,8 +195,11 @@ def _plot(path, prefix, args, *, store_reference=True):
 
 def main(argv=None) -> int:
     """Entry point of ``replica-sgd``; returns the exit status."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    from replica.cli import parse_command_line
+
+    args, status = parse_command_line(PROG, build_parser(), argv)
+    if args is None:
+        return status
     _configure_logging(args)
     try:
         if args.plot is not None:

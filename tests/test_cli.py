@@ -1,7 +1,7 @@
 """Command line: bad input is one line + exit 2, outputs are never overwritten silently,
 ``--config`` files, and interrupted sweeps resume to the same result.
 
-The runs use the deep model of THEORY.md §6.1 (``--layers 2``, ``tanh(2x)`` minus its
+The runs use the deep model of docs/theory.md §6.1 (``--layers 2``, ``tanh(2x)`` minus its
 Hermite components of degree ≤ 2): it needs no spectral tables, so a sweep takes seconds.
 """
 

@@ -6,7 +6,7 @@ another program; a full disk (a failing ``fsync`` and a file-size limit); a corr
 checkpoint. After each: the previous complete result is byte-identical (sha256), nothing is
 left behind but the checkpoint, and ``--resume`` reproduces the uninterrupted result exactly.
 
-Tiny problems: the deep model of THEORY.md §6.1 (no spectral tables) on a short α grid.
+Tiny problems: the deep model of docs/theory.md §6.1 (no spectral tables) on a short α grid.
 """
 
 import errno
