@@ -1005,13 +1005,17 @@ def read_sgd(path):
     Returns
     -------
     dict
-        Every dataset as an array, plus ``parameters`` (dict) and the other root attributes.
+        Every dataset as an array, plus ``parameters`` (dict) and the other root attributes;
+        a group (``closure/``, :func:`simulations.closure.write_closure`) as a dict of arrays.
     """
     import h5py
 
     out = {}
     with h5py.File(path, "r") as f:
         for name in f:
+            if isinstance(f[name], h5py.Group):          # e.g. closure/ (simulations.closure)
+                out[name] = {key: f[name][key][()] for key in f[name]}
+                continue
             out[name] = f[name][()]
         for key, value in f.attrs.items():
             out[key] = value

@@ -12,6 +12,8 @@ Examples::
     replica-sgd --plot sgd.h5                 # sgd_histograms.png, sgd_error.png
     replica-sgd --plot sgd.h5 --reference --theory-timeout 900 --overwrite
     replica-sgd --activation relu --dim 128 --time 3000 -o relu.h5 --figures
+    replica-sgd --activation elu --dim 64 --time 100 -o elu.h5 --closure   # + closure/ group
+    replica-sgd --closure elu.h5              # only the closure prediction for that file
 """
 
 from __future__ import annotations
@@ -110,6 +112,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="compute the replica reference levels (universal branch and Bayes-optimal "
                         "mmse at α = n/d²) and store them in the HDF5 file (after the run, or in "
                         "FILE.h5 with --plot); slow the first time for a new (activation, γ, Δ)")
+    o.add_argument("--closure", nargs="?", const=True, default=None, metavar="FILE.h5",
+                   help="add the Gaussian-closure prediction (docs/dynamics.md: test error, "
+                        "linear/quadratic overlaps, bulk width vs t) to the run's HDF5 file as "
+                        "group closure/; with FILE.h5 and no run: only compute it for that "
+                        "file's parameters (readout ones only)")
     o.add_argument("--no-theory", action="store_true",
                    help="figures without the replica reference levels (they need the solver)")
     o.add_argument("--theory-timeout", type=number_type("--theory-timeout", minimum=0, strict=True), default=300.0,
@@ -147,6 +154,21 @@ def _store_reference(path, args):
         logger.warning("reference levels: %s", message)
 
 
+def _store_closure(path):
+    from .closure import closure_for_run, write_closure
+    from .sgd import read_sgd
+
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"no such file: {path}")
+    data = read_sgd(path)
+    result = closure_for_run(data["parameters"], times=data["time"])
+    if not result.success:
+        logger.warning("closure: integration stopped early: %s", result.message)
+    write_closure(path, result)
+    logger.info("closure prediction (%s regime) stored in %s/closure", result.parameters["regime"], path)
+
+
 def _plot(path, prefix, args):
     from .sgd_plots import make_figures
 
@@ -156,6 +178,8 @@ def _plot(path, prefix, args):
     prefix = Path(prefix) if prefix else path.with_suffix("")
     if args.reference:
         _store_reference(path, args)
+    if args.closure is True:
+        _store_closure(path)
     outputs = make_figures(path, prefix, theory=not args.no_theory, dpi=args.dpi,
                            theory_timeout=args.theory_timeout, overwrite=args.overwrite)
     for out in outputs:
@@ -169,7 +193,12 @@ def main(argv=None) -> int:
     _configure_logging(args)
     try:
         if args.plot is not None:
+            if isinstance(args.closure, str):
+                raise UsageError("--closure FILE.h5 cannot be combined with --plot; use --plot FILE.h5 --closure")
             _plot(args.plot, args.output, args)
+            return 0
+        if isinstance(args.closure, str):               # prediction only, for an existing file
+            _store_closure(args.closure)
             return 0
         from .sgd import SGDConfig, run_sgd, specialization_time, write_sgd
 
@@ -199,6 +228,8 @@ def main(argv=None) -> int:
         logger.info("wrote %s in %.1f s: final test error %.4g, specialized fraction %.2f, "
                     "t_spec %.4g (first time the specialized fraction stays >= 0.5)", output, result.wall_time, result.test_error[-1],
                     result.specialized_fraction[-1], t_spec)
+        if args.closure is True and not args.figures:
+            _store_closure(output)
         if args.figures:
             _plot(output, output.with_suffix(""), args)
         elif args.reference:
