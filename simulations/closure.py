@@ -559,7 +559,7 @@ def escape_time(closure, *, threshold=0.8, level=0.5, students=400, seed=0, shie
 
     .. math::  dm = \Big[\Big(\frac{\dot w}{w} - \frac{D}{2w^2}\Big) m
                       + η (1 - m^2)\, g'(m)\Big] dt + \sqrt{D}\, dB,
-               \qquad D = η^2 (ε + Δ)\, ν_1 / d,
+               \qquad D = η^2 (ε + Δ)\,(ν_1 - c̄_1^2) / d,
 
     where ``w(t)`` is the closure's bulk width, ``ε + Δ`` its noise level and ``g'`` the
     derivative of the part of the dual kernel above degree two (drift ``∝ m^{r−1}``).
@@ -595,7 +595,8 @@ def escape_time(closure, *, threshold=0.8, level=0.5, students=400, seed=0, shie
     coef = closure_coefficients(p["activation"], drop_hermite=tuple(p.get("drop_hermite", ())),
                                 unit_variance=p.get("unit_variance", False))
     g_prime = coef["g_prime"]
-    eta, dim, k, nu1 = p["lr"], p["dim"], p["width"], coef["nu1"]
+    eta, dim, k = p["lr"], p["dim"], p["width"]
+    nu_rot = coef["nu1"] - coef["mu1"] ** 2      # the common mode (μ₁²) is undone by the linear mode
     t_grid = np.asarray(closure.time, dtype=float)
     width = np.asarray(closure.bulk_width, dtype=float)
     noise = np.asarray(closure.noise, dtype=float)
@@ -614,7 +615,7 @@ def escape_time(closure, *, threshold=0.8, level=0.5, students=400, seed=0, shie
     while t < t_max:
         i = min(np.searchsorted(t_grid, t), t_grid.size - 1)
         w2 = width[i] ** 2
-        diff = eta ** 2 * noise[i] * nu1 / dim
+        diff = eta ** 2 * noise[i] * nu_rot / dim
         lin = (rate_w[i] if t <= t_grid[-1] else 0.0) - diff / (2 * w2)
         drift_nl = eta * (1 - m ** 2) * np.interp(m, grid_q, gp_table)
         scale = max(np.max(np.abs(drift_nl)), abs(lin), 1e-12)
@@ -667,10 +668,10 @@ def refinement_fixed_points(activation, *, lr=0.5, noise=0.1, drop_hermite=(),
     A specialized pair with cosine ``m`` (pinned norms, linear and quadratic parts held by
     the collective variables) moves by
 
-    .. math::  \dot m = η (1 - m^2)\, g'(m) - \tfrac12 η^2 (ε + Δ)\, ν_1\, m ,
+    .. math::  \dot m = η (1 - m^2)\, g'(m) - \tfrac12 η^2 (ε + Δ)\,(ν_1 - μ_1^2)\, m ,
 
-    the second term being the pull of the isotropic SGD noise on the sphere
-    (``docs/dynamics.md`` §5).
+    the second term being the pull of the isotropic SGD noise on the sphere (the common
+    mode ``μ₁²`` of the noise is undone by the linear mode; ``docs/dynamics.md`` §5).
 
     Parameters
     ----------
@@ -689,10 +690,10 @@ def refinement_fixed_points(activation, *, lr=0.5, noise=0.1, drop_hermite=(),
     from scipy.optimize import brentq
 
     coef = closure_coefficients(activation, drop_hermite=drop_hermite, unit_variance=unit_variance)
-    g_prime, nu1 = coef["g_prime"], coef["nu1"]
+    g_prime, nu_rot = coef["g_prime"], coef["nu1"] - coef["mu1"] ** 2
 
     def rate(m):
-        return lr * (1 - m * m) * g_prime(m) - 0.5 * lr ** 2 * noise * nu1 * m
+        return lr * (1 - m * m) * g_prime(m) - 0.5 * lr ** 2 * noise * nu_rot * m
 
     xs = np.linspace(-0.999999, 0.999999, int(grid))
     vals = np.array([rate(float(x)) for x in xs])
