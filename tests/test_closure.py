@@ -94,7 +94,7 @@ def test_linear_mode_is_the_exact_lms_solution_without_noise():
     np.testing.assert_allclose(res.linear_error, 2 * mu1 ** 2 * np.exp(-2 * rate * t), rtol=1e-4)
     rho = np.exp(-rate * t)
     np.testing.assert_allclose(res.linear_overlap, (1 - rho) / np.sqrt(1 - 2 * rho + 2 * rho ** 2),
-                               rtol=1e-4)
+                               rtol=1e-4, atol=1e-4)
 
 
 def test_gradient_flow_depends_on_lr_times_t_only_and_not_on_delta():
