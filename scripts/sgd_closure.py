@@ -63,6 +63,13 @@ def build_parser():
                    help="JSON of scripts/sgd_scaling.py with the measured t_spec (optional)")
     p.add_argument("--students", type=int, default=300, help="Monte Carlo students (default 300)")
     p.add_argument("--no-table", action="store_true", help="skip the specialization-time table")
+    p.add_argument("--control", type=_list(int), default=None, metavar="K,...",
+                   help="shielding control: for these widths, run SGD with the quadratic Hermite "
+                        "component removed from teacher and student (--drop-hermite 2) until "
+                        "specialization, 2 seeds each, and compare with the normal runs of the "
+                        "scaling file and with the predictions (slow: minutes per width)")
+    p.add_argument("--control-activation", default="relu")
+    p.add_argument("--max-time", type=float, default=5000.0, help="cap of the control runs' t")
     return p
 
 
@@ -164,6 +171,34 @@ def table(args):
     return rows
 
 
+def control_runs(args):
+    """t_spec of SGD without the quadratic part (drop_hermite=(2,)), measured and predicted."""
+    from simulations.closure import specialization_time_prediction
+    from simulations.sgd import SGDConfig, run_sgd, specialization_time
+
+    act = args.control_activation
+    rows = []
+    for k in args.control:
+        d = max(1, int(round(k / args.gamma)))
+        times = []
+        for seed in range(2):
+            cfg = SGDConfig(activation=act, dim=d, gamma=k / d, delta=args.delta, lr=args.lr,
+                            batch=2, time=args.max_time, seed=seed, n_test=1000, threshold=0.8,
+                            drop_hermite=(2,))
+            hits = []
+
+            def stop(rec):
+                hits.append(rec["specialized_fraction"] >= 0.75)
+                return len(hits) >= 3 and all(hits[-3:])
+
+            res = run_sgd(cfg, stop=stop)
+            times.append(specialization_time(res.time, res.specialized_fraction, level=0.5))
+        pred = specialization_time_prediction(act, [k], gamma=args.gamma, delta=args.delta, lr=args.lr,
+                                              students=args.students, drop_hermite=(2,))[0]
+        rows.append({"k": k, "d": d, "measured": times, "predicted": pred["t_spec"]})
+    return rows
+
+
 def main(argv=None):
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     args = build_parser().parse_args(argv)
@@ -189,6 +224,12 @@ def main(argv=None):
             print(f"{r['activation']:>10} {r['k']:>4} {r['d']:>4} {r['predicted']:>10.4g} "
                   f"{r['predicted_unshielded']:>13.4g} {meas:>10} {r['measured_runs']:>5} "
                   f"{r['predicted_negative_fraction']:>19.2f}")
+    if args.control:
+        print(f"\nshielding control ({args.control_activation} without its quadratic part, "
+              "--drop-hermite 2): t_spec")
+        for r in control_runs(args):
+            meas = ", ".join("censored" if not math.isfinite(x) else f"{x:.4g}" for x in r["measured"])
+            print(f"  k = {r['k']:>3}, d = {r['d']:>4}: measured {meas}; predicted {r['predicted']:.4g}")
     return 0
 
 
