@@ -31,19 +31,10 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from sgd_scaling import _list  # noqa: E402  (comma-list option type shared with sgd_scaling.py)
+
 logger = logging.getLogger("sgd_closure")
-
-
-def _list(kind):
-    def conv(text):
-        try:
-            values = [kind(t) for t in text.split(",") if t.strip()]
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a comma list, got {text!r}") from None
-        if not values:
-            raise argparse.ArgumentTypeError("empty list")
-        return values
-    return conv
 
 
 def build_parser():
