@@ -182,3 +182,17 @@ def test_cli_closure_group_and_plot(tmp_path, capsys):
     assert (tmp_path / "run_error.png").exists()
     assert main(["--closure", str(tmp_path / "missing.h5"), "--quiet"]) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+def test_bulk_width_identity_on_sampled_weights():
+    # mean_ij cos_ij² = tr(S S⁰)/(d k) for unit-norm rows (|w_i|² = d): the identity behind
+    # ClosureResult.bulk_width, checked on a planted student that shares part of the teacher
+    rng = np.random.default_rng(3)
+    k, d = 40, 80
+    w0 = rng.standard_normal((k, d))
+    w = 0.6 * rng.standard_normal((k, k)) @ w0 / math.sqrt(k) + 0.8 * rng.standard_normal((k, d))
+    w *= np.sqrt(d / np.sum(w * w, axis=1))[:, None]
+    w0 *= np.sqrt(d / np.sum(w0 * w0, axis=1))[:, None]
+    cos = w @ w0.T / d
+    s, s0 = w.T @ w / math.sqrt(k * d), w0.T @ w0 / math.sqrt(k * d)
+    assert np.mean(cos ** 2) == pytest.approx(np.trace(s @ s0) / (d * k), rel=1e-12)
