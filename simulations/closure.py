@@ -339,6 +339,10 @@ def solve_closure(activation="relu", *, gamma=0.5, delta=0.1, lr=0.5, dim=64, ti
 
     Notes
     -----
+    The finite-k constant-mode error (``finite_k``) needs ``dθ/dt``; it is evaluated by a
+    forward difference along the flow and fed back into the noise level with a lag of one
+    right-hand-side evaluation (an ``O(1/k)`` correction of an ``O(η²)`` term).
+
     Regime ``pinned`` (``μ₂ ≠ 0``): ``|w_i|² = d`` and the state is ``(ε_L, ρ, log c(λ),
     n(λ))``; the quadratic part follows the Riccati solution with Gram integral
     ``c(λ) = ∫ e²(λ,s)(1 + n(λ,s)) ds`` and ``e²(λ,t) = exp(2βλt + 2θ(t))``, ``θ`` fixed

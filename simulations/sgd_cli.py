@@ -204,6 +204,8 @@ def main(argv=None) -> int:
 
         output = Path(args.output or "sgd.h5")
         check_output_path(output, args.overwrite)
+        if args.closure is True and args.readout.strip().lower() != "ones":
+            raise UsageError("--closure is implemented for --readout ones only")
         config = SGDConfig(activation=args.activation, gamma=args.gamma, delta=args.delta,
                            prior=args.prior, readout=args.readout, dim=args.dim, lr=args.lr,
                            batch=args.batch, steps=args.steps, time=args.time,

@@ -196,3 +196,12 @@ def test_bulk_width_identity_on_sampled_weights():
     cos = w @ w0.T / d
     s, s0 = w.T @ w / math.sqrt(k * d), w0.T @ w0 / math.sqrt(k * d)
     assert np.mean(cos ** 2) == pytest.approx(np.trace(s @ s0) / (d * k), rel=1e-12)
+
+
+def test_cli_closure_rejects_other_readouts_before_running(tmp_path, capsys):
+    from simulations.sgd_cli import main
+
+    out = tmp_path / "r.h5"
+    assert main(["--readout", "rademacher", "--dim", "8", "--time", "1", "--quiet", "-o", str(out),
+                 "--closure"]) == 2
+    assert "readout ones" in capsys.readouterr().err and not out.exists()
