@@ -208,6 +208,10 @@ def control_runs(args):
 def main(argv=None):
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     args = build_parser().parse_args(argv)
+    if args.scaling and not Path(args.scaling).is_file():
+        print(f"sgd_closure: error: no such file: {args.scaling} (run scripts/sgd_scaling.py first, "
+              "or leave out --scaling)", file=sys.stderr)
+        return 2
     stats = {}
     for act in args.activation:
         runs = [run_or_load(act, seed, args) for seed in range(args.seeds)]
