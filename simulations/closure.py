@@ -721,42 +721,35 @@ def refinement_fixed_points(activation, *, lr=0.5, noise=0.1, drop_hermite=(),
 def write_closure(path, result: ClosureResult):
     """Add (or replace) the group ``closure/`` of a ``replica-sgd`` file, atomically.
 
-    The file is copied to a temporary file in the same folder, the group written there and
-    the copy moved over the original (``os.replace``), so an interrupted write leaves the
+    The file is rebuilt with :class:`replica.io.atomic_h5` (copy of every other dataset and
+    attribute, the new group, rename over the original), so an interrupted write leaves the
     original intact.  Datasets: ``CLOSURE_DATASETS`` (each with a ``description``) and
-    ``noise``; attributes ``parameters`` (JSON), ``success``, ``message``.
+    ``noise``; attributes ``parameters`` (JSON), ``success``, ``message``, ``reference``.
     """
     import json
-    import os
-    import shutil
-    import tempfile
     from pathlib import Path
 
     import h5py
 
+    from replica.io import atomic_h5
+
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or Path("."))
-    os.close(fd)
-    try:
-        shutil.copy2(path, tmp)
-        with h5py.File(tmp, "a") as f:
-            if "closure" in f:
-                del f["closure"]
-            g = f.create_group("closure")
-            for name, values in result.as_dict().items():
-                g.create_dataset(name, data=values).attrs["description"] = _DESCRIPTIONS[name]
-            g.create_dataset("noise", data=np.asarray(result.noise)).attrs["description"] = \
-                "epsilon + Delta, mean squared residual setting the SGD noise"
-            params = {k: v for k, v in result.parameters.items()}
-            g.attrs["parameters"] = json.dumps(params, sort_keys=True, default=str)
-            g.attrs["success"] = bool(result.success)
-            g.attrs["message"] = str(result.message)
-            g.attrs["reference"] = "docs/dynamics.md (Gaussian closure of online SGD)"
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    with atomic_h5(path) as f:
+        with h5py.File(path, "r") as src:
+            for key, value in src.attrs.items():
+                f.attrs[key] = value
+            for name in src:
+                if name != "closure":
+                    src.copy(src[name], f, name=name)
+        g = f.create_group("closure")
+        for name, values in result.as_dict().items():
+            g.create_dataset(name, data=values).attrs["description"] = _DESCRIPTIONS[name]
+        g.create_dataset("noise", data=np.asarray(result.noise)).attrs["description"] = \
+            "epsilon + Delta, mean squared residual setting the SGD noise"
+        g.attrs["parameters"] = json.dumps(dict(result.parameters), sort_keys=True, default=str)
+        g.attrs["success"] = bool(result.success)
+        g.attrs["message"] = str(result.message)
+        g.attrs["reference"] = "docs/dynamics.md (Gaussian closure of online SGD)"
 
 
 def read_closure(path):
