@@ -34,7 +34,7 @@ References
 D. Saad, S. A. Solla, Phys. Rev. E 52 (1995) (order-parameter dynamics of online SGD);
 B. Widrow, M. Hoff (1960) and S. Haykin, *Adaptive filter theory* (LMS misadjustment);
 R. Couillet, Z. Liao, *Random matrix methods for machine learning*, CUP 2022, §2.2
-(deterministic equivalent of ``Xᵀ(I + XFXᵀ)^{-1}X``); THEORY §1–§2, §4.1 (``S⁰``),
+(deterministic equivalent of ``Xᵀ(I + XFXᵀ)^{-1}X``); docs/theory.md §1–§2, §4.1 (``S⁰``),
 ``docs/dynamics.md`` (all equations of this module).
 """
 
@@ -142,7 +142,7 @@ def spectral_nodes(gamma, *, nodes=40):
     lam, weight : ndarray
         Eigenvalues and probabilities (summing to 1); for ``γ < 1`` the first node is the
         atom ``λ = 0`` of mass ``1 − γ``.  ``Σ weight·lam = √γ``, ``Σ weight·lam² = 1 + γ``
-        (THEORY §4.1, ``R_d``) up to quadrature error (exact for polynomials of degree
+        (docs/theory.md §4.1, ``R_d``) up to quadrature error (exact for polynomials of degree
         ``≤ 2·nodes − 1`` times ``1/x``-smooth functions).
 
     Notes

@@ -21,7 +21,7 @@ def test_spectral_nodes_reproduce_moments_of_s0(gamma):
     lam, w = spectral_nodes(gamma, nodes=40)
     assert w.sum() == pytest.approx(1.0, abs=1e-12)
     assert w @ lam == pytest.approx(math.sqrt(gamma), rel=1e-10)          # tr S⁰/d
-    assert w @ lam ** 2 == pytest.approx(1.0 + gamma, rel=1e-10)          # R_d (THEORY §4.1)
+    assert w @ lam ** 2 == pytest.approx(1.0 + gamma, rel=1e-10)          # R_d (docs/theory.md §4.1)
     # third moment of W⁰ᵀW⁰/√(kd): (γ² + 3γ + 1)/√γ (Wishart moment, ratio k/d = γ)
     assert w @ lam ** 3 == pytest.approx((gamma ** 2 + 3 * gamma + 1) / math.sqrt(gamma), rel=1e-9)
 
