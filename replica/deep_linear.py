@@ -178,6 +178,8 @@ class DeepLinearState:
     mmse, free_entropy, mutual_information : float
     keys : list of (int, int)
         Packing order (:func:`matrix_keys`).
+    mean_overlaps : dict[(int, int), float]
+        Label-averaged overlaps (:meth:`DeepLinearModel.mean_overlaps`).
     """
 
     alpha: float
@@ -188,6 +190,7 @@ class DeepLinearState:
     free_entropy: float
     mutual_information: float
     keys: list = field(repr=False, default_factory=list)
+    mean_overlaps: dict = field(repr=False, default_factory=dict)
 
     @property
     def overlaps(self) -> np.ndarray:
@@ -211,6 +214,8 @@ class DeepLinearState:
             rec[f"overlap_hat_{tag}"] = self._stored(self.overlap_hats[(ell, m)])
             if ell != m:
                 rec[f"tau_{tag}"] = self._stored(self.tilts[(ell, m)])
+            if (ell, m) in self.mean_overlaps:
+                rec[f"overlap_mean_{tag}"] = self.mean_overlaps[(ell, m)]
         return rec
 
 
@@ -490,12 +495,14 @@ class DeepLinearModel:
         c = self.conjugates(alpha, x)
         Q = {k: v.copy() for k, v in self.unpack(x).items()}
         f = self.free_entropy(alpha, Q, c["hat"])
-        return DeepLinearState(float(alpha), Q, c["hat"], c["tau"], float(c["D"] - self.delta), f,
-                               self.mutual_information(alpha, f), list(self.keys))
+        st = DeepLinearState(float(alpha), Q, c["hat"], c["tau"], float(c["D"] - self.delta), f,
+                             self.mutual_information(alpha, f), list(self.keys))
+        st.mean_overlaps = self.mean_overlaps(st)
+        return st
 
     def mean_overlaps(self, state) -> dict:
-        """Label-averaged overlap of every matrix, ``{(ℓ, m): E_{ρ,κ} Q_{ℓ:m}}`` (readout-weighted by v²
-        for the last layer's rows)."""
+        """Label-averaged overlap of every matrix, ``{(ℓ, m): E_{ρ,κ} Q_{ℓ:m}}`` (rows of layer L
+        weighted by ``p(v) v²``)."""
         out = {}
         for X in self.keys:
             pr = self.label_weights[X[0]] * (self.v2 if X[0] == self.L else 1.0)
