@@ -84,11 +84,12 @@ def sampling_table(alphas, gammas, delta, *, dim, teachers, steps, seed, n_test)
     Returns
     -------
     dict
-        ``{init: {"error_mean", "error_sem", "overlap_mean" (n_alpha × 2), "acceptance"}}``.
+        ``{init: {"error_mean", "error_sem", "overlap_mean" (n_alpha × L), "acceptance"}}``
+        (L = ``len(gammas)``, also used by ``deep_linear_validation.py``).
     """
     from simulations.experiment import ExperimentConfig, run_experiment
 
-    cfg = ExperimentConfig(layers=2, gamma=tuple(gammas), activation=ACTIVATION, unit_variance=True,
+    cfg = ExperimentConfig(layers=len(gammas), gamma=tuple(gammas), activation=ACTIVATION, unit_variance=True,
                            delta=delta, alpha=tuple(alphas), dim=dim, teachers=teachers, sampler="hmc",
                            steps=steps, num_kept=30, n_test=n_test, seed=seed)
     results = run_experiment(cfg)
