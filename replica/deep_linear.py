@@ -545,7 +545,9 @@ class DeepLinearModel:
         """Damped iteration from packed ``overlaps`` (or a dict ``{(ℓ, m): value}``) or from ``warm``.
 
         ``solver_options`` go to :func:`replica.engine.solve_fixed_point`; a non-finite map ends
-        with status ``"nan"`` (no state attached).
+        with status ``"nan"`` (no state attached). The Newton polish of the damped iteration is
+        off unless ``polish_below`` is given: with ~100–200 order parameters its finite-difference
+        Jacobian costs more than the iterations it saves (measured 2–6× slower at L = 3, n_s = 12).
 
         Raises
         ------
@@ -560,6 +562,7 @@ class DeepLinearModel:
             x0 = np.asarray(overlaps, dtype=float)
         if x0.shape != (self.size,):
             raise ValueError(f"overlaps: expected {self.size} packed values, got shape {x0.shape}")
+        solver_options = {"polish_below": None, **solver_options}
         res = solve_fixed_point(lambda x: self.update(alpha, x), x0, start=start, **solver_options)
         if res.status == "nan":
             return res

@@ -7,26 +7,10 @@ from replica.branches import sweep
 from replica.deep import DeepModel
 from replica.deep_linear import DeepLinearModel, matrix_keys, phase_label, product_channel_shape
 from replica.two_layer import TwoLayerModel, product_channel
+from test_two_layer import _fd_gradient  # central differences, forward at the boundary 0
 
 ACTS3 = ("tanh2", "erf", "tanh")  # different activations per layer (all odd, with a linear part)
 GAMMAS3 = (0.7, 1.3, 0.9)
-
-
-def _fd_gradient(fun, x, h=1e-6):
-    """Central differences; forward (second order) at the boundary 0 of conjugates and overlaps."""
-    x = np.asarray(x, dtype=float)
-    flat = x.ravel()
-    out = np.zeros(x.size)
-    for i in range(x.size):
-        def at(step):
-            y = flat.copy()
-            y[i] += step
-            return fun(y.reshape(x.shape))
-        if flat[i] >= h:
-            out[i] = (at(h) - at(-h)) / (2 * h)
-        else:
-            out[i] = (-3 * at(0.0) + 4 * at(h) - at(2 * h)) / (2 * h)
-    return out.reshape(x.shape)
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +44,9 @@ def test_two_layers_reduce_to_the_two_layer_solver(gammas):
     assert deep.mmse_universal == pytest.approx(two.mmse_universal, rel=1e-14)
     for alpha, start in [(6.0, "informed"), (3.0, "layer_1"), (6.0, "partial_s_q50")]:
         r2 = two.solve_from(alpha, two.starts()[start][0], start=start)
-        rd = deep.solve_from(alpha, deep.starts()[start][0], start=start)
+        # the same solver options as TwoLayerModel (Newton polish on: it selects among the
+        # nearby s-staircase points, docs/deep_linear.md §6)
+        rd = deep.solve_from(alpha, deep.starts()[start][0], start=start, polish_below=1e4)
         assert r2.converged and rd.converged
         s2, sd = r2.info["state"], rd.info["state"]
         assert np.max(np.abs(r2.x - rd.x)) < 1e-8
@@ -102,7 +88,7 @@ def test_free_entropy_is_stationary_in_every_order_parameter(tilt_split, alpha, 
     # L = 3, different activation per layer, γ₁ ≠ γ₂ ≠ γ₃: ∂f = 0 in every entry of every
     # overlap and conjugate (layers, products W₂:₁, W₃:₂, W₃:₁)
     model = DeepLinearModel(ACTS3, GAMMAS3, 0.1, s_grid=3, tilt_split=tilt_split)
-    res = model.solve_from(alpha, model.starts()[start][0], start=start, rtol=1e-13, atol=1e-14)
+    res = model.solve_from(alpha, model.starts()[start][0], start=start, rtol=1e-13, atol=1e-14, polish_below=1e4)
     assert res.converged
     st = res.info["state"]
     Q, H = st.overlaps_by_matrix, st.overlap_hats
