@@ -10,8 +10,10 @@ Reads one ``replica-sweep`` file per depth (same activation, γ per layer, Δ an
 
 and draws (a) the equilibrium learning curves (metastable branches thin), (b) one map per depth of
 the equilibrium per-layer (and product) overlaps against α, (c) the per-layer thresholds against L:
-the α where the equilibrium's mean overlap of layer ℓ first exceeds 1/2 (linear interpolation on
-the grid), and the located α_c of the phase with every layer learned. The thresholds are printed
+the located α where the equilibrium phase first contains layer ℓ (a first-order change of phase)
+or, for layers learned progressively (no located change), the α where the equilibrium's mean
+overlap of layer ℓ first exceeds 1/2 (linear interpolation on the grid); and the located α_c of the
+phase with every layer learned. The thresholds are printed
 as a table too.
 """
 
@@ -70,6 +72,41 @@ def thresholds(data, level=0.5):
     return out
 
 
+def phase_layers(phase: str) -> set:
+    """Layers learned in a phase name (``layer_1`` → {1}, ``layers_1_2+product`` → {1, 2})."""
+    head = phase.split("+")[0]
+    if not head.startswith("layer"):
+        return set()
+    return {int(x) for x in head.split("_")[1:]}
+
+
+def layer_thresholds(data, level=0.5) -> dict:
+    """Per layer: the located α where the equilibrium phase first contains it (a first-order change,
+    ``/transitions`` attribute ``alpha_<phase>``), else the mean-overlap crossing of :func:`thresholds`."""
+    out = thresholds(data, level)
+    tr = data.get("transitions", {})
+    first = phase_layers(str(data["equilibrium"]["branch"][0]))  # learned already at the first grid point
+    located = {}
+    for key, val in tr.items():
+        if not key.startswith("alpha_") or key in ("alpha_c", "alpha_sp") or not np.isfinite(val):
+            continue
+        for ell in phase_layers(key[len("alpha_"):].replace("_and_", "+")) - first:
+            located[str(ell)] = min(float(val), located.get(str(ell), np.inf))
+    changes = sorted(v for k, v in tr.items() if k.startswith("alpha_") and k != "alpha_sp"
+                     and np.isfinite(v))
+    alpha = np.asarray(data["equilibrium"]["alpha"], dtype=float)
+    for lab, v in out.items():
+        if lab in located or not np.isfinite(v):
+            continue
+        # a crossing by a jump: the located change of phase inside the grid interval
+        i = int(np.searchsorted(alpha, v))
+        lo, hi = alpha[max(i - 1, 0)], alpha[min(i, alpha.size - 1)]
+        inside = [c for c in changes if lo < c <= hi]
+        if inside:
+            located[lab] = inside[0]
+    return {lab: located.get(lab, v) for lab, v in out.items()}
+
+
 def main(argv=None) -> int:
     from replica.io import read_sweep
     from replica.plotting import ALPHA_LABEL, MMSE_LABEL, _mpl
@@ -95,15 +132,20 @@ def main(argv=None) -> int:
         for name, b in d["branches"].items():
             ok = np.asarray(b["exists"], bool)
             ax_curve.plot(np.asarray(b["alpha"])[ok], np.asarray(b["mmse"])[ok], color=c, lw=0.7, ls="--", alpha=0.6)
-        thr = thresholds(d)
+        thr = layer_thresholds(d)
         tr = d.get("transitions", {})
-        table.append((L, thr, tr.get("alpha_c", np.nan), tr.get("alpha_sp", np.nan)))
+        changes = {k[len("alpha_"):]: v for k, v in tr.items() if k.startswith("alpha_") and k not in ("alpha_c",
+                                                                                                     "alpha_sp")}
+        table.append((L, thr, tr.get("alpha_c", np.nan), tr.get("alpha_sp", np.nan), changes))
         for lab, a in thr.items():
             ax_thr.plot([L], [a], "o", color=colors[(int(lab) - 1) % len(colors)], ms=6)
         ax_thr.plot([L], [tr.get("alpha_c", np.nan)], "k_", ms=14, mew=2)
         rows, labels = equilibrium_rows(d)
         ax = fig.add_subplot(gs[1, k])
-        mesh = ax.pcolormesh(eq["alpha"], np.arange(len(labels)), rows, shading="nearest", cmap="viridis",
+        a = np.asarray(eq["alpha"], dtype=float)
+        mid = 0.5 * (a[1:] + a[:-1])
+        x_edges = np.concatenate([[a[0] - (mid[0] - a[0])], mid, [a[-1] + (a[-1] - mid[-1])]])
+        mesh = ax.pcolormesh(x_edges, np.arange(len(labels) + 1) - 0.5, rows, shading="flat", cmap="viridis",
                              vmin=0, vmax=1)
         ax.set_yticks(np.arange(len(labels)))
         ax.set_yticklabels(labels)
@@ -116,7 +158,7 @@ def main(argv=None) -> int:
     ax_curve.set_ylim(bottom=0)
     ax_curve.legend(loc="best")
     ax_curve.set_title("learning curves (equilibrium; dashed: all branches)", loc="left")
-    for lab in sorted({lab for _, thr, _, _ in table for lab in thr}):
+    for lab in sorted({lab for _, thr, _, _, _ in table for lab in thr}):
         ax_thr.plot([], [], "o", color=colors[(int(lab) - 1) % len(colors)], label=f"layer {lab} learned")
     ax_thr.plot([], [], "k_", ms=14, mew=2, label=r"$\alpha_c$ (all layers)")
     ax_thr.set_xlabel("depth L")
@@ -128,9 +170,11 @@ def main(argv=None) -> int:
     fig.suptitle(f"{params.get('activation')} (unit variance), γ = {params.get('gamma')[0]}, "
                  f"Δ = {params.get('delta')}", fontsize=9)
     fig.savefig(args.output, dpi=150)
-    print("L | alpha where layer l is learned (mean overlap 1/2) | alpha_c (all layers) | alpha_sp")
-    for L, thr, ac, asp in table:
-        print(f"{L} | {', '.join(f'{k}: {v:.3f}' for k, v in thr.items())} | {ac:.4f} | {asp:.4f}")
+    print("L | alpha where layer l is learned (located phase change, else mean overlap 1/2) | alpha_c (all layers) | alpha_sp "
+          "| located changes of the equilibrium phase")
+    for L, thr, ac, asp, changes in table:
+        ch = ", ".join(f"{k}: {v:.4f}" for k, v in changes.items())
+        print(f"{L} | {', '.join(f'{k}: {v:.3f}' for k, v in thr.items())} | {ac:.4f} | {asp:.4f} | {ch}")
     return 0
 
 
