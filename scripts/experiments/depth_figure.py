@@ -137,8 +137,9 @@ def main(argv=None) -> int:
         changes = {k[len("alpha_"):]: v for k, v in tr.items() if k.startswith("alpha_") and k not in ("alpha_c",
                                                                                                      "alpha_sp")}
         table.append((L, thr, tr.get("alpha_c", np.nan), tr.get("alpha_sp", np.nan), changes))
-        for lab, a in thr.items():
-            ax_thr.plot([L], [a], "o", color=colors[(int(lab) - 1) % len(colors)], ms=6)
+        for lab, a in thr.items():  # layers side by side (they often jump together)
+            ax_thr.plot([L + 0.12 * (int(lab) - (L + 1) / 2)], [a], "o", color=colors[(int(lab) - 1) % len(colors)],
+                        ms=5)
         ax_thr.plot([L], [tr.get("alpha_c", np.nan)], "k_", ms=14, mew=2)
         rows, labels = equilibrium_rows(d)
         ax = fig.add_subplot(gs[1, k])
