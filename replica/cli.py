@@ -252,7 +252,7 @@ def add_model_options(p, *, grids=False):
                    help="L >= 2 with a linear part only: number of positive nodes of the Gauss–Hermite grid of the "
                         "effective readout s ~ N(0, 1) of inner-layer neurons (s = (vᵀW₂)_j/√k₂ for L = 2; "
                         "default 12); for L = 2 the error of the grid is estimated at every stored point by solving "
-                        "on twice as many nodes (dataset discretization_error, warning above 1e-3)"))
+                        "on twice as many nodes (dataset discretization_error, warning above 1e-3)")
     s = p.add_argument_group("solver")
     s.add_argument("--alpha", default="0.01:8:101",
                    help="sample ratios α = n/d² > 0: 'a,b,c' or inclusive 'start:stop:num' (default 0.01:8:101)")
