@@ -7,7 +7,7 @@ from replica.branches import sweep
 from replica.deep import DeepModel
 from replica.deep_linear import DeepLinearModel, matrix_keys, phase_label, product_channel_shape
 from replica.two_layer import TwoLayerModel, product_channel
-from test_two_layer import _fd_gradient  # central differences, forward at the boundary 0
+from test_two_layer import _fd_gradient, _validation_module  # shared helpers
 
 ACTS3 = ("tanh2", "erf", "tanh")  # different activations per layer (all odd, with a linear part)
 GAMMAS3 = (0.7, 1.3, 0.9)
@@ -155,23 +155,12 @@ def test_sweep_names_branches_by_phase_and_stores_every_layer():
     assert res.equilibrium["branch"][-1] == "layers_1_2_3"
 
 
-def _validation_module():
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[1] / "scripts" / "experiments" / "deep_linear_validation.py"
-    spec = importlib.util.spec_from_file_location("deep_linear_validation", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def test_quick_seeded_validation_informed_chain_three_layers():
     # tiny seeded HMC run (L = 3, d = 12, one teacher, 200 steps, α = 5): the informed chain stays
     # on the all-layer branch; at this size only the order of magnitude is meaningful
     pytest.importorskip("jax")
     pytest.importorskip("blackjax")
-    val = _validation_module()
+    val = _validation_module("deep_linear_validation")
     theory = val.theory_table([5.0], (0.5, 0.5, 0.5), 0.1, s_grid=4)
     samp = val.sampling_table([5.0], (0.5, 0.5, 0.5), 0.1, dim=12, teachers=1, steps=200, seed=0, n_test=2000)
     eq = theory["branches"][theory["equilibrium"][0]][0]
@@ -188,7 +177,7 @@ def test_validation_against_hmc_d30_three_layers():
     # (0.223) branches: the deepest layer is not learned from random starts at this budget.
     pytest.importorskip("jax")
     pytest.importorskip("blackjax")
-    val = _validation_module()
+    val = _validation_module("deep_linear_validation")
     theory = val.theory_table([5.0], (0.5, 0.5, 0.5), 0.1, s_grid=8)
     samp = val.sampling_table([5.0], (0.5, 0.5, 0.5), 0.1, dim=30, teachers=2, steps=1500, seed=0, n_test=10_000)
     eq = theory["branches"][theory["equilibrium"][0]][0]

@@ -6,10 +6,10 @@ informed (teacher) and uninformed (prior draw) starts, for ``tanh(2x)`` rescaled
 with its linear part kept, and prints/writes a comparison table. The sampling part is that of
 ``two_layer_validation.py`` with L = ``len(--gamma)``.
 
-Usage (CPU; d = 30, three α, two teachers, 1500 steps: several minutes on 2 shared cores)::
+Usage (CPU; d = 30, three α, two teachers, 1500 steps: ≈ 5 CPU-minutes)::
 
     nice -n 10 python scripts/experiments/deep_linear_validation.py --gamma 0.5,0.5,0.5 --dim 30 \\
-        --alpha 1.5,4,8 --teachers 2 --steps 1500 -o deep_linear_validation.json
+        --alpha 1,2,5 --teachers 2 --steps 1500 -o deep_linear_validation.json
 
 Tolerances: as for two layers (finite-size shifts of the transitions at d = 30, O(d/n) excess
 from the linear paths, 10–30% teacher-to-teacher spread); the matched per-layer overlaps of
@@ -23,7 +23,6 @@ Barbier, Camilli, Nguyen, Pastore, Skerk, arXiv 2510.24616.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
 import time
@@ -32,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from two_layer_validation import ACTIVATION, sampling_table  # noqa: E402
+from two_layer_validation import ACTIVATION, common_arguments, report, sampling_table  # noqa: E402
 
 __all__ = ["theory_table", "format_table", "main"]
 
@@ -92,17 +91,9 @@ def format_table(theory, sampling) -> str:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--gamma", default="0.5,0.5,0.5", help="γ1,...,γL (default 0.5,0.5,0.5)")
-    p.add_argument("--delta", type=float, default=0.1, help="label-noise variance Δ (default 0.1)")
-    p.add_argument("--alpha", default="1.5,4,8", help="comma list of α = n/d² (default 1.5,4,8)")
-    p.add_argument("--dim", type=int, default=30, help="input dimension d (default 30)")
-    p.add_argument("--teachers", type=int, default=2, help="teachers (default 2)")
-    p.add_argument("--steps", type=int, default=1500, help="HMC transitions per chain (default 1500)")
-    p.add_argument("--n-test", type=int, default=10_000, help="test inputs (default 10000)")
+    common_arguments(p, gamma="0.5,0.5,0.5", alpha="1,2,5", steps=1500)
     p.add_argument("--s-grid", type=int, default=8, help="effective-readout nodes of the theory (default 8)")
-    p.add_argument("--seed", type=int, default=0)
     p.add_argument("--theory-only", action="store_true", help="skip the sampling")
-    p.add_argument("-o", "--output", default=None, help="JSON file with theory, sampling and the table")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s", force=True)
     gammas = [float(g) for g in args.gamma.split(",")]
@@ -114,15 +105,8 @@ def main(argv=None) -> int:
         alphas, gammas, args.delta, dim=args.dim, teachers=args.teachers, steps=args.steps, seed=args.seed,
         n_test=args.n_test)
     t2 = time.perf_counter()
-    table = format_table(theory, sampling)
-    print(table)
-    print(f"theory {t1 - t0:.1f} s, sampling {t2 - t1:.1f} s")
-    if args.output:
-        with open(args.output, "w") as fh:
-            json.dump({"options": vars(args), "theory": theory, "sampling": sampling, "table": table,
-                       "seconds": {"theory": t1 - t0, "sampling": t2 - t1}}, fh, indent=1, default=str)
+    report(args, theory, sampling, format_table(theory, sampling), {"theory": t1 - t0, "sampling": t2 - t1})
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())
