@@ -185,3 +185,14 @@ def test_validation_against_hmc_d30_three_layers():
     # finite-size tolerance: 15% of the theory value or 3 s.e.m., whichever is larger
     assert abs(err - eq["mmse"]) < max(0.15 * eq["mmse"], 3 * sem)
     assert samp["uninformed"]["error_mean"][0] > 3 * err
+
+
+def test_four_layers_specialize_with_every_product():
+    # general L: ten matrices (four layers, six products, three of them with ≥ 3 factors)
+    model = DeepLinearModel("tanh2", (0.5,) * 4, 0.1, s_grid=2)
+    assert len(model.keys) == 10 and len(model.products) == 6
+    r = model.solve_from(8.0, model.starts()["informed"][0], start="informed")
+    st = r.info["state"]
+    assert r.converged and model.phase(st) == "layers_1_2_3_4"
+    assert min(st.mean_overlaps.values()) > 0.9 and st.mmse < 0.1 * model.mmse_universal
+    assert model.solve_universal(8.0).info["state"].mmse == pytest.approx(model.mmse_universal, rel=1e-14)
