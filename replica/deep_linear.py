@@ -41,7 +41,7 @@ products), with ``B_ℓ(ρ) = ∂K*/∂c_ℓ(ρ)`` per unit weight and ``w(·) =
     B_m(κ)  = g_m'(c_m(κ)) [A_{L+1,m+1} κ² + Σ_{ℓ>m} A_{ℓ,m+1} E_ρ[B_ℓ(ρ) Q_{ℓ:m+1}(ρ, κ)]]
 
 (``w_X`` = number of entries of X in units of d²). With L = 2 these are exactly the equations of
-:mod:`replica.two_layer` (THEORY.md §6.2 with ``a`` in ``r₂:₁`` and ``α/γ₁``); with ``μ₁ = 0``
+:mod:`replica.two_layer` (docs/theory.md §6.2 with ``a`` in ``r₂:₁`` and ``α/γ₁``); with ``μ₁ = 0``
 every product decouples (``r = 0``, ``Q = t``) and they are those of :mod:`replica.deep`.
 
 Approximations (docs/deep_linear.md): the effective readouts of different layers are
