@@ -43,7 +43,9 @@ MODULES = [
     "hciz",
     "hciz.symmetric",
     "hciz.rectangular",
+    "hciz.rie",
     "hciz.cache",
+    "simulations.gamp_rie",
 ]
 
 HEADER = """# API reference
