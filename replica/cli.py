@@ -202,7 +202,8 @@ def add_model_options(p, *, grids=False):
                    help="number of hidden layers L >= 1 (default 1). L >= 2 with an activation without Hermite "
                         "components of degree <= 2 (--drop-hermite 0,1,2 --unit-variance): docs/theory.md §6.1; L = 2 "
                         "with an odd activation that keeps its linear part (e.g. --activation tanh2 "
-                        "--unit-variance): the two-layer solver of docs/theory.md §6.2 (replica.two_layer)")
+                        "--unit-variance): the two-layer solver of docs/theory.md §6.2 (replica.two_layer); L >= 3 with "
+                        "a linear part: replica.deep_linear (docs/deep_linear.md)")
     g.add_argument("--gamma", default="0.5",
                    help="width ratio γ = k/d > 0, or one per layer 'γ1,...,γL' (default 0.5)"
                         + ("; or a grid 'start:stop:num' (the second axis)" if grids else ""))
@@ -235,10 +236,10 @@ def add_model_options(p, *, grids=False):
         g.add_argument("--delta", type=_nonnegative_float("--delta"), default=0.1,
                        help="label-noise variance Δ >= 0 (default 0.1)")
     g.add_argument("--s-grid", type=number_type("--s-grid", minimum=1, integer=True), default=None,
-                   help="L = 2 with a linear part only: number of positive nodes of the Gauss–Hermite grid of the "
-                        "effective readout s = (vᵀW₂)_j/√k₂ ~ N(0, 1) of first-layer neurons (default 12); the "
-                        "error of the grid is estimated at every stored point by solving on twice as many nodes "
-                        "(dataset discretization_error, warning above 1e-3)")
+                   help="L >= 2 with a linear part only: number of positive nodes of the Gauss–Hermite grid of the "
+                        "effective readout s ~ N(0, 1) of inner-layer neurons (s = (vᵀW₂)_j/√k₂ for L = 2; "
+                        "default 12); for L = 2 the error of the grid is estimated at every stored point by solving "
+                        "on twice as many nodes (dataset discretization_error, warning above 1e-3)")
     s = p.add_argument_group("solver")
     s.add_argument("--alpha", default="0.01:8:101",
                    help="sample ratios α = n/d² > 0: 'a,b,c' or inclusive 'start:stop:num' (default 0.01:8:101)")
@@ -304,12 +305,13 @@ def build_model(options: dict):
     options : dict
         ``layers``, ``gamma`` (list, one per layer), ``activation``, ``drop_hermite`` (list),
         ``unit_variance``, ``prior``, ``readout``, ``readout_grid`` (int or None), ``delta``;
-        optionally ``s_grid`` (layers = 2 with a linear part).
+        optionally ``s_grid`` (layers >= 2 with a linear part).
 
     Returns
     -------
-    ShallowModel (layers = 1), TwoLayerModel (layers = 2 and ``μ₁ ≠ 0``: docs/theory.md §6.2)
-    or DeepModel (otherwise, docs/theory.md §6.1)
+    ShallowModel (layers = 1), TwoLayerModel (layers = 2 and ``μ₁ ≠ 0``: docs/theory.md §6.2),
+    DeepLinearModel (layers >= 3 and ``μ₁ ≠ 0``: docs/deep_linear.md) or DeepModel (otherwise,
+    docs/theory.md §6.1)
 
     Raises
     ------
@@ -347,9 +349,14 @@ def build_model(options: dict):
 
             return TwoLayerModel(act, gammas, delta, weight_prior=prior, readout_law=readout,
                                  s_grid=options.get("s_grid") or DEFAULT_S_GRID)
+        if layers >= 3 and abs(act.mu1) > 1e-10:
+            from .deep_linear import DeepLinearModel
+            from .two_layer import DEFAULT_S_GRID
+
+            return DeepLinearModel(act, gammas, delta, weight_prior=prior, readout_law=readout,
+                                   s_grid=options.get("s_grid") or DEFAULT_S_GRID)
         if options.get("s_grid") is not None:
-            raise UsageError("--s-grid: only used by the two-layer solver (--layers 2, activation with a linear "
-                             "part)")
+            raise UsageError("--s-grid: only used with a linear part kept (--layers >= 2, activation with μ₁ ≠ 0)")
         from .deep import DeepModel
 
         return DeepModel(act, gammas, delta, weight_prior=prior, readout_law=readout)
@@ -479,8 +486,8 @@ def sweep_parameters(args) -> tuple:
         "alpha": alphas.tolist(), "branches": args.branches, "damping": args.damping,
     }
     if args.s_grid is not None:
-        if args.layers != 2:
-            raise UsageError(f"--s-grid: only used with --layers 2 (got --layers {args.layers})")
+        if args.layers < 2:
+            raise UsageError(f"--s-grid: only used with --layers >= 2 (got --layers {args.layers})")
         parameters["s_grid"] = args.s_grid
     return parameters, alphas
 

@@ -15,7 +15,11 @@ Layout
     store ``overlap_layer_1`` (n_alpha × n_s), ``overlap_layer_2`` (n_alpha × n_readout ×
     n_s), ``overlap_product_2_1`` and ``tau_product_2_1`` (n_alpha × n_readout), their
     ``overlap_hat_*`` conjugates, and the effective-readout grid ``s_values``,
-    ``s_weights`` (n_s).
+    ``s_weights`` (n_s). Deeper networks with linear parts (:mod:`replica.deep_linear`,
+    docs/deep_linear.md) store ``overlap_layer_<ℓ>`` and ``overlap_product_<ℓ>_<m>``
+    (n_alpha × row labels × column labels, the input axis dropped), ``tau_product_<ℓ>_<m>``,
+    the conjugates and the label averages ``overlap_mean_layer_<ℓ>``,
+    ``overlap_mean_product_<ℓ>_<m>`` (n_alpha).
 ``/equilibrium/``
     ``alpha``, ``mmse``, ``free_entropy``, ``branch`` (name of the equilibrium branch).
 ``/transitions``
@@ -249,6 +253,15 @@ def _write_array(group, name, value):
                                  else f"conjugate of the overlap of layer {ell}")
         if arr.ndim >= 2 and name in S_AXIS_DATASETS:
             ds.attrs["long_name"] += (" per effective readout s" if ell == "1" else " per readout v and s")
+        ds.attrs["units"] = "1"
+    elif base not in VARIABLE_ATTRS and name.startswith(("overlap_product_", "overlap_hat_product_", "tau_product_",
+                                                          "overlap_mean_")):
+        # replica.deep_linear: products W_{ℓ:m} and label-averaged overlaps (docs/deep_linear.md)
+        tag = name.split("_product_")[-1].replace("_", ":") if "_product_" in name else name.rsplit("_", 1)[-1]
+        kind = ("overlap" if name.startswith("overlap_product") else "conjugate r" if name.startswith("overlap_hat")
+                else "tilt τ" if name.startswith("tau") else "label-averaged overlap")
+        what = f"the product W_{tag}" if "_product_" in name else f"layer {tag}"
+        ds.attrs["long_name"] = f"{kind} of {what}"
         ds.attrs["units"] = "1"
     elif base in VARIABLE_ATTRS:
         long_name, units = VARIABLE_ATTRS[base]

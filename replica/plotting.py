@@ -316,6 +316,8 @@ def _layer_overlaps(branch: dict, readout_weights) -> list:
     """Per-layer overlaps of a branch, list of (n_alpha,): readout-averaged for readout-resolved
     layers; for two-layer files (with ``s_weights``) ``Q₁(s)`` and ``Q₂(v, s)`` are averaged over
     ``s`` (and ``v``) and the product overlap ``Q₂:₁`` is appended (see :func:`_layer_labels`)."""
+    if "overlap_mean_layer_1" in branch:  # replica.deep_linear: stored label averages, layers then products
+        return [np.asarray(branch[k], dtype=float) for k in _mean_overlap_keys(branch)]
     out = []
     ell = 1
     w = np.asarray(readout_weights, dtype=float)
@@ -334,10 +336,25 @@ def _layer_overlaps(branch: dict, readout_weights) -> list:
     return out
 
 
+def _mean_overlap_keys(branch: dict) -> list:
+    """``overlap_mean_layer_<ℓ>`` then ``overlap_mean_product_<ℓ>_<m>`` datasets of a branch
+    (:mod:`replica.deep_linear`), products by number of factors and then ℓ."""
+    layers = sorted((k for k in branch if k.startswith("overlap_mean_layer_")), key=lambda k: int(k.rsplit("_", 1)[1]))
+    prods = [k for k in branch if k.startswith("overlap_mean_product_")]
+
+    def order(k):
+        ell, m = (int(x) for x in k.split("_")[-2:])
+        return (ell - m, ell)
+    return layers + sorted(prods, key=order)
+
+
 def _layer_labels(branch: dict, n: int) -> list:
     """Tick labels of the rows of :func:`_layer_overlaps` (``layer_labels`` of the branch if given)."""
     if "layer_labels" in branch:
         return list(branch["layer_labels"])
+    if "overlap_mean_layer_1" in branch:
+        return [k.split("_", 3)[-1].replace("_", ":") if "product" in k else k.rsplit("_", 1)[1]
+                for k in _mean_overlap_keys(branch)][:n]
     labels = [str(i) for i in range(1, n + 1)]
     if "overlap_product_2_1" in branch and n:
         labels[-1] = "2:1"
@@ -372,7 +389,10 @@ def _draw_s_map(fig, ax, data, key, *, cmap="viridis"):
     if q is None:
         return None
     if q.ndim == 3:
-        w = np.asarray(b0.get("readout_weights", [1.0]), dtype=float)
+        # rows: readout v for the last layer, effective readout s of an inner layer otherwise (L >= 3)
+        ell = int(key.rsplit("_", 1)[1])
+        last = f"overlap_layer_{ell + 1}" not in b0
+        w = np.asarray(b0.get("readout_weights", [1.0]) if last else b0["s_weights"], dtype=float)
         q = np.einsum("avs,v->as", q, w / w.sum())
     alpha = np.asarray(data["equilibrium"]["alpha"], dtype=float)
     s_values = np.asarray(b0["s_values"], dtype=float)
@@ -380,9 +400,18 @@ def _draw_s_map(fig, ax, data, key, *, cmap="viridis"):
     ax.set_xlabel(ALPHA_LABEL)
     ax.set_ylabel(r"effective readout $|s|$")
     cb = fig.colorbar(mesh, ax=ax, pad=0.02, fraction=0.06)
-    cb.set_label(r"$Q_1(s)$" if key == "overlap_layer_1" else r"$E_v Q_2(v,s)$")
+    cb.set_label(_s_map_symbol(key, b0))
     _draw_transition_lines(ax, data.get("transitions", {}), color="white", legend=False)
     return mesh
+
+
+def _s_map_symbol(key, branch) -> str:
+    """Colour-bar symbol of an s map: ``Q₁(s)``, ``E_v Q_L(v, s)`` or ``E_s' Q_ℓ(s', s)``."""
+    ell = int(key.rsplit("_", 1)[1])
+    if ell == 1:
+        return r"$Q_1(s)$"
+    row = "v" if f"overlap_layer_{ell + 1}" not in branch else "s'"
+    return rf"$E_{{{row}}} Q_{ell}({row},s)$"
 
 
 def _draw_readout_map(fig, ax, data, *, cmap="viridis"):
@@ -446,6 +475,10 @@ def _equilibrium_layers(data):
     return rows
 
 
+#: line styles of the per-layer (and product) overlaps in the overlaps panel of deep networks
+_LAYER_STYLES = ("-", "--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 3)), (0, (6, 2)), (0, (3, 1, 1, 1)))
+
+
 def _draw_overlap_panel(ax, data):
     """Overlaps: Q(v) profiles at several α (several readout atoms) or Q against α."""
     branches = data["branches"]
@@ -479,6 +512,7 @@ def _draw_overlap_panel(ax, data):
             return True
     # one readout atom: overlaps against α, per branch
     drawn = False
+    styled = set()  # deep networks: one legend entry per layer (line style); branches are coloured
     gamma = data.get("parameters", {}).get("gamma", 0.5)
     gamma = float(gamma[0] if isinstance(gamma, (list, tuple)) else gamma)
     for k, name in enumerate(_ordered_branches(branches)):
@@ -496,10 +530,12 @@ def _draw_overlap_panel(ax, data):
                 continue
             layer_q = _layer_overlaps(b, w)
             for ell, (q, lab) in enumerate(zip(layer_q, _layer_labels(b, len(layer_q))), start=1):
-                ls = ("-", "--", ":", "-.")[(ell - 1) % 4]
+                ls = _LAYER_STYLES[(ell - 1) % len(_LAYER_STYLES)]
                 for seg in _segments(ok):
                     ax.plot(alpha[seg], q[seg], color=color, ls=ls, lw=1.4)
-                ax.plot([], [], color=color, ls=ls, label=f"{label}: $q_{{{lab}}}$")
+                if lab not in styled:
+                    styled.add(lab)
+                    ax.plot([], [], color="0.35", ls=ls, label=f"$q_{{{lab}}}$")
             drawn = True
             continue
         if name != "universal" and "overlap_W" in b:
@@ -557,7 +593,12 @@ def plot_sweep(data: dict, *, experiments=None, references=None, kind="auto", ti
     two_layer = any("s_values" in b for b in data["branches"].values())
     layer_panels = ["layers_eq", "layers_spec"]
     if two_layer:
-        layer_panels = ["layers_eq", "s_map_1", "s_map_2"] + (["readout_map"] if multi_atom else [])
+        b0 = next(iter(data["branches"].values()))
+        n_layers = 1
+        while f"overlap_layer_{n_layers + 1}" in b0:
+            n_layers += 1
+        layer_panels = (["layers_eq"] + [f"s_map_{ell}" for ell in range(1, n_layers + 1)]
+                        + (["readout_map"] if multi_atom and n_layers == 2 else []))
     panels = {"auto": ["curve", "overlaps"] + (layer_panels if deep else []),
               "curve": ["curve"], "overlaps": ["overlaps"],
               "layers": layer_panels}[kind]
@@ -607,13 +648,12 @@ def plot_sweep(data: dict, *, experiments=None, references=None, kind="auto", ti
                                                                           rows.shape[0])
                 _draw_layer_map(fig, ax, eq_data, "eq")
                 ax.set_title(r"per-layer overlap $q_\ell$, equilibrium", loc="left")
-            elif panel in ("s_map_1", "s_map_2"):
-                key = "overlap_layer_1" if panel == "s_map_1" else "overlap_layer_2"
+            elif panel.startswith("s_map_"):
+                key = "overlap_layer_" + panel.rsplit("_", 1)[1]
                 if _draw_s_map(fig, ax, data, key) is None:
                     ax.set_axis_off()
                     continue
-                ax.set_title((r"layer 1: $Q_1(s)$" if panel == "s_map_1" else r"layer 2: $E_v Q_2(v,s)$")
-                             + ", equilibrium", loc="left")
+                ax.set_title(f"layer {panel.rsplit('_', 1)[1]}: {_s_map_symbol(key, b0)}, equilibrium", loc="left")
             elif panel == "readout_map":
                 if _draw_readout_map(fig, ax, data) is None:
                     ax.set_axis_off()

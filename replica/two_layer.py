@@ -107,7 +107,7 @@ from .deep import layer_priors_and_readout
 from .engine import STATUS_MESSAGES, FixedPointResult, solve_fixed_point
 
 __all__ = ["TwoLayerModel", "TwoLayerState", "product_channel", "effective_readout_grid", "phase_name",
-           "phase_transitions"]
+           "phase_transitions", "channel_tilt", "channel_tilt_gain"]
 
 logger = logging.getLogger(__name__)
 
@@ -154,6 +154,59 @@ def product_channel(gammas):
     else:
         r1, r2 = g2, g1
     return rectangular_channel(float(r1), float(r2))
+
+
+def channel_tilt(channel, t):
+    """Tilt ``τ`` of a product channel: ``m_rect(τ) = t`` elementwise (0 where ``t ≤ 0``).
+
+    Parameters
+    ----------
+    channel : RectangularChannel
+    t : array_like
+        Product overlap implied by the factors, in ``[0, 1]`` (clipped below 1 − 1e-15).
+
+    Returns
+    -------
+    ndarray of the shape of ``t``.
+    """
+    t = np.asarray(t, dtype=float)
+    out = np.zeros_like(t)
+    pos = t > 0
+    if np.any(pos):
+        out[pos] = channel.overlap_inverse(np.minimum(t[pos], 1.0 - 1e-15))
+    return out
+
+
+def channel_tilt_gain(channel, tau, r):
+    """``(m(τ + r) − m(τ))/m'(τ)`` elementwise, without cancellation at large τ.
+
+    Above τ = 50 the difference is ``∫_τ^{τ+r} m'`` by 16-point Gauss–Legendre in
+    ``u = 1/λ`` (integrand ``m'(1/u)/u²`` tends to a constant), as in
+    :meth:`replica.shallow.ShallowModel.tilt_gain`.
+
+    Parameters
+    ----------
+    channel : RectangularChannel
+    tau, r : array_like of the same shape, >= 0
+
+    Returns
+    -------
+    ndarray of that shape (0 where ``r = 0``).
+    """
+    ch = channel
+    tau = np.asarray(tau, dtype=float)
+    r = np.asarray(r, dtype=float)
+    out = np.zeros_like(tau)
+    low = (r != 0.0) & (tau <= 50.0)
+    if np.any(low):
+        out[low] = (ch.overlap(tau[low] + r[low]) - ch.overlap(tau[low])) / ch.overlap_derivative(tau[low])
+    for i in zip(*np.nonzero((r != 0.0) & (tau > 50.0))):
+        ti, ri = float(tau[i]), float(r[i])
+        u_lo, u_hi = 1.0 / (ti + ri), 1.0 / ti
+        u = 0.5 * (u_hi - u_lo) * _GL_NODES + 0.5 * (u_hi + u_lo)
+        integral = 0.5 * (u_hi - u_lo) * float(_GL_WEIGHTS @ (ch.overlap_derivative(1.0 / u) / u**2))
+        out[i] = integral / float(ch.overlap_derivative(ti))
+    return out
 
 
 def effective_readout_grid(n_s: int):
@@ -223,7 +276,9 @@ def phase_transitions(model, result, *, solve_kw=None, rtol=1e-7) -> list:
     (:meth:`TwoLayerModel.phase`) and reports, per branch, its spinodal and its crossing with
     the universal branch; the equilibrium may also change between two non-universal phases
     (``layer_1`` → ``layers_1_2``), which this function locates. Every stored point is
-    classified with :func:`phase_name`; where the equilibrium phase
+    classified by ``model.phase`` of its state (:func:`phase_name` for this model; any model
+    with ``phase``, ``state``, ``size``, ``solve_universal`` and ``solve_from`` works, e.g.
+    :class:`replica.deep_linear.DeepLinearModel`); where the equilibrium phase
     changes from P at ``α_i`` to Q at ``α_{i+1}``, P is followed up from ``α_i`` and Q down
     from ``α_{i+1}`` (warm starts; where a phase ends inside the bracket, its spinodal is
     located by bisection on existence with Newton solves) and the crossing ``f_Q = f_P`` is
@@ -235,7 +290,7 @@ def phase_transitions(model, result, *, solve_kw=None, rtol=1e-7) -> list:
 
     Parameters
     ----------
-    model : TwoLayerModel
+    model : TwoLayerModel or DeepLinearModel
     result : SweepResult
         Output of :func:`replica.branches.sweep` for ``model``.
     solve_kw : dict, optional, keyword-only
@@ -261,9 +316,9 @@ def phase_transitions(model, result, *, solve_kw=None, rtol=1e-7) -> list:
         for b in result.branches.values():
             if not (b["exists"][i] and b["converged"][i]):
                 continue
-            name = phase_name(b["overlap_layer_1"][i], b["overlap_layer_2"][i], b["overlap_product_2_1"][i])
-            f = float(b["free_entropy"][i])
             x = b.points.get(i, np.zeros(model.size))
+            name = model.phase(model.state(float(alphas[i]), x))
+            f = float(b["free_entropy"][i])
             if name not in found or f > found[name][0]:
                 found[name] = (f, x)
         points.append(found)
@@ -561,35 +616,11 @@ class TwoLayerModel:
 
     def tilt(self, t):
         """``τ_v`` with ``m_rect(τ_v) = t_v`` (0 where ``t_v ≤ 0``), shape (n_readout,)."""
-        t = np.asarray(t, dtype=float)
-        out = np.zeros_like(t)
-        pos = t > 0
-        if np.any(pos):
-            out[pos] = self.channel.overlap_inverse(np.minimum(t[pos], 1.0 - 1e-15))
-        return out
+        return channel_tilt(self.channel, t)
 
     def tilt_gain(self, tau, r):
-        """``(m(τ + r) − m(τ))/m'(τ)`` per readout value, without cancellation at large τ.
-
-        Above τ = 50 the difference is ``∫_τ^{τ+r} m'`` by 16-point Gauss–Legendre in
-        ``u = 1/λ`` (integrand ``m'(1/u)/u²`` tends to a constant), as in
-        :meth:`replica.shallow.ShallowModel.tilt_gain`.
-        """
-        ch = self.channel
-        tau = np.asarray(tau, dtype=float)
-        r = np.asarray(r, dtype=float)
-        out = np.zeros_like(tau)
-        for i, (ti, ri) in enumerate(zip(tau, r)):
-            if ri == 0.0:
-                continue
-            if ti <= 50.0:
-                out[i] = (ch.overlap(ti + ri) - ch.overlap(ti)) / ch.overlap_derivative(ti)
-            else:
-                u_lo, u_hi = 1.0 / (ti + ri), 1.0 / ti
-                u = 0.5 * (u_hi - u_lo) * _GL_NODES + 0.5 * (u_hi + u_lo)
-                integral = 0.5 * (u_hi - u_lo) * float(_GL_WEIGHTS @ (ch.overlap_derivative(1.0 / u) / u**2))
-                out[i] = integral / float(ch.overlap_derivative(ti))
-        return out
+        """``(m(τ + r) − m(τ))/m'(τ)`` per readout value (:func:`channel_tilt_gain`)."""
+        return channel_tilt_gain(self.channel, tau, r)
 
     def conjugates(self, alpha, x):
         """Conjugates at packed overlaps ``x`` (docs/theory.md §6.2, derived in the module docstring).

@@ -294,6 +294,32 @@ def test_two_layer_sweep_writes_per_layer_datasets(capsys, tmp_path):
     assert png.stat().st_size > 0
 
 
+def test_three_layer_sweep_writes_every_layer_and_product(capsys, tmp_path):
+    from replica.cli import build_model, plot_main
+    from replica.deep import DeepModel
+    from replica.deep_linear import DeepLinearModel
+
+    out = tmp_path / "three.h5"
+    rc, _, err = run_cli(capsys, ["--layers", "3", "--gamma", "0.5", "--activation", "tanh2", "--unit-variance",
+                                  "--s-grid", "2", "--delta", "0.1", "--alpha", "3,6", "--quiet", "-o", str(out)])
+    assert rc == 0, err
+    data = read_sweep(out)
+    spec = data["branches"]["layers_1_2_3"]
+    shapes = {"overlap_layer_1": (2, 2), "overlap_layer_2": (2, 2, 2), "overlap_layer_3": (2, 1, 2),
+              "overlap_product_2_1": (2, 2), "overlap_product_3_2": (2, 1, 2), "overlap_product_3_1": (2, 1),
+              "tau_product_3_1": (2, 1), "overlap_mean_layer_3": (2,)}
+    for key, shape in shapes.items():
+        assert spec[key].shape == shape, key
+    assert str(data["equilibrium"]["branch"][-1]) == "layers_1_2_3" and spec["overlap_mean_layer_3"][-1] > 0.9
+    base = {"layers": 3, "gamma": [0.5] * 3, "activation": "tanh2", "unit_variance": True, "prior": "gaussian",
+            "readout": "ones", "readout_grid": None, "delta": 0.1}
+    assert isinstance(build_model(base), DeepLinearModel)
+    assert isinstance(build_model({**base, "drop_hermite": [0, 1, 2]}), DeepModel)
+    png = tmp_path / "three.png"
+    assert plot_main([str(out), "-o", str(png), "--quiet"]) == 0
+    assert png.stat().st_size > 0
+
+
 @pytest.mark.parametrize("extra,option", [
     (["--s-grid", "0"], "--s-grid"),
     (["--layers", "1", "--gamma", "0.5"], "--s-grid"),

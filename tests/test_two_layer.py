@@ -198,12 +198,13 @@ def test_effective_readout_grid_convergence_on_the_specialized_phase():
     assert mm[0] == pytest.approx(mm[1], abs=1e-5)
 
 
-def _validation_module():
+def _validation_module(name="two_layer_validation"):
+    """Load ``scripts/experiments/<name>.py`` as a module."""
     import importlib.util
     from pathlib import Path
 
-    path = Path(__file__).resolve().parents[1] / "scripts" / "experiments" / "two_layer_validation.py"
-    spec = importlib.util.spec_from_file_location("two_layer_validation", path)
+    path = Path(__file__).resolve().parents[1] / "scripts" / "experiments" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
