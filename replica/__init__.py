@@ -3,9 +3,11 @@
 Main entry points
 -----------------
 ShallowModel
-    One hidden layer (THEORY.md §5): universal and specialization phases.
+    One hidden layer (docs/theory.md §5): universal and specialization phases.
 DeepModel
-    L hidden layers with Hermite degrees ≤ 2 removed (THEORY.md §6.1).
+    L hidden layers with Hermite degrees ≤ 2 removed (docs/theory.md §6.1).
+DeepLinearModel
+    L hidden layers with odd activations that keep their linear part (docs/deep_linear.md).
 sweep
     Every branch, the equilibrium and the transitions on an α grid.
 get_activation
@@ -14,7 +16,7 @@ get_activation
 
 __version__ = "0.1.0"
 
-__all__ = ["ShallowModel", "DeepModel", "sweep", "get_activation", "read_sweep", "write_sweep", "__version__"]
+__all__ = ["ShallowModel", "DeepModel", "DeepLinearModel", "sweep", "get_activation", "read_sweep", "write_sweep", "__version__"]
 
 
 def __getattr__(name):
@@ -27,6 +29,10 @@ def __getattr__(name):
         from .deep import DeepModel
 
         return DeepModel
+    if name == "DeepLinearModel":
+        from .deep_linear import DeepLinearModel
+
+        return DeepLinearModel
     if name == "sweep":
         from .branches import sweep
 

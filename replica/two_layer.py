@@ -1,4 +1,4 @@
-r"""Two hidden layers, odd activations with a linear part (THEORY.md §6.2).
+r"""Two hidden layers, odd activations with a linear part (docs/theory.md §6.2).
 
 Model: ``λ(x) = vᵀ σ₂(W₂ σ₁(W₁ x/√d)/√k₁)/√k₂`` with ``W₁ ∈ R^{k₁×d}``,
 ``W₂ ∈ R^{k₂×k₁}``, ``k_ℓ = γ_ℓ d``, ``n = α d²``, a known readout ``v ~ P_v`` and odd
@@ -54,7 +54,7 @@ Only the energetic term ``−½ ln D`` depends on the kernel, with
 
       r₂:₁(v) = (α/γ₂) a v² g₂'(inner_v) / D
 
-  (THEORY.md §6.2 prints ``b``; ``Q₂:₁`` enters ``K*`` only through ``a Q₂:₁`` — the product
+  (the transcription of the reference notebooks this package started from prints ``b``; ``Q₂:₁`` enters ``K*`` only through ``a Q₂:₁`` — the product
   is seen through the *first* layer's linear part — so stationarity gives ``a``. The two
   coincide when both layers use the same activation.)
 * ``∂f/∂Q₁(s) = 0``, with ``∂K*/∂Q₁(s) = p(s) g₁'(Q₁(s)) [b s² + E_v[v² g₂'(inner_v) Q₂(v,s)]]``
@@ -70,13 +70,13 @@ Only the energetic term ``−½ ln D`` depends on the kernel, with
   ``α/γ₂`` would require ``W₁`` to carry the weight ``γ₂`` in the first term as well, and
   no single ``f`` is stationary at the solutions of the ``α/γ₂`` equations when
   ``γ₁ ≠ γ₂`` (tested by finite differences at γ = (0.7, 1.3)). With ``γ₁ = γ₂`` the
-  reference notebooks agree, as stated in THEORY.md.
+  reference notebooks agree.
 * ``∂f/∂Q₂(v, s) = 0``, with ``∂K*/∂Q₂(v,s) = p(v)p(s) v² g₂'(inner_v) g₁(Q₁(s))`` and
   ``∂t_v/∂Q₂(v,s) = p(s) Q₁(s)``::
 
       Q̂₂(v, s) = α v² g₂'(inner_v) g₁(Q₁(s)) / (γ₁γ₂ D) + w(v) Q₁(s)/γ₁
 
-These are the equations of THEORY.md §6.2 (with ``a`` in ``r₂:₁``). The mutual information
+These are the equations of docs/theory.md §6.2 (with ``a`` in ``r₂:₁``). The mutual information
 per weight parameter is ``α/(γ₁ + γ₁γ₂) (−½ ln(2πeΔ) − f)``.
 
 Special cases (tests): with ``μ₁ = 0`` (``drop_hermite=(0, 1, 2)``) one has ``a = b = 0``,
@@ -106,7 +106,8 @@ from .activations import get_activation
 from .deep import layer_priors_and_readout
 from .engine import STATUS_MESSAGES, FixedPointResult, solve_fixed_point
 
-__all__ = ["TwoLayerModel", "TwoLayerState", "product_channel", "effective_readout_grid", "phase_name"]
+__all__ = ["TwoLayerModel", "TwoLayerState", "product_channel", "effective_readout_grid", "phase_name",
+           "phase_transitions", "channel_tilt", "channel_tilt_gain"]
 
 logger = logging.getLogger(__name__)
 
@@ -118,7 +119,7 @@ _GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(16)
 
 
 def product_channel(gammas):
-    """Rectangular channel of the product ``W₂:₁ = W₂W₁/√k₁`` (THEORY.md §4.2 ↔ §6.2).
+    """Rectangular channel of the product ``W₂:₁ = W₂W₁/√k₁`` (docs/theory.md §4.2 ↔ §6.2).
 
     The channel of :mod:`hciz.rectangular` observes ``S̃ = U_L U_R/√N`` (``U_L`` M×N,
     ``U_R`` N×P, iid unit entries, so ``S̃`` has unit-variance entries) at SNR ``λ``
@@ -153,6 +154,59 @@ def product_channel(gammas):
     else:
         r1, r2 = g2, g1
     return rectangular_channel(float(r1), float(r2))
+
+
+def channel_tilt(channel, t):
+    """Tilt ``τ`` of a product channel: ``m_rect(τ) = t`` elementwise (0 where ``t ≤ 0``).
+
+    Parameters
+    ----------
+    channel : RectangularChannel
+    t : array_like
+        Product overlap implied by the factors, in ``[0, 1]`` (clipped below 1 − 1e-15).
+
+    Returns
+    -------
+    ndarray of the shape of ``t``.
+    """
+    t = np.asarray(t, dtype=float)
+    out = np.zeros_like(t)
+    pos = t > 0
+    if np.any(pos):
+        out[pos] = channel.overlap_inverse(np.minimum(t[pos], 1.0 - 1e-15))
+    return out
+
+
+def channel_tilt_gain(channel, tau, r):
+    """``(m(τ + r) − m(τ))/m'(τ)`` elementwise, without cancellation at large τ.
+
+    Above τ = 50 the difference is ``∫_τ^{τ+r} m'`` by 16-point Gauss–Legendre in
+    ``u = 1/λ`` (integrand ``m'(1/u)/u²`` tends to a constant), as in
+    :meth:`replica.shallow.ShallowModel.tilt_gain`.
+
+    Parameters
+    ----------
+    channel : RectangularChannel
+    tau, r : array_like of the same shape, >= 0
+
+    Returns
+    -------
+    ndarray of that shape (0 where ``r = 0``).
+    """
+    ch = channel
+    tau = np.asarray(tau, dtype=float)
+    r = np.asarray(r, dtype=float)
+    out = np.zeros_like(tau)
+    low = (r != 0.0) & (tau <= 50.0)
+    if np.any(low):
+        out[low] = (ch.overlap(tau[low] + r[low]) - ch.overlap(tau[low])) / ch.overlap_derivative(tau[low])
+    for i in zip(*np.nonzero((r != 0.0) & (tau > 50.0))):
+        ti, ri = float(tau[i]), float(r[i])
+        u_lo, u_hi = 1.0 / (ti + ri), 1.0 / ti
+        u = 0.5 * (u_hi - u_lo) * _GL_NODES + 0.5 * (u_hi + u_lo)
+        integral = 0.5 * (u_hi - u_lo) * float(_GL_WEIGHTS @ (ch.overlap_derivative(1.0 / u) / u**2))
+        out[i] = integral / float(ch.overlap_derivative(ti))
+    return out
 
 
 def effective_readout_grid(n_s: int):
@@ -215,6 +269,127 @@ def phase_name(overlap_layer_1, overlap_layer_2, overlap_product_2_1, *, thresho
     return "product" if pr else "universal"
 
 
+def phase_transitions(model, result, *, solve_kw=None, rtol=1e-7) -> list:
+    """Changes of the equilibrium phase along a sweep, located by free-entropy crossings.
+
+    :func:`replica.branches.sweep` names the branches of this model by phase
+    (:meth:`TwoLayerModel.phase`) and reports, per branch, its spinodal and its crossing with
+    the universal branch; the equilibrium may also change between two non-universal phases
+    (``layer_1`` → ``layers_1_2``), which this function locates. Every stored point is
+    classified by ``model.phase`` of its state (:func:`phase_name` for this model; any model
+    with ``phase``, ``state``, ``size``, ``solve_universal`` and ``solve_from`` works, e.g.
+    :class:`replica.deep_linear.DeepLinearModel`); where the equilibrium phase
+    changes from P at ``α_i`` to Q at ``α_{i+1}``, P is followed up from ``α_i`` and Q down
+    from ``α_{i+1}`` (warm starts; where a phase ends inside the bracket, its spinodal is
+    located by bisection on existence with Newton solves) and the crossing ``f_Q = f_P`` is
+    found by Brent's method.
+
+    Changes *inside* a phase are not reported: on the quadrature grid of ``s`` the groups
+    of first-layer neurons specialize one by one (a staircase that becomes a continuous
+    onset as ``n_s → ∞``, docs/two_layer.md).
+
+    Parameters
+    ----------
+    model : TwoLayerModel or DeepLinearModel
+    result : SweepResult
+        Output of :func:`replica.branches.sweep` for ``model``.
+    solve_kw : dict, optional, keyword-only
+        Options of the solver.
+    rtol : float, keyword-only
+        Relative tolerance on the located α.
+
+    Returns
+    -------
+    list of dict
+        One per change: ``alpha``, ``from``, ``to``, ``located`` (bool), ``bracket``
+        (α_i, α_{i+1}) and ``kind``: ``crossing`` (``f_Q = f_P``), ``spinodal`` (Q is born
+        inside the bracket with ``f_Q ≥ f_P``, or P disappears first), or ``grid`` (a
+        phase could not be followed; ``alpha`` is the grid midpoint, ``located`` False).
+    """
+    from scipy import optimize
+
+    solve_kw = dict(solve_kw or {})
+    alphas = result.alpha
+    points = []  # per α: {phase: (free entropy, packed point)}
+    for i in range(alphas.size):
+        found = {}
+        for b in result.branches.values():
+            if not (b["exists"][i] and b["converged"][i]):
+                continue
+            x = b.points.get(i, np.zeros(model.size))
+            name = model.phase(model.state(float(alphas[i]), x))
+            f = float(b["free_entropy"][i])
+            if name not in found or f > found[name][0]:
+                found[name] = (f, x)
+        points.append(found)
+    eq = [max(p, key=lambda k: p[k][0]) for p in points]
+
+    def solve(phase, al, warm, newton=False):
+        """(free entropy, point) of ``phase`` at ``al`` from ``warm``; raises _PhaseLost."""
+        if phase == "universal":
+            return model.solve_universal(al).info["state"].free_entropy, np.zeros(model.size)
+        kw = {**solve_kw, "method": "newton"} if newton else solve_kw
+        r = model.solve_from(al, None, warm, start=phase, **kw)
+        if not r.converged or model.phase(r.info["state"]) != phase:
+            raise _PhaseLost(f"{phase} lost at alpha = {al:g}")
+        return r.info["state"].free_entropy, r.x
+
+    def edge(phase, a_in, x_in, a_out):
+        """Farthest α from ``a_in`` towards ``a_out`` where ``phase`` still exists, and its point."""
+        try:
+            return a_out, solve(phase, a_out, x_in)[1]
+        except _PhaseLost:
+            pass
+        while abs(a_out - a_in) > rtol * abs(a_in):
+            mid = 0.5 * (a_in + a_out)
+            try:
+                x_in, a_in = solve(phase, mid, x_in, newton=True)[1], mid
+            except _PhaseLost:
+                a_out = mid
+        return a_in, x_in
+
+    out = []
+    for i in range(alphas.size - 1):
+        P, Q = eq[i], eq[i + 1]
+        if P == Q:
+            continue
+        lo, hi = float(alphas[i]), float(alphas[i + 1])
+        entry = {"alpha": 0.5 * (lo + hi), "from": P, "to": Q, "located": False, "bracket": (lo, hi),
+                 "kind": "grid"}
+        try:
+            p_hi, xp = edge(P, lo, points[i][P][1], hi)
+            q_lo, xq = edge(Q, hi, points[i + 1][Q][1], lo)
+            a, b = max(lo, q_lo), min(hi, p_hi)
+            if a > b:
+                raise _PhaseLost("the two phases do not coexist in the bracket")
+            warm = {P: xp, Q: xq}
+            ends = {}
+
+            def diff(al):
+                if al in ends:  # brentq evaluates the ends first: reuse them (warm starts moved on)
+                    return ends[al]
+                fq, warm[Q] = solve(Q, al, warm[Q])
+                fp, warm[P] = solve(P, al, warm[P])
+                return fq - fp
+
+            ends[a] = diff(a)
+            if ends[a] >= 0.0:  # Q is born (at its spinodal a) as the equilibrium
+                entry.update(alpha=a, located=True, kind="spinodal")
+            elif ends.setdefault(b, diff(b)) < 0.0:  # P disappears (at b) while still the equilibrium
+                entry.update(alpha=b, located=True, kind="spinodal")
+            else:
+                entry["alpha"] = float(optimize.brentq(diff, a, b, rtol=rtol, xtol=1e-14))
+                entry.update(located=True, kind="crossing")
+        except (_PhaseLost, ValueError) as exc:
+            logger.info("phase change %s -> %s in [%g, %g] not located: %s", P, Q, lo, hi, exc)
+        out.append(entry)
+    return out
+
+
+class _PhaseLost(Exception):
+    """A followed stationary point changed phase (or was lost) inside a bracket."""
+
+
 def _check_gammas(gammas):
     g = np.asarray(gammas, dtype=float).ravel()
     if g.size != 2 or not np.all(np.isfinite(g)) or np.any(g <= 0):
@@ -269,7 +444,7 @@ class TwoLayerState:
 
 
 class TwoLayerModel:
-    """Two-hidden-layer network with odd activations and linear parts (THEORY.md §6.2).
+    """Two-hidden-layer network with odd activations and linear parts (docs/theory.md §6.2).
 
     Parameters
     ----------
@@ -445,38 +620,14 @@ class TwoLayerModel:
 
     def tilt(self, t):
         """``τ_v`` with ``m_rect(τ_v) = t_v`` (0 where ``t_v ≤ 0``), shape (n_readout,)."""
-        t = np.asarray(t, dtype=float)
-        out = np.zeros_like(t)
-        pos = t > 0
-        if np.any(pos):
-            out[pos] = self.channel.overlap_inverse(np.minimum(t[pos], 1.0 - 1e-15))
-        return out
+        return channel_tilt(self.channel, t)
 
     def tilt_gain(self, tau, r):
-        """``(m(τ + r) − m(τ))/m'(τ)`` per readout value, without cancellation at large τ.
-
-        Above τ = 50 the difference is ``∫_τ^{τ+r} m'`` by 16-point Gauss–Legendre in
-        ``u = 1/λ`` (integrand ``m'(1/u)/u²`` tends to a constant), as in
-        :meth:`replica.shallow.ShallowModel.tilt_gain`.
-        """
-        ch = self.channel
-        tau = np.asarray(tau, dtype=float)
-        r = np.asarray(r, dtype=float)
-        out = np.zeros_like(tau)
-        for i, (ti, ri) in enumerate(zip(tau, r)):
-            if ri == 0.0:
-                continue
-            if ti <= 50.0:
-                out[i] = (ch.overlap(ti + ri) - ch.overlap(ti)) / ch.overlap_derivative(ti)
-            else:
-                u_lo, u_hi = 1.0 / (ti + ri), 1.0 / ti
-                u = 0.5 * (u_hi - u_lo) * _GL_NODES + 0.5 * (u_hi + u_lo)
-                integral = 0.5 * (u_hi - u_lo) * float(_GL_WEIGHTS @ (ch.overlap_derivative(1.0 / u) / u**2))
-                out[i] = integral / float(ch.overlap_derivative(ti))
-        return out
+        """``(m(τ + r) − m(τ))/m'(τ)`` per readout value (:func:`channel_tilt_gain`)."""
+        return channel_tilt_gain(self.channel, tau, r)
 
     def conjugates(self, alpha, x):
-        """Conjugates at packed overlaps ``x`` (THEORY.md §6.2, derived in the module docstring).
+        """Conjugates at packed overlaps ``x`` (docs/theory.md §6.2, derived in the module docstring).
 
         Returns
         -------
@@ -606,7 +757,7 @@ class TwoLayerModel:
         return self._result(alpha, res)
 
     def starts(self) -> dict:
-        """Starts of THEORY.md §6.2 and their sweep directions.
+        """Starts of docs/theory.md §6.2 and their sweep directions.
 
         Returns
         -------

@@ -1,4 +1,4 @@
-"""Tests for hciz.rectangular (THEORY.md §4.2): spectral law, RIE, MMSE, ι, tables.
+"""Tests for hciz.rectangular (docs/theory.md §4.2): spectral law, RIE, MMSE, ι, tables.
 
 Fast tests use the stored tables ``data/rectangular_table_*.npz`` when present (written by
 ``scripts/make_rectangular_reference.py``); without them the two channels are built once
@@ -17,7 +17,7 @@ from hciz.rectangular import RectangularChannel, rectangular_channel
 CASES = [(2.0, 0.2), (5.0, 2.0)]  # (R1 = P/M, R2 = N/M) of the published curves
 
 # Analytic MMSE curves of Troiani, Erba, Krzakala, Maillard, Zdeborová (2022),
-# arXiv:2203.07752, public code, files reference/troiani2022_rectangular/
+# arXiv:2203.07752, public code, files data/reference/troiani2022_rectangular/
 # MMSE_NB262144RA<R1>RB<R2>.csv (columns DELTAS, y_MMSEs; every second row 0..30).
 # Obtained there by finite differences in Δ of log-potentials on a 2^18-point grid.
 REFERENCE_MMSE = {
@@ -96,7 +96,7 @@ def kw(case):
 
 
 def sample(m, r1, r2, delta, rng):
-    """(S, Y) with the normalization of THEORY.md §4.2."""
+    """(S, Y) with the normalization of docs/theory.md §4.2."""
     p, n = int(round(r1 * m)), int(round(r2 * m))
     u_left = rng.standard_normal((m, n))
     u_right = rng.standard_normal((n, p))
@@ -152,7 +152,7 @@ def test_internal_quadrature_moments(case):
 
 @pytest.mark.parametrize("case", CASES)
 def test_quartic_of_theory_is_satisfied(case):
-    """The physical root satisfies the quartic of THEORY.md §4.2 with u = G/x."""
+    """The physical root satisfies the quartic of docs/theory.md §4.2 with u = G/x."""
     r1, r2 = case
     delta = 0.2
     x = np.linspace(0.2, 3.0, 15)

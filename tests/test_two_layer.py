@@ -1,4 +1,4 @@
-"""Two hidden layers with linear parts (THEORY.md §6.2; derivation in replica/two_layer.py)."""
+"""Two hidden layers with linear parts (docs/theory.md §6.2; derivation in replica/two_layer.py)."""
 
 import numpy as np
 import pytest
@@ -47,7 +47,7 @@ def _all_params(model, alpha, res):
 @pytest.mark.parametrize("alpha, start", [(6.0, "informed"), (6.0, "partial_s_q50"), (3.0, "layer_1"),
                                           (12.0, "informed")])
 def test_free_entropy_is_stationary_in_every_order_parameter(model, alpha, start):
-    # γ₁ ≠ γ₂: the α/γ₁ vs α/γ₂ question of THEORY.md §6.2 matters here
+    # γ₁ ≠ γ₂: the α/γ₁ vs α/γ₂ question of docs/theory.md §6.2 matters here
     res = _solved(model, alpha, start)
     params = _all_params(model, alpha, res)
     assert res.info["state"].free_entropy == pytest.approx(model.free_entropy(alpha, **params), abs=0)
@@ -167,7 +167,7 @@ def test_bad_input():
 
 
 def test_sweep_layer_1_specializes_first_then_layer_2(model):
-    # THEORY.md §6.2 "specialization starts in layer 1 and propagates outward"
+    # docs/theory.md §6.2 "specialization starts in layer 1 and propagates outward"
     res = sweep(model, np.array([0.1, 3.0, 4.0, 5.0, 9.0]), progress=False)
     # the onset of layer 1 is progressive in s (groups with large |s| first, each at its own
     # fold: the branches layer_1, layer_1-2, … of the staircase), so only its bracket is
@@ -202,12 +202,13 @@ def test_effective_readout_grid_convergence_on_the_specialized_phase():
     assert mm[0] == pytest.approx(mm[1], abs=1e-5)
 
 
-def _validation_module():
+def _validation_module(name="two_layer_validation"):
+    """Load ``scripts/experiments/<name>.py`` as a module."""
     import importlib.util
     from pathlib import Path
 
-    path = Path(__file__).resolve().parents[1] / "scripts" / "experiments" / "two_layer_validation.py"
-    spec = importlib.util.spec_from_file_location("two_layer_validation", path)
+    path = Path(__file__).resolve().parents[1] / "scripts" / "experiments" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod

@@ -1,4 +1,4 @@
-"""Two hidden layers with linear parts (THEORY.md §6.2): replica theory vs HMC at small d.
+"""Two hidden layers with linear parts (docs/theory.md §6.2): replica theory vs HMC at small d.
 
 Runs :class:`replica.two_layer.TwoLayerModel` (every branch, equilibrium, per-layer mean
 overlaps) and the teacher–student HMC experiment of :mod:`simulations.experiment` from
@@ -14,7 +14,7 @@ Usage (CPU, a few minutes)::
 checks that the informed chain stays near the specialized branch.
 
 Tolerances (what is compared, and why loose): at d = 30 the transitions are shifted and
-smeared by finite-size effects (THEORY.md §7), the linear part is learned from
+smeared by finite-size effects (docs/theory.md §7), the linear part is learned from
 ``n = α d²`` samples with an O(d/n) excess, and 2–3 teachers give standard errors of
 10–30%. The script reports, per α and start, the HMC error (mean ± s.e.m. over teachers)
 and matched per-layer overlaps next to the theory's equilibrium and branch values.
@@ -34,7 +34,7 @@ import time
 
 import numpy as np
 
-__all__ = ["theory_table", "sampling_table", "format_table", "main"]
+__all__ = ["theory_table", "sampling_table", "format_table", "common_arguments", "report", "main"]
 
 logger = logging.getLogger("two_layer_validation")
 
@@ -84,11 +84,12 @@ def sampling_table(alphas, gammas, delta, *, dim, teachers, steps, seed, n_test)
     Returns
     -------
     dict
-        ``{init: {"error_mean", "error_sem", "overlap_mean" (n_alpha × 2), "acceptance"}}``.
+        ``{init: {"error_mean", "error_sem", "overlap_mean" (n_alpha × L), "acceptance"}}``
+        (L = ``len(gammas)``, also used by ``deep_linear_validation.py``).
     """
     from simulations.experiment import ExperimentConfig, run_experiment
 
-    cfg = ExperimentConfig(layers=2, gamma=tuple(gammas), activation=ACTIVATION, unit_variance=True,
+    cfg = ExperimentConfig(layers=len(gammas), gamma=tuple(gammas), activation=ACTIVATION, unit_variance=True,
                            delta=delta, alpha=tuple(alphas), dim=dim, teachers=teachers, sampler="hmc",
                            steps=steps, num_kept=30, n_test=n_test, seed=seed)
     results = run_experiment(cfg)
@@ -128,18 +129,33 @@ def format_table(theory, sampling) -> str:
     return "\n".join(lines)
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--gamma", default="0.5,0.5", help="γ1,γ2 (default 0.5,0.5)")
+def common_arguments(p, *, gamma, alpha, steps):
+    """Options shared with ``deep_linear_validation.py`` (defaults: γ list, α list, HMC steps)."""
+    p.add_argument("--gamma", default=gamma, help=f"γ1,...,γL (default {gamma})")
     p.add_argument("--delta", type=float, default=0.1, help="label-noise variance Δ (default 0.1)")
-    p.add_argument("--alpha", default="1,2.5,5", help="comma list of α = n/d² (default 1,2.5,5)")
+    p.add_argument("--alpha", default=alpha, help=f"comma list of α = n/d² (default {alpha})")
     p.add_argument("--dim", type=int, default=30, help="input dimension d (default 30)")
     p.add_argument("--teachers", type=int, default=2, help="teachers (default 2)")
-    p.add_argument("--steps", type=int, default=1200, help="HMC transitions per chain (default 1200)")
+    p.add_argument("--steps", type=int, default=steps, help=f"HMC transitions per chain (default {steps})")
     p.add_argument("--n-test", type=int, default=10_000, help="test inputs (default 10000)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--quick", action="store_true", help="tiny seeded run (d = 12, α = 5, 1 teacher, 200 steps)")
     p.add_argument("-o", "--output", default=None, help="JSON file with theory, sampling and the table")
+
+
+def report(args, theory, sampling, table, seconds) -> None:
+    """Print the table and timings; write the JSON file of ``--output``."""
+    print(table)
+    print(f"theory {seconds['theory']:.1f} s, sampling {seconds['sampling']:.1f} s")
+    if args.output:
+        with open(args.output, "w") as fh:
+            json.dump({"options": vars(args), "theory": theory, "sampling": sampling, "table": table,
+                       "seconds": seconds}, fh, indent=1, default=str)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    common_arguments(p, gamma="0.5,0.5", alpha="1,2.5,5", steps=1200)
+    p.add_argument("--quick", action="store_true", help="tiny seeded run (d = 12, α = 5, 1 teacher, 200 steps)")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s", force=True)
     gammas = [float(g) for g in args.gamma.split(",")]
@@ -152,15 +168,8 @@ def main(argv=None) -> int:
     sampling = sampling_table(alphas, gammas, args.delta, dim=args.dim, teachers=args.teachers, steps=args.steps,
                               seed=args.seed, n_test=args.n_test)
     t2 = time.perf_counter()
-    table = format_table(theory, sampling)
-    print(table)
-    print(f"theory {t1 - t0:.1f} s, sampling {t2 - t1:.1f} s")
-    if args.output:
-        with open(args.output, "w") as fh:
-            json.dump({"options": vars(args), "theory": theory, "sampling": sampling, "table": table,
-                       "seconds": {"theory": t1 - t0, "sampling": t2 - t1}}, fh, indent=1, default=str)
+    report(args, theory, sampling, format_table(theory, sampling), {"theory": t1 - t0, "sampling": t2 - t1})
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())
