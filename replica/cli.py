@@ -538,12 +538,18 @@ def _run_sweep(args) -> int:
                     pass
             exc.note = target.interrupted_note(f"{checkpoint.n_done} solves" if saved else None)
             raise
+        if result.universal_only_reason:
+            logger.info("universal branch only: %s", result.universal_only_reason)
+        for name, b in result.branches.items():
+            if name != "universal":
+                logger.info("branch %s: alpha %.9g (%s) to %.9g (%s)", name, b.alpha_start, b.start_kind,
+                            b.alpha_end, b.end_kind)
         for change in result.equilibrium_changes:
-            key = f"alpha_{change['to']}".replace("+", "_and_")
-            if change["located"] and key not in result.transitions:
-                result.transitions[key] = change["alpha"]
-            logger.info("equilibrium %s -> %s at alpha = %.7g (%s)", change["from"], change["to"], change["alpha"],
-                        change["kind"])
+            logger.info("equilibrium %s -> %s at alpha = %.9g (%s), mmse %.6g -> %.6g", change["from"],
+                        change["to"], change["alpha"], change["kind"], change["mmse_before"], change["mmse_after"])
+        instability = result.branch_transitions.get("universal", {}).get("alpha_instability", math.nan)
+        if math.isfinite(instability):
+            logger.info("the universal branch is linearly unstable above alpha = %.9g", instability)
         _grid_errors(model, result, solve_kw)
         elapsed = time.perf_counter() - t0
         _warn_discretization(result)

@@ -105,19 +105,13 @@ def test_one_more_iteration_changes_nothing():
     np.testing.assert_allclose(model.update(6.0, x), x, rtol=1e-9, atol=1e-11)
 
 
-@pytest.mark.parametrize("gamma", [
-    2.0,
-    pytest.param(0.5, marks=pytest.mark.xfail(strict=True, reason=(
-        "open theory question: the §5.2 equations make Q = 0 linearly unstable where "
-        "m_S(R̂₂) > γ/v² whatever the activation (see test_continuous_onset_matches_linear_"
-        "stability); for x²/√2 at γ = 0.5 this gives a Q ≈ 0.3–0.38 stationary point with "
-        "larger f and an error BELOW Maillard et al.'s Bayes-optimal curve, which cannot be "
-        "physical (rotation symmetry). Reported on the issue; the equations are kept as stated."))),
-])
-def test_quadratic_activation_with_unit_readouts_does_not_specialize(gamma):
+@pytest.mark.parametrize("gamma", [0.5, 2.0])
+def test_quadratic_activation_with_gaussian_weights_does_not_specialize(gamma):
+    # docs/theory.md §5.4 ruling (tests/test_branches.py checks the values): only the universal
+    # branch, at γ = 0.5 too, where the §5.2 functional has a Q > 0 point below Maillard's error
     model = ShallowModel("quadratic", gamma, 0.1)
     r = sweep(model, [0.5, 2.0, 6.0], progress=False)
-    assert not r.branches["specialized"]["exists"].any()
+    assert set(r.branches) == {"universal"}
     assert list(r.equilibrium["branch"]) == ["universal"] * 3
 
 

@@ -5,7 +5,7 @@ import pytest
 
 from replica.branches import sweep
 from replica.deep import DeepModel
-from replica.two_layer import TwoLayerModel, effective_readout_grid, phase_transitions, product_channel
+from replica.two_layer import TwoLayerModel, effective_readout_grid, product_channel
 
 GAMMAS = (0.7, 1.3)
 
@@ -168,20 +168,24 @@ def test_bad_input():
 
 def test_sweep_layer_1_specializes_first_then_layer_2(model):
     # docs/theory.md §6.2 "specialization starts in layer 1 and propagates outward"
-    res = sweep(model, np.array([0.1, 3.0, 4.0, 5.0, 9.0]), progress=False, locate=False)
-    changes = phase_transitions(model, res)
-    assert [(c["from"], c["to"]) for c in changes] == [("universal", "layer_1"), ("layer_1", "layers_1_2")]
-    # the onset of layer 1 is progressive in s (groups with large |s| first), so only its
-    # bracket is asserted; layers 2 and the product then specialize by a first-order crossing
-    assert 0.1 < changes[0]["alpha"] < 3.0
-    assert changes[1]["located"] and changes[1]["kind"] == "crossing"
+    res = sweep(model, np.array([0.1, 3.0, 4.0, 5.0, 9.0]), progress=False)
+    # the onset of layer 1 is progressive in s (groups with large |s| first, each at its own
+    # fold: the branches layer_1, layer_1-2, … of the staircase), so only its bracket is
+    # asserted; layers 2 and the product then specialize by a first-order crossing
+    phases = ["universal"] + [c["to"].split("-")[0] for c in res.equilibrium_changes]
+    assert [p for k, p in enumerate(phases) if k == 0 or p != phases[k - 1]] == ["universal", "layer_1", "layers_1_2"]
+    changes = [res.equilibrium_changes[0], [c for c in res.equilibrium_changes if c["to"] == "layers_1_2"][0]]
+    assert 0.1 < changes[0]["alpha"] < 3.0 and changes[0]["to"] == "layer_1"
+    assert changes[1]["kind"] == "crossing"
     assert 4.0 < changes[1]["alpha"] < 5.0
     # at the crossing both phases have the same free entropy
     for c in changes[1:]:
         fs = []
-        for ph in (c["from"], c["to"]):
-            r = model.solve_from(c["alpha"], model.starts()["layer_1" if ph == "layer_1" else "informed"][0])
-            assert model.phase(r.info["state"]) == ph
+        for name in (c["from"], c["to"]):  # Newton from each branch's stored point nearest to α_c
+            b = res.branches[name]
+            i = min(b.points, key=lambda k: abs(res.alpha[k] - c["alpha"]))
+            r = model.solve_from(c["alpha"], None, b.points[i], method="newton")
+            assert r.converged and model.phase(r.info["state"]) == name.split("-")[0]
             fs.append(r.info["state"].free_entropy)
         assert fs[0] == pytest.approx(fs[1], abs=1e-8)
 
@@ -256,11 +260,14 @@ def test_branches_are_named_by_phase_with_transitions_per_branch(model, tmp_path
             assert model.phase(model.state(res.alpha[i], b.points[i])) == name
     per = res.branch_transitions["layers_1_2"]
     change = [c for c in res.equilibrium_changes if c["to"] == "layers_1_2"][0]
-    assert change["located"]
+    assert change["kind"] == "crossing" and change["mmse_after"] < change["mmse_before"]
     # the branch becomes the equilibrium at its crossing with layer_1, after it appears
     assert per["alpha_c"] == change["alpha"] == res.transitions["alpha_c"]
     assert 3.0 < per["alpha_sp"] <= per["alpha_c"] < 5.0
     path = write_sweep(tmp_path / "two.h5", res, {"layers": 2})
-    back = read_sweep(path)["branch_transitions"]
-    assert back["layers_1_2"] == pytest.approx(per)
-    assert set(back) == {"layer_1", "layers_1_2"}
+    data = read_sweep(path)
+    back = data["branch_transitions"]
+    assert back["layers_1_2"] == pytest.approx(per, nan_ok=True)
+    assert set(back) == {"universal", "layer_1", "layers_1_2"}
+    assert list(data["equilibrium_changes"]["to_branch"]) == [c["to"] for c in res.equilibrium_changes]
+    assert data["branch_attributes"]["layers_1_2"]["start_kind"] == "fold"
