@@ -102,7 +102,7 @@ def test_quadratic_activation_with_gaussian_weights_is_universal_only(readout):
 
 
 def test_quadratic_universal_value_is_maillard():
-    # THEORY.md §8: x²/√2, γ = 0.5, Δ = 0, α = 0.2 → 0.39219602 (Maillard et al. solved to 1e-8)
+    # docs/theory.md §8: x²/√2, γ = 0.5, Δ = 0, α = 0.2 → 0.39219602 (Maillard et al. solved to 1e-8)
     r = sweep(ShallowModel("quadratic", 0.5, 0.0), [0.2], progress=False)
     assert r.equilibrium["mmse"][0] == pytest.approx(0.39219602, abs=2e-8)
     # non-Gaussian weights are not covered by the argument and keep their Q > 0 branches
@@ -188,7 +188,7 @@ def test_stability_below_one_on_every_seeded_point_and_stored_everywhere(issue_s
 
 
 def test_deep_branches_go_through_the_same_continuation():
-    # THEORY.md §8: deep §6.1, Δ = 0.1, L = 1: α_sp = 1.47344 (reference iterates a finite
+    # docs/theory.md §8: deep §6.1, Δ = 0.1, L = 1: α_sp = 1.47344 (reference iterates a finite
     # number of steps: our saddle-node lies 5e-4 above), α_c = 1.60220
     model = DeepModel("tanh2", [1.0], 0.1, drop_hermite=(0, 1, 2), unit_variance=True)
     r = sweep(model, np.linspace(1.0, 2.0, 6), progress=False)
