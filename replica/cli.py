@@ -235,11 +235,15 @@ def add_model_options(p, *, grids=False):
                             "the dataset discretization_error)")
         g.add_argument("--delta", type=_nonnegative_float("--delta"), default=0.1,
                        help="label-noise variance Δ >= 0 (default 0.1)")
-    g.add_argument("--s-grid", type=number_type("--s-grid", minimum=1, integer=True), default=None,
-                   help="L >= 2 with a linear part only: number of positive nodes of the Gauss–Hermite grid of the "
-                        "effective readout s ~ N(0, 1) of inner-layer neurons (s = (vᵀW₂)_j/√k₂ for L = 2; "
-                        "default 12); for L = 2 the error of the grid is estimated at every stored point by solving "
-                        "on twice as many nodes (dataset discretization_error, warning above 1e-3)")
+    g.add_argument("--s-grid", type=_s_grid_type, default=None,
+                   help="L >= 2 with a linear part only: rule for the effective readout s ~ N(0, 1) of inner-layer "
+                        "neurons (s = (vᵀW₂)_j/√k₂ for L = 2): N (1 to 150) for a fixed Gauss–Hermite grid of N "
+                        "positive nodes (default 12); L = 2 only: 'panels:P' for a fixed composite rule of P panels "
+                        "(1 to 1024, 4 nodes each, graded where Q₁(s) jumps), or 'auto' (replica-sweep) for that rule "
+                        "refined until mmse and free entropy change by < 1e-3 on the doubled grid at the sweep's α "
+                        "(accurate, but slower: docs/two_layer.md). For L = 2 the error of the grid is estimated at "
+                        "every stored point (dataset discretization_error, warning above 1e-3) and the rule is stored "
+                        "in the root attribute s_grid_rule")
     s = p.add_argument_group("solver")
     s.add_argument("--alpha", default="0.01:8:101",
                    help="sample ratios α = n/d² > 0: 'a,b,c' or inclusive 'start:stop:num' (default 0.01:8:101)")
@@ -297,6 +301,41 @@ def _activation(name, drop, unit_variance):
     return act
 
 
+def _s_grid_type(text):
+    """argparse type of ``--s-grid``: ``N`` (Gauss–Hermite nodes), ``panels:P`` or ``auto``; returns an int or
+    the string."""
+    from .two_layer import MAX_GAUSS_HERMITE_S_GRID
+
+    s = str(text).strip()
+    if s == "auto":
+        return s
+    if s.startswith("panels:"):
+        p = s[len("panels:"):]
+        if not (p.isdigit() and 1 <= int(p) <= 1024):
+            raise argparse.ArgumentTypeError(f"panels:P needs an integer P in [1, 1024], got {text!r}")
+        return f"panels:{int(p)}"
+    try:
+        n = int(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--s-grid must be an integer N (Gauss–Hermite nodes), 'panels:P' or "
+                                         f"'auto', got {text!r}") from None
+    if not 1 <= n <= MAX_GAUSS_HERMITE_S_GRID:
+        raise argparse.ArgumentTypeError(f"--s-grid must be in [1, {MAX_GAUSS_HERMITE_S_GRID}] (Gauss–Hermite "
+                                         f"weights underflow beyond; use 'panels:P' for finer grids), got {text!r}")
+    return n
+
+
+def _s_grid_options(value) -> dict:
+    """Keywords of :class:`replica.two_layer.TwoLayerModel` for a parsed ``--s-grid`` (None: the default)."""
+    if value is None:
+        return {}
+    if value == "auto":  # the panel rule, refined per sweep by replica.two_layer.converge_s_grid
+        return {"s_grid": None}
+    if isinstance(value, str) and value.startswith("panels:"):
+        return {"s_grid": None, "s_panels": int(value[len("panels:"):])}
+    return {"s_grid": int(value)}
+
+
 def build_model(options: dict):
     """Build the model described by resolved options (one value per option).
 
@@ -345,14 +384,16 @@ def build_model(options: dict):
 
             return ShallowModel(act, gammas[0], delta, weight_prior=prior, readout_law=readout)
         if layers == 2 and abs(act.mu1) > 1e-10:
-            from .two_layer import DEFAULT_S_GRID, TwoLayerModel
+            from .two_layer import TwoLayerModel
 
             return TwoLayerModel(act, gammas, delta, weight_prior=prior, readout_law=readout,
-                                 s_grid=options.get("s_grid") or DEFAULT_S_GRID)
+                                 **_s_grid_options(options.get("s_grid")))
         if layers >= 3 and abs(act.mu1) > 1e-10:
             from .deep_linear import DeepLinearModel
             from .two_layer import DEFAULT_S_GRID
 
+            if isinstance(options.get("s_grid"), str):
+                raise UsageError(f"--s-grid: {options['s_grid']} is for --layers 2; give a number of nodes")
             return DeepLinearModel(act, gammas, delta, weight_prior=prior, readout_law=readout,
                                    s_grid=options.get("s_grid") or DEFAULT_S_GRID)
         if options.get("s_grid") is not None:
@@ -513,6 +554,10 @@ def _run_sweep(args) -> int:
             logger.info("%s is already complete; nothing to resume", out)
             print(out)
             return 0
+        if args.s_grid == "auto":
+            from .two_layer import converge_s_grid
+
+            model = converge_s_grid(model, alphas, solve_kw=solve_kw)[0]  # the default s-grid, per sweep
         checkpoint = SweepCheckpoint(target.checkpoint, model, alphas, parameters, configuration,
                                      every=args.checkpoint_every, solve_kw=solve_kw)
         if target.resume_from is not None:
@@ -554,7 +599,9 @@ def _run_sweep(args) -> int:
         elapsed = time.perf_counter() - t0
         _warn_discretization(result)
         try:
-            write_sweep(out, result, parameters, configuration=configuration, grids=getattr(model, "grids", None))
+            rule = getattr(model, "s_grid_rule", None)
+            write_sweep(out, result, parameters, configuration=configuration, grids=getattr(model, "grids", None),
+                        attributes=None if rule is None else {"s_grid_rule": rule})
         except OSError:  # e.g. a full disk: keep every solve for --resume if the checkpoint still fits
             if checkpoint.dirty:
                 try:
@@ -749,6 +796,8 @@ def phase_diagram_options(args) -> tuple:
         "branches": args.branches, "damping": args.damping, "alpha": alphas.tolist(),
     }
     if args.s_grid is not None:
+        if args.s_grid == "auto":
+            raise UsageError("--s-grid auto: only for replica-sweep (give N or panels:P)")
         base["s_grid"] = args.s_grid
     for k in ("delta", "gamma", "readout_grid"):
         if k == vary:

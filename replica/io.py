@@ -337,7 +337,7 @@ def _root_attrs(h5, parameters, *, kind, complete, configuration=None):
 
 
 def write_sweep(path, result, parameters: dict, *, configuration: dict | None = None,
-                grids: dict | None = None) -> Path:
+                grids: dict | None = None, attributes: dict | None = None) -> Path:
     """Write a :class:`replica.branches.SweepResult` to ``path`` atomically.
 
     Parameters
@@ -353,6 +353,9 @@ def write_sweep(path, result, parameters: dict, *, configuration: dict | None = 
         Extra 1-D coordinates written to every branch group, e.g. the two-layer model's
         ``s_values`` and ``s_weights`` (``s_values`` becomes a dimension scale of the
         datasets of :data:`S_AXIS_DATASETS`).
+    attributes : dict, optional, keyword-only
+        Extra root attributes (strings or numbers), e.g. ``s_grid_rule`` (the two-layer rule
+        in ``s`` that was used).
 
     Returns
     -------
@@ -362,6 +365,8 @@ def write_sweep(path, result, parameters: dict, *, configuration: dict | None = 
     readout_values = np.asarray(result.readout_values, dtype=float)
     with atomic_h5(path) as h5:
         _root_attrs(h5, parameters, kind="sweep", complete=True, configuration=configuration)
+        for key, val in (attributes or {}).items():
+            h5.attrs[key] = val
         g = h5.create_group("branches")
         for name, b in result.branches.items():
             gb = g.create_group(name)

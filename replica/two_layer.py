@@ -99,6 +99,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import optimize, special
 
 from hciz.rectangular import rectangular_channel
 
@@ -106,8 +107,8 @@ from .activations import get_activation
 from .deep import layer_priors_and_readout
 from .engine import STATUS_MESSAGES, FixedPointResult, solve_fixed_point
 
-__all__ = ["TwoLayerModel", "TwoLayerState", "product_channel", "effective_readout_grid", "phase_name",
-           "phase_transitions", "channel_tilt", "channel_tilt_gain"]
+__all__ = ["TwoLayerModel", "TwoLayerState", "product_channel", "effective_readout_grid", "effective_readout_panels",
+           "converge_s_grid", "phase_name", "phase_transitions", "channel_tilt", "channel_tilt_gain"]
 
 logger = logging.getLogger(__name__)
 
@@ -115,6 +116,18 @@ INFORMED_OVERLAP = 0.99
 PARTIAL_QUANTILES = (0.5,)
 PHASE_THRESHOLD = 0.1
 DEFAULT_S_GRID = 12
+#: most nodes of the folded Gauss–Hermite rule (its weights underflow beyond ~180)
+MAX_GAUSS_HERMITE_S_GRID = 150
+#: panels of the default composite rule in s before the sweep-level refinement (:func:`converge_s_grid`)
+DEFAULT_S_PANELS = 16
+#: Gauss–Legendre nodes per panel of the composite rule in s
+S_PANEL_NODES = 4
+#: most panels :func:`converge_s_grid` refines to
+MAX_S_PANELS = 64
+#: relative accuracy of mmse and free entropy the default s-grid is refined to
+S_GRID_TARGET = 1e-3
+_S_TAIL_RATIO = 1e-3  # mass ratio of successive tail panels
+_S_TAIL_FLOOR = 1e-13  # folded-Gaussian mass left out beyond the last panel (the rule stops there)
 _GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(16)
 
 
@@ -228,17 +241,77 @@ def effective_readout_grid(n_s: int):
     Raises
     ------
     ValueError
-        ``n_s < 1``.
+        ``n_s`` not an integer in ``[1, MAX_GAUSS_HERMITE_S_GRID]`` (150).
     """
+    if isinstance(n_s, bool) or not float(n_s).is_integer() or not 1 <= int(n_s) <= MAX_GAUSS_HERMITE_S_GRID:
+        raise ValueError(f"s_grid must be an integer in [1, {MAX_GAUSS_HERMITE_S_GRID}] (Gauss–Hermite weights "
+                         f"underflow beyond), got {n_s!r}")
     n_s = int(n_s)
-    if n_s < 1:
-        raise ValueError(f"s_grid must be an integer >= 1, got {n_s}")
     x, w = np.polynomial.hermite_e.hermegauss(2 * n_s)
     pos = x > 0
     s, p = x[pos], 2.0 * w[pos]
     p = p / p.sum()
     order = np.argsort(s)
     return s[order], p[order]
+
+
+def _chi_tail(s):
+    """``μ((s, ∞)) = erfc(s/√2) + s φ(s)`` for the measure ``μ(ds) = φ(s)(1 + s²) ds`` on
+    ``s > 0`` (mass 1; ``φ`` the standard normal density), without cancellation."""
+    return special.erfc(s / math.sqrt(2.0)) + s * np.exp(-0.5 * s * s) / math.sqrt(2.0 * math.pi)
+
+
+def _chi_tail_inverse(mass):
+    """``s`` with ``μ((s, ∞)) = mass`` (``0 < mass < 1``)."""
+    return optimize.brentq(lambda z: math.log(_chi_tail(z)) - math.log(mass), 0.0, 30.0, xtol=1e-14, rtol=1e-14)
+
+
+def effective_readout_panels(panels: int, nodes: int = S_PANEL_NODES):
+    """Composite Gauss–Legendre rule for ``E_s f(s²)``, ``s ~ N(0, 1)``, graded where ``Q₁(s)`` jumps.
+
+    On the layer-1-only phase ``Q₁(s)`` jumps from 0 to ≈ 1 at the specialization front
+    ``|s| = s*(α)`` (docs/two_layer.md); a grid that does not follow the front has an error of
+    the order of the weight of the node next to it, times ``s²`` (the kernel weighs a neuron by
+    ``b s²``). The panels therefore have equal mass under ``μ(ds) = φ(s)(1 + s²) ds``
+    (:func:`_chi_tail`), so that every node has a weight and an ``s²``-weight below
+    ``≈ 1/panels``; the last panel of mass ``1/panels`` is split geometrically (mass ratio
+    1e-3) down to a folded mass of 1e-13, so that smooth integrands converge exponentially
+    in ``nodes``. On each panel ``[a, b]`` (in ``s``) the ``nodes``-point Gauss–Legendre rule
+    with the weights ``2φ(s)`` of the folded Gaussian.
+
+    Parameters
+    ----------
+    panels : int
+        Panels of equal ``μ``-mass, ``1 ≤ panels ≤ 100000``.
+    nodes : int
+        Gauss–Legendre nodes per panel, ``1 ≤ nodes ≤ 64``.
+
+    Returns
+    -------
+    s_values : ndarray, shape (nodes · (panels + n_tail),)
+        Increasing positive nodes (``n_tail`` ≈ 4 tail panels).
+    s_weights : ndarray, same shape
+        Positive weights, normalized to sum to 1 (the mass beyond the last node is < 1e-13).
+
+    Raises
+    ------
+    ValueError
+        ``panels`` or ``nodes`` not an integer in range.
+    """
+    for name, val, top in (("panels", panels, 100_000), ("nodes", nodes, 64)):
+        if isinstance(val, bool) or not float(val).is_integer() or not 1 <= int(val) <= top:
+            raise ValueError(f"s-grid {name} must be an integer in [1, {top}], got {val!r}")
+    panels, nodes = int(panels), int(nodes)
+    tails = [1.0 / panels]
+    while tails[-1] * _S_TAIL_RATIO > _S_TAIL_FLOOR:
+        tails.append(tails[-1] * _S_TAIL_RATIO)
+    masses = np.concatenate([1.0 - np.arange(1, panels) / panels, tails[1:], [_S_TAIL_FLOOR]])
+    edges = np.concatenate([[0.0], [_chi_tail_inverse(m) for m in masses]])
+    x, w = np.polynomial.legendre.leggauss(nodes)
+    a, b = edges[:-1, None], edges[1:, None]
+    s = (0.5 * (a + b) + 0.5 * (b - a) * x).ravel()
+    p = (0.5 * (b - a) * w).ravel() * 2.0 * np.exp(-0.5 * s * s) / math.sqrt(2.0 * math.pi)
+    return s, p / p.sum()
 
 
 def phase_name(overlap_layer_1, overlap_layer_2, overlap_product_2_1, *, threshold=PHASE_THRESHOLD) -> str:
@@ -386,6 +459,83 @@ def phase_transitions(model, result, *, solve_kw=None, rtol=1e-7) -> list:
     return out
 
 
+def converge_s_grid(model, alphas, *, target=S_GRID_TARGET, max_panels=MAX_S_PANELS, probes=3,
+                    starts=("layer_1", "informed"), solve_kw=None):
+    """The model on the coarsest panel rule in ``s`` that is converged at a sweep's α values.
+
+    A sweep-level choice (the packed vector keeps one size along every branch, as the
+    continuation of :func:`replica.branches.sweep` needs): at ``probes`` α values of the sweep
+    (evenly spaced in rank up to the largest, where the layer-1 front lies innermost and the
+    error is largest), the stationary points reached from ``starts`` that are not universal are
+    solved, and the panels are doubled (:meth:`TwoLayerModel.refined`; each level starts from
+    the previous solutions interpolated) until the change on the doubled grid is at most
+    ``target`` at every probe, or ``max_panels`` is reached (logged).
+
+    Parameters
+    ----------
+    model : TwoLayerModel
+        Returned unchanged when it uses a fixed Gauss–Hermite grid (``s_grid`` set).
+    alphas : array_like
+        The sweep's α values (> 0).
+    target : float, keyword-only
+        Relative accuracy of mmse and free entropy (:data:`S_GRID_TARGET`).
+    max_panels : int, keyword-only
+        Most panels (:data:`MAX_S_PANELS`).
+    probes : int, keyword-only
+        Number of probe α values (≥ 1).
+    starts : tuple of str, keyword-only
+        Names of :meth:`TwoLayerModel.starts` solved at every probe.
+    solve_kw : dict, optional, keyword-only
+        Options of the solver.
+
+    Returns
+    -------
+    model : TwoLayerModel
+        The chosen model (``model`` itself or a refinement).
+    info : dict
+        ``panels`` (chosen), ``error`` (largest change on its doubled grid over the probes; 0
+        when no non-universal point was found), ``probes`` (the α values), ``levels`` (list of
+        ``(panels, error)`` tried).
+    """
+    solve_kw = dict(solve_kw or {})
+    a = np.unique(np.asarray(alphas, dtype=float).ravel())
+    if a.size == 0 or not np.all(np.isfinite(a)) or a[0] <= 0:
+        raise ValueError("alphas must be finite numbers > 0")
+    if model.s_grid is not None:
+        return model, {"panels": None, "error": math.nan, "probes": [], "levels": []}
+    idx = np.unique(np.round(np.linspace(0, a.size - 1, int(probes) + 1)[1:]).astype(int))
+    probe_alphas = a[idx]
+    points = []
+    for al in probe_alphas:
+        st = model.starts()
+        for name in starts:
+            r = model.solve_from(float(al), st[name][0], start=name, **solve_kw)
+            if r.converged and model.phase(r.info["state"]) != "universal":
+                points.append((float(al), r.x))
+    levels = []
+    cur = model
+    while True:
+        errors, refined = [], []
+        for al, x in points:
+            err, xf = cur.refined_solution(al, x, **solve_kw)
+            errors.append(err)
+            if xf is not None:
+                refined.append((al, xf))
+        worst = max(errors, default=0.0)
+        worst = math.inf if not np.all(np.isfinite(errors)) else worst
+        levels.append((cur.s_panels, worst))
+        if worst <= target:
+            break
+        if 2 * cur.s_panels > max_panels:
+            logger.warning("s grid: %d panels (the most allowed) change mmse or free entropy by %.2g > %g on the "
+                           "doubled grid at alpha in %s", cur.s_panels, worst, target, probe_alphas.tolist())
+            break
+        cur, points = cur.refined(), refined
+    logger.info("s grid: %s, change on the doubled grid %.2g at alpha = %s (levels %s)", cur.s_grid_rule, worst,
+                probe_alphas.tolist(), levels)
+    return cur, {"panels": cur.s_panels, "error": worst, "probes": probe_alphas.tolist(), "levels": levels}
+
+
 class _PhaseLost(Exception):
     """A followed stationary point changed phase (or was lost) inside a bracket."""
 
@@ -460,12 +610,17 @@ class TwoLayerModel:
     readout_law : str or ReadoutLaw, keyword-only
     readout_grid : int, keyword-only
         Grid size of continuous readout laws.
-    s_grid : int, keyword-only
-        Number of positive nodes of the effective-readout rule (:func:`effective_readout_grid`,
-        default 12). Convergence in ``n_s`` (docs/two_layer.md): where both layers are
-        specialized ``Q₁(s)`` is smooth and the mmse is converged to 1e-7 at 16 nodes; on
-        the layer-1-only phase ``Q₁(s)`` jumps at the spinodal ``|s|`` and the mmse moves by
-        about 1% between 16 and 64 nodes.
+    s_grid : int or None, keyword-only
+        An int ``n_s ≥ 1`` (default 12, ``--s-grid N``): the fixed folded Gauss–Hermite rule of
+        :func:`effective_readout_grid`; ``None``: the composite rule of
+        :func:`effective_readout_panels` with ``s_panels`` panels (``--s-grid panels:P``;
+        :func:`converge_s_grid` refines it for a sweep, ``--s-grid auto``). Convergence
+        (docs/two_layer.md): where both layers are specialized ``Q₁(s)`` is smooth and both
+        rules converge fast; on the layer-1-only phase ``Q₁(s)`` jumps at the front ``|s| = s*``
+        and the error is of the order of the (``s²``-)weight of the node next to it: 0.5–2% for
+        Gauss–Hermite with 12–96 nodes, ≈ 1e-3 for the panel rule with 16 panels (76 nodes).
+    s_panels : int, keyword-only
+        Panels of the default rule (:data:`DEFAULT_S_PANELS`); ignored when ``s_grid`` is set.
     drop_hermite : tuple of int, keyword-only
         Hermite degrees removed when ``activation`` is a name.
     unit_variance : bool, keyword-only
@@ -475,15 +630,15 @@ class TwoLayerModel:
     ------
     ValueError
         ``μ₀`` or ``μ₂`` ≠ 0, ``E σ₁² ≠ 1``, bad widths, Δ < 0, unknown names,
-        ``s_grid < 1``.
+        ``s_grid < 1``, ``s_panels`` not an integer in [1, 100000].
     """
 
     #: the phase whose first appearance as the equilibrium gives the top-level ``alpha_sp``/``alpha_c``
     main_phase = "layers_1_2"
 
     def __init__(self, activation="tanh2", gammas=(1.0, 1.0), delta=0.1, *, weight_prior="gaussian",
-                 readout_law="ones", readout_grid=None, s_grid=DEFAULT_S_GRID, drop_hermite=(),
-                 unit_variance=True):
+                 readout_law="ones", readout_grid=None, s_grid=DEFAULT_S_GRID, s_panels=DEFAULT_S_PANELS,
+                 drop_hermite=(), unit_variance=True):
         self.gammas = np.array(_check_gammas(gammas))
         if not (np.isfinite(delta) and delta >= 0):
             raise ValueError(f"delta must be a finite number >= 0, got {delta}")
@@ -510,7 +665,12 @@ class TwoLayerModel:
         self.readout_values = np.asarray(self.readout_law.values, dtype=float)
         self.readout_weights = np.asarray(self.readout_law.weights, dtype=float)
         self.v2 = self.readout_values**2
-        self.s_values, self.s_weights = effective_readout_grid(s_grid)
+        if s_grid is None:
+            self.s_values, self.s_weights = effective_readout_panels(s_panels)
+            self.s_grid, self.s_panels = None, int(s_panels)
+        else:
+            self.s_grid, self.s_panels = int(s_grid), None
+            self.s_values, self.s_weights = effective_readout_grid(s_grid)
         self._refined_model = None
         self.s2 = self.s_values**2
         self.channel = product_channel(self.gammas)
@@ -524,6 +684,14 @@ class TwoLayerModel:
         """Extra coordinates stored with a sweep: ``s_values``, ``s_weights`` (n_s,)."""
         return {"s_values": self.s_values, "s_weights": self.s_weights}
 
+    @property
+    def s_grid_rule(self) -> str:
+        """Description of the rule in ``s`` (stored as the root attribute ``s_grid_rule``):
+        ``gauss-hermite:<n_s>`` or ``panels:<panels>x<nodes>`` (n_s nodes in all)."""
+        if self.s_grid is not None:
+            return f"gauss-hermite:{self.n_s}"
+        return f"panels:{self.s_panels}x{S_PANEL_NODES} ({self.n_s} nodes)"
+
     def universal_only_reason(self):
         """None: the universal branch is never imposed for two hidden layers."""
         return None
@@ -533,19 +701,24 @@ class TwoLayerModel:
         return np.array([], dtype=int)
 
     def refined(self) -> "TwoLayerModel":
-        """The same model on an s-grid of twice as many nodes (built once)."""
+        """The same model on an s-grid of twice as many nodes (Gauss–Hermite) or panels (built once)."""
         if self._refined_model is None:
-            self._refined_model = TwoLayerModel(tuple(self.activations), tuple(self.gammas), self.delta,
-                                                weight_prior=tuple(self.weight_priors), readout_law=self.readout_law,
-                                                s_grid=2 * self.n_s)
+            self._refined_model = self.with_s_grid(s_grid=None if self.s_grid is None else 2 * self.s_grid,
+                                                   s_panels=2 * self.s_panels if self.s_grid is None else None)
         return self._refined_model
 
+    def with_s_grid(self, *, s_grid=None, s_panels=None) -> "TwoLayerModel":
+        """The same model on another rule in ``s`` (arguments as in the constructor)."""
+        return TwoLayerModel(tuple(self.activations), tuple(self.gammas), self.delta,
+                             weight_prior=tuple(self.weight_priors), readout_law=self.readout_law,
+                             s_grid=s_grid, s_panels=DEFAULT_S_PANELS if s_panels is None else s_panels)
+
     def discretization_error(self, alpha, x, **solver_options) -> float:
-        """Change of the solution at ``x`` when the s-grid is doubled (error estimate of the grid).
+        """Change of the solution at ``x`` when the s-grid is refined (error estimate of the grid).
 
         The profiles ``Q₁(s)``, ``Q₂(v, s)`` at ``x`` are interpolated (piecewise linearly in
-        ``s``) onto the nodes of :meth:`refined` and the equations are solved there from that
-        start.
+        ``s``) onto the nodes of :meth:`refined` (twice the nodes or panels) and the equations
+        are solved there from that start.
 
         Parameters
         ----------
@@ -561,9 +734,22 @@ class TwoLayerModel:
             ``max(|Δ mmse|/mmse, |Δ f|/|f|)`` between the two grids; 0 at ``Q ≡ 0`` (exact on
             any grid); NaN when the refined solve fails or lands in another phase.
         """
+        return self.refined_solution(alpha, x, **solver_options)[0]
+
+    def refined_solution(self, alpha, x, **solver_options):
+        """Solution on :meth:`refined` from ``x`` and the change it makes.
+
+        Returns
+        -------
+        error : float
+            As :meth:`discretization_error`.
+        x_refined : ndarray of shape (refined().size,) or None
+            The converged packed point on the refined grid (``None`` where ``error`` is 0 at
+            ``Q ≡ 0`` or NaN).
+        """
         x = np.asarray(x, dtype=float)
         if not np.any(x):
-            return 0.0
+            return 0.0, None
         fine = self.refined()
         q1, q2, q21 = self.unpack(x)
         sf = fine.s_values
@@ -572,10 +758,10 @@ class TwoLayerModel:
         r = fine.solve_from(alpha, start, **solver_options)
         a = self.state(alpha, x)
         if not r.converged or fine.phase(r.info["state"]) != self.phase(a):
-            return math.nan
+            return math.nan, None
         b = r.info["state"]
         return max(abs(a.mmse - b.mmse) / max(abs(b.mmse), 1e-300),
-                   abs(a.free_entropy - b.free_entropy) / max(abs(b.free_entropy), 1e-300))
+                   abs(a.free_entropy - b.free_entropy) / max(abs(b.free_entropy), 1e-300)), r.x
 
     # ----------------------------------------------------------------- packing
     @property
