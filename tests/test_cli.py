@@ -267,6 +267,8 @@ def test_two_layer_sweep_writes_per_layer_datasets(capsys, tmp_path):
     assert rc == 0, err
     data = read_sweep(out)
     assert data["parameters"]["s_grid"] == 3
+    with h5py.File(out) as h5:
+        assert h5.attrs["s_grid_rule"] == "gauss-hermite:3"
     # branches are named by phase; every stored field has the per-layer shapes
     layer_1, both = data["branches"]["layer_1"], data["branches"]["layers_1_2"]
     for spec in (layer_1, both):
@@ -324,6 +326,11 @@ def test_three_layer_sweep_writes_every_layer_and_product(capsys, tmp_path):
 
 @pytest.mark.parametrize("extra,option", [
     (["--s-grid", "0"], "--s-grid"),
+    (["--s-grid", "151"], "--s-grid"),                  # Gauss–Hermite weights underflow beyond 150
+    (["--s-grid", "panels:0"], "--s-grid"),
+    (["--s-grid", "panels:x"], "--s-grid"),
+    (["--s-grid", "fine"], "--s-grid"),
+    (["--layers", "3", "--gamma", "0.5", "--s-grid", "panels:2"], "--s-grid"),
     (["--layers", "1", "--gamma", "0.5"], "--s-grid"),
     (["--drop-hermite", "0,1,2"], "--s-grid"),
     (["--activation", "relu"], "--activation"),           # not odd
@@ -338,3 +345,20 @@ def test_two_layer_needs_unit_variance(capsys, tmp_path):
     rc, _, err = run_cli(capsys, argv)
     assert_one_line_error(rc, err, "--activation")
     assert "--unit-variance" in err
+
+
+def test_two_layer_panel_rule_is_stored(capsys, tmp_path):
+    # --s-grid panels:P: the composite rule of replica.two_layer.effective_readout_panels, named in
+    # the root attribute s_grid_rule, with its nodes in every branch group
+    from replica.two_layer import effective_readout_panels
+
+    out = tmp_path / "panels.h5"
+    argv = [a if a != "3" else "panels:1" for a in TWO_LAYER] + ["--alpha", "5.5", "-o", str(out)]
+    rc, _, err = run_cli(capsys, argv)
+    assert rc == 0, err
+    s, _ = effective_readout_panels(1)
+    with h5py.File(out) as h5:
+        assert h5.attrs["s_grid_rule"] == f"panels:1x4 ({s.size} nodes)"
+        assert json.loads(h5.attrs["parameters"])["s_grid"] == "panels:1"
+        np.testing.assert_array_equal(h5["branches/layers_1_2/s_values"][:], s)
+        assert np.all(np.isfinite(h5["branches/layers_1_2/discretization_error"][:]))

@@ -271,3 +271,77 @@ def test_branches_are_named_by_phase_with_transitions_per_branch(model, tmp_path
     assert set(back) == {"universal", "layer_1", "layers_1_2"}
     assert list(data["equilibrium_changes"]["to_branch"]) == [c["to"] for c in res.equilibrium_changes]
     assert data["branch_attributes"]["layers_1_2"]["start_kind"] == "fold"
+
+
+# ------------------------------------------------------------------ the rule in s (issue 13, item 4)
+def test_panel_rule_moments_and_node_weights():
+    # E s^{2j} = (2j − 1)!! (independent closed form); every node carries a weight and an
+    # s²-weight of order 1/panels at most (equal panels in the measure φ(s)(1 + s²) ds)
+    from math import prod
+
+    from replica.two_layer import effective_readout_panels
+
+    for panels, tol in ((4, 2e-3), (16, 5e-4), (64, 3e-4)):
+        s, p = effective_readout_panels(panels)
+        assert np.all(np.diff(s) > 0) and np.all(p > 0) and p.sum() == pytest.approx(1.0, abs=1e-14)
+        for j in (1, 2, 3):
+            assert p @ s ** (2 * j) == pytest.approx(prod(range(1, 2 * j, 2)), rel=tol)
+        assert np.max(p * (1 + s * s)) < 1.5 / panels
+
+
+def test_panel_rule_integrates_a_front_to_the_panel_mass():
+    # a jump of Q₁(s) at s = c: E[s² 1{s > c}] = 2(c φ(c) + 1 − Φ(c)) (closed form); the error of
+    # the rule is bounded by the s²-weight of one node (≲ 1/panels), unlike Gauss–Hermite
+    from scipy import stats
+
+    from replica.two_layer import effective_readout_panels
+
+    cs = np.linspace(1.0, 3.5, 26)
+    exact = 2 * (cs * stats.norm.pdf(cs) + stats.norm.sf(cs))
+    worst = {}
+    for panels in (8, 32):
+        s, p = effective_readout_panels(panels)
+        got = np.array([p @ (s * s * (s > c)) for c in cs])
+        worst[panels] = np.max(np.abs(got - exact))
+        assert worst[panels] < 1.0 / panels
+    s, p = effective_readout_grid(48)  # same number of nodes as 8 panels
+    gh = np.max(np.abs(np.array([p @ (s * s * (s > c)) for c in cs]) - exact))
+    assert worst[8] < gh
+
+
+def test_s_grid_bad_sizes():
+    from replica.two_layer import effective_readout_panels
+
+    for bad in (0, 151, 2.5):
+        with pytest.raises(ValueError, match="s_grid must be an integer in"):
+            effective_readout_grid(bad)
+    for bad in (0, 1.5, 200_000):
+        with pytest.raises(ValueError, match="panels must be an integer"):
+            effective_readout_panels(bad)
+    with pytest.raises(ValueError, match="panels"):
+        TwoLayerModel("tanh2", (0.5, 0.5), 0.1, s_grid=None, s_panels=0)
+
+
+def test_converged_s_grid_agrees_with_a_4x_finer_grid():
+    # issue 13: the refined default rule and a grid with 4× the panels agree to 1e-3 in mmse and
+    # free entropy on both non-universal phases: layer_1 (Q₁(s) jumps at the front) at α = 1.5
+    # and 3, layers_1_2 at α = 3 (γ = (0.5, 0.5), tanh(2x) with unit variance, Δ = 0.1). With the
+    # 12-node Gauss–Hermite grid the layer_1 mmse is off by 0.5% (α = 1.5) and 1.7% (α = 3).
+    from replica.two_layer import converge_s_grid
+
+    base = TwoLayerModel("tanh2", (0.5, 0.5), 0.1, s_grid=None)
+    model, info = converge_s_grid(base, [1.5, 3.0])
+    assert info["error"] <= 1e-3 and model.s_panels == info["panels"] >= base.s_panels
+    fine = model.with_s_grid(s_grid=None, s_panels=4 * model.s_panels)
+    gh12 = TwoLayerModel("tanh2", (0.5, 0.5), 0.1)
+    for alpha, start, phase in ((1.5, "layer_1", "layer_1"), (3.0, "layer_1", "layer_1"),
+                                (3.0, "informed", "layers_1_2")):
+        st = []
+        for m in (model, fine, gh12):
+            r = m.solve_from(alpha, m.starts()[start][0], start=start)
+            assert r.converged and m.phase(r.info["state"]) == phase
+            st.append(r.info["state"])
+        assert st[0].mmse == pytest.approx(st[1].mmse, rel=1e-3)
+        assert st[0].free_entropy == pytest.approx(st[1].free_entropy, rel=1e-3)
+        if phase == "layer_1":  # the old default is not converged there
+            assert abs(st[2].mmse - st[1].mmse) > 3e-3 * st[1].mmse
