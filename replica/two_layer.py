@@ -13,9 +13,12 @@ Order parameters
 ----------------
 * ``Q₁(s)``: overlap of first-layer neurons whose *effective readout*
   ``s = (vᵀW₂)_j/√k₂`` equals ``s``. By the central limit theorem ``s ~ N(0, E v²)``
-  (``E v² = 1``). Everything depends on ``s`` through ``s²``, so ``E_s`` is the
-  ``2 n_s``-point Gauss–Hermite rule (probabilists', exact for polynomials of degree
-  ``4 n_s − 1``) folded onto its ``n_s`` positive nodes (weights doubled).
+  (``E v² = 1``). Everything depends on ``s`` through ``s²``, so ``E_s`` is a rule on
+  ``s > 0``: the ``2 n_s``-point Gauss–Hermite rule (probabilists', exact for polynomials of
+  degree ``4 n_s − 1``) folded onto its ``n_s`` positive nodes (weights doubled;
+  :func:`effective_readout_grid`, the default), or a composite rule graded where ``Q₁(s)``
+  jumps (:func:`effective_readout_panels`, refined per sweep by :func:`converge_s_grid`;
+  docs/two_layer.md, "Convergence in s").
 * ``Q₂(v, s)``: overlap of the second-layer entries ``(W₂)_{ij}`` with ``v_i = v`` and
   ``s_j = s``.
 * ``Q₂:₁(v)``: overlap of the rows with readout ``v`` of the product
