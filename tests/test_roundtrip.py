@@ -107,8 +107,10 @@ DEEP_ALPHAS = np.array([1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
 
 
 def test_deep_sweep_roundtrip(tmp_path):
-    model = DeepModel("tanh2", [1.0, 1.0], 0.1, drop_hermite=(0, 1, 2), unit_variance=True)
+    # four readout values (distinct values and weights, overlaps per readout value)
+    model = DeepModel("tanh2", [1.0, 1.0], 0.1, drop_hermite=(0, 1, 2), unit_variance=True, readout_law="4point")
     result = sweep(model, DEEP_ALPHAS, progress=False)
+    assert result.readout_values.size == 4
     data = read_sweep(write_sweep(tmp_path / "d.h5", result, {"layers": 2}))
     assert_sweep_file_matches(data, result)
     assert_equilibrium_is_the_named_branch(data)

@@ -1,6 +1,9 @@
 """Transitions are what their definitions say, checked by solving at the reported α.
 
-For the first-order transition of an odd activation (tanh2, γ = 0.5, Δ = 0.1; THEORY.md §5.2):
+For first-order transitions (γ = 0.5, Δ = 0.1; THEORY.md §5.2) of an odd activation (tanh2:
+flat universal branch, measured α_sp = 1.620, α_c = 1.758) and of an activation with a
+quadratic part (``hermite:2=0.4,3=1``: the universal branch learns, so its free entropy
+changes with α; measured α_sp = 0.7993, α_c = 0.8144):
 
 * ``alpha_sp`` (spinodal): the specialized branch exists just above it and not just below;
 * ``alpha_c`` (thermodynamic transition): the specialized and universal free entropies are
@@ -16,10 +19,13 @@ from replica.branches import sweep
 from replica.shallow import ShallowModel
 
 
-@pytest.fixture(scope="module")
-def solved():
-    model = ShallowModel("tanh2", 0.5, 0.1)
-    result = sweep(model, np.array([1.0, 1.7, 3.5]), progress=False)
+CASES = {"tanh2": np.array([1.0, 1.7, 3.5]), "hermite:2=0.4,3=1": np.array([0.5, 0.81, 2.0])}
+
+
+@pytest.fixture(scope="module", params=sorted(CASES))
+def solved(request):
+    model = ShallowModel(request.param, 0.5, 0.1)
+    result = sweep(model, CASES[request.param], progress=False)
     return model, result
 
 
@@ -32,7 +38,7 @@ def _specialized(model, alpha, warm, *, overlaps=None, **kw):
 def test_spinodal_is_where_the_branch_appears(solved):
     model, result = solved
     a_sp = result.transitions["alpha_sp"]
-    assert 1.0 < a_sp < 1.7
+    assert result.alpha[0] < a_sp < result.alpha[1]
     spec = result.branches["specialized"]
     warm = spec.points[int(np.flatnonzero(spec["exists"])[0])]
     ok_above, above = _specialized(model, a_sp * (1 + 1e-5), warm, method="newton")
@@ -48,7 +54,7 @@ def test_spinodal_is_where_the_branch_appears(solved):
 def test_thermodynamic_transition_is_the_free_entropy_crossing(solved):
     model, result = solved
     a_c = result.transitions["alpha_c"]
-    assert result.transitions["alpha_sp"] < a_c < 3.5
+    assert result.alpha[1] < a_c < result.alpha[2]
     spec = result.branches["specialized"]
     warm = spec.points[int(np.flatnonzero(spec["exists"])[0])]
     diffs = []
