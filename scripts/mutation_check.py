@@ -291,12 +291,12 @@ def _run_one(m: Mutation, copy: Path, timeout: float):
         verdict = "killed (timeout)"
     elif rc == 1:
         verdict = "killed"
+    elif rc == 2:  # collection error: the mutated module no longer imports
+        verdict = "killed (collection)"
     elif rc == 0:
         verdict = "SURVIVED"
-    elif rc == 5:
-        verdict = "ERROR (no tests collected)"
-    else:
-        verdict = f"killed (pytest exit {rc})"
+    else:  # 3 internal error, 4 usage error, 5 nothing collected, < 0 a signal
+        verdict = f"ERROR (pytest exit {rc})"
     return m, verdict, seconds, _summary_line(text)
 
 
