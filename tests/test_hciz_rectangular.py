@@ -9,8 +9,8 @@ then checked against the fresh build. Heavier checks are marked ``slow``.
 """
 
 import functools
-
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,79 +21,25 @@ from hciz.rectangular import RectangularChannel, rectangular_channel
 
 CASES = [(2.0, 0.2), (5.0, 2.0)]  # (R1 = P/M, R2 = N/M) of the published curves
 
-# Analytic MMSE curves of Troiani, Erba, Krzakala, Maillard, Zdeborová (2022),
-# arXiv:2203.07752, public code, files reference/troiani2022_rectangular/
-# MMSE_NB262144RA<R1>RB<R2>.csv (columns DELTAS, y_MMSEs; every second row 0..30).
-# Obtained there by finite differences in Δ of log-potentials on a 2^18-point grid.
-REFERENCE_MMSE = {
-    (2.0, 0.2): [
-        (0.001, 0.0002807275166247118),
-        (0.0019306977288832496, 0.0005367427663560522),
-        (0.003727593720314938, 0.0010407311109598529),
-        (0.0071968567300115215, 0.0020066747699210774),
-        (0.013894954943731374, 0.0038883742000722886),
-        (0.026826957952797246, 0.007460757800278318),
-        (0.0517947467923121, 0.014398823589848377),
-        (0.1, 0.027638569162832707),
-        (0.19306977288832497, 0.05276589617779959),
-        (0.3727593720314938, 0.09967887397261427),
-        (0.7196856730011514, 0.18465277297168536),
-        (1.3894954943731375, 0.32854232982485176),
-        (2.6826957952797246, 0.5292187048612633),
-        (5.179474679231207, 0.7353321670234818),
-        (10.0, 0.8782442083577955),
-        (19.306977288832496, 0.9445739781079787),
-    ],
-    (5.0, 2.0): [
-        (0.001, 0.0009983388360268264),
-        (0.0019306977288832496, 0.0019245203176959658),
-        (0.003727593720314938, 0.003704721700510694),
-        (0.0071968567300115215, 0.007112654923405556),
-        (0.013894954943731374, 0.013588269388862482),
-        (0.026826957952797246, 0.025730658421597063),
-        (0.0517947467923121, 0.04799094923235943),
-        (0.1, 0.08736265392564829),
-        (0.19306977288832497, 0.15333265058841725),
-        (0.3727593720314938, 0.25546557814296833),
-        (0.7196856730011514, 0.39642309884938876),
-        (1.3894954943731375, 0.561601403626151),
-        (2.6826957952797246, 0.7177141607018653),
-        (5.179474679231207, 0.8346376915319977),
-        (10.0, 0.9080438044065353),
-        (19.306977288832496, 0.9506332412407161),
-    ],
-}
+REFERENCE_DIR = Path(__file__).resolve().parents[1] / "data" / "reference"
 
-# Empirical MSE of the same denoiser on one sampled matrix per Δ at M = 2000, same source,
-# files RIE_M2000RA<R1>RB<R2>.csv (every sixth row 0..60).
-REFERENCE_RIE_M2000 = {
-    (2.0, 0.2): [
-        (0.001, 0.0002795343061343614),
-        (0.0029935772947204905, 0.0008376728033196394),
-        (0.00896150501946605, 0.002508346288450001),
-        (0.026826957952797246, 0.007479726392217626),
-        (0.08030857221391513, 0.02229202295078805),
-        (0.24040991835099718, 0.06521403605747637),
-        (0.7196856730011514, 0.1850664614535173),
-        (2.154434690031882, 0.4586151796890519),
-        (6.449466771037621, 0.7930890186749987),
-        (19.306977288832496, 0.9462086236249496),
-        (57.79692884153313, 0.982987139482107),
-    ],
-    (5.0, 2.0): [
-        (0.001, 0.0009987045482003386),
-        (0.0029935772947204905, 0.002980318256935856),
-        (0.00896150501946605, 0.00883579113170354),
-        (0.026826957952797246, 0.025729498436074232),
-        (0.08030857221391513, 0.07176044236278498),
-        (0.24040991835099718, 0.1830214126471882),
-        (0.7196856730011514, 0.3961919895291706),
-        (2.154434690031882, 0.6685968178877699),
-        (6.449466771037621, 0.8627330186623382),
-        (19.306977288832496, 0.9507434805268732),
-        (57.79692884153313, 0.9829362417441294),
-    ],
-}
+
+def _published(name):
+    """{(R1, R2): [(Δ, value), …]} from data/reference/<name> (source and normalization in its header)."""
+    lines = [ln for ln in (REFERENCE_DIR / name).read_text().splitlines() if ln and not ln.startswith("#")]
+    out = {}
+    for line in lines[1:]:  # after the column names
+        r1, r2, delta, value = map(float, line.split(","))
+        out.setdefault((r1, r2), []).append((delta, value))
+    return out
+
+
+# Analytic MMSE curves of Troiani, Erba, Krzakala, Maillard, Zdeborová (2022), arXiv:2203.07752
+# (finite differences in Δ of log-potentials on a 2^18-point grid), and the empirical MSE of the
+# same denoiser on one sampled matrix per Δ at M = 2000; copied from their public code into
+# data/reference/troiani2022_rectangular_{mmse,rie_m2000}.csv.
+REFERENCE_MMSE = _published("troiani2022_rectangular_mmse.csv")
+REFERENCE_RIE_M2000 = _published("troiani2022_rectangular_rie_m2000.csv")
 
 
 def kw(case):

@@ -29,6 +29,12 @@ def solved(request):
     return model, result
 
 
+def _first_specialized_point(result):
+    """Packed point of the specialized branch at the smallest α where it exists."""
+    spec = result.branches["specialized"]
+    return spec.points[int(np.flatnonzero(spec["exists"])[0])]
+
+
 def _specialized(model, alpha, warm, *, overlaps=None, **kw):
     res = model.solve_from(alpha, overlaps, warm, start="informed", **kw)
     ok = res.converged and "state" in res.info and np.max(res.info["state"].overlaps) > 1e-3
@@ -39,9 +45,7 @@ def test_spinodal_is_where_the_branch_appears(solved):
     model, result = solved
     a_sp = result.transitions["alpha_sp"]
     assert result.alpha[0] < a_sp < result.alpha[1]
-    spec = result.branches["specialized"]
-    warm = spec.points[int(np.flatnonzero(spec["exists"])[0])]
-    ok_above, above = _specialized(model, a_sp * (1 + 1e-5), warm, method="newton")
+    ok_above, above = _specialized(model, a_sp * (1 + 1e-5), _first_specialized_point(result), method="newton")
     assert ok_above
     ok_below, _ = _specialized(model, a_sp * (1 - 1e-5), above.x, method="newton")
     assert not ok_below
@@ -55,8 +59,7 @@ def test_thermodynamic_transition_is_the_free_entropy_crossing(solved):
     model, result = solved
     a_c = result.transitions["alpha_c"]
     assert result.alpha[1] < a_c < result.alpha[2]
-    spec = result.branches["specialized"]
-    warm = spec.points[int(np.flatnonzero(spec["exists"])[0])]
+    warm = _first_specialized_point(result)
     diffs = []
     for factor in (1 - 1e-3, 1.0, 1 + 1e-3):
         ok, res = _specialized(model, a_c * factor, warm)

@@ -21,6 +21,7 @@ import math
 
 import numpy as np
 import pytest
+from finite_differences import gradient
 
 from replica.activations import get_activation
 from replica.cli import build_model, split_activations, sweep_main
@@ -39,23 +40,6 @@ def _solve(model, alpha, start):
     res = model.solve_from(alpha, model.starts()[start][0], start=start)
     assert res.converged, (alpha, start, res.status)
     return res
-
-
-def _fd_gradient(fun, x, h=1e-6):
-    """Central differences; second-order forward differences at the boundary 0."""
-    x = np.asarray(x, dtype=float)
-    flat = x.ravel()
-    out = np.zeros(x.size)
-    for i in range(x.size):
-        def at(step):
-            y = flat.copy()
-            y[i] += step
-            return fun(y.reshape(x.shape))
-        if flat[i] >= h:
-            out[i] = (at(h) - at(-h)) / (2 * h)
-        else:
-            out[i] = (-3 * at(0.0) + 4 * at(h) - at(2 * h)) / (2 * h)
-    return out.reshape(x.shape)
 
 
 def _params(res):
@@ -89,7 +73,7 @@ def test_free_entropy_is_stationary_in_every_order_parameter(model, alpha, start
     params = _params(res)
     assert np.max(params["q1"]) > 0.1  # a non-trivial point (layer 1 specialized)
     for name, value in params.items():
-        grad = _fd_gradient(lambda z, name=name: model.free_entropy(alpha, **{**params, name: z}), value)
+        grad = gradient(lambda z, name=name: model.free_entropy(alpha, **{**params, name: z}), value)
         # finite-difference noise ≤ 1e-9 with h = 1e-6; a wrong coefficient gives ≥ 1e-2
         assert np.max(np.abs(grad)) < 1e-8, (name, grad)
 
