@@ -25,6 +25,7 @@ def required_extras() -> set:
 
 def require(name: str, *, extra: str):
     """Import ``name`` or skip (fail where ``extra`` is required) with a one-line reason."""
+    __tracebackhide__ = True  # report the caller's line, not this one
     try:
         return importlib.import_module(name)
     except ImportError as exc:
