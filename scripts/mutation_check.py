@@ -263,7 +263,7 @@ def _environment(copy: Path) -> dict:
 
 def _pytest(copy: Path, tests, timeout: float, *, stop_first=True):
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider",
-           "--no-header", "-rN", *(["-x"] if stop_first else []), *tests]
+           "--no-header", "-rfE", *(["-x"] if stop_first else []), *tests]
     t0 = time.perf_counter()
     try:
         out = subprocess.run(cmd, cwd=copy, env=_environment(copy), capture_output=True, text=True,
@@ -277,6 +277,14 @@ def _pytest(copy: Path, tests, timeout: float, *, stop_first=True):
 def _summary_line(text: str) -> str:
     lines = [ln for ln in text.strip().splitlines() if ln.strip()]
     return lines[-1] if lines else ""
+
+
+def _killer(text: str) -> str:
+    """Node id of the first failing test in a pytest summary ("" if none)."""
+    for line in text.splitlines():
+        if line.startswith(("FAILED ", "ERROR ")):
+            return line.split(" ", 1)[1].split(" - ", 1)[0].strip()
+    return ""
 
 
 def _run_one(m: Mutation, copy: Path, timeout: float):
@@ -297,7 +305,8 @@ def _run_one(m: Mutation, copy: Path, timeout: float):
         verdict = "SURVIVED"
     else:  # 3 internal error, 4 usage error, 5 nothing collected, < 0 a signal
         verdict = f"ERROR (pytest exit {rc})"
-    return m, verdict, seconds, _summary_line(text)
+    killer = _killer(text)
+    return m, verdict, seconds, f"{_summary_line(text)}{'  by ' + killer if killer else ''}"
 
 
 def main(argv=None) -> int:
