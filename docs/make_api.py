@@ -20,6 +20,7 @@ from pathlib import Path
 
 MODULES = [
     "replica.shallow",
+    "replica.readout_grid",
     "replica.deep",
     "replica.two_layer",
     "replica.branches",
@@ -34,6 +35,7 @@ MODULES = [
     "priors",
     "priors.weight_priors",
     "priors.readout_laws",
+    "priors.continuous_laws",
     "hciz",
     "hciz.symmetric",
     "hciz.rectangular",

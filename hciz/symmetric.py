@@ -585,7 +585,9 @@ def readout_channel(gamma, readout_law, *, resolution=None):
         Width ratio γ = k/d > 0.
     readout_law : object with ``values``, ``weights`` and optionally ``name``, ``exact``
         E.g. :func:`priors.get_readout_law`. Continuous laws (``exact = False``) named
-        ``gaussian`` or ``uniform`` enter exactly, not through their grid.
+        ``gaussian`` or ``uniform`` enter exactly, not through their grid: the channel (and
+        its table, cached on disk) depends only on (γ, law), whatever the grid size.
+        Other continuous laws (a general density) enter through their atoms.
     resolution : int, optional, keyword-only
         Chebyshev nodes per table piece.
 
@@ -599,6 +601,10 @@ def readout_channel(gamma, readout_law, *, resolution=None):
         As :func:`symmetric_channel`.
     """
     name = None if getattr(readout_law, "exact", True) else getattr(readout_law, "name", None)
+    if name in ("gaussian", "uniform"):
+        # symmetric exact laws: the atoms only give the mean shift γ(E v)² = 0; canonical atoms
+        # make the channel (and its cache key) independent of the grid
+        return symmetric_channel(gamma, np.array([-1.0, 1.0]), np.array([0.5, 0.5]), resolution=resolution,
+                                 law=name)
     return symmetric_channel(gamma, np.asarray(readout_law.values, dtype=float),
-                             np.asarray(readout_law.weights, dtype=float), resolution=resolution,
-                             law=name if name in ("gaussian", "uniform") else None)
+                             np.asarray(readout_law.weights, dtype=float), resolution=resolution)

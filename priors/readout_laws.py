@@ -1,17 +1,22 @@
 """Readout laws ``P_v`` of the second-layer weights (THEORY.md §1).
 
 A readout law is a finite set of atoms ``values`` with probabilities ``weights``
-(``sum weights = 1``) normalised so that ``E v^2 = 1``.  Discrete laws are exact; continuous
-laws (``uniform``, ``gaussian``) are replaced by a Gauss quadrature grid of
-``DEFAULT_GRID_SIZE`` points (adjustable with ``grid_size``) and marked ``exact=False``.
+(``sum weights = 1``) normalised so that ``E v^2 = 1``.  Discrete laws are exact.  Continuous
+laws (``uniform``, ``gaussian``, or any density, :func:`density_readout_law`) are marked
+``exact=False`` and carry the exact law (:class:`priors.continuous_laws.ContinuousLaw`, attribute ``law``); their
+atoms are a Gauss–Legendre rule in the quantile ``u = F(v)`` of ``DEFAULT_GRID_SIZE`` points
+(or ``grid_size``; every node carries probability, no weight underflows at any size).  The
+one-hidden-layer solver integrates over a continuous law with its own adaptive rule
+(:mod:`replica.readout_grid`) unless a grid size was given (``fixed_grid=True``); the atoms
+are then where ``Q(v)`` is reported.
 
 Specifications understood by :func:`get_readout_law`:
 
 ``ones``        ``v ≡ 1``
 ``rademacher``  ``v = ±1``, probability 1/2 each
 ``4point``      ``v ∈ {±1, ±3}/sqrt(5)``, probability 1/4 each
-``uniform``     uniform on ``[-sqrt(3), sqrt(3)]`` (Gauss–Legendre grid)
-``gaussian``    ``N(0, 1)`` (Gauss–Hermite grid)
+``uniform``     uniform on ``[-sqrt(3), sqrt(3)]``
+``gaussian``    ``N(0, 1)``
 ``discrete:VALUE=WEIGHT,VALUE=WEIGHT,...``
                 user law, e.g. ``discrete:1=0.5,-2=0.5``; weights are normalised to sum 1 and
                 values rescaled so that ``E v^2 = 1``.  Atoms are kept as given (no merging).
@@ -23,7 +28,8 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import special
+
+from .continuous_laws import CONTINUOUS_LAWS, DensityLaw
 
 __all__ = [
     "ReadoutLaw",
@@ -31,6 +37,8 @@ __all__ = [
     "DEFAULT_GRID_SIZE",
     "get_readout_law",
     "discrete_readout_law",
+    "density_readout_law",
+    "MAX_GRID_SIZE",
 ]
 
 #: names of the built-in readout laws (plus the ``discrete:...`` user syntax)
@@ -38,6 +46,8 @@ READOUT_LAWS = ("ones", "rademacher", "4point", "uniform", "gaussian")
 
 #: number of grid points used for continuous readout laws unless ``grid_size`` is given
 DEFAULT_GRID_SIZE = 64
+#: largest accepted grid size of a continuous law
+MAX_GRID_SIZE = 1_000_000
 
 
 @dataclass(frozen=True, eq=False)
@@ -54,17 +64,26 @@ class ReadoutLaw:
         Probabilities, positive, summing to 1 (float64, read-only).
     exact : bool
         ``True`` for a discrete law, ``False`` for a quadrature grid of a continuous law.
+    law : ContinuousLaw or None
+        The exact continuous law (``None`` for discrete laws), see
+        :mod:`priors.continuous_laws`.
+    fixed_grid : bool
+        ``True`` when the atoms of a continuous law are the grid the solver must use
+        (``grid_size`` given); ``False`` when they only report ``Q(v)`` and the solver
+        integrates over ``law`` adaptively.
 
     Notes
     -----
-    Instances are immutable, hashable and compare equal when name, atoms, weights and
-    ``exact`` agree (so they can key caches of spectral tables).
+    Instances are immutable, hashable and compare equal when name, atoms, weights,
+    ``exact``, the continuous law and ``fixed_grid`` agree (so they can key caches).
     """
 
     name: str
     values: np.ndarray
     weights: np.ndarray
     exact: bool
+    law: object = None
+    fixed_grid: bool = False
 
     def __post_init__(self):
         values = np.array(self.values, dtype=np.float64).ravel()
@@ -74,7 +93,8 @@ class ReadoutLaw:
         if not (np.all(np.isfinite(values)) and np.all(np.isfinite(weights))):
             raise ValueError("readout law values and weights must be finite")
         if np.any(weights <= 0):
-            raise ValueError("readout law weights must be positive")
+            raise ValueError("readout law weights must be positive (got "
+                             + ", ".join(repr(float(w)) for w in weights[weights <= 0][:3]) + ")")
         if abs(weights.sum() - 1.0) > 1e-12:
             raise ValueError(f"readout law weights sum to {weights.sum()!r}, not 1")
         second = float(np.dot(weights, values ** 2))
@@ -86,7 +106,8 @@ class ReadoutLaw:
         object.__setattr__(self, "weights", weights)
 
     def _key(self):
-        return (self.name, self.values.tobytes(), self.weights.tobytes(), self.exact)
+        law = None if self.law is None else self.law.key()
+        return (self.name, self.values.tobytes(), self.weights.tobytes(), self.exact, law, self.fixed_grid)
 
     def __eq__(self, other):
         if not isinstance(other, ReadoutLaw):
@@ -163,6 +184,55 @@ def _parse_discrete(spec, body):
     return discrete_readout_law(values, weights, name=spec)
 
 
+def density_readout_law(pdf, support, *, name="density", grid_size=None, breakpoints=()):
+    """Readout law with a density ``p`` on a finite interval, rescaled to ``E v² = 1``.
+
+    Parameters
+    ----------
+    pdf : callable
+        Unnormalised density ``p(x) ≥ 0`` on ``support`` (vectorized).
+    support : (float, float)
+        Finite interval ``a < b``.
+    name : str, keyword-only
+        Name of the law.
+    grid_size : int, optional, keyword-only
+        Fixed grid (quantile Gauss–Legendre rule) for the solver; default: adaptive
+        integration, ``DEFAULT_GRID_SIZE`` nodes to report ``Q(v)``.
+    breakpoints : sequence of float, keyword-only
+        Points where ``p`` is not smooth.
+
+    Returns
+    -------
+    ReadoutLaw
+        ``exact=False``, ``law`` a :class:`priors.continuous_laws.DensityLaw`.
+
+    Raises
+    ------
+    ValueError
+        Bad support or density (see :class:`~priors.continuous_laws.DensityLaw`), bad
+        ``grid_size``.
+
+    Notes
+    -----
+    The HCIZ channel of a density other than ``gaussian``/``uniform`` is that of its
+    quantile grid (:func:`hciz.readout_channel`): exact for the ``v``-integrals of the
+    solver, a discretization for the spectrum of ``S⁰``.
+    """
+    law = DensityLaw(pdf, support, name=name, breakpoints=breakpoints)
+    return law.readout_law(_check_grid_size(grid_size), default_size=DEFAULT_GRID_SIZE)
+
+
+def _check_grid_size(grid_size):
+    if grid_size is None:
+        return None
+    if isinstance(grid_size, bool) or not float(grid_size).is_integer():
+        raise ValueError(f"grid_size must be an integer, got {grid_size!r}")
+    n = int(grid_size)
+    if n < 1 or n > MAX_GRID_SIZE:
+        raise ValueError(f"grid_size must be between 1 and {MAX_GRID_SIZE}, got {grid_size!r}")
+    return n
+
+
 def get_readout_law(spec, *, grid_size=None):
     """Return the readout law described by ``spec``.
 
@@ -172,8 +242,10 @@ def get_readout_law(spec, *, grid_size=None):
         One of ``READOUT_LAWS`` or ``"discrete:VALUE=WEIGHT,..."`` (see module docstring).
         Names are case-insensitive.
     grid_size : int, optional
-        Number of grid points for continuous laws (default ``DEFAULT_GRID_SIZE`` = 64);
-        ignored by discrete laws.
+        Continuous laws only: a fixed grid of ``grid_size`` nodes (1 to ``MAX_GRID_SIZE``)
+        for the solver.  Default: the solver integrates adaptively (converged, with an
+        error estimate) and the law's atoms are ``DEFAULT_GRID_SIZE`` = 64 nodes where
+        ``Q(v)`` is reported.  Ignored by discrete laws.
 
     Returns
     -------
@@ -183,22 +255,23 @@ def get_readout_law(spec, *, grid_size=None):
     ------
     ValueError
         Unknown name (the message lists the valid ones), malformed ``discrete:`` atoms or
-        numbers, non-positive weights, all-zero values, or ``grid_size < 1``.
+        numbers, non-positive weights, all-zero values, or ``grid_size`` not an integer in
+        ``[1, MAX_GRID_SIZE]`` (message starting with ``grid_size``).
 
     Notes
     -----
-    ``uniform`` uses ``grid_size``-point Gauss–Legendre nodes on ``[-sqrt(3), sqrt(3)]``
-    and ``gaussian`` ``grid_size``-point Gauss–Hermite (probabilists') nodes; both integrate
-    polynomials of degree ``2 grid_size - 1`` exactly.  Values are rescaled so that
-    ``E v^2 = 1`` holds exactly on the grid.
+    The grid of ``uniform`` and ``gaussian`` is the Gauss–Legendre rule in the quantile
+    ``u = F(v)`` (:meth:`priors.continuous_laws.ContinuousLaw.quantile_rule`): for
+    ``uniform`` the Gauss–Legendre rule on ``[-sqrt(3), sqrt(3)]``; for ``gaussian`` nodes
+    ``Φ⁻¹(u_i)`` whose weights never underflow (a Gauss–Hermite rule of 64 nodes has nodes at
+    ``|v| = 14.9`` with weight 3e-49, and its weights underflow beyond ~380 nodes).
+    Values are rescaled so that ``E v^2 = 1`` holds exactly on the grid.
     """
     if not isinstance(spec, str):
         raise ValueError(f"readout law specification must be a string, got {spec!r}")
     text = spec.strip()
     key = text.lower()
-    n = DEFAULT_GRID_SIZE if grid_size is None else int(grid_size)
-    if n < 1:
-        raise ValueError(f"grid_size must be >= 1, got {grid_size!r}")
+    n = _check_grid_size(grid_size)
     if key.startswith("discrete:"):
         return _parse_discrete(text, text[len("discrete:"):])
     if key == "ones":
@@ -207,11 +280,7 @@ def get_readout_law(spec, *, grid_size=None):
         return discrete_readout_law([-1.0, 1.0], [0.5, 0.5], name="rademacher")
     if key == "4point":
         return discrete_readout_law([-3.0, -1.0, 1.0, 3.0], [0.25] * 4, name="4point")
-    if key == "uniform":
-        x, w = special.roots_legendre(n)
-        return discrete_readout_law(math.sqrt(3.0) * x, w, name="uniform", exact=False)
-    if key == "gaussian":
-        x, w = special.roots_hermitenorm(n)
-        return discrete_readout_law(x, w, name="gaussian", exact=False)
+    if key in CONTINUOUS_LAWS:
+        return CONTINUOUS_LAWS[key].readout_law(n, default_size=DEFAULT_GRID_SIZE)
     raise ValueError(f"unknown readout law {spec!r}; valid: " + ", ".join(READOUT_LAWS)
                      + ", or discrete:VALUE=WEIGHT,...")

@@ -105,6 +105,8 @@ VARIABLE_ATTRS = {
     "tau": ("tilt τ, m_S(τ) = E_v[v² Q(v)²]", "1"),
     "overlap_W": ("specialization overlap Q(v)", "1"),
     "overlap_W_hat": ("conjugate Q̂(v)", "1"),
+    "discretization_error": ("relative change of mmse and free entropy between the last two refinements "
+                             "of the readout-law quadrature", "1"),
     "readout_values": ("readout value v", "1"),
     "readout_weights": ("probability of the readout value", "1"),
     "overlap_product_2_1": ("overlap Q₂:₁(v) of the product W₂W₁/√k₁ (two layers)", "1"),

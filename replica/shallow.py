@@ -39,6 +39,7 @@ from priors import get_readout_law, get_weight_prior
 
 from .activations import get_activation
 from .engine import STATUS_MESSAGES, FixedPointResult, solve_fixed_point
+from .readout_grid import SELECT_ZERO, ProfileSolver
 
 __all__ = ["ShallowModel", "ShallowState"]
 
@@ -73,6 +74,10 @@ class ShallowState:
         ``f`` per d² (THEORY.md §5.2), to be maximized over stationary points.
     mutual_information : float
         ``(α/γ)(−½ ln(2πeΔ) − f)`` per weight parameter (``inf`` at Δ = 0).
+    discretization_error : float or None
+        Continuous readout laws and laws with many atoms (:mod:`replica.readout_grid`):
+        relative change of mmse and free entropy between the last two refinements of the
+        ``v``-quadrature (0 for an exact discrete law); ``None`` for the dense solver.
     """
 
     alpha: float
@@ -84,6 +89,7 @@ class ShallowState:
     mmse: float
     free_entropy: float
     mutual_information: float
+    discretization_error: float | None = None
 
     @property
     def overlaps(self) -> np.ndarray:
@@ -96,11 +102,14 @@ class ShallowState:
 
     def record(self) -> dict:
         """Fields stored per α in a branch (HDF5 datasets)."""
-        return {
+        out = {
             "mmse": self.mmse, "free_entropy": self.free_entropy,
             "mutual_information": self.mutual_information, "R2": self.R2, "R2_hat": self.R2_hat,
             "tau": self.tau, "overlap_W": self.overlap_W, "overlap_W_hat": self.overlap_W_hat,
         }
+        if self.discretization_error is not None:
+            out["discretization_error"] = self.discretization_error
+        return out
 
 
 class ShallowModel:
@@ -119,7 +128,15 @@ class ShallowModel:
     readout_law : str or ReadoutLaw, keyword-only
         Readout law spec (``"ones"``, ``"gaussian"``, …, see ``priors``).
     readout_grid : int or None, keyword-only
-        Grid size for continuous readout laws.
+        Fixed grid size for continuous readout laws (default: adaptive, converged rule).
+
+    Notes
+    -----
+    Continuous readout laws and discrete laws with more than ``GUARDED_NEWTON_MAX_SIZE``
+    atoms are solved through the two global order parameters ``(D, M)`` and the profile
+    ``Q(v)`` of :mod:`replica.readout_grid` (packed points ``(D, M, s_threshold, level, discretization_error)``, states
+    with ``discretization_error``); other discrete laws by damped iteration on the packed
+    vector ``(Q(v)…, R̂₂)``.
 
     Raises
     ------
@@ -162,6 +179,9 @@ class ShallowModel:
         self._kernel_cache = {}
         self.R_d = 1.0 + self.gamma * float(np.dot(p, v)) ** 2
         self.K_d = self.mu1**2 + self.mu2**2 * self.R_d / 2.0 + self.g1
+        profile = getattr(self.readout_law, "law", None) is not None or v.size > GUARDED_NEWTON_MAX_SIZE
+        #: solver through global order parameters (None: dense iteration on Q(v))
+        self.profile_solver = ProfileSolver(self) if profile else None
 
     # ------------------------------------------------------------------ helpers
     @property
@@ -177,12 +197,17 @@ class ShallowModel:
             ``informed`` (Q = 0.99, followed downwards and upwards), ``uninformed``
             (Q = 0.01, upwards) and partial starts (Q = 0.99 only where ``|v|`` exceeds a
             quantile of ``|v|``, downwards) for readout laws with several ``|v|``.
+            With the profile solver (continuous laws, many atoms) there are no partial
+            starts: the informed start puts every neuron on its largest root, so its profile
+            is already partially specialized where the largest root jumps (the front), and a
+            start pinned at a quantile of ``|v|`` would only pick one member of a continuous
+            family of stationary points.
         """
         n = self.n_readout
         out = {"informed": (np.full(n, INFORMED_OVERLAP), "both"),
                "uninformed": (np.full(n, UNINFORMED_OVERLAP), "up")}
         a = np.abs(self.readout_values)
-        if np.unique(np.round(a, 12)).size >= 2:
+        if self.profile_solver is None and np.unique(np.round(a, 12)).size >= 2:
             order = np.argsort(a)
             cdf = np.cumsum(self.readout_weights[order])
             for qt in PARTIAL_QUANTILES:
@@ -198,6 +223,12 @@ class ShallowModel:
 
     def solve_from(self, alpha, overlaps, warm=None, *, start="", **kw) -> FixedPointResult:
         """Solve from initial overlaps, or from a previous result's packed point ``warm``."""
+        if self.profile_solver is not None:
+            x0 = np.asarray(warm, dtype=float) if warm is not None else \
+                self.profile_solver.initial_point(alpha, overlaps)
+            if float(x0[2]) == SELECT_ZERO:
+                return self.solve_universal(alpha)
+            return self.profile_solver.solve(alpha, x0, start=start, **kw)
         if warm is not None:
             return self.solve(alpha, warm[:-1], warm[-1], start=start, **kw)
         return self.solve(alpha, overlaps, None, start=start, **kw)
@@ -317,7 +348,12 @@ class ShallowModel:
         return y
 
     def update(self, alpha, x):
-        """Fixed-point map on the packed vector ``x = (Q(v)…, R̂₂)``."""
+        """Fixed-point map on the packed vector ``x = (Q(v)…, R̂₂)`` (profile solver:
+        ``x = (D, M, s_threshold, level, error)``; only ``(D, M)`` move)."""
+        if self.profile_solver is not None:
+            x = np.asarray(x, dtype=float)
+            level = int(x[3]) if x.size > 3 else 0
+            return np.concatenate([self.profile_solver.update(alpha, x[:2], float(x[2]), level), x[2:]])
         c = self.conjugates(alpha, x[:-1], x[-1])
         Qh = c["overlap_W_hat"]
         if not (np.all(np.isfinite(Qh)) and np.isfinite(c["R2_hat_new"])):
@@ -327,6 +363,11 @@ class ShallowModel:
 
     def state(self, alpha, x) -> ShallowState:
         """All order parameters, the error and the free entropy at packed point ``x``."""
+        if self.profile_solver is not None:
+            return self.profile_solver.state(alpha, x)
+        return self._dense_state(alpha, x)
+
+    def _dense_state(self, alpha, x) -> ShallowState:
         Q = np.asarray(x[:-1], dtype=float)
         R2_hat = float(x[-1])
         c = self.conjugates(alpha, Q, R2_hat)
@@ -384,9 +425,13 @@ class ShallowModel:
             st = ShallowState(alpha, x[:-1].copy(), np.zeros(self.n_readout), self.R_d, np.inf, 0.0,
                               self.g1, np.inf, math.inf)
         else:
-            st = self.state(alpha, x)
+            st = self._dense_state(alpha, x)
         if result is None:
             result = FixedPointResult(x, True, status, STATUS_MESSAGES[status], 0, 0.0, 0.0, start)
+        if self.profile_solver is not None and start == "universal":
+            # Q ≡ 0: every v-integral is exact; packed as (D, M = 0, SELECT_ZERO, level, error)
+            st.discretization_error = 0.0
+            result.x = np.array([st.mmse + self.delta, 0.0, SELECT_ZERO, 0.0, 0.0])
         result.info["state"] = st
         return result
 
@@ -420,9 +465,15 @@ class ShallowModel:
         Returns
         -------
         FixedPointResult
-            ``info["state"]`` holds the :class:`ShallowState` at the returned point.
+            ``info["state"]`` holds the :class:`ShallowState` at the returned point. With the
+            profile solver (continuous laws, many atoms) ``overlap_W0`` only selects the roots
+            (:func:`replica.readout_grid.selection_from_overlaps`), ``R2_hat0`` is not used
+            and ``x = (D, M, s_threshold, level, discretization_error)``.
         """
         alpha = float(alpha)
+        if self.profile_solver is not None:
+            x0 = self.profile_solver.initial_point(alpha, overlap_W0)
+            return self.profile_solver.solve(alpha, x0, start=start, **solver_options)
         Q0 = np.broadcast_to(np.asarray(overlap_W0, dtype=float), (self.n_readout,)).copy()
         if R2_hat0 is None:
             R2_hat0 = self.solve_universal(alpha).x[-1]

@@ -456,6 +456,7 @@ class TwoLayerModel:
         self.readout_weights = np.asarray(self.readout_law.weights, dtype=float)
         self.v2 = self.readout_values**2
         self.s_values, self.s_weights = effective_readout_grid(s_grid)
+        self._refined_model = None
         self.s2 = self.s_values**2
         self.channel = product_channel(self.gammas)
         self.n_s = self.s_values.size
@@ -467,6 +468,51 @@ class TwoLayerModel:
     def grids(self) -> dict:
         """Extra coordinates stored with a sweep: ``s_values``, ``s_weights`` (n_s,)."""
         return {"s_values": self.s_values, "s_weights": self.s_weights}
+
+    def refined(self) -> "TwoLayerModel":
+        """The same model on an s-grid of twice as many nodes (built once)."""
+        if self._refined_model is None:
+            self._refined_model = TwoLayerModel(tuple(self.activations), tuple(self.gammas), self.delta,
+                                                weight_prior=tuple(self.weight_priors), readout_law=self.readout_law,
+                                                s_grid=2 * self.n_s)
+        return self._refined_model
+
+    def discretization_error(self, alpha, x, **solver_options) -> float:
+        """Change of the solution at ``x`` when the s-grid is doubled (error estimate of the grid).
+
+        The profiles ``Q₁(s)``, ``Q₂(v, s)`` at ``x`` are interpolated (piecewise linearly in
+        ``s``) onto the nodes of :meth:`refined` and the equations are solved there from that
+        start.
+
+        Parameters
+        ----------
+        alpha : float
+        x : ndarray, shape (size,)
+            A converged packed point of this model.
+        **solver_options
+            As :meth:`solve_from`.
+
+        Returns
+        -------
+        float
+            ``max(|Δ mmse|/mmse, |Δ f|/|f|)`` between the two grids; 0 at ``Q ≡ 0`` (exact on
+            any grid); NaN when the refined solve fails or lands in another phase.
+        """
+        x = np.asarray(x, dtype=float)
+        if not np.any(x):
+            return 0.0
+        fine = self.refined()
+        q1, q2, q21 = self.unpack(x)
+        sf = fine.s_values
+        start = fine.pack(np.interp(sf, self.s_values, q1),
+                          np.array([np.interp(sf, self.s_values, row) for row in q2]), q21)
+        r = fine.solve_from(alpha, start, **solver_options)
+        a = self.state(alpha, x)
+        if not r.converged or fine.phase(r.info["state"]) != self.phase(a):
+            return math.nan
+        b = r.info["state"]
+        return max(abs(a.mmse - b.mmse) / max(abs(b.mmse), 1e-300),
+                   abs(a.free_entropy - b.free_entropy) / max(abs(b.free_entropy), 1e-300))
 
     def phase_transitions(self, result, **kw) -> list:
         """Changes of the equilibrium phase along a sweep (:func:`phase_transitions`)."""

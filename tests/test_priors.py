@@ -5,6 +5,7 @@ import math
 import mpmath as mp
 import numpy as np
 import pytest
+from scipy import special
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -216,13 +217,73 @@ def test_readout_law_atoms():
 
 def test_continuous_readout_laws():
     u = get_readout_law("uniform")
-    assert not u.exact and u.values.size == 64
+    assert not u.exact and u.values.size == 64 and not u.fixed_grid
     assert np.all(np.abs(u.values) <= math.sqrt(3))
-    assert abs(np.dot(u.weights, u.values ** 4) - 9 / 5) < 1e-12       # E v^4 uniform
+    assert abs(np.dot(u.weights, u.values ** 4) - 9 / 5) < 1e-12       # E v^4 uniform (Gauss–Legendre)
     g = get_readout_law("gaussian", grid_size=20)
-    assert not g.exact and g.values.size == 20
-    assert abs(np.dot(g.weights, g.values ** 4) - 3) < 1e-12           # E v^4 Gaussian
-    assert abs(np.dot(g.weights, g.values ** 6) - 15) < 1e-10
+    assert not g.exact and g.values.size == 20 and g.fixed_grid
+    # nodes are the Gaussian quantiles of the Gauss–Legendre nodes on (0, 1) (before E v² = 1)
+    x, w = np.polynomial.legendre.leggauss(20)
+    scale = math.sqrt(np.dot(w / 2, special.ndtri((x + 1) / 2) ** 2))
+    np.testing.assert_allclose(g.values, special.ndtri((x + 1) / 2) / scale, rtol=1e-12)
+    np.testing.assert_allclose(g.weights, w / 2, rtol=1e-12)
+
+
+@pytest.mark.parametrize("n", [386, 1000, 5000])
+def test_large_gaussian_grids_have_no_underflow(n):
+    """Gauss–Hermite weights underflow beyond ~380 nodes; the quantile rule never does, and its
+    outermost node stays where the law has mass (|v| = 14.9 carried weight 3e-49 at 64 nodes)."""
+    g = get_readout_law("gaussian", grid_size=n)
+    assert g.values.size == n and np.all(g.weights > 0.5 / n**2)
+    assert np.max(np.abs(g.values)) < math.sqrt(2 * math.log(n * n)) + 0.5
+    assert abs(np.dot(g.weights, g.values ** 4) - 3) < 10.0 / n     # converges to E v^4 = 3
+
+
+def test_panel_rule_converges_with_breakpoints():
+    """Composite rule with graded panels: exponential convergence for smooth integrands and
+    for a square-root singularity placed at a breakpoint (independent value by scipy.quad)."""
+    from scipy import integrate
+
+    from priors import GaussianLaw, UniformLaw
+
+    law = GaussianLaw()
+    x, w = law.panel_rule([0.3, -0.3, 1.234], 16)
+    assert abs(w.sum() - 1) < 1e-13 and abs(w @ x**2 - 1) < 1e-12 and abs(w @ x**4 - 3) < 1e-11
+
+    def f(v):
+        return np.sqrt(np.maximum(np.abs(v) - 1.234, 0.0)) * np.exp(-v * v / 2) / math.sqrt(2 * math.pi)
+
+    exact = 2 * integrate.quad(f, 1.234, 12, epsabs=1e-15, epsrel=1e-13)[0]
+    x, w = law.panel_rule([-1.234, 1.234], 16)
+    assert abs(w @ (f(x) / law.pdf(x)) - exact) < 1e-12
+    x, w = law.panel_rule([], 16)  # without the breakpoint: only algebraic accuracy
+    assert abs(w @ (f(x) / law.pdf(x)) - exact) > 1e-9
+    x, w = UniformLaw().panel_rule([0.5], 8)
+    assert abs(w.sum() - 1) < 1e-14 and abs(w @ x**2 - 1) < 1e-14
+
+
+def test_density_readout_law():
+    """A triangular density on [0, 2] (not symmetric), rescaled to E v² = 1."""
+    from priors import density_readout_law
+
+    law = density_readout_law(lambda x: 2.0 - x, (0.0, 2.0), name="triangle", grid_size=400)
+    # E x = 2/3, E x² = 2/3 for the density (2 − x)/2 on [0, 2]
+    c = math.sqrt(2 / 3)
+    assert abs(law.weights @ law.values**2 - 1) < 1e-14
+    assert abs(law.weights @ law.values - (2 / 3) / c) < 1e-5
+    x, w = law.law.panel_rule([], 16)
+    assert abs(w @ x - (2 / 3) / c) < 1e-12 and abs(w @ x**2 - 1) < 1e-12
+    assert abs(law.law.cdf(1.0 / c) - 0.75) < 1e-12
+    with pytest.raises(ValueError, match="support"):
+        density_readout_law(lambda x: 1.0 + 0 * x, (0.0, math.inf))
+    with pytest.raises(ValueError, match=">= 0"):
+        density_readout_law(lambda x: x - 1.0, (0.0, 2.0))
+
+
+@pytest.mark.parametrize("size", [0, -3, 2.5, 10**7])
+def test_bad_grid_sizes(size):
+    with pytest.raises(ValueError, match="^grid_size"):
+        get_readout_law("gaussian", grid_size=size)
 
 
 def test_discrete_spec_parsing():

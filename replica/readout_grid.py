@@ -1,0 +1,544 @@
+r"""Readout profiles ``Q(v)`` of the one-hidden-layer equations, solved through global order parameters.
+
+At fixed global order parameters the overlap of a neuron depends on its readout ``v`` only
+through ``s = v²`` (THEORY.md §5.2, docs/theory.md §5.2):
+
+    Q̂(v) = s (A g'(Q(v)) + B Q(v)),      Q(v) = m_P(Q̂(v)),
+    A = α/(γ D),   B = (m_S(τ + R̂₂) − m_S(τ)) / (γ m_S'(τ)),   D = Δ + K_d − K*.
+
+Writing ``r = Q̂`` and ``k(r) = A g'(m_P(r)) + B m_P(r)``, the fixed points of a neuron with
+``v² = s`` are the SNRs ``r`` with ``T(r) = s``, where
+
+    T(r) = r / k(r),           T(0+) = 1/B   (m_P'(0) = 1 for a unit-variance prior).
+
+``T`` is explicit, so the whole family of solutions is known from one curve:
+``φ(r) = s k(r) − r`` is positive exactly where ``T(r) < s``. The root reached by damped
+iteration from above (the *largest* stable root: informed start) is
+``r_max(s) = sup{r : T(r) < s}``; the one reached from ``Q = 0+`` (the *low* root) is ``0``
+when ``s ≤ T(0+)`` (``Q = 0`` stable) and ``inf{r > 0 : T(r) ≥ s}`` otherwise. ``r_max``
+jumps where ``s`` crosses a local minimum of ``T`` (a fold: the specialization front, with
+``r − r* ∝ √(s − s*)`` beyond it), ``r_low`` where it crosses a local maximum, and both have a
+kink at ``T(0+)``. :class:`OverlapProfile` tabulates ``T`` on a grid of ``r``, refines its
+extrema, and inverts it on the monotone pieces (vectorized regula falsi).
+
+The integrals over ``v`` of the equations (``E_v[v² Q²]``, ``E_v[v²(g(1) − g(Q))]``, the
+entropic term of the free entropy) then use a composite rule whose panels end at the
+non-smooth points ``v = ±√s_k`` (:meth:`priors.continuous_laws.ContinuousLaw.panel_rule`),
+graded towards them: the rule converges exponentially in the number of nodes per panel. The
+solver of :class:`replica.shallow.ShallowModel` iterates only on the two global unknowns
+``(D, M = E_v[v² Q²])`` (``τ = m_S⁻¹(M)``, ``R̂₂ = α μ₂²/D``); the cost of one evaluation is a
+few hundred vectorized scalar evaluations, whatever the number of nodes.
+
+Which root a neuron sits on is the *selection* of a stationary point: ``s_threshold``
+(``r_max`` for ``v² > s_threshold``, ``r_low`` below), with :data:`SELECT_LARGEST` (= 0, every
+neuron on its largest root: the informed start), :data:`SELECT_LOW` (every neuron on its low
+root: the uninformed start) and :data:`SELECT_ZERO` (``Q ≡ 0``: the universal branch).
+
+References
+----------
+Barbier, Camilli, Nguyen, Pastore, Skerk, arXiv 2501.18530 and 2505.24849 (equations of the
+one-hidden-layer theory; progressive specialization of neurons with larger ``|v|``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import optimize
+
+__all__ = ["OverlapProfile", "ProfileSolver", "SELECT_LARGEST", "SELECT_LOW", "SELECT_ZERO", "selection_from_overlaps",
+           "DEFAULT_TARGET", "BASE_NODES", "MAX_LEVEL"]
+
+#: every neuron on its largest stable root (informed start)
+SELECT_LARGEST = 0.0
+#: every neuron on the root reached from Q = 0+ (uninformed start)
+SELECT_LOW = 1e300
+#: Q ≡ 0 (the universal branch)
+SELECT_ZERO = -1.0
+#: relative accuracy of mmse and free entropy that the adaptive rule is refined to
+DEFAULT_TARGET = 1e-3
+#: nodes per panel of the coarsest adaptive rule (doubled at every refinement)
+BASE_NODES = 8
+#: refinements of the adaptive rule at most (nodes per panel BASE_NODES · 2**MAX_LEVEL)
+MAX_LEVEL = 5
+
+# grid of u = r/(1 + r) on which T is tabulated: clustered at both ends, up to r ≈ 1e12
+_U_GRID = np.unique(np.concatenate([
+    0.5 * (1.0 - np.cos(np.pi * np.arange(0, 161) / 160.0))[:-1],
+    1.0 - np.logspace(-3, -12, 28),
+]))
+_R_GRID = _U_GRID / (1.0 - _U_GRID)
+
+
+def selection_from_overlaps(values, overlaps, threshold=0.5) -> float:
+    """Selection ``s_threshold`` of a start profile given on readout values.
+
+    Parameters
+    ----------
+    values : ndarray, shape (n,)
+        Readout values where ``overlaps`` is given.
+    overlaps : float or ndarray, shape (n,)
+        Start ``Q(v)``; a neuron starts on its largest root where ``Q ≥ threshold``.
+    threshold : float
+
+    Returns
+    -------
+    float
+        :data:`SELECT_LARGEST` if every neuron starts high, :data:`SELECT_LOW` if none does,
+        else the square of the midpoint between the largest ``|v|`` starting low and the
+        smallest ``|v|`` starting high.
+    """
+    a = np.abs(np.asarray(values, dtype=float))
+    q = np.broadcast_to(np.asarray(overlaps, dtype=float), a.shape)
+    high = q >= threshold
+    if np.all(high):
+        return SELECT_LARGEST
+    if not np.any(high):
+        return SELECT_LOW
+    lo_max = float(np.max(a[~high]))
+    hi_min = float(np.min(a[high]))
+    cut = 0.5 * (lo_max + hi_min) if hi_min > lo_max else hi_min
+    return cut * cut
+
+
+class OverlapProfile:
+    """Fixed points ``Q(v)`` of all neurons at given global order parameters.
+
+    Parameters
+    ----------
+    prior : WeightPrior
+        ``P_W`` (unit variance), with vectorized ``overlap`` (``m_P``).
+    activation : Activation
+        With vectorized ``g`` and ``g_prime`` on [0, 1].
+    A, B : float
+        ``A = α/(γD) ≥ 0`` and ``B = gain/γ ≥ 0`` (module docstring).
+
+    Attributes
+    ----------
+    onset : float
+        ``T(0+) = 1/B`` (``inf`` when ``B = 0``): ``Q = 0`` is unstable for ``v² > onset``.
+    minima, maxima : ndarray
+        Values of ``T`` at its interior local minima and maxima (where the largest and the
+        low root jump).
+    """
+
+    def __init__(self, prior, activation, A, B):
+        self.prior = prior
+        self.activation = activation
+        self.A = max(float(A), 0.0)
+        self.B = max(float(B), 0.0)
+        r = _R_GRID.copy()
+        T = self.T(r)
+        self.onset = math.inf if self.B == 0.0 else 1.0 / self.B
+        T[0] = self.onset
+        # refine the interior extrema of T (bounded Brent on the neighbouring cells)
+        minima, maxima = [], []
+        interior = np.flatnonzero((np.isfinite(T[1:-1])) & (
+            ((T[1:-1] < T[:-2]) & (T[1:-1] <= T[2:])) | ((T[1:-1] > T[:-2]) & (T[1:-1] >= T[2:])))) + 1
+        for j in interior:
+            is_min = T[j] < T[j - 1]
+            sign = 1.0 if is_min else -1.0
+            lo, hi = r[j - 1], r[j + 1]
+            res = optimize.minimize_scalar(lambda x: sign * float(self.T(np.array([x]))[0]), bounds=(lo, hi),
+                                           method="bounded", options={"xatol": 1e-13 * (1.0 + hi)})
+            x = float(res.x)
+            t = float(self.T(np.array([x]))[0])
+            if (t < T[j]) if is_min else (t > T[j]):
+                r[j], T[j] = x, t
+            (minima if is_min else maxima).append(T[j])
+        self.minima = np.array(minima)
+        self.maxima = np.array(maxima)
+        self._r = r
+        self._T = T
+        # running minimum from the right and running maximum from the left
+        self._Rmin = np.minimum.accumulate(T[::-1])[::-1]
+        self._Lmax = np.maximum.accumulate(T)
+
+    def T(self, r):
+        """``T(r) = r / (A g'(m_P(r)) + B m_P(r))`` (``inf`` where the denominator vanishes)."""
+        r = np.asarray(r, dtype=float)
+        q = np.clip(self.prior.overlap(r), 0.0, 1.0)
+        k = self.A * self.activation.g_prime(q) + self.B * q
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out = np.where(k > 0, r / np.where(k > 0, k, 1.0), np.inf)
+        return out
+
+    def breakpoints(self) -> np.ndarray:
+        """Values of ``s = v²`` where the selected ``Q(v)`` may be non-smooth."""
+        pts = np.concatenate([[self.onset], self.minima, self.maxima])
+        return np.unique(pts[np.isfinite(pts) & (pts > 0)])
+
+    def _invert(self, s, j):
+        """``r`` in ``[r_j, r_{j+1}]`` with ``T(r) = s`` (``T`` increasing there), vectorized
+        Illinois (regula falsi) iteration on the shrinking set of unconverged nodes."""
+        lo, hi = self._r[j].copy(), self._r[j + 1].copy()
+        flo = np.maximum(self._T[j] - s, -1e300)
+        fhi = np.minimum(self._T[j + 1] - s, 1e300)
+        out = lo.copy()
+        act = np.arange(s.size)
+        side = np.zeros(s.size, dtype=np.int8)
+        for _ in range(100):
+            if act.size == 0:
+                break
+            a, b, fa, fb = lo[act], hi[act], flo[act], fhi[act]
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                x = (a * fb - b * fa) / (fb - fa)
+            bad = ~((x > a) & (x < b))
+            if np.any(bad):
+                x[bad] = 0.5 * (a[bad] + b[bad])
+            fx = self.T(x) - s[act]
+            out[act] = x
+            up = fx > 0
+            sd = side[act]
+            # Illinois: halve the value kept at the end that did not move twice in a row
+            fa[up & (sd == 1)] *= 0.5
+            fb[~up & (sd == -1)] *= 0.5
+            b[up] = x[up]
+            fb[up] = fx[up]
+            dn = ~up
+            a[dn] = x[dn]
+            fa[dn] = fx[dn]
+            lo[act], hi[act], flo[act], fhi[act] = a, b, fa, fb
+            side[act] = np.where(up, 1, -1)
+            # relative accuracy 1e-14 of Q̂: far below what the outer solve (rtol 1e-10) resolves
+            done = (b - a <= 1e-14 * b) | (np.abs(fx) <= 1e-14 * s[act])
+            act = act[~done]
+        return out
+
+    def snr(self, s, s_threshold=SELECT_LARGEST):
+        """SNRs ``Q̂ = r`` of the selected fixed points at ``v² = s``.
+
+        Parameters
+        ----------
+        s : ndarray
+            ``v² ≥ 0``.
+        s_threshold : float
+            Selection: the largest root for ``s > s_threshold``, the low root elsewhere;
+            :data:`SELECT_ZERO` gives 0 everywhere.
+
+        Returns
+        -------
+        ndarray, same shape as ``s``
+            ``Q̂(v) ≥ 0``; ``Q(v) = m_P(Q̂(v))``.
+        """
+        s = np.asarray(s, dtype=float)
+        shape = s.shape
+        s = s.ravel()
+        out = np.zeros(s.shape)
+        if s_threshold == SELECT_ZERO or s.size == 0:
+            return out.reshape(shape)
+        n = self._r.size
+        high = s > s_threshold
+        # largest root: last j with T_j < s (running minimum from the right)
+        if np.any(high):
+            sh = s[high]
+            j = np.searchsorted(self._Rmin, sh, side="left") - 1
+            res = np.zeros(sh.shape)
+            top = j >= n - 1
+            res[top] = self._r[-1]
+            mid = (j >= 0) & ~top
+            if np.any(mid):
+                res[mid] = self._invert(sh[mid], j[mid])
+            out[high] = res
+        low = ~high
+        if np.any(low) and np.isfinite(self.onset):
+            sl = s[low]
+            res = np.zeros(sl.shape)
+            unstable = sl > self.onset
+            if np.any(unstable):
+                su = sl[unstable]
+                j = np.searchsorted(self._Lmax, su, side="left")
+                r_u = np.full(su.shape, self._r[-1])
+                ok = j < n
+                if np.any(ok):
+                    r_u[ok] = self._invert(su[ok], j[ok] - 1)
+                res[unstable] = r_u
+            out[low] = res
+        return out.reshape(shape)
+
+
+class ProfileSolver:
+    """Solver of the one-hidden-layer equations through ``(D, M)`` and readout profiles.
+
+    Used by :class:`replica.shallow.ShallowModel` for continuous readout laws and for
+    discrete laws with many atoms. The packed point of a solution is ``x = (D, M,
+    s_threshold, level, discretization_error)``: ``D = Δ + K_d − K*``, ``M = E_v[v² Q(v)²]``,
+    the selection (module docstring), the rule it was solved on and its error estimate. Only
+    ``(D, M)`` are iterated.
+
+    Parameters
+    ----------
+    model : ShallowModel
+    target : float, keyword-only
+        Relative accuracy of mmse and free entropy of the adaptive rule
+        (:data:`DEFAULT_TARGET`).
+    base_nodes : int, keyword-only
+        Nodes per panel of the coarsest adaptive rule (:data:`BASE_NODES`).
+
+    Notes
+    -----
+    Rules: a discrete law without a continuous law (``law.law is None``) uses its atoms
+    (exact, ``discretization_error = 0``); a fixed grid (``fixed_grid``) uses its atoms, and
+    the error estimate is the change of the solution on the quantile grid of twice as many
+    nodes; otherwise the composite rule of :meth:`priors.continuous_laws.ContinuousLaw.panel_rule`
+    with ``base_nodes · 2**level`` nodes per panel, refined (continuation: each level starts
+    from the previous solution) until two successive levels agree to ``target/10``, at most
+    :data:`MAX_LEVEL` times.
+    """
+
+    def __init__(self, model, *, target=DEFAULT_TARGET, base_nodes=BASE_NODES):
+        self.model = model
+        self.base_nodes = int(base_nodes)
+        law = model.readout_law
+        self.law = getattr(law, "law", None)
+        self.adaptive = self.law is not None and not getattr(law, "fixed_grid", False)
+        self.target = float(target)
+        self._fine_atoms = None
+        self._last = None  # (key, result) of the last evaluation (state() re-reads the solved point)
+
+    # ------------------------------------------------------------------ rules
+    def rule(self, profile, s_threshold, level):
+        """Nodes and weights (including the density) of the rule of ``level``."""
+        m = self.model
+        if self.law is None or (not self.adaptive and level == 0):
+            return m.readout_values, m.readout_weights
+        if not self.adaptive:
+            if self._fine_atoms is None:
+                fine = self.law.readout_law(2 * m.n_readout, default_size=m.n_readout)
+                self._fine_atoms = (np.asarray(fine.values), np.asarray(fine.weights))
+            return self._fine_atoms
+        s_pts = profile.breakpoints() if profile is not None else np.zeros(0)
+        if 0.0 < s_threshold < SELECT_LOW:
+            s_pts = np.append(s_pts, s_threshold)
+        v = np.sqrt(s_pts)
+        return self.law.panel_rule(np.concatenate([v, -v, [0.0]]), self.base_nodes * 2**level)
+
+    # ------------------------------------------------------------------ map
+    def evaluate(self, alpha, y, s_threshold, level):
+        """Everything the map needs at the global point ``y = (D, M)``.
+
+        Returns
+        -------
+        dict
+            ``tau, R2_hat, gain, profile, nodes, weights, snr, overlap, M, R2, D`` (the new
+            ``D`` and ``M`` computed from the profile).
+        """
+        key = (float(alpha), float(y[0]), float(y[1]), float(s_threshold), int(level))
+        if self._last is not None and self._last[0] == key:
+            return self._last[1]
+        out = self._evaluate(alpha, y, s_threshold, level)
+        self._last = (key, out)
+        return out
+
+    def _evaluate(self, alpha, y, s_threshold, level):
+        m = self.model
+        D = max(float(y[0]), 1e-300)
+        M = min(max(float(y[1]), 0.0), 1.0 - 1e-15)
+        tau = float(m.channel.overlap_inverse(M)) if M > 0.0 else 0.0
+        R2_hat = alpha * m.mu2**2 / D
+        if s_threshold == SELECT_ZERO:
+            profile, gain = None, 0.0
+        else:
+            gain = m.tilt_gain(tau, R2_hat)
+            profile = OverlapProfile(m.weight_prior, m.activation, alpha / (m.gamma * D), gain / m.gamma)
+        nodes, weights = self.rule(profile, s_threshold, level)
+        s = nodes * nodes
+        snr = profile.snr(s, s_threshold) if profile is not None else np.zeros(s.shape)
+        Q = np.clip(m.weight_prior.overlap(snr), 0.0, 1.0)
+        M_new = float(weights @ (s * Q * Q))
+        g_gap = float(weights @ (s * (m.g1 - m.activation.g(Q))))
+        R2 = float(m.channel.overlap(tau + R2_hat)) + (m.R_d - 1.0)
+        D_new = m.delta + m.mu2**2 * (m.R_d - R2) / 2.0 + g_gap
+        return {"tau": tau, "R2_hat": R2_hat, "gain": gain, "profile": profile, "nodes": nodes,
+                "weights": weights, "snr": snr, "overlap": Q, "M": M_new, "R2": R2, "D": D_new}
+
+    def update(self, alpha, y, s_threshold, level=0):
+        """The map ``(D, M) → (D', M')`` at fixed selection and rule."""
+        e = self.evaluate(alpha, y, s_threshold, level)
+        return np.array([e["D"], e["M"]])
+
+    @staticmethod
+    def _project(y):
+        z = np.array(y, dtype=float)
+        z[0] = max(z[0], 1e-300)
+        z[1] = min(max(z[1], 0.0), 1.0 - 1e-15)
+        return z
+
+    # ------------------------------------------------------------------ state
+    def state(self, alpha, x):
+        """:class:`replica.shallow.ShallowState` at the packed point ``x``.
+
+        ``x = (D, M, s_threshold[, level[, discretization_error]])`` (level 0 and error 0 when
+        absent).
+        """
+        from .shallow import ShallowState
+
+        m = self.model
+        x = np.asarray(x, dtype=float)
+        s_threshold = float(x[2])
+        level = int(x[3]) if x.size > 3 else 0
+        error = float(x[4]) if x.size > 4 else 0.0
+        e = self.evaluate(alpha, x[:2], s_threshold, level)
+        w, s, Q, snr = e["weights"], e["nodes"] ** 2, e["overlap"], e["snr"]
+        D = e["D"]
+        tau, R2_hat = e["tau"], e["R2_hat"]
+        iota = m.channel.mutual_information
+        entropic = float(w @ (m.weight_prior.free_entropy(snr) - Q * snr / 2.0))
+        if D > 0.0 and np.isfinite(R2_hat):
+            f = float(-0.5 * math.log(2 * math.pi * math.e * D) + (m.R_d - e["R2"]) * R2_hat / (4 * alpha)
+                      + m.gamma / alpha * entropic - (iota(tau + R2_hat) - iota(tau)) / alpha)
+        else:
+            f = math.inf
+        # the profile on the reporting grid (the law's atoms)
+        rv = m.readout_values
+        snr_r = e["profile"].snr(rv * rv, s_threshold) if e["profile"] is not None else np.zeros(rv.size)
+        return ShallowState(
+            alpha=float(alpha), overlap_W=np.clip(m.weight_prior.overlap(snr_r), 0.0, 1.0),
+            overlap_W_hat=snr_r, R2=e["R2"], R2_hat=R2_hat, tau=tau, mmse=D - m.delta, free_entropy=f,
+            mutual_information=m.mutual_information(alpha, f), discretization_error=error)
+
+    # ------------------------------------------------------------------ solve
+    def _refine(self, alpha, y, sel, level, start, options):
+        """Solution on the rule ``level`` from the solution ``y`` of the previous rule
+        (:func:`_chord_newton`), as a converged :class:`FixedPointResult`, or ``None``."""
+        from .engine import STATUS_MESSAGES, FixedPointResult
+
+        atol, rtol = options.get("atol", 1e-12), options.get("rtol", 1e-10)
+        with np.errstate(all="ignore"):
+            z, fz, n = _chord_newton(lambda u: self.update(alpha, u, sel, level), np.array(y, dtype=float),
+                                     atol, rtol)
+        if z is None:
+            return None
+        res = float(np.max(np.abs(fz - z) / (atol + rtol * np.abs(z))))
+        return FixedPointResult(z, True, "converged", STATUS_MESSAGES["converged"], 1, res,
+                                options.get("damping", 0.5), start, {"evaluations": n, "polished": True})
+
+    def initial_point(self, alpha, overlaps):
+        """Packed start ``(D, M, s_threshold)`` from a start profile on the reporting grid."""
+        m = self.model
+        Q0 = np.clip(np.broadcast_to(np.asarray(overlaps, dtype=float), (m.n_readout,)), 0.0, 1.0)
+        sel = selection_from_overlaps(m.readout_values, Q0)
+        M0 = min(float(m.readout_weights @ (m.v2 * Q0 * Q0)), 1.0 - 1e-12)
+        R2_hat = m.solve_universal(alpha).info["state"].R2_hat
+        if not np.isfinite(R2_hat):
+            R2_hat = 1e6
+        tau = float(m.channel.overlap_inverse(M0)) if M0 > 0 else 0.0
+        R2 = float(m.channel.overlap(tau + R2_hat)) + (m.R_d - 1.0)
+        D0 = m.delta + m.mu2**2 * (m.R_d - R2) / 2.0 + float(
+            m.readout_weights @ (m.v2 * (m.g1 - m.activation.g(Q0))))
+        return np.array([max(D0, 1e-12), M0, sel])
+
+    def solve(self, alpha, x0, *, start="", **solver_options):
+        """Solve from the packed point ``x0``, refining the rule (class Notes).
+
+        Parameters
+        ----------
+        alpha : float
+        x0 : ndarray, shape (3,) or (5,)
+            ``(D, M, s_threshold)`` or a previous solution ``(D, M, s_threshold, level,
+            error)``; a previous solution restarts one level below its own.
+        start : str
+        **solver_options
+            Passed to :func:`replica.engine.solve_fixed_point` (default ``guarded_newton=True``).
+
+        Returns
+        -------
+        FixedPointResult
+            ``x = (D, M, s_threshold, level, discretization_error)``; ``info["state"]`` with
+            ``discretization_error``: the relative change of mmse and free entropy between the
+            solutions of the last two rules (NaN when the refined solve failed).
+        """
+        from .engine import solve_fixed_point
+
+        alpha = float(alpha)
+        x0 = np.asarray(x0, dtype=float)
+        sel = float(x0[2])
+        level = max(int(x0[3]) - 1, 0) if x0.size > 3 and self.adaptive else 0
+        solver_options.setdefault("guarded_newton", True)
+        solver_options.setdefault("project", self._project)
+        y = np.array(x0[:2], dtype=float)
+        previous = res = res_state = None
+        res_level = 0
+        error = 0.0
+        while True:
+            r = None
+            if res is not None and solver_options.get("method", "damped") == "damped":
+                # a refinement moves the point by the quadrature error only: chord-Newton steps
+                r = self._refine(alpha, y, sel, level, start, solver_options)
+            if r is None:
+                r = solve_fixed_point(lambda z, lv=level: self.update(alpha, z, sel, lv), y, start=start,
+                                      **solver_options)
+            if r.status == "nan" or not r.converged:
+                if res is None:
+                    r.x = np.concatenate([r.x, [sel, level, math.nan]])
+                    if r.status != "nan":
+                        r.info["state"] = self.state(alpha, r.x)
+                    return r
+                error = math.nan  # the refinement failed: no estimate
+                break
+            st = self.state(alpha, np.concatenate([r.x, [sel, level]]))
+            if previous is not None:
+                error = _relative_change(previous, st)
+            if self.law is None:
+                res, res_state, res_level = r, st, level
+                break
+            if not self.adaptive:  # fixed grid: solve on the atoms, estimate on twice as many nodes
+                if level == 0:
+                    res, res_state, res_level, previous = r, st, level, st
+                    level, y = 1, r.x
+                    continue
+                break
+            res, res_state, res_level = r, st, level
+            if previous is not None and (error <= 0.1 * self.target or level >= MAX_LEVEL):
+                break
+            previous = st
+            level, y = level + 1, r.x
+        res.x = np.concatenate([res.x, [sel, res_level, error]])
+        res_state.discretization_error = float(error)
+        res.info["state"] = res_state
+        res.info["level"] = res_level
+        return res
+
+
+def _chord_newton(update, y, atol, rtol, max_steps=8):
+    """Newton steps with one forward-difference Jacobian for ``F(y) = y`` from a close point.
+
+    Returns ``(y, F(y), evaluations)`` once the residual test ``|F(y) − y| ≤ atol + rtol|y|``
+    passes, or ``(None, None, evaluations)``.
+    """
+    fy = update(y)
+    evaluations = 1
+    inverse = None
+    for _ in range(max_steps):
+        if not np.all(np.isfinite(fy)):
+            return None, None, evaluations
+        if np.all(np.abs(fy - y) <= atol + rtol * np.abs(y)):
+            return y, fy, evaluations
+        if inverse is None:
+            jac = np.empty((y.size, y.size))
+            for j in range(y.size):
+                h = 1e-7 * max(1.0, abs(y[j]))
+                yh = y.copy()
+                yh[j] += h
+                jac[:, j] = (update(yh) - fy) / h
+            evaluations += y.size
+            try:
+                inverse = np.linalg.inv(np.eye(y.size) - jac)
+            except np.linalg.LinAlgError:
+                return None, None, evaluations
+        y = ProfileSolver._project(y + inverse @ (fy - y))
+        fy = update(y)
+        evaluations += 1
+    return None, None, evaluations
+
+
+def _relative_change(a, b) -> float:
+    """Largest relative change of mmse and free entropy between two states."""
+    out = 0.0
+    for x, y in ((a.mmse, b.mmse), (a.free_entropy, b.free_entropy)):
+        if np.isfinite(x) and np.isfinite(y):
+            out = max(out, abs(x - y) / max(abs(y), 1e-300))
+        elif x != y:
+            return math.inf
+    return out
