@@ -128,13 +128,18 @@ def test_two_layer_sweep_roundtrip_through_the_command_line(tmp_path):
     assert sweep_main(argv) == 0
     model = TwoLayerModel(("tanh2", "erf"), (0.7, 1.3), 0.1, s_grid=3)
     result = sweep(model, alphas, progress=False, solve_kw={"damping": 0.5})
-    # replica-sweep adds alpha_<phase> for each located change of the equilibrium phase
+    # replica-sweep adds alpha_<phase> for each located change of the equilibrium phase ...
     extra = {}
     for change in result.equilibrium_changes:
         key = f"alpha_{change['to']}".replace("+", "_and_")
         if change["located"] and key not in result.transitions:
             extra.setdefault(key, change["alpha"])
     assert extra, "the grid must contain a located change of the equilibrium phase"
+    # ... and the per-point discretization error of the s grid (dataset discretization_error)
+    from replica.cli import _grid_errors
+
+    _grid_errors(model, result, {"damping": 0.5})
+    assert "discretization_error" in result.branches["layers_1_2"].fields
     data = read_sweep(out)
     assert_sweep_file_matches(data, result, grids=model.grids, extra_transitions=extra)
     assert_equilibrium_is_the_named_branch(data)
