@@ -27,11 +27,14 @@ MODULES = [
     "replica.engine",
     "replica.activations",
     "replica.io",
+    "replica.safe_write",
     "replica.config",
     "replica.phase_diagram",
     "replica.plotting",
     "replica.cli",
     "replica.spectrum",
+    "replica.reference",
+    "replica.figures",
     "priors",
     "priors.weight_priors",
     "priors.readout_laws",
@@ -45,7 +48,7 @@ MODULES = [
 HEADER = """# API reference
 
 Generated from the docstrings by `python docs/make_api.py`; do not edit by hand.
-Conventions and symbols: THEORY.md (α = n/d², γ = k/d, Δ, Q(v), R₂, mmse, f).
+Conventions, symbols and equations: [theory.md](theory.md) (α = n/d², γ = k/d, Δ, Q(v), R₂, mmse, f).
 
 """
 

@@ -1,8 +1,10 @@
-"""Rank-extensive spherical (HCIZ) integrals through free probability (THEORY.md §4).
+"""Rank-extensive spherical (HCIZ) integrals through free probability (docs/theory.md §4).
 
 No knowledge of neural networks lives here: inputs are spectral laws and SNRs.
 Tables of the symmetric channel are cached on disk (:mod:`hciz.cache`).
 """
+import priors._numba_cache  # noqa: F401 - numba cache fallback for read-only installs, before any kernel
+
 from .spectral import (
     density,
     generalized_wishart_inverse_stieltjes,

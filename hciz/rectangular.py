@@ -1,6 +1,6 @@
 r"""Rectangular matrix denoising: spectral law, optimal RIE, MMSE and mutual information.
 
-Channel (THEORY.md §4.2).  ``S = U_L U_R / sqrt(N sqrt(M P))`` with ``U_L`` (M×N) and
+Channel (docs/theory.md §4.2).  ``S = U_L U_R / sqrt(N sqrt(M P))`` with ``U_L`` (M×N) and
 ``U_R`` (N×P) iid standard Gaussian, observed as ``Y = S + sqrt(Δ) Z`` with ``Z`` iid
 Gaussian of variance ``1/sqrt(M P)``; aspect ratios ``R1 = P/M >= 1`` and ``R2 = N/M``.
 All errors are per ``‖·‖_F² / sqrt(M P)``.  In that normalization the signal power is
@@ -8,7 +8,7 @@ All errors are per ``‖·‖_F² / sqrt(M P)``.  In that normalization the sign
     E‖S‖_F² / sqrt(MP) = M P N / (N sqrt(MP)) / sqrt(MP) = 1,
 
 and the noise power is Δ.  Equivalently, with ``S̃ = (MP)^{1/4} S = U_L U_R / sqrt(N)``
-(unit-variance entries, the ``W₂:₁ = W₂ W₁ / sqrt(k₁)`` of THEORY.md §6.2) and
+(unit-variance entries, the ``W₂:₁ = W₂ W₁ / sqrt(k₁)`` of docs/theory.md §6.2) and
 ``λ = 1/Δ``, the channel is ``Y' = sqrt(λ) S̃ + Z'`` with ``Z'`` iid N(0, 1), and
 ``mmse`` is the mean squared error *per entry* of ``S̃``.
 
@@ -27,7 +27,7 @@ S-transform gives a *rational* parametrization of the whole curve by ``ψ`` (the
     z(ψ) = D(ψ) C(ψ) / (κ ψ f1),   C = f1 f3 + Δ R2 ψ.
 
 Solving ``z(ψ) = z`` is the quartic ``D C − z κ ψ f1 = 0``; it is the quartic of
-THEORY.md §4.2 after the change of variable ``u = −m`` (checked: identical root sets).
+docs/theory.md §4.2 after the change of variable ``u = −m`` (checked: identical root sets).
 A naive derivation gives a quintic with the spurious factor ``(1 + φψ)``; it cancels
 exactly because ``b = a (R1 − 1)``.  Roots are found by companion matrices in four
 charts ``ψ = A + s η`` (``A ∈ {0, −1, −1/φ, −1/R2}``, ``s = Δ`` for the three poles),
@@ -39,7 +39,7 @@ singular-value law ``μ_Y`` has ``G(x) = ∫ dμ_Y(t)/(x − t) = −x m(x²)`` 
 
 **MMSE without finite differences.**  The optimal estimator is the posterior mean, so
 Tweedie's formula holds exactly at every size: ``Ŝ = Y + (Δ/sqrt(MP)) ∇ ln p(Y)`` and
-``E‖S − Ŝ‖² = E‖Y − S‖² − E‖Y − Ŝ‖²``.  With the shrinkage of THEORY.md §4.2,
+``E‖S − Ŝ‖² = E‖Y − S‖² − E‖Y − Ŝ‖²``.  With the shrinkage of docs/theory.md §4.2,
 ``σ ↦ σ − (2Δ/sqrt(R1)) h(σ)``, ``h(σ) = Re G(σ) + (R1 − 1)/(2σ)``, this gives
 
     mmse(Δ) = Δ − (4 Δ² / R1^{3/2}) ∫ h(x)² dμ_Y(x).
@@ -62,7 +62,7 @@ parametrization the shrinkage itself is cancellation-free:
 ``x f(x) = Re[(f1² f2 f3 − Δ² R2 φ ψ²)/(κ ψ f1)]`` (the terms linear in Δ cancel
 identically), and ``overlap = 1 − mmse = R1^{-1/2} ∫ f² dμ_Y`` (orthogonality of the
 posterior mean) is then accurate to ~1e-16 *absolute*; it is used for Δ >= 1.
-This is the Δ-derivative of THEORY.md's
+This is the Δ-derivative form of Troiani et al. (docs/theory.md §4.2),
 ``Δ − (2Δ²/R1) d/dΔ[Σ(μ_Y) + (R1 − 1) ∫ ln|x| dμ_Y]`` in closed form.  Checks (tests):
 ``∫ρ = 1`` and ``∫x² dμ_Y = sqrt(R1)(1+Δ)`` to 1e-13; the ``∫ h² dμ_Y`` form, the
 orthogonality form ``1 − R1^{-1/2} ∫ f² dμ_Y`` and the quadrature of ``∫ρ/x²`` all agree
@@ -75,7 +75,7 @@ the same for the transpose), ``λ = 1/Δ``.  The I-MMSE relation of the Gaussian
 
     2 ι'(λ) = mmse(λ),      ι(λ) = ½ ∫₀^λ mmse(t) dt,
 
-which is the form used by the deep theory (THEORY.md §6.2, ``ι_rect`` per entry of
+which is the form used by the deep theory (docs/theory.md §6.2, ``ι_rect`` per entry of
 ``W₂:₁``; multiply by ``k₂ d / d²`` for a per-d² quantity).  ``overlap(λ) = 1 − mmse(λ)``
 (signal power 1, so ``overlap(0) = 0``).
 
@@ -149,7 +149,7 @@ def signal_power(aspect_ratio_p: float = 1.0, aspect_ratio_n: float = 1.0) -> fl
     -------
     float
         Always 1: ``E‖U_L U_R‖_F² = M N P`` and the normalization is ``N sqrt(MP)``
-        (THEORY.md §4.2).  Provided so that callers do not hard-code it.
+        (docs/theory.md §4.2).  Provided so that callers do not hard-code it.
     """
     _check_ratios(aspect_ratio_p, aspect_ratio_n)
     return 1.0
@@ -488,7 +488,7 @@ def stieltjes(x, delta: float, *, aspect_ratio_p: float, aspect_ratio_n: float):
     Notes
     -----
     ``G(z) = −z m(z²)`` with ``m`` the Stieltjes transform (``∫dν/(t − z)``) of the law of
-    ``Y Yᵀ``; ``m`` from the quartic of the module Notes (equivalent to THEORY.md §4.2).
+    ``Y Yᵀ``; ``m`` from the quartic of the module Notes (equivalent to docs/theory.md §4.2).
     """
     r1, r2 = _check_ratios(aspect_ratio_p, aspect_ratio_n)
     curve = _curve(r1, r2, _check_delta(delta))
@@ -558,7 +558,7 @@ def shrinkage(sigma, delta: float, *, aspect_ratio_p: float, aspect_ratio_n: flo
     Parameters
     ----------
     sigma : array_like of float, > 0
-        Singular values of ``Y`` (normalized as in THEORY.md §4.2).
+        Singular values of ``Y`` (normalized as in docs/theory.md §4.2).
     delta, aspect_ratio_p, aspect_ratio_n : float
         Δ > 0, ``R1 >= 1``, ``R2 > 0``.
 
@@ -586,7 +586,7 @@ def denoise(y, delta: float, *, aspect_ratio_p: float | None = None, aspect_rati
     Parameters
     ----------
     y : array_like, shape (M, P) or (P, M)
-        Observation ``Y = S + sqrt(Δ) Z`` normalized as in THEORY.md §4.2 (noise entries of
+        Observation ``Y = S + sqrt(Δ) Z`` normalized as in docs/theory.md §4.2 (noise entries of
         variance ``Δ/sqrt(MP)``).  A matrix with more rows than columns is transposed,
         denoised and transposed back.
     delta : float
@@ -809,7 +809,7 @@ _DATA_DIR = Path(__file__).resolve().parents[1] / "data"
 
 
 class RectangularChannel:
-    r"""Rectangular product-matrix denoising channel of THEORY.md §4.2 with fast tables.
+    r"""Rectangular product-matrix denoising channel of docs/theory.md §4.2 with fast tables.
 
     Parameters
     ----------
@@ -1059,6 +1059,10 @@ class RectangularChannel:
     def _build(self):
         raw = self._load()
         if raw is None:
+            where = self.user_table_path() if self.use_disk_cache else None
+            logger.info("building the tables of the rectangular channel (R1=%g, R2=%g): done once, %s",
+                        self.aspect_ratio_p, self.aspect_ratio_n,
+                        f"then read from the cache {where}" if where is not None else "not cached")
             raw = self._build_raw()
             tab = self._finalize(raw)
             if self.use_disk_cache and self.user_table_path() is not None:
@@ -1290,7 +1294,7 @@ class RectangularChannel:
 
         Normalization: nats per entry of the M×P signal, SNR ``λ = 1/Δ`` of the
         unit-variance form ``Y' = sqrt(λ) S̃ + Z'``; then ``2 ι'(λ) = mmse(λ)``
-        (I-MMSE, THEORY.md §6.2).  Grows like ``(c₁/2) ln λ`` at large λ.
+        (I-MMSE, docs/theory.md §6.2).  Grows like ``(c₁/2) ln λ`` at large λ.
 
         Parameters
         ----------

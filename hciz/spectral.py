@@ -2,7 +2,7 @@ r"""Spectral law of ``√λ S⁰ + Z`` (generalized Wishart ⊞ semicircle).
 
 ``S⁰ = Wᵀ diag(v) W / √(k d)`` with ``W`` (k×d) iid of unit variance, ``k = γ d``, ``v`` iid
 from a discrete readout law (atoms ``values`` with probabilities ``weights``), and ``Z`` a GOE
-matrix whose spectrum is the semicircle on [−2, 2] (THEORY.md §4.1).
+matrix whose spectrum is the semicircle on [−2, 2] (docs/theory.md §4.1).
 
 Conventions
 -----------
@@ -141,7 +141,7 @@ def generalized_wishart_inverse_stieltjes(m, *, lam, gamma, values, weights):
     ``z(m) = −1/m − m + γ Σ_j w_j t_j / (1 + t_j m)``, ``t_j = √λ v_j / √γ``
     (Silverstein equation of the generalized Marchenko–Pastur law, shifted by the
     R-transform ``R(g) = g`` of the semicircle).  ``λ = 0`` gives the semicircle
-    ``z = −1/m − m``; ``v ≡ 1`` gives the cubic of THEORY.md §4.1.
+    ``z = −1/m − m``; ``v ≡ 1`` gives the cubic of docs/theory.md §4.1.
     """
     gamma, values, weights, _ = validate_readout_law(gamma, values, weights)
     lam = _check_lam(lam)

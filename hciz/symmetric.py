@@ -1,4 +1,4 @@
-r"""Symmetric matrix-denoising channel ``Y = √λ S⁰ + Z`` (THEORY.md §4.1).
+r"""Symmetric matrix-denoising channel ``Y = √λ S⁰ + Z`` (docs/theory.md §4.1).
 
 Quantities (``ρ_λ`` the limiting spectral density of ``Y``, see :mod:`hciz.spectral`):
 
@@ -217,7 +217,7 @@ class SymmetricChannel:
     values, weights : array_like, shape (K,)
         Discrete readout law (continuous laws discretized by the caller, e.g. on
         Gauss–Hermite nodes); weights non-negative, summing to 1 (±1e-10).  The module
-        assumes ``E v² = 1`` only through the normalization ``mmse_S(0) = 1`` of THEORY.md.
+        assumes ``E v² = 1`` only through the normalization ``mmse_S(0) = 1`` of docs/theory.md.
     resolution : int, optional
         Chebyshev nodes per piece of the table (default 24).  The table is built lazily at
         the first cached evaluation and refined adaptively until the interpolant agrees with
@@ -427,6 +427,11 @@ class SymmetricChannel:
                 logger.debug("symmetric channel table (gamma=%g) read from the cache",
                              self.gamma)
             else:
+                where = cache.cache_dir()
+                logger.info("building the HCIZ table of the symmetric channel (gamma=%g, %s readout law): "
+                            "done once, %s", self.gamma, self.law or f"{self.values.size}-atom",
+                            f"then read from the cache {where}" if where is not None
+                            else "not cached (REPLICA_HCIZ_CACHE=off)")
                 self._build()
                 cache.save_table(key, dict(zip(_TABLE_NAMES, self._table)))
         return self._table

@@ -1,4 +1,4 @@
-"""Scalar Gaussian channels of weight priors and readout laws (THEORY.md §3).
+"""Scalar Gaussian channels of weight priors and readout laws (docs/theory.md §3).
 
 Public API
 ----------
@@ -8,6 +8,7 @@ ContinuousLaw, GaussianLaw, UniformLaw, DensityLaw (exact continuous readout law
 quadrature rules)
 """
 
+from . import _numba_cache  # noqa: F401 - numba cache fallback for read-only installs, before any kernel
 from .continuous_laws import ContinuousLaw, DensityLaw, GaussianLaw, UniformLaw
 from .readout_laws import (
     DEFAULT_GRID_SIZE,
@@ -17,6 +18,7 @@ from .readout_laws import (
     density_readout_law,
     discrete_readout_law,
     get_readout_law,
+    readout_rescaling,
 )
 from .weight_priors import (
     WEIGHT_PRIORS,
@@ -37,6 +39,7 @@ __all__ = [
     "ReadoutLaw",
     "get_readout_law",
     "discrete_readout_law",
+    "readout_rescaling",
     "READOUT_LAWS",
     "DEFAULT_GRID_SIZE",
     "MAX_GRID_SIZE",

@@ -1,4 +1,4 @@
-"""Continuous readout laws and their quadrature rules (THEORY.md §1, §5.2).
+"""Continuous readout laws and their quadrature rules (docs/theory.md §1, §5.2).
 
 A continuous readout law ``P_v`` enters the one-hidden-layer equations through integrals
 ``E_v[f(v)] = ∫ f(v) p(v) dv`` of functions that are smooth except at a few points (the

@@ -1,4 +1,4 @@
-"""Readout laws ``P_v`` of the second-layer weights (THEORY.md §1).
+"""Readout laws ``P_v`` of the second-layer weights (docs/theory.md §1).
 
 A readout law is a finite set of atoms ``values`` with probabilities ``weights``
 (``sum weights = 1``) normalised so that ``E v^2 = 1``.  Discrete laws are exact.  Continuous
@@ -37,6 +37,7 @@ __all__ = [
     "DEFAULT_GRID_SIZE",
     "get_readout_law",
     "discrete_readout_law",
+    "readout_rescaling",
     "density_readout_law",
     "MAX_GRID_SIZE",
 ]
@@ -164,6 +165,44 @@ def discrete_readout_law(values, weights, *, name=None, exact=True):
     if name is None:
         name = "discrete:" + ",".join(f"{v:.17g}={w:.17g}" for v, w in zip(values, weights))
     return ReadoutLaw(name=name, values=values, weights=weights, exact=exact)
+
+
+def readout_rescaling(spec):
+    """What normalising a ``discrete:`` readout law changes, as one line (None if nothing).
+
+    Parameters
+    ----------
+    spec : str
+        Readout-law specification (only ``discrete:VALUE=WEIGHT,...`` can be rescaled).
+
+    Returns
+    -------
+    str or None
+        E.g. ``"values rescaled by 1/2 to E v² = 1: v = 1 (weight 1)"`` when the atoms do not
+        have ``E v² = 1`` or the weights do not sum to 1; None otherwise (or for invalid
+        specifications, reported by :func:`get_readout_law`).
+    """
+    text = str(spec).strip()
+    if not text.lower().startswith("discrete:"):
+        return None
+    try:
+        law = _parse_discrete(text, text[len("discrete:"):])
+        pairs = [tuple(float(x) for x in item.split("=")) for item in text[len("discrete:"):].split(",")]
+    except ValueError:
+        return None
+    values = np.array([p[0] for p in pairs])
+    weights = np.array([p[1] for p in pairs])
+    total = float(weights.sum())
+    second = float(np.dot(weights / total, values ** 2))
+    notes = []
+    if abs(second - 1.0) > 1e-12:
+        notes.append(f"values rescaled by 1/{math.sqrt(second):.6g} to E v² = 1")
+    if abs(total - 1.0) > 1e-12:
+        notes.append(f"weights divided by their sum {total:.6g}")
+    if not notes:
+        return None
+    atoms = ", ".join(f"v = {v:.6g} (weight {w:.6g})" for v, w in zip(law.values, law.weights))
+    return "; ".join(notes) + f": {atoms}"
 
 
 def _parse_discrete(spec, body):

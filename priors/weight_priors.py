@@ -1,4 +1,4 @@
-"""Scalar Gaussian channels of weight priors (THEORY.md §3).
+"""Scalar Gaussian channels of weight priors (docs/theory.md §3).
 
 For a prior ``P`` with mean 0 and variance 1 and a signal-to-noise ratio ``r >= 0`` the scalar
 channel is ``Y = sqrt(r) W + Z`` with ``W ~ P`` and ``Z ~ N(0, 1)``.  Every prior supplies
@@ -15,7 +15,7 @@ an adaptive integration at call time.
 
 References
 ----------
-THEORY.md §3.  D. Guo, S. Shamai, S. Verdú, "Mutual information and minimum mean-square error
+docs/theory.md §3.  D. Guo, S. Shamai, S. Verdú, "Mutual information and minimum mean-square error
 in Gaussian channels", IEEE Trans. Inf. Theory 51 (2005) (I-MMSE, ``psi' = m/2``).
 """
 
@@ -117,7 +117,7 @@ class WeightPrior(abc.ABC):
     Notes
     -----
     ``psi_P'(r) = m_P(r)/2`` (I-MMSE), ``psi_P(0) = 0``, ``m_P(0) = 0`` and ``m_P`` increases
-    from 0 to 1 (THEORY.md §3).
+    from 0 to 1 (docs/theory.md §3).
     """
 
     #: registry name of the prior
@@ -205,7 +205,7 @@ class WeightPrior(abc.ABC):
 
         Notes
         -----
-        ``m_P(r) = 1 - mmse_P(r)`` for a unit-variance prior (THEORY.md §3).
+        ``m_P(r) = 1 - mmse_P(r)`` for a unit-variance prior (docs/theory.md §3).
         """
         return 1.0 - self.mmse(r)
 
@@ -279,7 +279,7 @@ class GaussianPrior(WeightPrior):
     Notes
     -----
     ``m = r/(1+r)``, ``psi = r/2 - ln(1+r)/2``, ``m' = 1/(1+r)^2``, ``m^{-1}(m) = m/(1-m)``
-    (THEORY.md §3).
+    (docs/theory.md §3).
     """
 
     name = "gaussian"
@@ -312,7 +312,7 @@ class RademacherPrior(WeightPrior):
 
     Notes
     -----
-    With ``x = r + sqrt(r) z`` (THEORY.md §3):
+    With ``x = r + sqrt(r) z`` (docs/theory.md §3):
     ``m = E tanh x = 1 - E sech^2 x``, ``psi = E ln cosh x - r/2`` and
     ``m' = E[sech^2 x (1 - tanh x)]`` (Stein's lemma).
 

@@ -3,9 +3,9 @@
 Main entry points
 -----------------
 ShallowModel
-    One hidden layer (THEORY.md §5): universal and specialization phases.
+    One hidden layer (docs/theory.md §5): universal and specialization phases.
 DeepModel
-    L hidden layers with Hermite degrees ≤ 2 removed (THEORY.md §6.1).
+    L hidden layers with Hermite degrees ≤ 2 removed (docs/theory.md §6.1).
 sweep
     Every branch, the equilibrium and the transitions on an α grid.
 get_activation

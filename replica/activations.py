@@ -1,6 +1,6 @@
 """Activations: Hermite coefficients, dual kernels and the part ``g`` above degree two.
 
-Conventions (THEORY.md §2): probabilists' Hermite polynomials ``He_l``,
+Conventions (docs/theory.md §2): probabilists' Hermite polynomials ``He_l``,
 ``mu_l = E[sigma(z) He_l(z)]``, ``sigma = sum_l mu_l He_l / l!`` and, for standard Gaussians
 ``u, w`` with correlation ``q``,
 
@@ -28,7 +28,7 @@ How the dual kernels are evaluated
 
 References
 ----------
-THEORY.md §2 and §6.1.  Y. Cho, L. Saul, "Kernel methods for deep learning", NeurIPS 2009
+docs/theory.md §2 and §6.1.  Y. Cho, L. Saul, "Kernel methods for deep learning", NeurIPS 2009
 (arc-cosine kernel).  C. Williams, "Computing with infinite networks", NeurIPS 1996 (erf kernel).
 """
 
@@ -40,6 +40,7 @@ import re
 
 import numba
 import numpy as np
+import priors._numba_cache  # noqa: F401 - numba cache fallback for read-only installs, before any kernel
 from scipy import special
 
 __all__ = ["Activation", "ACTIVATIONS", "get_activation"]
@@ -56,6 +57,8 @@ _U_MAX = 12.0
 _N_HALF = 120
 _N_INNER = 100
 _HERMITE_MAX_DEGREE = 60
+#: relative size (to E σ²) below which g(1) = Σ_{ℓ≥3} μ_ℓ²/ℓ! is rounding noise and set to 0
+_G_ROUNDING = 64 * np.finfo(float).eps
 _N_PANELS = 12
 _PANEL_DEGREE = 22
 
@@ -370,8 +373,14 @@ class Activation:
 
     @property
     def g1(self):
-        """``g(1) = nu - mu_0^2 - mu_1^2 - mu_2^2/2``."""
-        return self.nu - self.mu0 ** 2 - self.mu1 ** 2 - self.mu2 ** 2 / 2.0
+        """``g(1) = nu - mu_0^2 - mu_1^2 - mu_2^2/2 = sum_{l>=3} mu_l^2/l! >= 0``.
+
+        Exactly 0 when the difference is at the rounding level of ``nu`` (polynomials of degree
+        <= 2, e.g. ``quadratic``, whose ``g`` vanishes identically): the subtraction would
+        otherwise leave ``±2e-16`` and a negative mmse past perfect recovery.
+        """
+        g1 = self.nu - self.mu0 ** 2 - self.mu1 ** 2 - self.mu2 ** 2 / 2.0
+        return 0.0 if g1 <= _G_ROUNDING * max(self.nu, 0.0) else float(g1)
 
     # -- evaluation ---------------------------------------------------------------------------
     def __call__(self, x):
@@ -451,10 +460,12 @@ class Activation:
         Notes
         -----
         ``g(q) = kappa(q) - mu_0^2 - mu_1^2 q - mu_2^2 q^2/2`` with the exact dual kernel
-        (THEORY.md §2).
+        (docs/theory.md §2).
         """
         q = self._check_q(q)
         degrees = set(self.drop_hermite) | {0, 1, 2}
+        if self.g1 == 0.0:  # no Hermite component above degree two: g ≡ 0 exactly
+            return np.zeros_like(q)
         return self.scale ** 2 * (self._kernel(q) - self._polynomial(q, degrees))
 
     def g_prime(self, q):
@@ -596,7 +607,7 @@ def get_activation(spec, *, drop_hermite=(), unit_variance=False):
 
     Examples
     --------
-    THEORY.md §6.1: ``get_activation("tanh2", drop_hermite=(0, 1, 2), unit_variance=True)``
+    docs/theory.md §6.1: ``get_activation("tanh2", drop_hermite=(0, 1, 2), unit_variance=True)``
     has ``mu0 = mu1 = mu2 = 0`` and ``g(1) = 1``.
     """
     if not isinstance(spec, str):

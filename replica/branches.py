@@ -1,7 +1,7 @@
 """Branches of stationary points, equilibrium selection and transitions.
 
 Several stationary points of the free entropy coexist over wide ranges of α
-(THEORY.md §5.2). A sweep therefore
+(docs/theory.md §5.2). A sweep therefore
 
 1. solves the universal branch (``Q ≡ 0``) at every α;
 2. follows each of the model's starts (``model.starts()``) with warm starts in its

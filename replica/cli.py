@@ -17,13 +17,10 @@ configured here only.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import math
-import os
 import signal
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -39,6 +36,7 @@ __all__ = [
     "parse_alpha_grid",
     "parse_number_grid",
     "check_output_path",
+    "warn_readout_rescaling",
     "build_sweep_parser",
     "build_plot_parser",
     "build_phase_diagram_parser",
@@ -160,48 +158,37 @@ def parse_gammas(text: str, layers: int) -> list:
     if len(vals) == 1:
         vals = vals * layers
     if len(vals) != layers:
-        raise UsageError(f"--gamma: expected 1 or {layers} values for --layers {layers}, got {len(vals)}")
+        expected = "1 value" if layers == 1 else f"1 value or {layers} (one per layer)"
+        raise UsageError(f"--gamma: expected {expected} for --layers {layers}, got {len(vals)}")
     return vals
 
 
 def check_output_path(path, overwrite: bool, *, resume: bool = False, option="--output"):
     """Refuse existing outputs (unless ``overwrite``/``resume``) and unwritable locations.
 
-    Shared by every command that writes a file; raises :class:`UsageError` with a one-line
-    message naming ``option`` (empty name, a directory, an existing or interrupted file, a
-    missing or unwritable directory — tried by creating a probe file)."""
-    path = Path(path)
-    if str(path).strip() == "":
-        raise UsageError(f"{option}: empty file name")
-    if path.is_dir():
-        raise UsageError(f"{option}: {path} is a directory")
-    if path.exists() and not (overwrite or resume):
-        unfinished = False
-        if path.suffix.lower() in (".h5", ".hdf5"):
-            try:
-                import h5py
+    For outputs that are not results under the write protocol (figures); result files go
+    through :class:`replica.safe_write.SafeOutput`, which also locks them. Raises
+    :class:`UsageError` with a one-line message naming ``option`` (empty name, a directory,
+    an existing or interrupted file, a missing or unwritable directory)."""
+    from .safe_write import _is_unfinished, check_output_directory
 
-                with h5py.File(path, "r") as h5:
-                    unfinished = int(h5.attrs.get("complete", 1)) == 0
-            except (OSError, ValueError, TypeError):
-                pass
-        if unfinished:
+    path = Path(path)
+    check_output_directory(path, option=option)
+    if path.exists() and not (overwrite or resume):
+        if path.suffix.lower() in (".h5", ".hdf5") and _is_unfinished(path):
             raise UsageError(f"{option}: {path} holds an interrupted run; pass --resume to continue it "
                              "or --overwrite to start again")
         raise UsageError(f"{option}: {path} exists; pass --overwrite to replace it")
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.exists():
-        raise UsageError(f"{option}: directory {parent} does not exist")
-    if not parent.is_dir():
-        raise UsageError(f"{option}: {parent} is not a directory")
-    try:  # access() says yes to root on read-only mounts: really try
-        fd, probe = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".probe", dir=parent)
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as exc:
-        raise UsageError(f"{option}: cannot write in directory {parent} ({exc.strerror})") from None
-    if path.exists() and not os.access(path, os.W_OK) and not overwrite and resume:
-        raise UsageError(f"{option}: {path} is not writable")
+
+
+def warn_readout_rescaling(spec, option="--readout") -> None:
+    """Log one warning when a ``discrete:`` readout law is normalised (``E v² = 1``, weights sum to 1),
+    so that ``--readout discrete:2=1`` does not become ``v = 1`` silently."""
+    from priors import readout_rescaling
+
+    note = readout_rescaling(spec)
+    if note:
+        logger.warning("%s %s: %s", option, spec, note)
 
 
 # --------------------------------------------------------------------------- model options
@@ -211,12 +198,12 @@ def add_model_options(p, *, grids=False):
     With ``grids=True`` the numeric options ``--delta``, ``--gamma`` and ``--readout-grid``
     are kept as text, so that one of them can be a grid.
     """
-    g = p.add_argument_group("model (THEORY.md §1)")
+    g = p.add_argument_group("model (docs/theory.md §1)")
     g.add_argument("--layers", type=number_type("--layers", minimum=1, integer=True), default=1,
                    help="number of hidden layers L >= 1 (default 1). L >= 2 with an activation without Hermite "
-                        "components of degree <= 2 (--drop-hermite 0,1,2 --unit-variance): THEORY §6.1; L = 2 "
+                        "components of degree <= 2 (--drop-hermite 0,1,2 --unit-variance): docs/theory.md §6.1; L = 2 "
                         "with an odd activation that keeps its linear part (e.g. --activation tanh2 "
-                        "--unit-variance): the two-layer solver of THEORY §6.2 (replica.two_layer)")
+                        "--unit-variance): the two-layer solver of docs/theory.md §6.2 (replica.two_layer)")
     g.add_argument("--gamma", default="0.5",
                    help="width ratio γ = k/d > 0, or one per layer 'γ1,...,γL' (default 0.5)"
                         + ("; or a grid 'start:stop:num' (the second axis)" if grids else ""))
@@ -351,8 +338,8 @@ def build_model(options: dict):
 
     Returns
     -------
-    ShallowModel (layers = 1), TwoLayerModel (layers = 2 and ``μ₁ ≠ 0``: THEORY.md §6.2)
-    or DeepModel (otherwise, THEORY.md §6.1)
+    ShallowModel (layers = 1), TwoLayerModel (layers = 2 and ``μ₁ ≠ 0``: docs/theory.md §6.2)
+    or DeepModel (otherwise, docs/theory.md §6.1)
 
     Raises
     ------
@@ -434,22 +421,42 @@ def _raise_terminated(signum, frame):  # pragma: no cover - exercised by subproc
 
 def _all_option_keys() -> set:
     """Long-option names of every command (keys a shared configuration file may hold)."""
+    from simulations.cli import build_parser as build_experiment_parser
+    from simulations.sgd_cli import build_parser as build_sgd_parser
+
+    from .figures import build_parser as build_figures_parser
+    from .spectrum import build_parser as build_spectrum_parser
+
     keys = set()
-    for build in (build_sweep_parser, build_plot_parser, build_phase_diagram_parser):
+    for build in (build_sweep_parser, build_plot_parser, build_phase_diagram_parser, build_spectrum_parser,
+                  build_experiment_parser, build_sgd_parser, build_figures_parser):
         for action in build()._actions:
             keys.add(action.dest)
     return keys
 
 
-def _main(prog, build_parser, run, argv):
-    parser = build_parser()
+def parse_command_line(prog, parser, argv):
+    """Parse ``argv`` with ``--config`` support for any command of the package.
+
+    Returns
+    -------
+    (argparse.Namespace or None, int or None)
+        The arguments, or None and the exit status (0 after ``--help``/``--version``, 2 after
+        a one-line error already printed).
+    """
     try:
-        args = parse_with_config(parser, argv, shared_keys=_all_option_keys())
+        return parse_with_config(parser, argv, shared_keys=_all_option_keys()), None
     except UsageError as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
-        return 2
+        return None, 2
     except SystemExit as exc:  # argparse: --help, --version, or a one-line error (exit 2)
-        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+        return None, (exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2))
+
+
+def _main(prog, build_parser, run, argv):
+    args, status = parse_command_line(prog, build_parser(), argv)
+    if args is None:
+        return status
     _configure_logging(args)
     previous = None
     try:
@@ -473,13 +480,6 @@ def _main(prog, build_parser, run, argv):
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
-
-
-def _jsonable_equal(a, b) -> list:
-    """Keys whose JSON values differ between two dicts."""
-    a = json.loads(json.dumps(a, sort_keys=True))
-    b = json.loads(json.dumps(b, sort_keys=True))
-    return sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
 
 
 # --------------------------------------------------------------------------- replica-sweep
@@ -528,69 +528,68 @@ def sweep_parameters(args) -> tuple:
 def _run_sweep(args) -> int:
     from .branches import sweep
     from .io import SweepCheckpoint, read_root_attrs, write_sweep
+    from .safe_write import SafeOutput
 
     if not 0.0 <= args.damping < 1.0:
         raise UsageError(f"--damping must be in [0, 1), got {args.damping}")
     parameters, alphas = sweep_parameters(args)
-    out = Path(args.output)
-    check_output_path(out, args.overwrite, resume=args.resume)
     configuration = resolved_configuration(args)
-    model = build_model(parameters)
+    model = build_model(parameters)  # every option is checked before the output
+    warn_readout_rescaling(args.readout)
     solve_kw = {"damping": args.damping}
+    out = Path(args.output)
 
-    checkpoint = None
-    if args.resume and out.exists() and not args.overwrite:
-        try:
-            attrs = read_root_attrs(out)
-        except OSError:
-            raise UsageError(f"--resume: {out} is not an HDF5 file written by replica-sweep") from None
-        if attrs.get("kind", "sweep") != "sweep" or "parameters" not in attrs:
-            raise UsageError(f"--resume: {out} is not a replica-sweep file")
-        diff = _jsonable_equal(attrs["parameters"], parameters)
-        if diff:
-            raise UsageError(f"--resume: {out} was computed with different options ({', '.join(diff)}); "
-                             "use the same options or another --output")
-        if attrs["complete"]:
+    with SafeOutput(out, overwrite=args.overwrite, resume=args.resume) as target:
+        if target.finished:
+            attrs = read_root_attrs(out, kinds=("sweep",), option="--resume")
+            target.refuse_other_options(attrs.get("parameters", {}), parameters, source=out)
             logger.info("%s is already complete; nothing to resume", out)
             print(out)
             return 0
-        try:
-            checkpoint = SweepCheckpoint.load(out, model, alphas, parameters, configuration,
-                                              every=args.checkpoint_every, solve_kw=solve_kw)
-        except (ValueError, KeyError, OSError) as exc:
-            raise UsageError(f"--resume: cannot read the checkpoint in {out}: {exc}") from None
-        logger.info("resuming %s: %d solves already done (the universal branch, cheap, is always "
-                    "recomputed)", out, checkpoint.n_done)
-    elif args.resume:
-        logger.info("--resume: %s does not exist yet; starting a new sweep", out)
-    if checkpoint is None:
-        checkpoint = SweepCheckpoint(out, model, alphas, parameters, configuration,
+        checkpoint = SweepCheckpoint(target.checkpoint, model, alphas, parameters, configuration,
                                      every=args.checkpoint_every, solve_kw=solve_kw)
-
-    t0 = time.perf_counter()
-    try:
-        result = sweep(model, alphas, branches=args.branches, progress=not args.quiet, solve_kw=solve_kw,
-                       cache=checkpoint)
-    except KeyboardInterrupt as exc:
-        if checkpoint.n_done:
+        if target.resume_from is not None:
+            attrs = read_root_attrs(target.resume_from, kinds=("sweep",), option="--resume")
+            target.refuse_other_options(attrs.get("parameters", {}), parameters)
             try:
-                checkpoint.write()
-            except KeyboardInterrupt:  # a second signal during the write: the previous checkpoint stays
-                pass
-            exc.note = (f"{checkpoint.n_done} solves saved in {out}; continue with the same command and --resume")
-        elif out.exists() and args.resume:
-            exc.note = f"{out} unchanged"
-        raise
-    for change in result.equilibrium_changes:
-        key = f"alpha_{change['to']}".replace("+", "_and_")
-        if change["located"] and key not in result.transitions:
-            result.transitions[key] = change["alpha"]
-        logger.info("equilibrium %s -> %s at alpha = %.7g (%s)", change["from"], change["to"], change["alpha"],
-                    change["kind"])
-    _grid_errors(model, result, solve_kw)
-    elapsed = time.perf_counter() - t0
-    _warn_discretization(result)
-    write_sweep(out, result, parameters, configuration=configuration, grids=getattr(model, "grids", None))
+                checkpoint.load_records(target.resume_from)
+            except (ValueError, KeyError) as exc:
+                raise UsageError(f"--resume: cannot read the checkpoint in {target.resume_from}: {exc}") from None
+            logger.info("resuming %s: %d solves already done (the universal branch, cheap, is always "
+                        "recomputed)", target.resume_from, checkpoint.n_done)
+
+        t0 = time.perf_counter()
+        try:
+            result = sweep(model, alphas, branches=args.branches, progress=not args.quiet, solve_kw=solve_kw,
+                           cache=checkpoint)
+        except KeyboardInterrupt as exc:
+            saved = checkpoint.n_done > 0
+            if saved and checkpoint.dirty:
+                try:
+                    checkpoint.write()
+                except KeyboardInterrupt:  # a second signal during the write: the previous checkpoint stays
+                    pass
+            exc.note = target.interrupted_note(f"{checkpoint.n_done} solves" if saved else None)
+            raise
+        for change in result.equilibrium_changes:
+            key = f"alpha_{change['to']}".replace("+", "_and_")
+            if change["located"] and key not in result.transitions:
+                result.transitions[key] = change["alpha"]
+            logger.info("equilibrium %s -> %s at alpha = %.7g (%s)", change["from"], change["to"], change["alpha"],
+                        change["kind"])
+        _grid_errors(model, result, solve_kw)
+        elapsed = time.perf_counter() - t0
+        _warn_discretization(result)
+        try:
+            write_sweep(out, result, parameters, configuration=configuration, grids=getattr(model, "grids", None))
+        except OSError:  # e.g. a full disk: keep every solve for --resume if the checkpoint still fits
+            if checkpoint.dirty:
+                try:
+                    checkpoint.write()
+                except OSError:
+                    pass
+            raise
+        target.commit()
     tr = result.transitions
     logger.info("sweep of %d α values in %.2f s (%d solves reused, %d computed); alpha_sp = %s, alpha_c = %s",
                 alphas.size, elapsed, checkpoint.reused, checkpoint.computed, tr.get("alpha_sp"), tr.get("alpha_c"))
@@ -829,16 +828,15 @@ def _run_phase_diagram(args) -> int:
         raise UsageError("--scheduler: give either --scheduler (existing cluster) or --workers (local cluster)")
     vary, values, base, alphas = phase_diagram_options(args)
     out = Path(args.output)
-    check_output_path(out, args.overwrite, resume=args.resume)
     for v in values:  # validate every line here: workers never see bad input
         build_model(_line_options(base, vary, v))
+    warn_readout_rescaling(args.readout)
     configuration = resolved_configuration(args)
     lines = [_line_options(base, vary, v) for v in values]
     try:
         phase_diagram.run_phase_diagram(
             out, vary, values, lines, base, alphas, configuration=configuration, workers=args.workers,
-            scheduler=args.scheduler, resume=args.resume and out.exists() and not args.overwrite,
-            progress=not args.quiet)
+            scheduler=args.scheduler, resume=args.resume, overwrite=args.overwrite, progress=not args.quiet)
     except phase_diagram.ResumeMismatch as exc:
         raise UsageError(f"--resume: {exc}") from None
     except phase_diagram.ClusterError as exc:

@@ -48,6 +48,9 @@ COMMAND_TABLES = {
     "replica-plot": ("plot",),
     "replica-phase-diagram": ("phase-diagram", "phase_diagram"),
     "replica-spectrum": ("spectrum",),
+    "replica-experiment": ("experiment",),
+    "replica-sgd": ("sgd",),
+    "replica-figures": ("figures",),
 }
 
 #: options that never come from a configuration file
@@ -275,7 +278,13 @@ def apply_config(parser, document: dict, *, source="the configuration file", sha
             raise UsageError(f"--config: unknown key {key!r} in {source}{hint}")
         if isinstance(value, dict):
             raise UsageError(f"--config: key {key!r} in {source} cannot be a table")
-        defaults[action.dest] = _to_text(key, value, action, source)
+        text = _to_text(key, value, action, source)
+        if action.choices is not None:   # argparse checks choices on the command line only
+            for item in (text if isinstance(text, list) else [text]):
+                if item not in action.choices:
+                    raise UsageError(f"--config: key {key!r} in {source}: invalid choice {item!r} (choose from "
+                                     + ", ".join(map(str, action.choices)) + ")")
+        defaults[action.dest] = text
     parser.set_defaults(**defaults)
     return defaults
 

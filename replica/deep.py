@@ -1,4 +1,4 @@
-"""Deep MLPs whose activation has no Hermite component of degree ≤ 2 (THEORY.md §6.1).
+"""Deep MLPs whose activation has no Hermite component of degree ≤ 2 (docs/theory.md §6.1).
 
 Model: ``h⁰ = x``, ``h^ℓ = σ(W_ℓ h^{ℓ−1}/√k_{ℓ−1})``, ``λ = vᵀh^L/√k_L``, widths
 ``k_ℓ = γ_ℓ d`` (``k_0 = d``), ``n = α d²``, with ``μ₀ = μ₁ = μ₂ = 0`` and
@@ -13,7 +13,7 @@ overlap ``Q_L(v)`` for the last layer. With ``C_0 = 1`` and ``C_ℓ = g(Q_ℓ C_
     Q_ℓ   = m_{P_ℓ}(Q̂_ℓ)
     f     = −½ ln(2πe D) + Σ_ℓ (γ_{ℓ−1}γ_ℓ/α) E[ψ_{P_ℓ}(Q̂_ℓ) − Q_ℓ Q̂_ℓ/2]
 
-Derivation of the generalization (widths, priors, readout law). THEORY.md §6.1 gives the
+Derivation of the generalization (widths, priors, readout law). docs/theory.md §6.1 gives the
 potential ``−α ln(Δ + 1 − K) + Σ_ℓ [q_ℓ + ln(1 − q_ℓ)]`` for γ_ℓ = 1, Gaussian prior,
 ``v ≡ 1``. For a Gaussian prior, ``ψ(Q̂) − Q Q̂/2`` at ``Q = Q̂/(1+Q̂)`` equals
 ``½[Q + ln(1 − Q)]``, so that potential is ``2α f`` up to a constant with entropic weight
@@ -25,7 +25,7 @@ last layer's neurons by their readout ``v`` exactly as ``Q(v)`` in §5.2 (inner 
 feed every output through ``W_{ℓ+1}`` and stay homogeneous). Checks (tests): for L = 1
 this is the one-hidden-layer functional of §5.2 with μ₂ = 0 (``R̂₂ = 0``, the HCIZ term
 vanishes) and the solvers agree; stationarity of ``f`` by finite differences; the
-reference thresholds of THEORY.md §8 for γ = 1.
+reference thresholds of docs/theory.md §8 for γ = 1.
 
 References
 ----------
@@ -49,7 +49,7 @@ __all__ = ["DeepModel", "DeepState"]
 
 logger = logging.getLogger(__name__)
 
-# The informed start sits next to the teacher (THEORY §6.1 starts the reference iteration at
+# The informed start sits next to the teacher (docs/theory.md §6.1 starts the reference iteration at
 # q = 1): the basin of the specialized branch shrinks with depth, and from q = 0.99 the
 # iteration falls to q = 0 for L ≥ 4 even where the branch exists (measured: L = 4, α = 40).
 INFORMED_OVERLAP = 1.0 - 1e-6
@@ -120,7 +120,7 @@ class DeepState:
 
 
 class DeepModel:
-    """L-hidden-layer network with the Hermite degrees ≤ 2 removed (THEORY.md §6.1).
+    """L-hidden-layer network with the Hermite degrees ≤ 2 removed (docs/theory.md §6.1).
 
     Parameters
     ----------

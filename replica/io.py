@@ -9,9 +9,9 @@ Layout
     ``mutual_information``, ``converged``, ``exists``, ``iterations``, ``residual``,
     ``R2``, ``R2_hat``, ``tau``, ``start``; ``overlap_W`` and ``overlap_W_hat``
     (n_alpha × n_readout); ``readout_values`` and ``readout_weights`` (n_readout).
-    Values are NaN where the branch does not exist. Deep networks (THEORY.md §6.1) store
+    Values are NaN where the branch does not exist. Deep networks (docs/theory.md §6.1) store
     ``overlap_layer_<ℓ>`` and ``overlap_hat_layer_<ℓ>`` instead of the ``overlap_W``/``R2``
-    fields. Two hidden layers with linear parts (THEORY.md §6.2, :mod:`replica.two_layer`)
+    fields. Two hidden layers with linear parts (docs/theory.md §6.2, :mod:`replica.two_layer`)
     store ``overlap_layer_1`` (n_alpha × n_s), ``overlap_layer_2`` (n_alpha × n_readout ×
     n_s), ``overlap_product_2_1`` and ``tau_product_2_1`` (n_alpha × n_readout), their
     ``overlap_hat_*`` conjugates, and the effective-readout grid ``s_values``,
@@ -43,11 +43,14 @@ the full resolved command-line configuration, ``--config`` file included).
 
 Checkpoints (interrupted sweeps)
 --------------------------------
-While ``replica-sweep`` runs, the output file holds a checkpoint: the root attributes above
-with ``complete = 0`` and a group ``/checkpoint/<k>`` per solve pass (attribute ``key``:
-``universal`` or ``<start>:<down|up>``) with ``done``, ``has_state``, ``converged``,
-``iterations``, ``residual``, ``status``, ``start`` (n_alpha) and ``x`` (n_alpha × p, the
-packed solver point). ``replica-sweep --resume`` reloads it (:class:`SweepCheckpoint`).
+While ``replica-sweep -o X.h5`` runs, the checkpoint ``X.checkpoint.h5`` (the write protocol of
+:mod:`replica.safe_write`; ``X.h5`` itself appears only when the sweep has finished) holds the
+root attributes above with ``complete = 0`` and a group ``/checkpoint/<k>`` per solve pass
+(attribute ``key``: ``universal`` or ``<start>:<down|up>``) with ``done``, ``has_state``,
+``converged``, ``iterations``, ``residual``, ``status``, ``start`` (n_alpha) and ``x``
+(n_alpha × p, the packed solver point). ``replica-sweep --resume`` reloads it
+(:class:`SweepCheckpoint`); files of older versions that kept the checkpoint in ``X.h5`` are
+resumed too.
 
 Phase diagrams
 --------------
@@ -56,11 +59,14 @@ coordinates ``alpha`` and ``<parameter>`` (e.g. ``delta``); the equilibrium ``mm
 ``free_entropy`` and ``branch``; ``mmse_<branch>`` and ``exists_<branch>`` per branch;
 the transition lines ``alpha_sp`` and ``alpha_c`` (one value per parameter value); ``done``.
 Root attributes ``kind = "phase_diagram"``, ``parameter``, ``parameters``,
-``configuration``, ``version``, ``git_revision``, ``complete``.
+``configuration``, ``version``, ``git_revision``, ``complete``. Unfinished diagrams
+(``complete = 0``, ``done`` false on the missing lines) are the checkpoints
+``X.checkpoint.h5`` of ``replica-phase-diagram -o X.h5``.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import math
@@ -79,6 +85,7 @@ __all__ = [
     "write_sweep",
     "read_sweep",
     "atomic_h5",
+    "write_error",
     "git_revision",
     "file_kind",
     "read_experiments",
@@ -94,7 +101,7 @@ logger = logging.getLogger(__name__)
 
 _STR = h5py.string_dtype()
 
-#: ``long_name`` and ``units`` attributes of the stored variables (THEORY.md symbols)
+#: ``long_name`` and ``units`` attributes of the stored variables (docs/theory.md symbols)
 VARIABLE_ATTRS = {
     "alpha": ("sample ratio α = n/d²", "1"),
     "mmse": ("Bayes-optimal excess test error (mmse)", "1"),
@@ -132,8 +139,9 @@ class IncompleteFileError(ValueError):
     """The file is a checkpoint of an interrupted command, not a finished result."""
 
 
+@functools.lru_cache(maxsize=None)
 def git_revision() -> str:
-    """Git revision of the package source, or ``"unknown"``."""
+    """Git revision of the package source, or ``"unknown"`` (asked once per process)."""
     try:
         here = Path(__file__).resolve().parent
         out = subprocess.run(
@@ -157,38 +165,72 @@ class atomic_h5:
     ----------
     path : str or Path
         Final path. The file appears there only when the block exits without error
-        (an exception, ``KeyboardInterrupt`` included, removes the temporary file and
-        leaves any previous file at ``path`` untouched). The data are flushed to disk
-        before the rename, and the file gets the permissions of a normally created file.
+        (an exception, ``KeyboardInterrupt`` included, leaves any previous file at ``path``
+        untouched and no temporary file). The data are flushed to disk before the rename,
+        and the file gets the permissions of a normally created file.
+
+    Notes
+    -----
+    The HDF5 file is built in memory (``driver="core"``, no backing store) and its image is
+    written with plain file I/O: a full disk or a file-size limit is then an ordinary
+    ``OSError`` (``No space left on device``) raised before anything is renamed, and the
+    HDF5 library never holds a half-written file (a failed HDF5 flush can leave the library
+    unable to close it, and crash the interpreter at exit).
     """
 
     def __init__(self, path):
         self.path = Path(path)
+        self.tmp = None
 
     def __enter__(self) -> h5py.File:
-        directory = self.path.parent if str(self.path.parent) else Path(".")
-        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=directory)
-        os.close(fd)
-        self.tmp = Path(tmp)
-        try:
-            self.file = h5py.File(self.tmp, "w")
-        except BaseException:
-            self.tmp.unlink(missing_ok=True)
-            raise
+        self.file = h5py.File(f"{self.path}.{id(self)}.in-memory", "w", driver="core", backing_store=False)
         return self.file
 
     def __exit__(self, exc_type, exc, tb):
-        try:
+        if exc_type is not None:
             self.file.close()
-            if exc_type is None:
-                with open(self.tmp, "rb+") as fh:
-                    os.fsync(fh.fileno())
-                os.chmod(self.tmp, 0o666 & ~_umask())
-                os.replace(self.tmp, self.path)
+            if issubclass(exc_type, OSError) and type(exc) in (OSError, BlockingIOError) and exc.strerror is None:
+                raise write_error(exc, self.path) from None  # HDF5's long message → one line
+            return False
+        try:
+            self.file.flush()
+            image = self.file.id.get_file_image()
         finally:
-            if self.tmp.exists():
+            self.file.close()
+        directory = self.path.parent if str(self.path.parent) else Path(".")
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=directory)
+            self.tmp = Path(tmp)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(image)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.chmod(self.tmp, 0o666 & ~_umask())
+            os.replace(self.tmp, self.path)
+        except OSError as err:
+            raise write_error(err, self.path) from None
+        finally:
+            if self.tmp is not None and self.tmp.exists():
                 self.tmp.unlink(missing_ok=True)
         return False
+
+
+def write_error(err: OSError, path) -> OSError:
+    """``OSError(errno, strerror, path)`` for an error raised while writing ``path``.
+
+    HDF5 reports failed writes as ``OSError`` with a long message and no ``errno``
+    (``… errno = 28, error message = 'No space left on device' …``); the errno is recovered
+    from the message so that callers print one line (``No space left on device``)."""
+    import re
+
+    code = err.errno
+    if code is None:
+        m = re.search(r"errno = (\d+)", str(err))
+        code = int(m.group(1)) if m else None
+    if code is None:
+        first = (str(err).splitlines() or ["write failed"])[0][:200]
+        return OSError(0, first, str(path))
+    return OSError(code, os.strerror(code), str(path))
 
 
 def _write_array(group, name, value):
@@ -321,25 +363,19 @@ def file_kind(path) -> str:
     -------
     str
         ``"sweep"``, ``"phase_diagram"``, ``"experiment"`` (a ``replica-experiment``
-        file without theory), or ``"unknown"``. Checkpoints of interrupted commands
+        file without theory), ``"spectrum"`` (``replica-spectrum``), ``"sgd"``
+        (``replica-sgd``), or ``"unknown"``. Checkpoints of interrupted commands
         report their kind too (see ``complete``).
 
     Raises
     ------
-    OSError
-        The file cannot be opened as HDF5.
+    replica.safe_write.ResultFileError
+        The file cannot be opened as HDF5 (locked, unreadable, not HDF5, truncated; one line).
     """
-    with h5py.File(path, "r") as h5:
-        kind = h5.attrs.get("kind")
-        if isinstance(kind, bytes):
-            kind = kind.decode()
-        if kind:
-            return str(kind)
-        if "branches" in h5:
-            return "sweep"
-        if "experiments" in h5:
-            return "experiment"
-    return "unknown"
+    from .safe_write import file_kind_of, open_h5
+
+    with open_h5(path, option="FILE.h5") as h5:
+        return file_kind_of(h5)
 
 
 def _is_complete(h5) -> bool:
@@ -373,7 +409,9 @@ def read_sweep(path) -> dict:
                 out[k] = v
         return out
 
-    with h5py.File(path, "r") as h5:
+    from .safe_write import open_h5
+
+    with open_h5(path, option="FILE.h5", kinds=("sweep",)) as h5:
         if not _is_complete(h5):
             raise IncompleteFileError(f"{path} is the checkpoint of an interrupted run; "
                                       "finish it with the same command and --resume")
@@ -387,12 +425,15 @@ def read_sweep(path) -> dict:
             "branch_transitions": ({name: {k: float(v) for k, v in g.attrs.items()}
                                     for name, g in h5["transitions"].items()} if "transitions" in h5 else {}),
         }
-    data["experiments"] = read_experiments(path)
+    data["experiments"] = read_experiments(path, option="FILE.h5")
     return data
 
 
-def read_experiments(path) -> dict:
+def read_experiments(path, *, option="--experiment") -> dict:
     """Experiment groups ``experiments/<sampler>/<init>`` of a file (written by ``replica-experiment``).
+
+    ``option`` names the file in the one-line error of an unreadable file
+    (:class:`replica.safe_write.ResultFileError`).
 
     Returns
     -------
@@ -401,8 +442,10 @@ def read_experiments(path) -> dict:
         ``mmse_sem`` and, when stored, ``overlap_mean`` (n_alpha × L); empty if the file
         has no experiments.
     """
+    from .safe_write import open_h5
+
     out = {}
-    with h5py.File(path, "r") as h5:
+    with open_h5(path, option=option) as h5:
         if "experiments" not in h5:
             return out
         for sampler, group in h5["experiments"].items():
@@ -540,39 +583,73 @@ class SweepCheckpoint:
         self._dirty = False
         logger.debug("checkpoint of %d solves written to %s", self.n_done, self.path)
 
-    @classmethod
-    def load(cls, path, model, alphas, parameters, configuration=None, **kw) -> "SweepCheckpoint":
-        """Reload the checkpoint stored in ``path`` by an interrupted sweep.
+    @property
+    def dirty(self) -> bool:
+        """Whether solves were recorded since the last :meth:`write`."""
+        return self._dirty
+
+    def load_records(self, path) -> "SweepCheckpoint":
+        """Add the solves stored in the checkpoint file ``path`` (written by :meth:`write`).
 
         Raises
         ------
         ValueError
-            The file is not a checkpoint or its α grid differs from ``alphas``.
+            The file holds no checkpoint or its α grid differs from ``alphas``.
+        replica.safe_write.ResultFileError
+            The file cannot be opened (locked, truncated, not HDF5, …).
         """
-        cp = cls(path, model, alphas, parameters, configuration, **kw)
-        with h5py.File(path, "r") as h5:
+        from .safe_write import open_h5
+
+        with open_h5(path, option="--resume") as h5:
             if "checkpoint" not in h5:
                 raise ValueError(f"{path} holds no checkpoint")
             g = h5["checkpoint"]
-            if g["alpha"].shape != cp.alphas.shape or not np.array_equal(g["alpha"][()], cp.alphas):
+            if g["alpha"].shape != self.alphas.shape or not np.array_equal(g["alpha"][()], self.alphas):
                 raise ValueError(f"{path}: the α grid of the checkpoint differs from --alpha")
             for sub in g.values():
                 if not isinstance(sub, h5py.Group):
                     continue
                 key = sub.attrs["key"]
                 key = key.decode() if isinstance(key, bytes) else str(key)
-                rec = cp._record(key)
+                rec = self._record(key)
                 for name in rec:
                     if name in sub:
                         ds = sub[name]
                         rec[name] = (np.asarray(ds.asstr()[()], dtype=object)
                                      if h5py.check_string_dtype(ds.dtype) else ds[()])
-        return cp
+        return self
+
+    @classmethod
+    def load(cls, path, model, alphas, parameters, configuration=None, **kw) -> "SweepCheckpoint":
+        """Reload the checkpoint stored in ``path`` by an interrupted sweep (later writes go to ``path``).
+
+        Raises
+        ------
+        ValueError
+            The file is not a checkpoint or its α grid differs from ``alphas``.
+        """
+        return cls(path, model, alphas, parameters, configuration, **kw).load_records(path)
 
 
-def read_root_attrs(path) -> dict:
-    """Root attributes of a file: ``parameters``/``configuration`` decoded, ``complete`` as bool."""
-    with h5py.File(path, "r") as h5:
+def read_root_attrs(path, *, kinds=None, option="") -> dict:
+    """Root attributes of a file: ``parameters``/``configuration`` decoded, ``complete`` as bool.
+
+    Parameters
+    ----------
+    path : str or Path
+    kinds : iterable of str, optional, keyword-only
+        Accepted file kinds (``sweep``, ``phase_diagram``, …); see :func:`replica.safe_write.open_h5`.
+    option : str, keyword-only
+        Option named in error messages.
+
+    Raises
+    ------
+    replica.safe_write.ResultFileError
+        Locked, unreadable, not HDF5, truncated, or of another kind (one-line message).
+    """
+    from .safe_write import open_h5
+
+    with open_h5(path, option=option, kinds=kinds) as h5:
         out = {}
         for k, v in h5.attrs.items():
             if isinstance(v, bytes):
@@ -631,7 +708,7 @@ def write_phase_diagram(path, data: dict, parameters: dict, *, parameter: str, c
     return path
 
 
-def read_phase_diagram(path, *, allow_incomplete=False) -> dict:
+def read_phase_diagram(path, *, allow_incomplete=False, option="FILE.h5") -> dict:
     """Read a phase-diagram file.
 
     Returns
@@ -644,10 +721,12 @@ def read_phase_diagram(path, *, allow_incomplete=False) -> dict:
     ------
     IncompleteFileError
         Unfinished file and ``allow_incomplete`` is False.
+    replica.safe_write.ResultFileError
+        Unreadable file or not a phase diagram (one-line message naming ``option``).
     """
-    with h5py.File(path, "r") as h5:
-        if h5.attrs.get("kind") != "phase_diagram":
-            raise ValueError(f"{path} is not a phase-diagram file")
+    from .safe_write import open_h5
+
+    with open_h5(path, option=option, kinds=("phase_diagram",)) as h5:
         complete = _is_complete(h5)
         if not complete and not allow_incomplete:
             raise IncompleteFileError(f"{path} is the checkpoint of an interrupted run; "

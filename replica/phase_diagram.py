@@ -9,9 +9,10 @@ default, or an existing scheduler). The transition lines are the spinodal ``α_s
 the thermodynamic transition ``α_c`` as functions of the second parameter; the grid of the
 equilibrium mmse and branch is stored too (layout in :mod:`replica.io`).
 
-Finished lines are written to the output file as they arrive (atomically), so an
-interrupted run leaves a valid file with ``complete = 0`` and ``resume=True`` computes only
-the missing lines.
+Finished lines are written to the checkpoint ``<output stem>.checkpoint.h5`` as they arrive
+(atomically), and the output file appears (or is replaced) only when every line is done, so
+an interrupted run keeps its finished lines and ``resume=True`` computes only the missing
+ones (:mod:`replica.safe_write`).
 
 Example
 -------
@@ -25,9 +26,12 @@ Example
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
+import signal
+import threading
 import time
 from pathlib import Path
 
@@ -166,23 +170,64 @@ def _client(workers, scheduler):
         except (OSError, TimeoutError, ValueError) as exc:
             raise ClusterError(f"--scheduler: cannot connect to {scheduler} ({str(exc).splitlines()[0]})") from None
     n = int(workers or os.cpu_count() or 1)
-    try:
-        cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
-                               dashboard_address=None, silence_logs=logging.ERROR)
-    except Exception as exc:  # noqa: BLE001 - any start-up failure is reported in one line
-        raise ClusterError(f"--workers: cannot start a local cluster of {n} workers "
-                           f"({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})") from None
+    with _workers_ignore_interrupts():
+        try:
+            cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                   dashboard_address=None, silence_logs=logging.ERROR)
+        except Exception as exc:  # noqa: BLE001 - any start-up failure is reported in one line
+            raise ClusterError(f"--workers: cannot start a local cluster of {n} workers "
+                               f"({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})") from None
     return Client(cluster), cluster
 
 
+@contextlib.contextmanager
+def _workers_ignore_interrupts():
+    """Start worker processes with SIGINT ignored (inherited), so that Ctrl-C, which the terminal
+    sends to the whole process group, reaches only the main process: it saves what is done and
+    closes the cluster, without a traceback from every worker. The multiprocessing resource
+    tracker started here is told not to warn about the semaphores of workers it cleans up."""
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main_thread else None
+    quiet = "ignore::UserWarning:multiprocessing.resource_tracker"
+    old_env = os.environ.get("PYTHONWARNINGS")
+    os.environ["PYTHONWARNINGS"] = f"{old_env},{quiet}" if old_env else quiet
+    try:
+        yield
+    finally:
+        if old_env is None:
+            os.environ.pop("PYTHONWARNINGS", None)
+        else:
+            os.environ["PYTHONWARNINGS"] = old_env
+        if main_thread:
+            signal.signal(signal.SIGINT, previous)
+
+
+@contextlib.contextmanager
+def _no_signals():
+    """Ignore SIGINT and SIGTERM (main thread) while an interrupted run saves and shuts down."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
 def run_phase_diagram(path, parameter, values, lines_options, base, alphas, *, configuration=None, workers=None,
-                      scheduler=None, resume=False, progress=True) -> dict:
+                      scheduler=None, resume=False, overwrite=False, progress=True) -> dict:
     """Compute a phase diagram on a dask cluster and write it to ``path``.
+
+    Follows the write protocol of :mod:`replica.safe_write`: ``path`` is locked, finished
+    lines go to the checkpoint ``<path stem>.checkpoint.h5`` as they arrive (rewritten
+    atomically), and ``path`` is replaced only when every line is done.
 
     Parameters
     ----------
     path : str or Path
-        Output HDF5 file (rewritten atomically after every finished line).
+        Output HDF5 file.
     parameter : str
         Second axis: ``"delta"``, ``"gamma"`` or ``"readout_grid"``.
     values : array_like, shape (n_param,)
@@ -199,7 +244,9 @@ def run_phase_diagram(path, parameter, values, lines_options, base, alphas, *, c
     scheduler : str, optional, keyword-only
         Address ``tcp://HOST:PORT`` of a running scheduler.
     resume : bool, keyword-only
-        Reuse the finished lines stored in ``path``.
+        Reuse the finished lines of the checkpoint (or of an unfinished ``path``).
+    overwrite : bool, keyword-only
+        Replace an existing ``path`` (when the new diagram is complete).
     progress : bool, keyword-only
         tqdm progress bar over lines.
 
@@ -214,41 +261,60 @@ def run_phase_diagram(path, parameter, values, lines_options, base, alphas, *, c
         ``resume`` with a file computed for other options or grids.
     ClusterError
         The cluster cannot be started or reached.
+    replica.config.UsageError
+        The output is refused by the write protocol (exists, locked, …).
     KeyboardInterrupt
-        Interrupted; the finished lines are in ``path`` (attribute ``note`` says so).
+        Interrupted; the finished lines are in the checkpoint (attribute ``note`` says so).
     """
-    from tqdm.auto import tqdm
-
     from .io import read_phase_diagram, write_phase_diagram
+    from .safe_write import SafeOutput
 
     path = Path(path)
     values = np.asarray(values)
     alphas = np.sort(np.asarray(alphas, dtype=float))
     base = dict(base)
-    done = {}
-    if resume:
-        try:
-            old = read_phase_diagram(path, allow_incomplete=True)
-        except (OSError, ValueError, KeyError) as exc:
-            raise ResumeMismatch(f"cannot read {path} as a phase diagram ({exc})") from None
-        import json
+    with SafeOutput(path, overwrite=overwrite, resume=resume) as target:
+        done = {}
+        source = path if target.finished else target.resume_from
+        if source is not None:
+            try:
+                old = read_phase_diagram(source, allow_incomplete=True, option="--resume")
+            except (OSError, KeyError) as exc:
+                raise ResumeMismatch(f"cannot read {source} as a phase diagram ({exc})") from None
+            import json
 
-        same = (old["parameter"] == parameter and np.array_equal(old[parameter], values)
-                and np.array_equal(old["alpha"], alphas)
-                and json.loads(json.dumps(old["parameters"], sort_keys=True))
-                == json.loads(json.dumps(base, sort_keys=True)))
-        if not same:
-            raise ResumeMismatch(f"{path} was computed with other options or grids; use the same options or "
-                                 "another --output")
-        done = _lines_from_file(old, parameter, values, alphas)
-        logger.info("resuming %s: %d of %d lines done", path, len(done), values.size)
+            same = (old["parameter"] == parameter and np.array_equal(old[parameter], values)
+                    and np.array_equal(old["alpha"], alphas)
+                    and json.loads(json.dumps(old["parameters"], sort_keys=True))
+                    == json.loads(json.dumps(base, sort_keys=True)))
+            if not same:
+                raise ResumeMismatch(f"{source} was computed with other options or grids; use the same options or "
+                                     "another --output")
+            done = _lines_from_file(old, parameter, values, alphas)
+            logger.info("resuming %s: %d of %d lines done", source, len(done), values.size)
+            if target.finished:
+                return assemble(parameter, values, alphas, done)
+
+        def save():
+            data = assemble(parameter, values, alphas, done)
+            write_phase_diagram(target.checkpoint, data, base, parameter=parameter, complete=False,
+                                configuration=configuration)
+            if len(done) == values.size:  # the checkpoint holds every line until the result is in place
+                write_phase_diagram(path, data, base, parameter=parameter, complete=True,
+                                    configuration=configuration)
+                target.commit()
+            return data
+
         if len(done) == values.size:
-            return assemble(parameter, values, alphas, done)
+            return save()
+        _compute_lines(done, parameter, values, lines_options, alphas, target, save, workers=workers,
+                       scheduler=scheduler, progress=progress)
+        return assemble(parameter, values, alphas, done)
 
-    def save(complete):
-        data = assemble(parameter, values, alphas, done)
-        write_phase_diagram(path, data, base, parameter=parameter, complete=complete, configuration=configuration)
-        return data
+
+def _compute_lines(done, parameter, values, lines_options, alphas, target, save, *, workers, scheduler, progress):
+    """Solve the missing lines on the cluster, calling ``save()`` after each one."""
+    from tqdm.auto import tqdm
 
     todo = [j for j in range(values.size) if j not in done]
     t0 = time.perf_counter()
@@ -256,6 +322,7 @@ def run_phase_diagram(path, parameter, values, lines_options, base, alphas, *, c
     pbar = tqdm(total=values.size, initial=len(done), disable=not progress, desc="phase diagram", unit="line",
                 leave=False)
     futures = []
+    interrupted = False
     try:
         from dask.distributed import as_completed
 
@@ -272,18 +339,20 @@ def run_phase_diagram(path, parameter, values, lines_options, base, alphas, *, c
             pbar.update(1)
             logger.info("%s = %g: alpha_sp = %.6g, alpha_c = %.6g (%.1f s)", parameter, values[j],
                         done[j]["alpha_sp"], done[j]["alpha_c"], done[j]["seconds"])
-            save(complete=len(done) == values.size)
+            save()
     except KeyboardInterrupt as exc:
-        if done:
-            exc.note = (f"{len(done)} of {values.size} lines saved in {path}; continue with the same command "
-                        "and --resume")
+        interrupted = True
+        exc.note = target.interrupted_note(f"{len(done)} of {values.size} lines" if done else None)
         raise
     finally:
-        pbar.close()
-        for fut in futures:
-            fut.cancel()
-        client.close()
-        if cluster is not None:
-            cluster.close()
+        with _no_signals():
+            pbar.close()
+            if interrupted:  # workers still busy are killed: that is expected, not worth a warning
+                for name in ("distributed", "tornado", "asyncio"):
+                    logging.getLogger(name).setLevel(logging.CRITICAL)
+            for fut in futures:
+                fut.cancel()
+            client.close()
+            if cluster is not None:
+                cluster.close()
     logger.info("phase diagram of %d × %d points in %.1f s", values.size, alphas.size, time.perf_counter() - t0)
-    return assemble(parameter, values, alphas, done)

@@ -10,13 +10,12 @@
 * :func:`plot_experiments` — experiment points alone.
 * :func:`plot_file` dispatches on the kind of file; :func:`save_figure` writes PNG/PDF/SVG.
 
-Symbols and units follow THEORY.md (α = n/d², Δ the label-noise variance, γ = k/d, the
+Symbols and units follow docs/theory.md (α = n/d², Δ the label-noise variance, γ = k/d, the
 error is the excess Bayes-optimal test error ``mmse``, dimensionless).
 """
 
 from __future__ import annotations
 
-import csv
 import logging
 import math
 from pathlib import Path
@@ -28,6 +27,8 @@ __all__ = [
     "plot_sweep",
     "plot_phase_diagram",
     "plot_experiments",
+    "plot_spectrum",
+    "plot_sgd",
     "read_reference",
     "save_figure",
     "PlotError",
@@ -184,14 +185,10 @@ def read_reference(spec: str) -> dict:
     error = parts[2] if len(parts) > 2 and parts[2] else None
     if not path.is_file():
         raise ValueError(f"{path} does not exist")
-    try:
-        with open(path, newline="") as fh:
-            rows = list(csv.reader(fh))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError(f"cannot read {path}: {exc}") from None
-    if not rows:
-        raise ValueError(f"{path} is empty")
-    header = [h.strip() for h in rows[0]]
+    from .reference import read_csv   # skips the '# key: value' header of data/reference files
+
+    columns = read_csv(path).columns
+    header = list(columns)
     if "alpha" not in header:
         raise ValueError(f"{path} has no 'alpha' column (columns: {', '.join(header)})")
     if column is None:
@@ -201,10 +198,7 @@ def read_reference(spec: str) -> dict:
     for c in (column, error):
         if c is not None and c not in header:
             raise ValueError(f"{path} has no column {c!r} (columns: {', '.join(header)})")
-    try:
-        table = np.array([[float(x) for x in r] for r in rows[1:] if r], dtype=float)
-    except ValueError:
-        raise ValueError(f"{path}: non-numeric entries") from None
+    table = np.column_stack([columns[h] for h in header])
     out = {"alpha": table[:, header.index("alpha")], "value": table[:, header.index(column)],
            "error": table[:, header.index(error)] if error else None,
            "label": (f"{path.parent.name}: {column}" if len(path.stem) > 24 and path.parent.name
@@ -757,6 +751,89 @@ def plot_phase_diagram(data: dict, *, title=None, logy=False):
     return fig
 
 
+def plot_spectrum(data: dict, *, title=None, logy=False):
+    """Figure of a ``replica-spectrum`` file: ``m_S``, ``mmse_S``, ``ι`` against λ and the densities.
+
+    Parameters
+    ----------
+    data : dict
+        Output of :func:`replica.spectrum.read_spectrum` (``lambda``, ``m``, ``mmse``, ``iota``,
+        optionally ``x`` and ``density`` of shape (n_lambda, N)).
+    title : str, optional, keyword-only
+    logy : bool, keyword-only
+        Logarithmic axis for ``mmse_S``.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    _, plt = _mpl()
+    lam = np.asarray(data["lambda"], dtype=float)
+    has_density = "density" in data and "x" in data
+    fig, axes = plt.subplots(1, 3 if has_density else 2, figsize=(13.5 if has_density else 9.5, 4.0),
+                             constrained_layout=True)
+    pos = lam > 0
+    xscale = "log" if np.count_nonzero(pos) > 2 and lam[pos].max() / lam[pos].min() > 50 else "linear"
+    ax = axes[0]
+    ax.plot(lam[pos], np.asarray(data["m"])[pos], color="C0", label=r"$m_S(\lambda)$")
+    ax.plot(lam[pos], np.asarray(data["mmse"])[pos], color="C3", label=r"$\mathrm{mmse}_S(\lambda) = 1 - m_S$")
+    ax.set_xscale(xscale)
+    if logy:
+        ax.set_yscale("log")
+    ax.set_xlabel(r"SNR $\lambda$")
+    ax.set_title("overlap and MMSE")
+    ax.legend()
+    ax = axes[1]
+    ax.plot(lam, np.asarray(data["iota"]), color="C2")
+    ax.set_xscale(xscale)
+    ax.set_xlabel(r"SNR $\lambda$")
+    ax.set_ylabel(r"$\iota(\lambda) = \frac{1}{4}\int_0^\lambda \mathrm{mmse}_S$")
+    ax.set_title("mutual information per $d^2$")
+    if has_density:
+        ax = axes[2]
+        x, rho = np.asarray(data["x"]), np.asarray(data["density"])
+        rows = np.unique(np.linspace(0, lam.size - 1, min(6, lam.size)).round().astype(int))
+        for k, i in enumerate(rows):
+            ax.plot(x[i], rho[i], color=f"C{k}", lw=1.2, label=rf"$\lambda = {lam[i]:.3g}$")
+        ax.set_xlabel("x")
+        ax.set_ylabel(r"$\rho_\lambda(x)$")
+        ax.set_title(r"spectral density of $\sqrt{\lambda} S + Z$")
+        ax.legend(fontsize=8)
+    params = data.get("attrs", {}).get("parameters", {})
+    fig.suptitle(title or f"symmetric HCIZ channel, γ = {params.get('gamma')}, readout {params.get('readout')}")
+    return fig
+
+
+def plot_sgd(path, *, title=None, logy=False):
+    """Figure of a ``replica-sgd`` file: test error and order parameters against time, and the
+    teacher–student overlap histograms at four times (:mod:`simulations.sgd_plots`; the replica
+    levels are drawn only when stored in the file — ``replica-sgd --plot`` can compute them).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    from simulations.sgd_plots import plot_overlap_histograms, plot_test_error
+
+    _, plt = _mpl()
+    fig = plt.figure(figsize=(14.0, 6.4), constrained_layout=True)
+    outer = fig.add_gridspec(1, 2, width_ratios=[1.1, 1.0])
+    left = outer[0].subgridspec(2, 1, height_ratios=[3, 2])
+    a0 = fig.add_subplot(left[0])
+    a1 = fig.add_subplot(left[1], sharex=a0)
+    right = outer[1].subgridspec(2, 2)
+    hist_axes = np.array([fig.add_subplot(right[i, j]) for i in range(2) for j in range(2)])
+    import warnings
+
+    with warnings.catch_warnings():   # the panels call tight_layout; this figure uses constrained layout
+        warnings.simplefilter("ignore", UserWarning)
+        plot_test_error(path, theory=False, ax=(a0, a1))
+        plot_overlap_histograms(path, ax=hist_axes)
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
 def plot_file(path, *, experiments=(), references=(), kind="auto", title=None, logy=False):
     """Figure of any file written by the package (dispatch on its kind).
 
@@ -776,22 +853,25 @@ def plot_file(path, *, experiments=(), references=(), kind="auto", title=None, l
     PlotError
         Unreadable or incomplete file, or ``kind`` not available for this file.
     """
-    from .io import IncompleteFileError, file_kind, read_experiments, read_phase_diagram, read_sweep
+    from .io import IncompleteFileError, read_experiments, read_phase_diagram, read_sweep
+    from .safe_write import ResultFileError, file_kind_of, open_h5
 
     path = Path(path)
     try:
-        fkind = file_kind(path)
-    except OSError:
-        raise PlotError(f"FILE.h5: {path} is not an HDF5 file") from None
-    extra = {}
-    for e in experiments or ():
-        try:
-            got = read_experiments(e)
-        except OSError:
-            raise PlotError(f"--experiment: {e} is not an HDF5 file") from None
-        if not got:
-            raise PlotError(f"--experiment: {e} has no experiments/<sampler>/<init> groups")
-        extra.update(got)
+        with open_h5(path, option="FILE.h5", kinds=("sweep", "phase_diagram", "experiment")) as h5:
+            fkind = file_kind_of(h5)
+            complete = int(h5.attrs.get("complete", 1)) == 1
+        if not complete and fkind != "phase_diagram":
+            raise PlotError(f"FILE.h5: {path} is the checkpoint of an interrupted run; finish it with the same "
+                            "command and --resume")
+        extra = {}
+        for e in experiments or ():
+            got = read_experiments(e, option="--experiment")
+            if not got:
+                raise PlotError(f"--experiment: {e} has no experiments/<sampler>/<init> groups")
+            extra.update(got)
+    except ResultFileError as exc:
+        raise PlotError(str(exc)) from None
     try:
         if fkind == "phase_diagram":
             if kind not in ("auto", "phase"):
@@ -802,6 +882,12 @@ def plot_file(path, *, experiments=(), references=(), kind="auto", title=None, l
         if fkind == "sweep":
             return plot_sweep(read_sweep(path), experiments=extra, references=references, kind=kind, title=title,
                               logy=logy)
+        if fkind == "spectrum":
+            from .spectrum import read_spectrum
+
+            return plot_spectrum(read_spectrum(path), title=title, logy=logy)
+        if fkind == "sgd":
+            return plot_sgd(path, title=title, logy=logy)
         if fkind == "experiment":
             exps = read_experiments(path)
             exps.update(extra)
@@ -817,9 +903,11 @@ def plot_file(path, *, experiments=(), references=(), kind="auto", title=None, l
             return plot_experiments(exps, parameters=params, title=title, logy=logy)
     except IncompleteFileError as exc:
         raise PlotError(f"FILE.h5: {exc}") from None
+    except ResultFileError as exc:
+        raise PlotError(str(exc)) from None
     except KeyError as exc:
         raise PlotError(f"FILE.h5: {path} lacks {exc} (not written by this package?)") from None
-    raise PlotError(f"FILE.h5: {path} is not a sweep, phase-diagram or experiment file")
+    raise PlotError(f"FILE.h5: {path} is not a sweep, phase-diagram, experiment, spectrum or SGD file")
 
 
 def save_figure(fig, path, *, dpi=200):

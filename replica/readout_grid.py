@@ -1,7 +1,7 @@
 r"""Readout profiles ``Q(v)`` of the one-hidden-layer equations, solved through global order parameters.
 
 At fixed global order parameters the overlap of a neuron depends on its readout ``v`` only
-through ``s = v²`` (THEORY.md §5.2, docs/theory.md §5.2):
+through ``s = v²`` (docs/theory.md §5.2, docs/theory.md §5.2):
 
     Q̂(v) = s (A g'(Q(v)) + B Q(v)),      Q(v) = m_P(Q̂(v)),
     A = α/(γ D),   B = (m_S(τ + R̂₂) − m_S(τ)) / (γ m_S'(τ)),   D = Δ + K_d − K*.

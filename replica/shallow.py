@@ -1,10 +1,10 @@
 """One hidden layer: replica-symmetric free entropy and its fixed point.
 
-Model (THEORY.md §1): ``λ(x; W) = vᵀ σ(W x/√d)/√k``, ``W ∈ R^{k×d}``, ``k = γ d``,
+Model (docs/theory.md §1): ``λ(x; W) = vᵀ σ(W x/√d)/√k``, ``W ∈ R^{k×d}``, ``k = γ d``,
 ``n = α d²`` samples, labels ``y = λ(x; W⁰) + √Δ z``.  The student knows ``v``,
 the activation ``σ``, the weight prior ``P_W`` and ``Δ``.
 
-Order parameters (THEORY.md §5.2): the specialization overlap profile ``Q(v)``
+Order parameters (docs/theory.md §5.2): the specialization overlap profile ``Q(v)``
 over the readout atoms, ``R₂`` (overlap of ``S = Wᵀdiag(v)W/√(kd)``), their
 conjugates ``Q̂(v)``, ``R̂₂``, and the tilt ``τ`` defined by
 ``m_S(τ) = E_v[v² Q(v)²]``.
@@ -56,7 +56,7 @@ GUARDED_NEWTON_MAX_SIZE = 16
 
 @dataclass
 class ShallowState:
-    """All order parameters of one stationary point (THEORY.md §5.2).
+    """All order parameters of one stationary point (docs/theory.md §5.2).
 
     Attributes
     ----------
@@ -71,7 +71,7 @@ class ShallowState:
     mmse : float
         Bayes-optimal excess test error ``K_d − K*``.
     free_entropy : float
-        ``f`` per d² (THEORY.md §5.2), to be maximized over stationary points.
+        ``f`` per d² (docs/theory.md §5.2), to be maximized over stationary points.
     mutual_information : float
         ``(α/γ)(−½ ln(2πeΔ) − f)`` per weight parameter (``inf`` at Δ = 0).
     discretization_error : float or None
@@ -297,7 +297,7 @@ class ShallowModel:
         Returns
         -------
         float
-            ``f`` per d² (THEORY.md §5.2); its stationary points are the solutions of
+            ``f`` per d² (docs/theory.md §5.2); its stationary points are the solutions of
             the fixed-point equations. ``τ`` is a function of ``Q`` through
             ``m_S(τ) = E_v[v² Q²]``.
         """
@@ -333,9 +333,10 @@ class ShallowModel:
         tau = self.tilt(Q)
         R2 = self.channel.overlap(tau + R2_hat) + (self.R_d - 1.0)
         g_gap, g_prime = self._kernel_terms(Q)
-        D = self.delta + self.mu2**2 * (self.R_d - R2) / 2.0 + g_gap
-        R2_hat_new = alpha * self.mu2**2 / D
-        Qh = (alpha / self.gamma) * self.v2 * g_prime / D
+        D = np.float64(self.delta + self.mu2**2 * (self.R_d - R2) / 2.0 + g_gap)
+        with np.errstate(divide="ignore", invalid="ignore"):  # D = 0 (noiseless, g ≡ 0): inf → failed solve
+            R2_hat_new = alpha * self.mu2**2 / D
+            Qh = (alpha / self.gamma) * self.v2 * g_prime / D
         if np.any(Q != 0.0):
             Qh = Qh + self.tilt_gain(tau, R2_hat) / self.gamma * self.v2 * Q
         return {"tau": tau, "R2": R2, "D": D, "R2_hat_new": R2_hat_new, "overlap_W_hat": np.maximum(Qh, 0.0)}
@@ -386,7 +387,7 @@ class ShallowModel:
 
     # ------------------------------------------------------------------ solvers
     def solve_universal(self, alpha: float) -> FixedPointResult:
-        """Universal branch ``Q ≡ 0`` (THEORY.md §5.1), solved by 1-D root finding.
+        """Universal branch ``Q ≡ 0`` (docs/theory.md §5.1), solved by 1-D root finding.
 
         ``R̂₂ = 2α/(Δ₂ + mmse_S(R̂₂))`` with ``Δ₂ = 2(Δ + g(1))/μ₂²``; for μ₂ = 0 the
         branch is flat (``mmse = g(1)``). When Δ₂ = 0 and ``2α`` exceeds

@@ -1,7 +1,7 @@
 """Spectral quantities of the symmetric HCIZ channel on a λ grid: ``replica-spectrum``.
 
 For a width ratio γ and a readout law ``P_v`` the channel ``Y = √λ S⁰ + Z``
-(THEORY.md §4.1, ``S⁰ = W⁰ᵀdiag(v)W⁰/√(kd)``, ``Z`` GOE with semicircle on [−2, 2]) has
+(docs/theory.md §4.1, ``S⁰ = W⁰ᵀdiag(v)W⁰/√(kd)``, ``Z`` GOE with semicircle on [−2, 2]) has
 
 * ``m_S(λ)`` (overlap) and ``mmse_S(λ) = 1 − m_S(λ) = (1 − (4π²/3)∫ρ_λ³)/λ``;
 * ``ι(λ) = ¼ ∫₀^λ mmse_S`` (mutual information per d², I-MMSE ``4ι' = mmse_S``);
@@ -51,13 +51,16 @@ import numpy as np
 from . import __version__
 from .config import CommandParser, UsageError, number_type, parse_with_config, resolved_configuration
 
-__all__ = ["SpectrumResult", "spectrum", "write_spectrum", "read_spectrum", "build_parser", "main"]
+__all__ = ["SpectrumResult", "spectrum", "write_spectrum", "read_spectrum", "build_parser", "main", "MAX_LAMBDA"]
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_OUTPUT = "replica_spectrum.h5"
 #: for unbounded supports (gaussian readout law) the density grid covers ρ ≥ this value
 DENSITY_CUT = 1e-12
+#: largest SNR accepted: beyond it the critical-point polynomial of the band edges spans more
+#: orders of magnitude than double precision resolves (λ = 1e60 fails; 1e30 is checked in tests)
+MAX_LAMBDA = 1e30
 
 _ATTRS = {
     "lambda": ("signal-to-noise ratio λ of Y = √λ S + Z", "1"),
@@ -157,13 +160,13 @@ def spectrum(gamma, readout, lambdas, *, density_grid=None, resolution=None, rea
     Raises
     ------
     ValueError
-        γ ≤ 0 or not finite, λ < 0, NaN or infinite, empty λ grid, unknown readout law,
+        γ ≤ 0 or not finite, λ < 0, λ > :data:`MAX_LAMBDA`, NaN or infinite, empty λ grid, unknown readout law,
         ``density_grid < 2``, ``resolution < 8``.
 
     Notes
     -----
     ``mmse_S(λ) = (1 − (4π²/3) ∫ρ_λ³ dx)/λ``, ``m_S = 1 − mmse_S``, ``ι(λ) = ¼∫₀^λ mmse_S``
-    (THEORY.md §4.1), evaluated from the channel's table, which is accurate to ~1e-12
+    (docs/theory.md §4.1), evaluated from the channel's table, which is accurate to ~1e-12
     except while a band separates (README, known issues).
 
     References
@@ -179,6 +182,9 @@ def spectrum(gamma, readout, lambdas, *, density_grid=None, resolution=None, rea
         raise ValueError("lambda grid is empty")
     if not np.all(np.isfinite(lambdas)) or np.any(lambdas < 0):
         raise ValueError("lambda values must be finite and >= 0")
+    if np.any(lambdas > MAX_LAMBDA):
+        raise ValueError(f"lambda values must be <= {MAX_LAMBDA:g} (band edges are not resolved in double "
+                         f"precision beyond), got {lambdas.max():g}")
     if density_grid is not None and int(density_grid) < 2:
         raise ValueError(f"density_grid must be >= 2, got {density_grid}")
     channel, law = _channel(gamma, readout, readout_grid=readout_grid, resolution=resolution)
@@ -257,16 +263,15 @@ def read_spectrum(path) -> dict:
 
     Raises
     ------
-    OSError
-        Unreadable file.
-    ValueError
-        Not a ``replica-spectrum`` file.
+    replica.safe_write.ResultFileError
+        Unreadable file (locked, not HDF5, truncated, …) or not a ``replica-spectrum`` file
+        (one-line message; a ``ValueError``-like usage error).
     """
     import h5py
 
-    with h5py.File(path, "r") as h5:
-        if h5.attrs.get("kind") != "spectrum":
-            raise ValueError(f"{path} is not a replica-spectrum file")
+    from .safe_write import open_h5
+
+    with open_h5(path, kinds=("spectrum",)) as h5:
         out = {name: h5[name][()] for name in h5 if isinstance(h5[name], h5py.Dataset)}
         attrs = dict(h5.attrs)
     for key in ("parameters", "configuration"):
@@ -284,11 +289,11 @@ def build_parser() -> argparse.ArgumentParser:
         description=(
             "Overlap m_S(λ), MMSE mmse_S(λ) = 1 − m_S(λ), mutual information ι(λ) = ¼∫₀^λ mmse_S and "
             "optionally the spectral density ρ_λ of Y = √λ S + Z (S = Wᵀdiag(v)W/√(kd), GOE noise with "
-            "semicircle on [−2, 2]; THEORY.md §4.1) on a grid of λ, computed by the HCIZ channel the "
+            "semicircle on [−2, 2]; docs/theory.md §4.1) on a grid of λ, computed by the HCIZ channel the "
             "solver uses. Writes one HDF5 file (layout: python -m pydoc replica.spectrum)."
         ),
     )
-    g = p.add_argument_group("channel (THEORY.md §4.1)")
+    g = p.add_argument_group("channel (docs/theory.md §4.1)")
     g.add_argument("--gamma", type=number_type("--gamma", minimum=0, strict=True), default=0.5, help="width ratio γ = k/d > 0 (default 0.5)")
     g.add_argument("--readout", default="ones",
                    help="readout law P_v (E v² = 1): ones, rademacher, uniform (on ±√3), gaussian, 4point "
@@ -297,7 +302,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="grid points of continuous readout laws, used for E v only: the spectrum of the "
                         "gaussian and uniform laws is exact (default 64)")
     g.add_argument("--lambda", dest="lambda_grid", default="0:100:201", metavar="GRID",
-                   help="SNRs λ >= 0: 'a,b,c' or inclusive 'start:stop:num' (default 0:100:201)")
+                   help="SNRs 0 <= λ <= 1e30: 'a,b,c' or inclusive 'start:stop:num' (default 0:100:201)")
     g.add_argument("--density-grid", type=number_type("--density-grid", minimum=2, integer=True), default=None, metavar="N",
                    help="also write ρ_λ on N points per λ spanning its support (Chebyshev–Lobatto, clustered "
                         "at the edges; default: no density)")
@@ -324,20 +329,26 @@ def _run(args) -> int:
     from .cli import parse_number_grid
 
     lambdas = parse_number_grid(args.lambda_grid, "--lambda", minimum=0.0, meaning="λ")
+    if lambdas.max() > MAX_LAMBDA:
+        raise UsageError(f"--lambda: values must be <= {MAX_LAMBDA:g} (band edges are not resolved in double "
+                         f"precision beyond), got {lambdas.max():g}")
     try:
         get_readout_law(args.readout, grid_size=args.readout_grid)
     except ValueError as exc:
         raise UsageError(f"--readout: {str(exc).splitlines()[0]}") from None
-    out = Path(args.output)
-    from .cli import check_output_path
+    from .cli import warn_readout_rescaling
 
-    check_output_path(out, args.overwrite)
+    warn_readout_rescaling(args.readout)
+    out = Path(args.output)
+    from .safe_write import SafeOutput
+
     parameters = {"gamma": args.gamma, "readout": args.readout, "readout_grid": args.readout_grid,
                   "lambda": lambdas.tolist(), "density_grid": args.density_grid, "resolution": args.resolution}
-    result = spectrum(args.gamma, args.readout, lambdas, density_grid=args.density_grid,
-                      resolution=args.resolution, readout_grid=args.readout_grid, progress=not args.quiet)
-    configuration = resolved_configuration(args)
-    write_spectrum(out, result, parameters, configuration=configuration)
+    with SafeOutput(out, overwrite=args.overwrite, checkpoints=False):
+        result = spectrum(args.gamma, args.readout, lambdas, density_grid=args.density_grid,
+                          resolution=args.resolution, readout_grid=args.readout_grid, progress=not args.quiet)
+        configuration = resolved_configuration(args)
+        write_spectrum(out, result, parameters, configuration=configuration)
     print(out)
     return 0
 
@@ -374,7 +385,8 @@ def main(argv=None) -> int:
         print(f"replica-spectrum: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("replica-spectrum: interrupted; nothing written", file=sys.stderr)
+        state = "unchanged" if Path(args.output).exists() else "not written"
+        print(f"replica-spectrum: interrupted; nothing saved; {args.output} {state}", file=sys.stderr)
         return 130
     except OSError as exc:
         print(f"replica-spectrum: error: cannot write {exc.filename or args.output}: {exc.strerror or exc}",

@@ -1,4 +1,4 @@
-r"""Two hidden layers, odd activations with a linear part (THEORY.md §6.2).
+r"""Two hidden layers, odd activations with a linear part (docs/theory.md §6.2).
 
 Model: ``λ(x) = vᵀ σ₂(W₂ σ₁(W₁ x/√d)/√k₁)/√k₂`` with ``W₁ ∈ R^{k₁×d}``,
 ``W₂ ∈ R^{k₂×k₁}``, ``k_ℓ = γ_ℓ d``, ``n = α d²``, a known readout ``v ~ P_v`` and odd
@@ -54,7 +54,7 @@ Only the energetic term ``−½ ln D`` depends on the kernel, with
 
       r₂:₁(v) = (α/γ₂) a v² g₂'(inner_v) / D
 
-  (THEORY.md §6.2 prints ``b``; ``Q₂:₁`` enters ``K*`` only through ``a Q₂:₁`` — the product
+  (the transcription of the reference notebooks this package started from prints ``b``; ``Q₂:₁`` enters ``K*`` only through ``a Q₂:₁`` — the product
   is seen through the *first* layer's linear part — so stationarity gives ``a``. The two
   coincide when both layers use the same activation.)
 * ``∂f/∂Q₁(s) = 0``, with ``∂K*/∂Q₁(s) = p(s) g₁'(Q₁(s)) [b s² + E_v[v² g₂'(inner_v) Q₂(v,s)]]``
@@ -70,13 +70,13 @@ Only the energetic term ``−½ ln D`` depends on the kernel, with
   ``α/γ₂`` would require ``W₁`` to carry the weight ``γ₂`` in the first term as well, and
   no single ``f`` is stationary at the solutions of the ``α/γ₂`` equations when
   ``γ₁ ≠ γ₂`` (tested by finite differences at γ = (0.7, 1.3)). With ``γ₁ = γ₂`` the
-  reference notebooks agree, as stated in THEORY.md.
+  reference notebooks agree.
 * ``∂f/∂Q₂(v, s) = 0``, with ``∂K*/∂Q₂(v,s) = p(v)p(s) v² g₂'(inner_v) g₁(Q₁(s))`` and
   ``∂t_v/∂Q₂(v,s) = p(s) Q₁(s)``::
 
       Q̂₂(v, s) = α v² g₂'(inner_v) g₁(Q₁(s)) / (γ₁γ₂ D) + w(v) Q₁(s)/γ₁
 
-These are the equations of THEORY.md §6.2 (with ``a`` in ``r₂:₁``). The mutual information
+These are the equations of docs/theory.md §6.2 (with ``a`` in ``r₂:₁``). The mutual information
 per weight parameter is ``α/(γ₁ + γ₁γ₂) (−½ ln(2πeΔ) − f)``.
 
 Special cases (tests): with ``μ₁ = 0`` (``drop_hermite=(0, 1, 2)``) one has ``a = b = 0``,
@@ -119,7 +119,7 @@ _GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(16)
 
 
 def product_channel(gammas):
-    """Rectangular channel of the product ``W₂:₁ = W₂W₁/√k₁`` (THEORY.md §4.2 ↔ §6.2).
+    """Rectangular channel of the product ``W₂:₁ = W₂W₁/√k₁`` (docs/theory.md §4.2 ↔ §6.2).
 
     The channel of :mod:`hciz.rectangular` observes ``S̃ = U_L U_R/√N`` (``U_L`` M×N,
     ``U_R`` N×P, iid unit entries, so ``S̃`` has unit-variance entries) at SNR ``λ``
@@ -389,7 +389,7 @@ class TwoLayerState:
 
 
 class TwoLayerModel:
-    """Two-hidden-layer network with odd activations and linear parts (THEORY.md §6.2).
+    """Two-hidden-layer network with odd activations and linear parts (docs/theory.md §6.2).
 
     Parameters
     ----------
@@ -592,7 +592,7 @@ class TwoLayerModel:
         return out
 
     def conjugates(self, alpha, x):
-        """Conjugates at packed overlaps ``x`` (THEORY.md §6.2, derived in the module docstring).
+        """Conjugates at packed overlaps ``x`` (docs/theory.md §6.2, derived in the module docstring).
 
         Returns
         -------
@@ -720,7 +720,7 @@ class TwoLayerModel:
         return self._result(alpha, res)
 
     def starts(self) -> dict:
-        """Starts of THEORY.md §6.2 and their sweep directions.
+        """Starts of docs/theory.md §6.2 and their sweep directions.
 
         Returns
         -------

@@ -1,4 +1,4 @@
-"""High-precision reference for the noiseless quadratic network (THEORY.md §5.1).
+"""High-precision reference for the noiseless quadratic network (docs/theory.md §5.1).
 
 For ``σ(x) = x²/√2``, ``v ≡ 1``, Gaussian weights and Δ = 0 the universal branch is
 the exact Bayes-optimal error of Maillard et al. (arXiv 2408.03733):
@@ -6,7 +6,7 @@ the exact Bayes-optimal error of Maillard et al. (arXiv 2408.03733):
     R̂ = 2α / mmse_S(R̂),   mmse = mmse_S(R̂),
     mmse_S(λ) = (1 − (4π²/3) ∫ρ_λ³)/λ,
 
-with ρ_λ the density of √λ S + Z whose Stieltjes transform solves the cubic of THEORY §4.1
+with ρ_λ the density of √λ S + Z whose Stieltjes transform solves the cubic of docs/theory.md §4.1
 (``a = γ``, ``c = √(γλ)``):  c G³ + (a + c x) G² + (a x − a c + c) G + a = 0.
 
 Everything here is independent of the package's ``hciz`` code: the band edges are the real

@@ -1,4 +1,4 @@
-"""Finite-size numerics for the teacher–student problem of THEORY.md §1 and §7.
+"""Finite-size numerics for the teacher–student problem of docs/theory.md §1 and §7.
 
 Posterior sampling (BlackJAX HMC/NUTS for Gaussian priors, single-flip Metropolis for
 Rademacher priors) from the teacher (``informed``) or from a random start

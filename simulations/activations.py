@@ -7,9 +7,9 @@ option drives both the solver and the simulations:
 
 ``relu``, ``elu``, ``tanh``, ``tanh2`` (= tanh 2x), ``erf``, ``sigmoid``, ``softplus``,
 ``quadratic`` (= x²/√2) and Hermite series ``'hermite:2=1.4142,3=1'`` meaning
-``σ(x) = Σ_ℓ μ_ℓ He_ℓ(x)/ℓ!`` (THEORY.md §2).
+``σ(x) = Σ_ℓ μ_ℓ He_ℓ(x)/ℓ!`` (docs/theory.md §2).
 
-The options ``drop_hermite`` and ``unit_variance`` are applied as in THEORY.md §6.1:
+The options ``drop_hermite`` and ``unit_variance`` are applied as in docs/theory.md §6.1:
 
     σ̃(x) = c · (σ(x) − Σ_{ℓ ∈ drop} μ_ℓ He_ℓ(x)/ℓ!),   c = 1/√(ν − Σ_{ℓ ∈ drop} μ_ℓ²/ℓ!)
 
@@ -175,7 +175,7 @@ def get_jax_activation(spec: str, *, drop_hermite=(), unit_variance: bool = Fals
     Notes
     -----
     ``σ̃ = c (σ − Σ_{ℓ∈drop} μ_ℓ He_ℓ/ℓ!)`` with ``c = (ν − Σ_{ℓ∈drop} μ_ℓ²/ℓ!)^{-1/2}``
-    (THEORY.md §2 and §6.1).
+    (docs/theory.md §2 and §6.1).
     """
     base = _base_function(spec)
     drop = tuple(sorted({int(ell) for ell in drop_hermite}))

@@ -11,7 +11,7 @@ Example (the default sizes finish in minutes on 2 CPU cores)::
         --init informed,uninformed --seed 0 -o exp.h5
 
 Larger runs on a GPU (install ``jax[cuda12]``; ``--device auto`` picks the GPU), e.g. the
-published protocol at d = 150 (THEORY.md §7)::
+published protocol at d = 150 (docs/theory.md §7)::
 
     replica-experiment --dim 150 --teachers 9 --alpha 0.5:8:16 --steps 20000 \\
         --kept 200 --sampler hmc --init informed,uninformed -o hmc_d150.h5
@@ -22,12 +22,14 @@ published protocol at d = 150 (THEORY.md §7)::
 from __future__ import annotations
 
 import argparse
+import json
 import logging
+import signal
 import sys
 import time
 from pathlib import Path
 
-from replica.cli import check_output_path
+from replica.cli import _raise_terminated, _Terminated, warn_readout_rescaling
 from replica.config import CommandParser, UsageError, number_type
 
 __all__ = ["main", "build_parser"]
@@ -47,7 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = CommandParser(
         prog=PROG,
         description=(
-            "Finite-size numerics for the Bayes-optimal teacher–student network of THEORY.md §1: "
+            "Finite-size numerics for the Bayes-optimal teacher–student network of docs/theory.md §1: "
             "sample the posterior with HMC/NUTS (Gaussian prior) or Metropolis (Rademacher prior) "
             "from the teacher (informed) or from a random start (uninformed), or train with Adam; "
             "measure half the Gibbs error on fresh test inputs, matched overlaps, R₂, overlap "
@@ -67,7 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
                             "(default relu)")
     model.add_argument("--drop-hermite", default="",
                        help="comma list of Hermite degrees removed from the activation, e.g. '1' "
-                            "(THEORY §6.1; default none)")
+                            "(docs/theory.md §6.1; default none)")
     model.add_argument("--unit-variance", action="store_true",
                        help="rescale the activation to E σ(z)² = 1 after dropping components")
     model.add_argument("--prior", choices=WEIGHT_PRIOR_NAMES, default="gaussian",
@@ -122,7 +124,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     out = p.add_argument_group("output")
     out.add_argument("-o", "--output", default="experiment.h5", help="output HDF5 file (default experiment.h5)")
-    out.add_argument("--overwrite", action="store_true", help="replace an existing output file")
+    out.add_argument("--overwrite", action="store_true",
+                     help="replace an existing output file (kept until the new one is complete)")
+    out.add_argument("--resume", action="store_true",
+                     help="continue an interrupted run (same options): finished chains are read from the "
+                          "checkpoint OUTPUT-stem.checkpoint.h5 written after every chain")
+    out.add_argument("--config", metavar="FILE.toml", default=None,
+                     help="read options from a TOML file with the same keys as the long options (e.g. "
+                          "dim = 40, init = 'informed,uninformed'; a table [experiment] for this command "
+                          "only); the command line overrides it")
     out.add_argument("--quiet", action="store_true", help="no progress bar, warnings only")
     out.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     return p
@@ -142,6 +152,16 @@ def _parse_list(name, text, convert):
         raise UsageError(f"{name}: expected a comma list, got {text!r}") from None
 
 
+#: first word of an ExperimentConfig.validate message → the option it is about
+_FIELD_OPTIONS = {
+    "layers": "--layers", "gamma": "--gamma", "alpha": "--alpha", "dim": "--dim", "teachers": "--teachers",
+    "prior": "--prior", "sampler": "--sampler", "hmc": "--sampler", "nuts": "--sampler", "metropolis": "--sampler",
+    "init": "--init", "delta": "--delta", "posterior": "--delta", "steps": "--steps",
+    "warmup_fraction": "--warmup-fraction", "num_kept": "--kept", "num_integration_steps": "--leapfrog-steps",
+    "target_acceptance": "--target-acceptance", "learning_rate": "--learning-rate",
+}
+
+
 def config_from_args(args):
     """Build and validate an :class:`~simulations.experiment.ExperimentConfig` from parsed arguments.
 
@@ -150,14 +170,20 @@ def config_from_args(args):
     UsageError
         Any inconsistent option (one-line message).
     """
-    from .experiment import DEFAULT_STEPS, ExperimentConfig
+    from .experiment import DEFAULT_STEPS, INITS, ExperimentConfig
 
     gamma = _parse_list("--gamma", args.gamma, float)
     if len(gamma) == 1:
         gamma = gamma * args.layers
     if len(gamma) != args.layers:
-        raise UsageError(f"--gamma: {len(gamma)} values for --layers {args.layers}")
+        expected = "1 value" if args.layers == 1 else f"1 value or {args.layers} (one per layer)"
+        raise UsageError(f"--gamma: expected {expected} for --layers {args.layers}, got {len(gamma)}")
     init = _parse_list("--init", args.init, str)
+    for name in init:
+        if name not in INITS:
+            raise UsageError(f"--init: unknown start {name!r} (choose from {', '.join(INITS)})")
+    if len(set(init)) != len(init) or not init:
+        raise UsageError(f"--init: give each start once, got {args.init!r}")
     try:
         config = ExperimentConfig(
             layers=args.layers, gamma=gamma, activation=args.activation,
@@ -170,8 +196,11 @@ def config_from_args(args):
             initial_step_size=args.initial_step_size, max_num_doublings=args.max_doublings,
             learning_rate=args.learning_rate, batch_fraction=args.batch_fraction, x64=args.x64)
     except ValueError as exc:
-        raise UsageError(str(exc)) from None
+        message = str(exc)
+        option = _FIELD_OPTIONS.get(message.split(" ", 1)[0])
+        raise UsageError(f"{option}: {message}" if option else message) from None
     _check_model_names(config)
+    warn_readout_rescaling(config.readout)
     return config
 
 
@@ -201,12 +230,20 @@ def main(argv=None) -> int:
     argv : list of str, optional
         Arguments (default ``sys.argv[1:]``).
     """
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    from replica.cli import parse_command_line
+
+    args, status = parse_command_line(PROG, build_parser(), argv)
+    if args is None:
+        return status
     logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO,
                         format="%(levelname)s %(name)s: %(message)s", force=True)
     for noisy in ("jax", "absl"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    previous = None
+    try:
+        previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    except ValueError:  # pragma: no cover - not in the main thread
+        pass
     try:
         return _run(args)
     except UsageError as exc:
@@ -214,16 +251,26 @@ def main(argv=None) -> int:
         return 2
     except ImportError as exc:
         print(f"{PROG}: error: {exc.name or exc} is missing; install the extra: "
-              f"pip install 'replica-hciz[experiments]'", file=sys.stderr)
+              "pip install -e '.[experiments]' in a checkout (pip install 'replica-hciz[experiments]' "
+              "otherwise)", file=sys.stderr)
         return 3
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted; nothing written", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        what = "terminated" if isinstance(exc, _Terminated) else "interrupted"
+        print(f"{PROG}: {what}; {getattr(exc, 'note', 'nothing written')}", file=sys.stderr)
+        return 143 if isinstance(exc, _Terminated) else 130
+    except OSError as exc:
+        print(f"{PROG}: error: cannot write {exc.filename or args.output}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 def _run(args) -> int:
+    from replica.safe_write import SafeOutput
+
     output = Path(args.output)
-    check_output_path(output, args.overwrite)
+    config = config_from_args(args)  # every option is checked before the output and before JAX starts
     import jax
 
     if args.device != "auto":
@@ -236,22 +283,47 @@ def _run(args) -> int:
                          "for a GPU install jax[cuda12]") from None
     if args.x64:
         jax.config.update("jax_enable_x64", True)
-    config = config_from_args(args)
     from .experiment import run_experiment
-    from .io import write_experiment
+    from .io import read_experiment_checkpoint, write_experiment, write_experiment_checkpoint
 
-    logger.info("JAX devices: %s", ", ".join(str(d) for d in devices))
-    logger.info("d=%d widths=%s n=%s sampler=%s steps=%d inits=%s teachers=%d", config.dim,
-                config.architecture.widths, [config.architecture.num_samples(a) for a in config.alpha],
-                config.sampler, config.steps, ",".join(config.init), config.teachers)
-    begin = time.perf_counter()
-    results = run_experiment(config, progress=not args.quiet)
-    check_output_path(output, args.overwrite)
-    write_experiment(output, config, results, overwrite=args.overwrite)
+    with SafeOutput(output, overwrite=args.overwrite, resume=args.resume) as target:
+        if target.finished:
+            from replica.io import read_root_attrs
+
+            stored = read_root_attrs(output, kinds=("experiment",), option="--resume").get("parameters", {})
+            target.refuse_other_options(stored, json.loads(config.to_json()), source=output)
+            logger.info("%s is already complete; nothing to resume", output)
+            return 0
+        chains = {}
+        if target.resume_from is not None:
+            chains = read_experiment_checkpoint(target.resume_from, config)
+            logger.info("resuming %s: %d chains already done", target.resume_from, len(chains))
+        done = dict(chains)
+
+        def keep(key, record):  # every finished chain goes to the checkpoint at once
+            done[key] = record
+            write_experiment_checkpoint(target.checkpoint, config, done)
+
+        logger.info("JAX devices: %s", ", ".join(str(d) for d in devices))
+        logger.info("d=%d widths=%s n=%s sampler=%s steps=%d inits=%s teachers=%d", config.dim,
+                    config.architecture.widths, [config.architecture.num_samples(a) for a in config.alpha],
+                    config.sampler, config.steps, ",".join(config.init), config.teachers)
+        begin = time.perf_counter()
+        try:
+            results = run_experiment(config, progress=not args.quiet, chains=chains, on_chain=keep)
+        except KeyboardInterrupt as exc:
+            total = len(config.alpha) * config.teachers * len(config.init)
+            exc.note = target.interrupted_note(f"{len(done)} of {total} chains" if done else None)
+            raise
+        write_experiment(output, config, results, overwrite=True)
+        target.commit()
     logger.info("wrote %s in %.1f s", output, time.perf_counter() - begin)
     for init, result in results.items():
         for alpha, mean, sem in zip(result.alpha, result.datasets["mmse_mean"], result.datasets["mmse_sem"]):
-            logger.info("%s alpha=%g mmse=%.5f ± %.5f", init, alpha, mean, sem)
+            if config.teachers > 1:
+                logger.info("%s alpha=%g mmse=%.5f ± %.5f", init, alpha, mean, sem)
+            else:
+                logger.info("%s alpha=%g mmse=%.5f (one teacher: no error bar)", init, alpha, mean)
     return 0
 
 

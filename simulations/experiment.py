@@ -190,7 +190,8 @@ _SCALARS = ("error", "posterior_mean_error", "r2", "replica_error", "replica_r2"
 _RUNNERS: dict = {}
 
 
-def run_experiment(config: ExperimentConfig, *, progress: bool = False) -> dict:
+def run_experiment(config: ExperimentConfig, *, progress: bool = False, chains: dict | None = None,
+                   on_chain=None) -> dict:
     """Run the sampler of ``config`` for every start, α and teacher.
 
     Parameters
@@ -198,11 +199,20 @@ def run_experiment(config: ExperimentConfig, *, progress: bool = False) -> dict:
     config : ExperimentConfig
     progress : bool
         Show a tqdm progress bar.
+    chains : dict, optional, keyword-only
+        Finished chains to reuse instead of running them again: ``{(i_alpha, teacher, init):
+        record}`` as passed to ``on_chain`` (e.g. read back from a checkpoint by
+        :func:`simulations.io.read_experiment_checkpoint`).
+    on_chain : callable, optional, keyword-only
+        ``on_chain(key, record)`` after every chain run here, with ``key = (i_alpha, teacher,
+        init)`` and ``record`` a dict of arrays (the measurements of the chain); used to write
+        each finished chain to a checkpoint.
 
     Returns
     -------
     dict
-        ``{init: InitResult}``.
+        ``{init: InitResult}``. Reused chains enter exactly as if they had been run here, so an
+        interrupted and resumed experiment gives the result of an uninterrupted one.
 
     Notes
     -----
@@ -217,6 +227,7 @@ def run_experiment(config: ExperimentConfig, *, progress: bool = False) -> dict:
 
     if config.x64:
         jax.config.update("jax_enable_x64", True)
+    chains = dict(chains or {})
     architecture = config.architecture
     activation = get_jax_activation(config.activation, drop_hermite=config.drop_hermite,
                                     unit_variance=config.unit_variance)
@@ -257,48 +268,17 @@ def run_experiment(config: ExperimentConfig, *, progress: bool = False) -> dict:
         for a, alpha in enumerate(config.alpha):
             n = architecture.num_samples(alpha)
             for t, (teacher, test) in enumerate(teachers):
-                train = make_dataset(teacher, n, delta=config.delta, activation=activation,
-                                     rng=np.random.default_rng([config.seed, t, 2, _alpha_key(alpha)]))
+                train = None
                 for i, init in enumerate(config.init):
-                    if init == "informed":
-                        start = teacher.weights
-                    else:
-                        start_rng = np.random.default_rng([config.seed, t, 3, _alpha_key(alpha)])
-                        start = tuple(sample_weights(config.prior, w.shape, start_rng) for w in teacher.weights)
-                    key = jax.random.key(int(np.random.default_rng(
-                        [config.seed, t, 4, _alpha_key(alpha), i]).integers(2**31)))
-                    begin = time.perf_counter()
-                    chain = runner(key, start, teacher.readout, train.inputs, train.labels,
-                                   test.inputs, test.labels)
-                    elapsed = time.perf_counter() - begin
-                    m = measure_chain(chain.samples, chain.test_outputs, teacher.weights, test.labels,
-                                      teacher.readout, point_estimate=config.sampler == "adam")
-                    entry = store[init]
-                    values = dict(error=m.error, posterior_mean_error=m.posterior_mean_error, r2=m.r2,
-                                  replica_error=m.replica_error, replica_r2=m.replica_r2,
-                                  acceptance_rate=chain.acceptance_rate, step_size=chain.step_size,
-                                  divergences=chain.divergences,
-                                  mean_integration_steps=chain.mean_integration_steps, wall_time=elapsed)
-                    for name, value in values.items():
-                        entry["scalars"][name][a, t] = value
-                    entry["overlap"][a, t] = m.overlap
-                    entry["replica_overlap"][a, t] = m.replica_overlap
-                    entry["histogram"][a] += m.histogram
-                    entry["matrix_histogram"][a] += m.matrix_histogram
-                    entry["trace"][a][t] = chain.trace_errors
-                    entry["trace_steps"] = chain.trace_steps
-                    logger.info("alpha=%g teacher=%d %s: error %.5f (replica %.5f) overlap %s "
-                                "acceptance %.3f step %.4g [%.1f s]", alpha, t, init, m.error,
-                                m.replica_error, np.array2string(m.overlap, precision=3),
-                                chain.acceptance_rate, chain.step_size, elapsed)
-                    if config.sampler in ("hmc", "nuts") and (chain.acceptance_rate < 0.5 or chain.divergences):
-                        logger.warning("alpha=%g teacher=%d %s: acceptance %.2f, %d divergent transitions; "
-                                       "consider more warm-up steps", alpha, t, init, chain.acceptance_rate,
-                                       chain.divergences)
-                    if config.sampler == "metropolis" and chain.acceptance_rate < 0.01:
-                        logger.warning("alpha=%g teacher=%d %s: Metropolis acceptance %.4f; the chain is "
-                                       "nearly frozen (single flips at high SNR)", alpha, t, init,
-                                       chain.acceptance_rate)
+                    record = chains.get((a, t, init))
+                    if record is None:
+                        if train is None:
+                            train = make_dataset(teacher, n, delta=config.delta, activation=activation,
+                                                 rng=np.random.default_rng([config.seed, t, 2, _alpha_key(alpha)]))
+                        record = _run_chain(config, runner, teacher, test, train, alpha, t, i, init)
+                        if on_chain is not None:
+                            on_chain((a, t, init), record)
+                    _add_chain(store[init], a, t, record)
                     if bar is not None:
                         bar.update(1)
     finally:
@@ -306,6 +286,59 @@ def run_experiment(config: ExperimentConfig, *, progress: bool = False) -> dict:
             bar.close()
 
     return {init: _summarize(init, config, architecture, store[init]) for init in config.init}
+
+
+def _run_chain(config, runner, teacher, test, train, alpha, t, i, init) -> dict:
+    """Run and measure one chain; returns its record (see :func:`run_experiment`)."""
+    import jax
+
+    if init == "informed":
+        start = teacher.weights
+    else:
+        start_rng = np.random.default_rng([config.seed, t, 3, _alpha_key(alpha)])
+        start = tuple(sample_weights(config.prior, w.shape, start_rng) for w in teacher.weights)
+    key = jax.random.key(int(np.random.default_rng(
+        [config.seed, t, 4, _alpha_key(alpha), i]).integers(2**31)))
+    begin = time.perf_counter()
+    chain = runner(key, start, teacher.readout, train.inputs, train.labels,
+                   test.inputs, test.labels)
+    elapsed = time.perf_counter() - begin
+    m = measure_chain(chain.samples, chain.test_outputs, teacher.weights, test.labels,
+                      teacher.readout, point_estimate=config.sampler == "adam")
+    logger.info("alpha=%g teacher=%d %s: error %.5f (replica %.5f) overlap %s "
+                "acceptance %.3f step %.4g [%.1f s]", alpha, t, init, m.error,
+                m.replica_error, np.array2string(m.overlap, precision=3),
+                chain.acceptance_rate, chain.step_size, elapsed)
+    if config.sampler in ("hmc", "nuts") and (chain.acceptance_rate < 0.5 or chain.divergences):
+        logger.warning("alpha=%g teacher=%d %s: acceptance %.2f, %d divergent transitions; "
+                       "consider more warm-up steps", alpha, t, init, chain.acceptance_rate,
+                       chain.divergences)
+    if config.sampler == "metropolis" and chain.acceptance_rate < 0.01:
+        logger.warning("alpha=%g teacher=%d %s: Metropolis acceptance %.4f; the chain is "
+                       "nearly frozen (single flips at high SNR)", alpha, t, init,
+                       chain.acceptance_rate)
+    values = dict(error=m.error, posterior_mean_error=m.posterior_mean_error, r2=m.r2,
+                  replica_error=m.replica_error, replica_r2=m.replica_r2,
+                  acceptance_rate=chain.acceptance_rate, step_size=chain.step_size,
+                  divergences=chain.divergences,
+                  mean_integration_steps=chain.mean_integration_steps, wall_time=elapsed)
+    record = {name: np.asarray(value, dtype=float) for name, value in values.items()}
+    record.update(overlap=np.asarray(m.overlap), replica_overlap=np.asarray(m.replica_overlap),
+                  histogram=np.asarray(m.histogram), matrix_histogram=np.asarray(m.matrix_histogram),
+                  trace=np.asarray(chain.trace_errors), trace_steps=np.asarray(chain.trace_steps))
+    return record
+
+
+def _add_chain(entry, a, t, record) -> None:
+    """Put the record of chain (α index ``a``, teacher ``t``) into the arrays of its start."""
+    for name in _SCALARS:
+        entry["scalars"][name][a, t] = record[name]
+    entry["overlap"][a, t] = record["overlap"]
+    entry["replica_overlap"][a, t] = record["replica_overlap"]
+    entry["histogram"][a] += record["histogram"]
+    entry["matrix_histogram"][a] += record["matrix_histogram"]
+    entry["trace"][a][t] = record["trace"]
+    entry["trace_steps"] = record["trace_steps"]
 
 
 def _alpha_key(alpha: float) -> int:

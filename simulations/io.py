@@ -34,7 +34,14 @@ name                               shape               meaning
 =================================  ==================  ==========================================
 
 The file is written to a temporary file in the target directory and moved into place
-with :func:`os.replace`, so a reader never sees a partial file.
+with :func:`os.replace`, so a reader never sees a partial file.  Root attributes ``kind =
+"experiment"`` and ``complete = 1`` mark a finished file.
+
+Checkpoint (``X.checkpoint.h5`` while ``replica-experiment -o X.h5`` runs, see
+:mod:`replica.safe_write`): root attributes ``kind = "experiment"``, ``complete = 0``,
+``parameters``; one group ``chains/<i_alpha>/<teacher>/<init>`` per finished chain holding
+its measurements (:func:`simulations.experiment.run_experiment`, ``on_chain``), rewritten
+atomically after every chain.  ``replica-experiment --resume`` reuses them.
 """
 
 from __future__ import annotations
@@ -45,11 +52,12 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["write_experiment", "read_experiment", "ERROR_CONVENTION", "package_version"]
+__all__ = ["write_experiment", "read_experiment", "write_experiment_checkpoint", "read_experiment_checkpoint",
+           "ERROR_CONVENTION", "package_version"]
 
 ERROR_CONVENTION = ("mmse = half Gibbs error 1/2 E_x (lambda(x;W^a) - lambda(x;W0))^2 on fresh noiseless test "
                     "inputs averaged over posterior samples (Adam: E_x (lambda_hat - lambda0)^2); label noise "
-                    "and the constant mu0 sum(v)/sqrt(k) excluded (THEORY.md section 1)")
+                    "and the constant mu0 sum(v)/sqrt(k) excluded (docs/theory.md §1)")
 
 
 def package_version() -> str:
@@ -98,6 +106,8 @@ def write_experiment(path, config, results: dict, *, overwrite: bool = False) ->
         f.attrs["git_revision"] = git_revision()
         f.attrs["created"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
         f.attrs["error_convention"] = ERROR_CONVENTION
+        f.attrs["kind"] = "experiment"
+        f.attrs["complete"] = np.int8(1)
         for init, result in results.items():
             group = f.require_group(f"experiments/{config.sampler}/{init}")
             group.attrs["sampler"] = config.sampler
@@ -131,3 +141,76 @@ def read_experiment(path) -> dict:
             for init, sub in group.items():
                 out["groups"][(sampler, init)] = {name: sub[name][()] for name in sub}
     return out
+
+
+def write_experiment_checkpoint(path, config, chains: dict) -> Path:
+    """Write the finished chains of an unfinished experiment atomically (layout in the module docstring).
+
+    Parameters
+    ----------
+    path : str or Path
+        Checkpoint file.
+    config : ExperimentConfig
+    chains : dict
+        ``{(i_alpha, teacher, init): record}`` (records of
+        :func:`simulations.experiment.run_experiment`'s ``on_chain``).
+
+    Returns
+    -------
+    Path
+    """
+    from replica.io import atomic_h5, git_revision
+
+    path = Path(path)
+    with atomic_h5(path) as f:
+        f.attrs["parameters"] = config.to_json()
+        f.attrs["version"] = package_version()
+        f.attrs["git_revision"] = git_revision()
+        f.attrs["kind"] = "experiment"
+        f.attrs["complete"] = np.int8(0)
+        for (a, t, init), record in sorted(chains.items()):
+            group = f.require_group(f"chains/{a}/{t}/{init}")
+            for name, value in record.items():
+                group.create_dataset(name, data=np.asarray(value))
+    return path
+
+
+def read_experiment_checkpoint(path, config) -> dict:
+    """Finished chains stored by :func:`write_experiment_checkpoint`.
+
+    Parameters
+    ----------
+    path : str or Path
+    config : ExperimentConfig
+        The options of the run to resume; they must equal the stored ones.
+
+    Returns
+    -------
+    dict
+        ``{(i_alpha, teacher, init): record}``.
+
+    Raises
+    ------
+    replica.config.UsageError
+        The checkpoint was computed with other options (``--resume`` names them).
+    replica.safe_write.ResultFileError
+        Unreadable file (locked, truncated, not HDF5, another command's, another version's).
+    """
+    from replica.config import UsageError
+    from replica.safe_write import open_h5
+
+    chains = {}
+    with open_h5(path, option="--resume", kinds=("experiment",)) as f:
+        stored = json.loads(f.attrs["parameters"])
+        wanted = json.loads(config.to_json())
+        diff = sorted(k for k in set(stored) | set(wanted) if stored.get(k) != wanted.get(k))
+        if diff:
+            raise UsageError(f"--resume: {path} was computed with different options ({', '.join(diff)}); "
+                             "use the same options or another --output")
+        if "chains" not in f:
+            return chains
+        for a, by_teacher in f["chains"].items():
+            for t, by_init in by_teacher.items():
+                for init, group in by_init.items():
+                    chains[(int(a), int(t), str(init))] = {name: group[name][()] for name in group}
+    return chains

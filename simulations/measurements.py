@@ -1,6 +1,6 @@
 """Measurements on samples: errors, matched overlaps, ``R₂``, histograms, Nishimori checks.
 
-Definitions (THEORY.md §1 and §7)
+Definitions (docs/theory.md §1 and §7)
 ---------------------------------
 * Half Gibbs error of a posterior sample ``W^a``: ``½ E_x (λ(x; W^a) − λ(x; W⁰))²`` on
   fresh noiseless test inputs; by the Nishimori identity its posterior average equals the

@@ -1,4 +1,4 @@
-"""Posterior samplers and Adam training for the teacher–student posterior (THEORY.md §7).
+"""Posterior samplers and Adam training for the teacher–student posterior (docs/theory.md §7).
 
 Posterior (Gaussian label noise of variance Δ, prior ``P_W`` on every layer):
 

@@ -1,4 +1,4 @@
-"""Online SGD on the one-hidden-layer teacher–student problem (THEORY.md §1), in NumPy.
+"""Online SGD on the one-hidden-layer teacher–student problem (docs/theory.md §1), in NumPy.
 
 The student ``λ(x; W) = vᵀ σ(W x/√d)/√k`` trains its first-layer weights ``W ∈ R^{k×d}``
 (the readout ``v`` is fixed and known, as in the Bayes setting) on the squared loss
@@ -55,7 +55,7 @@ References
 D. Saad, S. A. Solla, "On-line learning in soft committee machines", Phys. Rev. E 52 (1995)
 (online SGD, order-parameter dynamics, plateaus).  G. Ben Arous, R. Gheissari, A. Jagannath,
 "Online stochastic gradient descent on non-convex losses from high-dimensional inference",
-JMLR 22 (2021) (information exponent).  THEORY.md §1–§2, §5.
+JMLR 22 (2021) (information exponent).  docs/theory.md §1–§2, §5.
 """
 
 from __future__ import annotations
@@ -65,14 +65,13 @@ import datetime as _dt
 import json
 import logging
 import math
-import os
 import subprocess
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numba
 import numpy as np
+import priors._numba_cache  # noqa: F401 - numba cache fallback for read-only installs, before any kernel
 
 __all__ = [
     "SGDConfig",
@@ -971,51 +970,54 @@ def write_sgd(result: SGDResult, path, *, overwrite=False):
     :meth:`SGDConfig.to_dict`), ``version``, ``git_revision``, ``created``, ``wall_time``,
     ``completed``, ``time_convention``.
     """
-    import h5py
+    from replica.io import atomic_h5
 
     path = Path(path)
     if path.exists() and not overwrite:
         raise FileExistsError(f"{path} exists (use --overwrite to replace it)")
-    directory = path.parent if str(path.parent) else Path(".")
-    directory.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
-    os.close(fd)
-    try:
-        with h5py.File(tmp, "w") as f:
-            f.attrs["parameters"] = json.dumps(result.config.to_dict(), sort_keys=True)
-            f.attrs["version"] = _package_version()
-            f.attrs["git_revision"] = _git_revision()
-            f.attrs["created"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-            f.attrs["wall_time"] = float(result.wall_time)
-            f.attrs["completed"] = bool(result.completed)
-            f.attrs["time_convention"] = SGD_TIME_CONVENTION
-            for name in _DATASETS:
-                ds = f.create_dataset(name, data=np.asarray(getattr(result, name)))
-                ds.attrs["description"] = _DESCRIPTIONS[name]
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_h5(path) as f:  # temporary file, fsync, permissions of a normal file (umask), rename
+        f.attrs["kind"] = "sgd"
+        f.attrs["parameters"] = json.dumps(result.config.to_dict(), sort_keys=True)
+        f.attrs["version"] = _package_version()
+        f.attrs["git_revision"] = _git_revision()
+        f.attrs["created"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+        f.attrs["wall_time"] = float(result.wall_time)
+        f.attrs["completed"] = bool(result.completed)
+        f.attrs["time_convention"] = SGD_TIME_CONVENTION
+        for name in _DATASETS:
+            ds = f.create_dataset(name, data=np.asarray(getattr(result, name)))
+            ds.attrs["description"] = _DESCRIPTIONS[name]
 
 
-def read_sgd(path):
+def read_sgd(path, *, option=""):
     """Read a file written by :func:`write_sgd`.
+
+    Parameters
+    ----------
+    path : str or Path
+    option : str, keyword-only
+        Option named in error messages (``--plot``).
 
     Returns
     -------
     dict
         Every dataset as an array, plus ``parameters`` (dict) and the other root attributes.
+
+    Raises
+    ------
+    replica.safe_write.ResultFileError
+        Locked, unreadable, not HDF5, truncated, or written by another command (one line).
     """
-    import h5py
+    from replica.safe_write import open_h5
 
     out = {}
-    with h5py.File(path, "r") as f:
+    with open_h5(path, option=option, kinds=("sgd",)) as f:
         for name in f:
             out[name] = f[name][()]
         for key, value in f.attrs.items():
             out[key] = value
-    out["parameters"] = json.loads(out["parameters"])
+        out["parameters"] = json.loads(f.attrs["parameters"])
     return out
 
 
@@ -1234,9 +1236,9 @@ def store_reference_levels(path, *, num=24, timeout=None, bayes=True):
         ``reference_universal_mmse`` and (if available) ``reference_bayes_mmse``; attribute
         ``reference_errors`` (JSON list of messages).  Existing ones are replaced.
     """
-    import shutil
-
     import h5py
+
+    from replica.io import atomic_h5
 
     data = read_sgd(path)
     params = data["parameters"]
@@ -1253,28 +1255,22 @@ def store_reference_levels(path, *, num=24, timeout=None, bayes=True):
 
         levels = reference_levels_with_timeout(params, alphas, timeout=timeout, bayes=bayes)
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        shutil.copy2(path, tmp)
-        with h5py.File(tmp, "a") as f:
-            for name in ("reference_alpha", "reference_universal_mmse", "reference_bayes_mmse"):
-                if name in f:
-                    del f[name]
-            f.create_dataset("reference_alpha", data=alphas).attrs["description"] = "alpha = n/d^2"
-            if "universal" in levels:
-                ds = f.create_dataset("reference_universal_mmse", data=levels["universal"])
-                ds.attrs["description"] = "replica mmse of the universal branch (THEORY.md 5.1)"
-            if "bayes" in levels:
-                order = np.argsort(alphas)
-                values = np.empty_like(alphas)
-                values[order] = levels["bayes"]
-                ds = f.create_dataset("reference_bayes_mmse", data=values)
-                ds.attrs["description"] = "replica Bayes-optimal (equilibrium) mmse"
-            f.attrs["reference_errors"] = json.dumps(levels["errors"])
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    with atomic_h5(path) as f:  # copy of the file with the levels added, renamed over it
+        with h5py.File(path, "r") as src:
+            for key, value in src.attrs.items():
+                f.attrs[key] = value
+            for name in src:
+                if name not in ("reference_alpha", "reference_universal_mmse", "reference_bayes_mmse"):
+                    src.copy(src[name], f, name=name)
+        f.create_dataset("reference_alpha", data=alphas).attrs["description"] = "alpha = n/d^2"
+        if "universal" in levels:
+            ds = f.create_dataset("reference_universal_mmse", data=levels["universal"])
+            ds.attrs["description"] = "replica mmse of the universal branch (docs/theory.md §5.1)"
+        if "bayes" in levels:
+            order = np.argsort(alphas)
+            values = np.empty_like(alphas)
+            values[order] = levels["bayes"]
+            ds = f.create_dataset("reference_bayes_mmse", data=values)
+            ds.attrs["description"] = "replica Bayes-optimal (equilibrium) mmse"
+        f.attrs["reference_errors"] = json.dumps(levels["errors"])
     return levels

@@ -21,7 +21,7 @@ import logging
 import sys
 from pathlib import Path
 
-from replica.cli import check_output_path
+from replica.cli import warn_readout_rescaling
 from replica.config import CommandParser, UsageError, number_type
 
 __all__ = ["main", "build_parser"]
@@ -99,8 +99,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     o = p.add_argument_group("output and control")
     o.add_argument("-o", "--output", default=None,
-                   help="HDF5 output (default sgd.h5); with --plot: prefix of the PNG files "
-                        "(default: the input file without .h5)")
+                   help="HDF5 output (default sgd.h5); with --plot: prefix of the figure files, or a "
+                        "name like fig.pdf whose suffix sets the format (fig_histograms.pdf, fig_error.pdf; "
+                        "default: the input file without .h5, PNG)")
     o.add_argument("--overwrite", action="store_true", help="replace an existing output file")
     o.add_argument("--figures", action="store_true", help="also draw the figures after the run")
     o.add_argument("--plot", metavar="FILE.h5", default=None,
@@ -117,6 +118,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "without them after that (default 300)")
     o.add_argument("--dpi", type=number_type("--dpi", minimum=0, strict=True, integer=True), default=150,
                    help="figure resolution (default 150)")
+    o.add_argument("--config", metavar="FILE.toml", default=None,
+                   help="read options from a TOML file with the same keys as the long options (e.g. "
+                        "dim = 64, activation = 'elu'; a table [sgd] for this command only); the command "
+                        "line overrides it")
     o.add_argument("--quiet", action="store_true", help="no progress bar, warnings only")
     o.add_argument("--verbose", action="store_true", help="debug messages")
     o.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -138,43 +143,73 @@ def _parse_drop(text):
         raise ValueError(f"--drop-hermite must be a comma list of integers, got {text!r}") from None
 
 
-def _store_reference(path, args):
+def _store_reference(path, args, *, locked=False):
+    from replica.safe_write import SafeOutput
+
     from .sgd import store_reference_levels
 
+    if not locked:  # the file is rewritten: same lock as any writer of it
+        with SafeOutput(path, overwrite=True, checkpoints=False, option="--plot"):
+            return _store_reference(path, args, locked=True)
     logger.info("computing the replica reference levels (limit %g s)", args.theory_timeout)
     levels = store_reference_levels(path, timeout=args.theory_timeout)
     for message in levels["errors"][:3]:
         logger.warning("reference levels: %s", message)
 
 
-def _plot(path, prefix, args):
+#: figure formats accepted as the suffix of ``-o`` with ``--plot``
+FIGURE_SUFFIXES = (".png", ".pdf", ".svg", ".jpg", ".jpeg")
+
+
+def _figure_prefix(prefix, path):
+    """``-o`` of ``--plot``: a prefix (``sgd`` → ``sgd_histograms.png``), or a figure name whose
+    suffix sets the format (``sgd.pdf`` → ``sgd_histograms.pdf``); default: the input without .h5."""
+    if not prefix:
+        return Path(path).with_suffix(""), ".png"
+    prefix = Path(prefix)
+    if prefix.suffix.lower() in FIGURE_SUFFIXES:
+        return prefix.with_suffix(""), prefix.suffix.lower()
+    return prefix, ".png"
+
+
+def _plot(path, prefix, args, *, store_reference=True):
+    from replica.safe_write import check_output_directory
+
+    from .sgd import read_sgd
     from .sgd_plots import make_figures
 
     path = Path(path)
     if not path.is_file():
-        raise ValueError(f"no such file: {path}")
-    prefix = Path(prefix) if prefix else path.with_suffix("")
-    if args.reference:
+        raise ValueError(f"--plot: no such file: {path}")
+    data = read_sgd(path, option="--plot")  # one-line error for a locked, damaged or non-SGD file
+    prefix, suffix = _figure_prefix(prefix, path)
+    check_output_directory(Path(f"{prefix}_error{suffix}"), option="--output")
+    if args.reference and store_reference:
         _store_reference(path, args)
-    outputs = make_figures(path, prefix, theory=not args.no_theory, dpi=args.dpi,
-                           theory_timeout=args.theory_timeout, overwrite=args.overwrite)
+        data = read_sgd(path, option="--plot")
+    outputs = make_figures(data, prefix, theory=not args.no_theory, dpi=args.dpi,
+                           theory_timeout=args.theory_timeout, overwrite=args.overwrite, suffix=suffix)
     for out in outputs:
         logger.info("wrote %s", out)
 
 
 def main(argv=None) -> int:
     """Entry point of ``replica-sgd``; returns the exit status."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    from replica.cli import parse_command_line
+
+    args, status = parse_command_line(PROG, build_parser(), argv)
+    if args is None:
+        return status
     _configure_logging(args)
     try:
         if args.plot is not None:
             _plot(args.plot, args.output, args)
             return 0
+        from replica.safe_write import SafeOutput
+
         from .sgd import SGDConfig, run_sgd, specialization_time, write_sgd
 
         output = Path(args.output or "sgd.h5")
-        check_output_path(output, args.overwrite)
         config = SGDConfig(activation=args.activation, gamma=args.gamma, delta=args.delta,
                            prior=args.prior, readout=args.readout, dim=args.dim, lr=args.lr,
                            batch=args.batch, steps=args.steps, time=args.time,
@@ -182,33 +217,46 @@ def main(argv=None) -> int:
                            init_scale=args.init_scale, bins=args.bins, threshold=args.threshold,
                            drop_hermite=_parse_drop(args.drop_hermite),
                            unit_variance=args.unit_variance)
-        # validate every model option before spending time
+        # validate every model option before the output and before spending time
         from .sgd import _sample_readout, activation_functions
         import numpy as np
 
-        activation_functions(config.activation, drop_hermite=config.drop_hermite,
-                             unit_variance=config.unit_variance)
-        _sample_readout(config.readout, 1, np.random.default_rng(0))
-        logger.info("d=%d k=%d lr=%g batch=%d steps=%d (t_max=%.4g, n=%d samples)", config.dim,
-                    config.width, config.lr, config.batch, config.num_steps,
-                    config.num_steps * config.batch / (config.width * config.dim),
-                    config.num_steps * config.batch)
-        result = run_sgd(config, progress=not args.quiet, backend=args.backend)
-        write_sgd(result, output, overwrite=args.overwrite)
-        t_spec = specialization_time(result.time, result.specialized_fraction)
-        logger.info("wrote %s in %.1f s: final test error %.4g, specialized fraction %.2f, "
-                    "t_spec %.4g (first time the specialized fraction stays >= 0.5)", output, result.wall_time, result.test_error[-1],
-                    result.specialized_fraction[-1], t_spec)
+        try:
+            activation_functions(config.activation, drop_hermite=config.drop_hermite,
+                                 unit_variance=config.unit_variance)
+        except ValueError as exc:
+            raise UsageError(f"--activation: {str(exc).splitlines()[0]}") from None
+        try:
+            _sample_readout(config.readout, 1, np.random.default_rng(0))
+        except ValueError as exc:
+            raise UsageError(f"--readout: {str(exc).splitlines()[0]}") from None
+        warn_readout_rescaling(config.readout)
+        with SafeOutput(output, overwrite=args.overwrite, checkpoints=False):
+            logger.info("d=%d k=%d lr=%g batch=%d steps=%d (t_max=%.4g, n=%d samples)", config.dim,
+                        config.width, config.lr, config.batch, config.num_steps,
+                        config.num_steps * config.batch / (config.width * config.dim),
+                        config.num_steps * config.batch)
+            result = run_sgd(config, progress=not args.quiet, backend=args.backend)
+            write_sgd(result, output, overwrite=True)
+            t_spec = specialization_time(result.time, result.specialized_fraction)
+            logger.info("wrote %s in %.1f s: final test error %.4g, specialized fraction %.2f, "
+                        "t_spec %.4g (first time the specialized fraction stays >= 0.5)", output, result.wall_time,
+                        result.test_error[-1], result.specialized_fraction[-1], t_spec)
+            if args.reference:
+                _store_reference(output, args, locked=True)
         if args.figures:
-            _plot(output, output.with_suffix(""), args)
-        elif args.reference:
-            _store_reference(output, args)
-    except (UsageError, ValueError, FileExistsError, FloatingPointError, OSError) as exc:
+            _plot(output, output.with_suffix(""), args, store_reference=False)
+    except (UsageError, ValueError, FileExistsError, FloatingPointError) as exc:
         message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         print(f"{PROG}: error: {message}", file=sys.stderr)
         return 2
+    except OSError as exc:
+        print(f"{PROG}: error: cannot write {exc.filename or args.output}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
-        print(f"{PROG}: interrupted", file=sys.stderr)
+        target = args.output or "sgd.h5"
+        state = "unchanged" if Path(target).exists() else "not written"
+        print(f"{PROG}: interrupted; nothing saved; {target} {state}", file=sys.stderr)
         return 130
     return 0
 

@@ -282,8 +282,17 @@ def plot_test_error(data, *, theory=True, theory_timeout=300.0, ax=None):
     return fig
 
 
-def make_figures(path, prefix, *, theory=True, theory_timeout=300.0, dpi=150, overwrite=True):
+def make_figures(path, prefix, *, theory=True, theory_timeout=300.0, dpi=150, overwrite=True, suffix=".png"):
     """Write ``PREFIX_histograms.png`` and ``PREFIX_error.png`` for one run.
+
+    Parameters
+    ----------
+    path : str, Path or dict
+        File written by :func:`simulations.sgd.write_sgd`, or its contents (:func:`~simulations.sgd.read_sgd`).
+    prefix : str or Path
+        Figure names are ``PREFIX_histograms`` and ``PREFIX_error``.
+    suffix : str, keyword-only
+        Figure format (``.png``, ``.pdf``, ``.svg``; default ``.png``).
 
     Returns
     -------
@@ -296,7 +305,7 @@ def make_figures(path, prefix, *, theory=True, theory_timeout=300.0, dpi=150, ov
 
     data = _load(path)
     prefix = Path(prefix)
-    outputs = [Path(f"{prefix}_histograms.png"), Path(f"{prefix}_error.png")]
+    outputs = [Path(f"{prefix}_histograms{suffix}"), Path(f"{prefix}_error{suffix}")]
     for out in outputs:
         if out.exists() and not overwrite:
             raise FileExistsError(f"{out} exists (use --overwrite to replace it)")

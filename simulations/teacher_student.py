@@ -1,4 +1,4 @@
-"""Teacher–student data for one or several hidden layers (THEORY.md §1).
+"""Teacher–student data for one or several hidden layers (docs/theory.md §1).
 
 Conventions
 -----------

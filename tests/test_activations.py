@@ -1,4 +1,4 @@
-"""Tests of replica/activations.py (THEORY.md §2 and §6.1)."""
+"""Tests of replica/activations.py (docs/theory.md §2 and §6.1)."""
 
 import json
 import math
@@ -24,7 +24,7 @@ def series_g(act, q, lmax=60):
                for ell in range(3, lmax + 1))
 
 
-# --- ReLU closed forms (THEORY.md §2) ----------------------------------------------------------
+# --- ReLU closed forms (docs/theory.md §2) ----------------------------------------------------------
 def test_relu_coefficients_and_g1():
     relu = get_activation("relu")
     assert abs(relu.mu0 - 1 / math.sqrt(2 * math.pi)) < 1e-13
@@ -140,7 +140,7 @@ def test_call_is_consistent_with_hermite_coefficients():
             assert abs(np.dot(w, act(z) * he.hermeval(z, coef)) - act.hermite(ell)) < 1e-10
 
 
-# --- THEORY.md §6.1 and modifiers ---------------------------------------------------------------
+# --- docs/theory.md §6.1 and modifiers ---------------------------------------------------------------
 def test_tanh2_reference_values():
     t = get_activation("tanh2")
     assert abs(t.mu1 - 0.72947753) < 5e-9

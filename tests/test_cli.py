@@ -1,7 +1,7 @@
 """Command line: bad input is one line + exit 2, outputs are never overwritten silently,
 ``--config`` files, and interrupted sweeps resume to the same result.
 
-The runs use the deep model of THEORY.md §6.1 (``--layers 2``, ``tanh(2x)`` minus its
+The runs use the deep model of docs/theory.md §6.1 (``--layers 2``, ``tanh(2x)`` minus its
 Hermite components of degree ≤ 2): it needs no spectral tables, so a sweep takes seconds.
 """
 
@@ -19,6 +19,7 @@ import pytest
 from replica.cli import parse_alpha_grid, parse_number_grid, sweep_main
 from replica.config import UsageError
 from replica.io import read_root_attrs, read_sweep
+from replica.safe_write import checkpoint_path
 
 DEEP = ["--layers", "2", "--gamma", "1,1", "--activation", "tanh2", "--drop-hermite", "0,1,2", "--unit-variance",
         "--quiet"]
@@ -178,11 +179,12 @@ def _wait_for(path, timeout=120.0):
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_interrupted_sweep_leaves_valid_file_and_resumes(capsys, tmp_path, sig):
     out = tmp_path / "run.h5"
+    ckpt = checkpoint_path(out)
     argv = DEEP + ["--alpha", "1:8:30", "--delta", "0.1", "-o", str(out)]
     proc = subprocess.Popen([sys.executable, "-m", "replica"] + argv + ["--checkpoint-every", "0"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        assert _wait_for(out), "no checkpoint appeared"
+        assert _wait_for(ckpt), "no checkpoint appeared"
         proc.send_signal(sig)
         _, err = proc.communicate(timeout=120)
     finally:
@@ -191,10 +193,11 @@ def test_interrupted_sweep_leaves_valid_file_and_resumes(capsys, tmp_path, sig):
     if proc.returncode == 0:
         pytest.skip("the sweep finished before the signal arrived")
     assert proc.returncode in (130, 143), err
-    assert "Traceback" not in err and "--resume" in err
-    attrs = read_root_attrs(out)  # a valid HDF5 file …
+    assert "Traceback" not in err and "--resume" in err and str(ckpt) in err
+    assert not out.exists()  # the target appears only when the run has finished
+    attrs = read_root_attrs(ckpt)  # a valid HDF5 file …
     assert attrs["complete"] is False  # … holding a checkpoint
-    with h5py.File(out) as h5:
+    with h5py.File(ckpt) as h5:
         done = sum(int(g["done"][()].sum()) for g in h5["checkpoint"].values() if isinstance(g, h5py.Group))
     assert done > 0
     # a plain rerun refuses to touch it
@@ -203,6 +206,7 @@ def test_interrupted_sweep_leaves_valid_file_and_resumes(capsys, tmp_path, sig):
     # resume, then compare with an uninterrupted run
     rc, _, err = run_cli(capsys, argv + ["--resume"])
     assert rc == 0, err
+    assert not ckpt.exists()  # removed once the result is in place
     rc, _, err = run_cli(capsys, argv[:-1] + [str(tmp_path / "full.h5")])
     assert rc == 0, err
     resumed, full = read_sweep(out), read_sweep(tmp_path / "full.h5")

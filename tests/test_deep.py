@@ -1,4 +1,4 @@
-"""Deep MLPs with Hermite degrees ≤ 2 removed (THEORY.md §6.1)."""
+"""Deep MLPs with Hermite degrees ≤ 2 removed (docs/theory.md §6.1)."""
 
 import numpy as np
 import pytest
@@ -14,7 +14,7 @@ def deep(L, gamma=1.0, delta=0.1, **kw):
 
 
 def test_reference_branch_point_L1():
-    # THEORY.md §8 (authors' threshold files): L = 1, Δ = 0.1, α = 1.5, branch from q = 1:
+    # docs/theory.md §8 (authors' threshold files): L = 1, Δ = 0.1, α = 1.5, branch from q = 1:
     # mmse 0.31999549, q1 = 0.91584435
     m = deep(1)
     r = m.solve_from(1.5, np.array([0.99]))
@@ -29,7 +29,7 @@ def test_reference_branch_point_L1():
     (2, 3.30983, 4.97656, np.linspace(2.0, 8.0, 13)),
 ])
 def test_reference_thresholds(L, alpha_sp, alpha_c, grid):
-    # THEORY.md §8, authors' threshold files, tanh(2x) with degrees ≤ 2 removed, Δ = 0.1.
+    # docs/theory.md §8, authors' threshold files, tanh(2x) with degrees ≤ 2 removed, Δ = 0.1.
     # The reference α_sp is defined by "error < 1 − 1e-3 after iterating from q = 1",
     # which a finite iteration count biases slightly low near the saddle-node; our α_sp is
     # the saddle-node itself, hence the 1e-3 tolerance (the issue's target).
@@ -51,7 +51,7 @@ def test_deeper_targets_need_more_data():
 
 @pytest.mark.parametrize("L", [3, 4, 5])
 def test_informed_start_reaches_the_specialized_branch_at_depth(L):
-    # at large α the branch from q = 1 exists at every depth and its error decays (THEORY §6.1:
+    # at large α the branch from q = 1 exists at every depth and its error decays (docs/theory.md §6.1:
     # the reference iterates from q = 1); a start at q = 0.99 fell to q = 0 for L >= 4
     model = deep(L)
     overlaps0, _ = model.starts()["informed"]

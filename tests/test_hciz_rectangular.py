@@ -1,4 +1,4 @@
-"""Tests for hciz.rectangular (THEORY.md §4.2): spectral law, RIE, MMSE, ι, tables.
+"""Tests for hciz.rectangular (docs/theory.md §4.2): spectral law, RIE, MMSE, ι, tables.
 
 The channels under test are built afresh by the current code (``use_disk_cache=False``,
 about 9 s for the two published aspect ratios, once per test process), never loaded from the
@@ -10,7 +10,6 @@ then checked against the fresh build. Heavier checks are marked ``slow``.
 
 import functools
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,28 +17,28 @@ from scipy import integrate
 
 from hciz import rectangular as rect
 from hciz.rectangular import RectangularChannel, rectangular_channel
+from replica import reference
 
 CASES = [(2.0, 0.2), (5.0, 2.0)]  # (R1 = P/M, R2 = N/M) of the published curves
 
-REFERENCE_DIR = Path(__file__).resolve().parents[1] / "data" / "reference"
 
 
-def _published(name):
-    """{(R1, R2): [(Δ, value), …]} from data/reference/<name> (source and normalization in its header)."""
-    lines = [ln for ln in (REFERENCE_DIR / name).read_text().splitlines() if ln and not ln.startswith("#")]
+def _published(kind, rows):
+    """{(R1, R2): [(Δ, value), …]} from data/reference/troiani2022_rectangular/<kind>RA<R1>RB<R2>.csv
+    (source, normalization and accuracy in the file's header), rows ``rows``."""
     out = {}
-    for line in lines[1:]:  # after the column names
-        r1, r2, delta, value = map(float, line.split(","))
-        out.setdefault((r1, r2), []).append((delta, value))
+    for r1, r2, tag in ((2.0, 0.2, "RA2RB0.2"), (5.0, 2.0, "RA5RB2")):
+        table = reference.read(f"troiani2022_rectangular/{kind}{tag}.csv")
+        out[(r1, r2)] = list(zip(table["DELTAS"][rows], table["y_MMSEs"][rows]))
     return out
 
 
-# Analytic MMSE curves of Troiani, Erba, Krzakala, Maillard, Zdeborová (2022), arXiv:2203.07752
-# (finite differences in Δ of log-potentials on a 2^18-point grid), and the empirical MSE of the
-# same denoiser on one sampled matrix per Δ at M = 2000; copied from their public code into
-# data/reference/troiani2022_rectangular_{mmse,rie_m2000}.csv.
-REFERENCE_MMSE = _published("troiani2022_rectangular_mmse.csv")
-REFERENCE_RIE_M2000 = _published("troiani2022_rectangular_rie_m2000.csv")
+# Analytic MMSE curves of Troiani, Erba, Krzakala, Maillard, Zdeborová (2022), arXiv:2203.07752,
+# public code: finite differences in Δ of log-potentials on a 2^18-point grid (every second row
+# 0..30 of MMSE_NB262144RA<R1>RB<R2>.csv), and the empirical MSE of the same denoiser on one
+# sampled matrix per Δ at M = 2000 (every sixth row 0..60 of RIE_M2000RA<R1>RB<R2>.csv).
+REFERENCE_MMSE = _published("MMSE_NB262144", slice(0, 31, 2))
+REFERENCE_RIE_M2000 = _published("RIE_M2000", slice(0, 61, 6))
 
 
 def kw(case):
@@ -47,7 +46,7 @@ def kw(case):
 
 
 def sample(m, r1, r2, delta, rng):
-    """(S, Y) with the normalization of THEORY.md §4.2."""
+    """(S, Y) with the normalization of docs/theory.md §4.2."""
     p, n = int(round(r1 * m)), int(round(r2 * m))
     u_left = rng.standard_normal((m, n))
     u_right = rng.standard_normal((n, p))
@@ -111,7 +110,7 @@ def test_internal_quadrature_moments(case):
 
 @pytest.mark.parametrize("case", CASES)
 def test_quartic_of_theory_is_satisfied(case):
-    """The physical root satisfies the quartic of THEORY.md §4.2 with u = G/x."""
+    """The physical root satisfies the quartic of docs/theory.md §4.2 with u = G/x."""
     r1, r2 = case
     delta = 0.2
     x = np.linspace(0.2, 3.0, 15)

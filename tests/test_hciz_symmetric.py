@@ -1,4 +1,4 @@
-"""Tests of the symmetric HCIZ channel (hciz.spectral, hciz.symmetric); THEORY.md §4.1, §4.3."""
+"""Tests of the symmetric HCIZ channel (hciz.spectral, hciz.symmetric); docs/theory.md §4.1, §4.3."""
 import logging
 import warnings
 
@@ -104,7 +104,7 @@ def test_semicircle_plus_semicircle_large_gamma():
 
 @pytest.mark.parametrize("lam", [0.7, 5.0, 80.0])
 def test_cubic_ones(lam):
-    """v ≡ 1: c G³ + (a + c x) G² + (a x − a c + c) G + a = 0 (THEORY §4.1)."""
+    """v ≡ 1: c G³ + (a + c x) G² + (a x − a c + c) G + a = 0 (docs/theory.md §4.1)."""
     a, c = GAMMA, np.sqrt(GAMMA * lam)
     bands = support(lam=lam, gamma=GAMMA, values=ONES[0], weights=ONES[1])
     lo, hi = bands[0][0], bands[-1][1]
@@ -240,7 +240,7 @@ def test_rie_d1000(name, lam):
 
 
 # ---------------------------------------------------------------- reference tables
-# (λ, m_S(λ)) copied from reference/barbier2025_shallow/hciz_m_table_gamma0.5_readout_<law>.csv
+# (λ, m_S(λ)) copied from data/reference/barbier2025_shallow/hciz_m_table_gamma0.5_readout_<law>.csv
 # (Barbier, Camilli, Nguyen, Pastore, Skerk, arXiv 2501.18530 / 2505.24849, public code;
 # scipy-quad tables with ~1e-6 error).
 REF_TABLES = {
@@ -433,7 +433,7 @@ def mp_overlap(lam, gamma, values, weights, dps=20):
 
     Same approach as ``scripts/make_quadratic_reference.py``, for any discrete law: clearing
     denominators, ``z(m) = x`` is the polynomial ``A(m) − x m Π_j(1 + t_j m) = 0`` of degree
-    ``K + 2`` (the cubic of THEORY §4.1 for ``v ≡ 1``, a quartic for Rademacher, degree 6
+    ``K + 2`` (the cubic of docs/theory.md §4.1 for ``v ≡ 1``, a quartic for Rademacher, degree 6
     for 4point), ``ρ(x) = max Im m / π`` (numpy roots polished by Newton at ``dps``
     digits).  Band edges and necks are the values ``z(m_c)`` at the roots of the numerator
     of ``z'(m)`` (mpmath polyroots); ``∫ρ³`` is tanh–sinh quadrature between them.

@@ -21,7 +21,7 @@ ALPHAS = np.array([1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
 
 @pytest.fixture(scope="module")
 def model():
-    # THEORY.md §6.1, two hidden layers, Δ = 0.1 (no spectral tables needed)
+    # docs/theory.md §6.1, two hidden layers, Δ = 0.1 (no spectral tables needed)
     return DeepModel("tanh2", [1.0, 1.0], 0.1, drop_hermite=(0, 1, 2), unit_variance=True)
 
 

@@ -1,7 +1,7 @@
 """``replica-phase-diagram``: α × Δ grid on a local dask cluster (loopback), transition lines,
 xarray layout, resume, and option checks.
 
-Uses the deep model of THEORY.md §6.1 (no spectral tables): each line is a sweep of a few
+Uses the deep model of docs/theory.md §6.1 (no spectral tables): each line is a sweep of a few
 seconds, and one local cluster of two worker processes is started for the module.
 """
 

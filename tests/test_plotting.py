@@ -177,3 +177,25 @@ def test_plot_cli_errors(deep_file, tmp_path, capsys):
     err = capsys.readouterr().err
     assert "Traceback" not in err
     assert all(line.startswith("replica-plot: error:") for line in err.strip().splitlines())
+
+
+def test_plot_spectrum_file(tmp_path):
+    from replica.spectrum import main as spectrum_main
+
+    spec = tmp_path / "spec.h5"
+    assert spectrum_main(["--gamma", "0.5", "--readout", "rademacher", "--lambda", "0.1:10:6",
+                          "--density-grid", "40", "-o", str(spec), "--quiet"]) == 0
+    out = tmp_path / "spec.png"
+    assert plot_main([str(spec), "-o", str(out), "--quiet"]) == 0
+    assert out.stat().st_size > 10_000
+
+
+def test_plot_sgd_file(tmp_path):
+    from simulations.sgd_cli import main as sgd_main
+
+    run = tmp_path / "sgd.h5"
+    assert sgd_main(["--activation", "elu", "--dim", "10", "--steps", "60", "--seed", "1", "-o", str(run),
+                     "--quiet"]) == 0
+    out = tmp_path / "sgd.png"
+    assert plot_main([str(run), "-o", str(out), "--quiet"]) == 0
+    assert out.stat().st_size > 10_000

@@ -1,4 +1,4 @@
-"""Tests of the scalar channels (priors/weight_priors.py) and readout laws (THEORY.md §3)."""
+"""Tests of the scalar channels (priors/weight_priors.py) and readout laws (docs/theory.md §3)."""
 
 import math
 

@@ -1,4 +1,4 @@
-"""Continuous readout laws: readout profiles, converged quadrature, error estimates (THEORY.md §5.2).
+"""Continuous readout laws: readout profiles, converged quadrature, error estimates (docs/theory.md §5.2).
 
 The input of the issue: σ = He₂/√2 + He₃/6 (``hermite:2=√2,3=1``), Gaussian weights,
 γ = 0.5, Δ = 0.1; Gauss–Hermite grids of 32–200 nodes moved the mmse at α = 3.2 by 14%.

@@ -237,6 +237,21 @@ def test_cli_rejects_bad_input(tmp_path, capsys, bad):
     assert not out.exists()
 
 
+def test_cli_reads_a_config_file(tmp_path, capsys):
+    from simulations import sgd_cli
+
+    cfg = tmp_path / "sgd.toml"
+    out = tmp_path / "cfg.h5"
+    cfg.write_text(f'activation = "elu"\ndim = 12\n[sgd]\noutput = "{out}"\nseed = 3\n')
+    assert sgd_cli.main(["--config", str(cfg), "--time", "1", "--n-test", "200", "--quiet"]) == 0
+    params = sgd.read_sgd(out)["parameters"]
+    assert params["activation"] == "elu" and params["dim"] == 12 and params["seed"] == 3
+    cfg.write_text("step_size = 0.1\n")
+    assert sgd_cli.main(["--config", str(cfg), "-o", str(tmp_path / "never.h5")]) == 2
+    assert "unknown key 'step_size'" in capsys.readouterr().err
+    assert not (tmp_path / "never.h5").exists()
+
+
 def test_figures_render(tmp_path):
     pytest.importorskip("matplotlib")
     from simulations import sgd_cli

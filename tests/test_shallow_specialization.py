@@ -1,4 +1,4 @@
-"""Specialization phase of the one-hidden-layer theory (THEORY.md §5.2–§5.3)."""
+"""Specialization phase of the one-hidden-layer theory (docs/theory.md §5.2–§5.3)."""
 
 import numpy as np
 import pytest
@@ -61,7 +61,7 @@ def test_specialized_solution_is_stationary(activation, readout, prior, alpha):
 
 
 def test_specialized_reference_value_relu():
-    """THEORY.md §8, authors' notebook output: 0.00680 (±0.2%) at α = 3.007, Δ = 0.03.
+    """docs/theory.md §8, authors' notebook output: 0.00680 (±0.2%) at α = 3.007, Δ = 0.03.
 
     The notebook iterated Q with weight 0.2 on the new iterate and stopped once
     |ΔK*| < 1e-6, which stops before convergence on this slow branch. Emulating that
@@ -140,7 +140,7 @@ def test_specialized_error_goes_to_zero():
 
 
 def test_rademacher_weights_specialize_earlier_than_gaussian():
-    # THEORY §5.3. Both priors have m_P'(0) = 1, so the linear instability of Q = 0 (and
+    # docs/theory.md §5.3. Both priors have m_P'(0) = 1, so the linear instability of Q = 0 (and
     # hence a continuous onset) sits at the same α; the discrete prior then specializes
     # faster: larger overlap and lower error at every α past the onset, and it reaches
     # Q = 0.9 at a smaller α.
@@ -222,7 +222,7 @@ def test_equilibrium_is_the_branch_of_largest_free_entropy():
 
 
 # HMC at d = 150, ReLU, γ = 0.5, Δ = 0.1, v ≡ 1, Gaussian W (Barbier et al., public code,
-# reference file hmc_relu_delta0.1_gamma0.5_readout_ones_d150.csv): alpha, informed mean,
+# file data/reference/barbier2025_shallow/hmc_relu_delta0.1_gamma0.5_readout_ones_d150.csv): alpha, informed mean,
 # uninformed mean, informed std, uninformed std (std over 9 teachers).
 HMC_D150 = [
     (4.0, 0.018189978, 0.01991833, 0.00032196217, 0.00031227825),

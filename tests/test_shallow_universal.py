@@ -1,4 +1,4 @@
-"""Universal branch of the one-hidden-layer theory (THEORY.md §5.1)."""
+"""Universal branch of the one-hidden-layer theory (docs/theory.md §5.1)."""
 
 import math
 
@@ -8,7 +8,7 @@ import pytest
 from replica.shallow import ShallowModel
 
 # Maillard, Troiani, Martin, Krzakala, Zdeborová (arXiv 2408.03733), public code,
-# files line_no_noise_<kappa>.csv: (alpha, error normalized to 1 at alpha = 0); these
+# files data/reference/maillard2024_quadratic/line_no_noise_<kappa>.csv: (alpha, error normalized to 1 at alpha = 0); these
 # carry ~1e-3 relative error (imaginary offset 1e-4 in their Stieltjes root).
 MAILLARD_NOISELESS = {
     0.1: [(0.019503937007874016, 0.9393855969892956), (0.04170866141732284, 0.7934469309424549),
@@ -20,8 +20,8 @@ MAILLARD_NOISELESS = {
     2.0: [(0.09922834645669293, 0.7845580751745803), (0.21710236220472443, 0.5114382139214073),
           (0.3349763779527559, 0.25837836289282806), (0.3939133858267717, 0.1493906691727421)],
 }
-# same source, line_noise_0.5_0.25.csv: kappa = 0.5, noise std s = 0.25 inside the activation.
-# The shared README quotes Delta_M = 2 s^2 (2 + s^2)/kappa = 0.515625; the published curve is
+# same source, data/reference/maillard2024_quadratic/line_noise_0.5_0.25.csv: kappa = 0.5, noise std s = 0.25 inside the activation.
+# The text published with the data quotes Delta_M = 2 s^2 (2 + s^2)/kappa = 0.515625; the published curve is
 # reproduced to ~1e-6 instead by Delta_M = 4 s^2/kappa = 0.5 (the s^4 term is absent from the
 # curve): fitting our Delta point by point gives 0.1250010, 0.1250003, 0.1250000, 0.1250000,
 # i.e. Delta = gamma Delta_M / 2 with Delta_M = 0.5, while 0.515625 is off by 0.6% at alpha = 0.217.
@@ -42,7 +42,7 @@ def test_quadratic_noiseless_matches_maillard(kappa):
 
 
 def test_quadratic_noisy_matches_maillard_after_delta_map():
-    # THEORY §5.1: mmse(α; γ, Δ) = γ ε_M(α; κ=γ, Δ_M = 2Δ/γ); the CSV (normalized to 1 at
+    # docs/theory.md §5.1: mmse(α; γ, Δ) = γ ε_M(α; κ=γ, Δ_M = 2Δ/γ); the CSV (normalized to 1 at
     # α = 0) equals our mmse at Δ = γ Δ_M / 2, with Δ_M = 4 s²/κ = 0.5 (see the comment above).
     gamma, delta_M = 0.5, 0.5
     model = quadratic(gamma, gamma * delta_M / 2)
@@ -52,7 +52,7 @@ def test_quadratic_noisy_matches_maillard_after_delta_map():
 
 
 def test_quadratic_reference_value_high_precision():
-    # THEORY §8: x²/√2, γ = 0.5, Δ = 0, α = 0.2 → 0.39219602 (equation solved to 1e-8)
+    # docs/theory.md §8: x²/√2, γ = 0.5, Δ = 0, α = 0.2 → 0.39219602 (equation solved to 1e-8)
     got = quadratic(0.5, 0.0).solve_universal(0.2).info["state"].mmse
     assert got == pytest.approx(0.39219602, abs=2e-8)
 
@@ -70,7 +70,7 @@ def test_quadratic_perfect_recovery_point(gamma):
     assert model.solve_universal(a_pr * (1 - 1e-6)).info["state"].mmse < 1e-2
 
 
-# THEORY.md §8 (authors' curve and notebook output)
+# docs/theory.md §8 (authors' curve and notebook output)
 @pytest.mark.parametrize(
     "delta, alpha, ref, rel",
     [(0.1, 0.8, 0.045466804, 1e-6), (0.1, 4.0, 0.020484646, 1e-6), (0.03, 3.007, 0.0164202893, 1e-6)],
@@ -81,7 +81,7 @@ def test_relu_universal_reference_values(delta, alpha, ref, rel):
 
 
 def test_small_alpha_limit():
-    # mmse(α→0) = μ₂²/2 + g(1); ReLU: 0.0908451 (THEORY §5.3)
+    # mmse(α→0) = μ₂²/2 + g(1); ReLU: 0.0908451 (docs/theory.md §5.3)
     model = ShallowModel("relu", 0.5, 0.1)
     act = model.activation
     expected = act.mu2**2 / 2 + act.g1

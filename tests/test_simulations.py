@@ -235,10 +235,27 @@ def test_bad_input_gives_one_line_and_nonzero_exit(args, message, tmp_path, caps
 
 
 def test_argparse_errors_exit_nonzero(capsys):
-    with pytest.raises(SystemExit) as exc:
-        cli.main(["--sampler", "gibbs"])
-    assert exc.value.code == 2
+    assert cli.main(["--sampler", "gibbs"]) == 2
     assert "Traceback" not in capsys.readouterr().err
+
+
+def test_config_file_sets_options_and_names_unknown_keys(tmp_path, capsys):
+    good = tmp_path / "run.toml"
+    good.write_text('gamma = 0.5\nlayers = 1\n[experiment]\nsampler = "gibbs"\n')
+    assert cli.main(["--config", str(good), "-o", str(tmp_path / "x.h5")]) == 2   # the table's value is checked
+    assert "gibbs" in capsys.readouterr().err
+    bad = tmp_path / "bad.toml"
+    bad.write_text("dimension = 40\n")
+    assert cli.main(["--config", str(bad)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "unknown key 'dimension'" in err and len(err.splitlines()) == 1
+    from replica.cli import parse_command_line
+
+    good.write_text('gamma = 0.5\n[experiment]\nsampler = "metropolis"\ndim = 24\n')
+    args, status = parse_command_line("replica-experiment", cli.build_parser(),
+                                      ["--config", str(good), "--sampler", "hmc"])
+    assert args.dim == 24
+    assert status is None and args.sampler == "hmc" and args.gamma == "0.5"
 
 
 def test_parameters_are_complete_json():

@@ -1,19 +1,19 @@
 """Statistical checks of HMC against the theory (marked ``slow``: several minutes on 2 cores).
 
-Problem: ReLU, γ = 0.5, Δ = 0.1, v ≡ 1, Gaussian weights (THEORY.md §8), d = 40, three
+Problem: ReLU, γ = 0.5, Δ = 0.1, v ≡ 1, Gaussian weights (docs/theory.md §8), d = 40, three
 teachers, 2000 HMC transitions (half of them step-size adaptation), 50 kept samples,
 10⁴ test inputs.
 
-Reference numbers (copied here; tests never read shared files)
+Reference numbers (copied here from data/reference/barbier2025_shallow/)
 --------------------------------------------------------------
 * Theory, universal branch, α = 1: mmse = 0.04050109 — Barbier et al. (arXiv 2501.18530),
   authors' curve ``theory_relu_delta0.1_gamma0.5_readout_ones_universal.csv`` (row α = 1.0);
-  the same curve gives THEORY.md §8's 0.045466804 at α = 0.8 and 0.020484646 at α = 4.
+  the same curve gives docs/theory.md §8's 0.045466804 at α = 0.8 and 0.020484646 at α = 4.
   At α = 1 the universal branch is the equilibrium (informed and uninformed HMC at
   d = 150 agree up to α ≈ 3.5).
 * Equilibrium at α = 6 (specialized branch): informed HMC at d = 150, 9 teachers,
   mmse = 0.0105521 ± 0.00015 (std), file ``hmc_relu_delta0.1_gamma0.5_readout_ones_d150.csv``
-  of the same authors; THEORY.md §8 quotes it as the equilibrium value (≈ 0.0106).
+  of the same authors; docs/theory.md §8 quotes it as the equilibrium value (≈ 0.0106).
   Uninformed HMC at d = 150: 0.0172710 (universal branch, metastable).
 
 Finite-size tolerance
@@ -41,7 +41,7 @@ from simulations.experiment import ExperimentConfig, run_experiment  # noqa: E40
 
 pytestmark = pytest.mark.slow
 
-THEORY_UNIVERSAL_ALPHA1 = 0.04050109  # authors' universal-branch curve, α = 1.0
+PUBLISHED_UNIVERSAL_ALPHA1 = 0.04050109  # authors' universal-branch curve, α = 1.0
 HMC_D150_INFORMED_ALPHA6 = 0.0105521055  # authors' HMC, d = 150, informed, α = 6
 HMC_D150_UNINFORMED_ALPHA6 = 0.01727097  # same, uninformed
 FINITE_SIZE_RTOL = 0.15
@@ -57,7 +57,7 @@ def relu_runs():
 
 def test_informed_error_matches_the_equilibrium_at_alpha_1(relu_runs):
     mmse = relu_runs["informed"].datasets["mmse_mean"]
-    assert mmse[0] == pytest.approx(THEORY_UNIVERSAL_ALPHA1, rel=FINITE_SIZE_RTOL)
+    assert mmse[0] == pytest.approx(PUBLISHED_UNIVERSAL_ALPHA1, rel=FINITE_SIZE_RTOL)
 
 
 def test_informed_error_matches_the_equilibrium_at_alpha_6(relu_runs):

@@ -1,4 +1,4 @@
-"""Two hidden layers with linear parts (THEORY.md §6.2; derivation in replica/two_layer.py)."""
+"""Two hidden layers with linear parts (docs/theory.md §6.2; derivation in replica/two_layer.py)."""
 
 import numpy as np
 import pytest
@@ -32,7 +32,7 @@ def _all_params(model, alpha, res):
 @pytest.mark.parametrize("alpha, start", [(6.0, "informed"), (6.0, "partial_s_q50"), (3.0, "layer_1"),
                                           (12.0, "informed")])
 def test_free_entropy_is_stationary_in_every_order_parameter(model, alpha, start):
-    # γ₁ ≠ γ₂: the α/γ₁ vs α/γ₂ question of THEORY.md §6.2 matters here
+    # γ₁ ≠ γ₂: the α/γ₁ vs α/γ₂ question of docs/theory.md §6.2 matters here
     res = _solved(model, alpha, start)
     params = _all_params(model, alpha, res)
     # (the value of f itself is checked by the envelope theorem and the reductions in
@@ -156,7 +156,7 @@ def test_bad_input():
 
 
 def test_sweep_layer_1_specializes_first_then_layer_2(model):
-    # THEORY.md §6.2 "specialization starts in layer 1 and propagates outward"
+    # docs/theory.md §6.2 "specialization starts in layer 1 and propagates outward"
     res = sweep(model, np.array([0.1, 3.0, 4.0, 5.0, 9.0]), progress=False, locate=False)
     changes = phase_transitions(model, res)
     assert [(c["from"], c["to"]) for c in changes] == [("universal", "layer_1"), ("layer_1", "layers_1_2")]

@@ -5,7 +5,7 @@ fresh ``REPLICA_HCIZ_CACHE`` directory) and a 600-point λ grid (default ``0.1:1
 
 (i)   the package: ``replica-spectrum`` as a subprocess, start-up and table build included;
 (ii)  the plain method, implemented here: for each λ the density ``ρ(x) = max Im G/π`` from
-      ``np.roots`` of the polynomial in ``G`` (THEORY.md §4.1: for ``v ≡ 1`` the cubic
+      ``np.roots`` of the polynomial in ``G`` (docs/theory.md §4.1: for ``v ≡ 1`` the cubic
       ``c G³ + (a + c x) G² + (a x − a c + c) G + a`` with ``a = γ``, ``c = √(γλ)``; for
       ``rademacher`` the quartic ``−c² G⁴ − c² x G³ + (a² + a c² − c²) G² + a² x G + a²``),
       the support found by scanning ``x`` and bisecting the edges, and
@@ -182,6 +182,11 @@ def main(argv=None) -> int:
 
             if readout != "ones" or args.reference_points <= 0:
                 print("(iii) mpmath reference: only for v ≡ 1 (the cubic)")
+                continue
+            if importlib.util.find_spec("mpmath") is None:
+                # mpmath is a test dependency only (pip install -e '.[test]'); the package never needs it
+                print("(iii) mpmath reference skipped: mpmath is not installed (pip install -e '.[test]' or "
+                      "pip install mpmath)")
                 continue
             ref = reference_module()
             picks, lam_split = reference_lambdas(grid, args.gamma, args.reference_points)

@@ -1,4 +1,4 @@
-"""Two hidden layers with linear parts (THEORY.md §6.2): replica theory vs HMC at small d.
+"""Two hidden layers with linear parts (docs/theory.md §6.2): replica theory vs HMC at small d.
 
 Runs :class:`replica.two_layer.TwoLayerModel` (every branch, equilibrium, per-layer mean
 overlaps) and the teacher–student HMC experiment of :mod:`simulations.experiment` from
@@ -14,7 +14,7 @@ Usage (CPU, a few minutes)::
 checks that the informed chain stays near the specialized branch.
 
 Tolerances (what is compared, and why loose): at d = 30 the transitions are shifted and
-smeared by finite-size effects (THEORY.md §7), the linear part is learned from
+smeared by finite-size effects (docs/theory.md §7), the linear part is learned from
 ``n = α d²`` samples with an O(d/n) excess, and 2–3 teachers give standard errors of
 10–30%. The script reports, per α and start, the HMC error (mean ± s.e.m. over teachers)
 and matched per-layer overlaps next to the theory's equilibrium and branch values.
