@@ -42,7 +42,9 @@ MODULES = [
     "hciz",
     "hciz.symmetric",
     "hciz.rectangular",
+    "hciz.rie",
     "hciz.cache",
+    "simulations.gamp_rie",
 ]
 
 HEADER = """# API reference

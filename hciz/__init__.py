@@ -12,6 +12,7 @@ from .spectral import (
     support,
 )
 from .rectangular import RectangularChannel, rectangular_channel
+from .rie import RIEResult, empirical_stieltjes, rie_denoise, spectral_divergence
 from .symmetric import SymmetricChannel, readout_channel, symmetric_channel
 
 __all__ = [
@@ -24,4 +25,8 @@ __all__ = [
     "readout_channel",
     "RectangularChannel",
     "rectangular_channel",
+    "RIEResult",
+    "rie_denoise",
+    "empirical_stieltjes",
+    "spectral_divergence",
 ]

@@ -858,7 +858,7 @@ def plot_file(path, *, experiments=(), references=(), kind="auto", title=None, l
 
     path = Path(path)
     try:
-        with open_h5(path, option="FILE.h5", kinds=("sweep", "phase_diagram", "experiment")) as h5:
+        with open_h5(path, option="FILE.h5", kinds=("sweep", "phase_diagram", "experiment", "spectrum", "sgd")) as h5:
             fkind = file_kind_of(h5)
             complete = int(h5.attrs.get("complete", 1)) == 1
         if not complete and fkind != "phase_diagram":

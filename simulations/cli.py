@@ -89,12 +89,16 @@ def build_parser() -> argparse.ArgumentParser:
                      help="number of independent teachers averaged over (default 2)")
     sim.add_argument("--sampler", choices=SAMPLERS, default="hmc",
                      help="hmc/nuts (BlackJAX, Gaussian prior), metropolis (single flips, Rademacher "
-                          "prior) or adam (training on the squared loss) (default hmc)")
-    sim.add_argument("--init", default=",".join(INITS),
+                          "prior), adam (training on the squared loss) or gamp-rie (message passing with "
+                          "a rotationally invariant matrix denoiser, one hidden layer, reaches the "
+                          "universal branch; docs/gamp_rie.md) (default hmc)")
+    sim.add_argument("--init", default=None,
                      help="comma list of starts: informed (at the teacher), uninformed (random draw "
-                          "from the prior) (default informed,uninformed)")
+                          "from the prior; gamp-rie: the prior mean) (default informed,uninformed; "
+                          "gamp-rie: uninformed)")
     sim.add_argument("--steps", type=number_type("--steps", minimum=0, strict=True, integer=True), default=None,
-                     help="HMC/NUTS transitions, Metropolis sweeps or Adam updates per run (default "
+                     help="HMC/NUTS transitions, Metropolis sweeps, Adam updates or GAMP-RIE iterations "
+                          "(at most) per run (default "
                           + ", ".join(f"{k} {v}" for k, v in DEFAULT_STEPS.items()) + ")")
     sim.add_argument("--warmup-fraction", type=number_type("--warmup-fraction", minimum=0, maximum=1),
                      default=0.5, help="fraction of steps for step-size adaptation/burn-in, not measured "
@@ -158,7 +162,7 @@ _FIELD_OPTIONS = {
     "prior": "--prior", "sampler": "--sampler", "hmc": "--sampler", "nuts": "--sampler", "metropolis": "--sampler",
     "init": "--init", "delta": "--delta", "posterior": "--delta", "steps": "--steps",
     "warmup_fraction": "--warmup-fraction", "num_kept": "--kept", "num_integration_steps": "--leapfrog-steps",
-    "target_acceptance": "--target-acceptance", "learning_rate": "--learning-rate",
+    "target_acceptance": "--target-acceptance", "learning_rate": "--learning-rate", "gamp-rie": "--sampler",
 }
 
 
@@ -178,7 +182,10 @@ def config_from_args(args):
     if len(gamma) != args.layers:
         expected = "1 value" if args.layers == 1 else f"1 value or {args.layers} (one per layer)"
         raise UsageError(f"--gamma: expected {expected} for --layers {args.layers}, got {len(gamma)}")
-    init = _parse_list("--init", args.init, str)
+    if args.init is None:  # GAMP-RIE has only the uninformed start (the prior mean)
+        init = ("uninformed",) if args.sampler == "gamp-rie" else INITS
+    else:
+        init = _parse_list("--init", args.init, str)
     for name in init:
         if name not in INITS:
             raise UsageError(f"--init: unknown start {name!r} (choose from {', '.join(INITS)})")

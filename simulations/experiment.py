@@ -32,7 +32,7 @@ logger = logging.getLogger(__name__)
 INITS = ("informed", "uninformed")
 
 #: Default number of steps per sampler (transitions, sweeps, updates): minutes on 2 cores at d ≈ 40.
-DEFAULT_STEPS = {"hmc": 2000, "nuts": 1000, "metropolis": 1000, "adam": 4000}
+DEFAULT_STEPS = {"hmc": 2000, "nuts": 1000, "metropolis": 1000, "adam": 4000, "gamp-rie": 500}
 
 
 @dataclass(frozen=True)
@@ -63,11 +63,13 @@ class ExperimentConfig:
         Input dimension d.
     teachers : int
         Number of independent teachers averaged over.
-    sampler : {'hmc', 'nuts', 'metropolis', 'adam'}
+    sampler : {'hmc', 'nuts', 'metropolis', 'adam', 'gamp-rie'}
     init : tuple of {'informed', 'uninformed'}
-        Starts: at the teacher or at a prior draw.
+        Starts: at the teacher or at a prior draw (GAMP-RIE: ``uninformed`` only, i.e. the
+        prior mean).
     steps : int
-        Transitions (HMC/NUTS), sweeps (Metropolis) or updates (Adam).
+        Transitions (HMC/NUTS), sweeps (Metropolis), updates (Adam) or at most this many
+        iterations (GAMP-RIE).
     warmup_fraction : float
         Fraction of steps for warm-up/burn-in (samplers).
     num_kept : int
@@ -145,7 +147,11 @@ class ExperimentConfig:
             raise ValueError(f"init must be distinct values among {', '.join(INITS)}, got {self.init}")
         if not (self.delta >= 0 and math.isfinite(self.delta)):
             raise ValueError(f"delta must be >= 0, got {self.delta}")
-        if self.sampler != "adam" and self.delta == 0:
+        if self.sampler == "gamp-rie":
+            from .gamp_rie import check_experiment
+
+            check_experiment(self)
+        if self.sampler not in ("adam", "gamp-rie") and self.delta == 0:
             raise ValueError("posterior sampling needs delta > 0 (the noiseless posterior is singular)")
         if self.steps < 2:
             raise ValueError(f"steps must be >= 2, got {self.steps}")
@@ -184,7 +190,8 @@ class InitResult:
 
 
 _SCALARS = ("error", "posterior_mean_error", "r2", "replica_error", "replica_r2",
-            "acceptance_rate", "step_size", "divergences", "mean_integration_steps", "wall_time")
+            "acceptance_rate", "step_size", "divergences", "mean_integration_steps", "wall_time",
+            "converged", "iterations")
 
 
 _RUNNERS: dict = {}
@@ -236,11 +243,12 @@ def run_experiment(config: ExperimentConfig, *, progress: bool = False, chains: 
     adam = AdamSettings(config.learning_rate, config.batch_fraction)
     cache_key = (config.sampler, config.activation, config.drop_hermite, config.unit_variance,
                  config.delta, config.steps, config.warmup_fraction, config.num_kept, hmc, adam,
-                 bool(jax.config.jax_enable_x64))
+                 bool(jax.config.jax_enable_x64), config.readout)
     if cache_key not in _RUNNERS:  # compiled code is reused by later runs in the same process
         _RUNNERS[cache_key] = make_runner(
             config.sampler, activation=activation, delta=config.delta, steps=config.steps,
-            warmup_fraction=config.warmup_fraction, num_kept=config.num_kept, hmc=hmc, adam=adam)
+            warmup_fraction=config.warmup_fraction, num_kept=config.num_kept, hmc=hmc, adam=adam,
+            readout_law=config.readout)
     runner = _RUNNERS[cache_key]
 
     n_alpha, n_teachers, layers = len(config.alpha), config.teachers, architecture.layers
@@ -292,6 +300,8 @@ def _run_chain(config, runner, teacher, test, train, alpha, t, i, init) -> dict:
     """Run and measure one chain; returns its record (see :func:`run_experiment`)."""
     import jax
 
+    from .samplers import POINT_ESTIMATES
+
     if init == "informed":
         start = teacher.weights
     else:
@@ -304,7 +314,8 @@ def _run_chain(config, runner, teacher, test, train, alpha, t, i, init) -> dict:
                    test.inputs, test.labels)
     elapsed = time.perf_counter() - begin
     m = measure_chain(chain.samples, chain.test_outputs, teacher.weights, test.labels,
-                      teacher.readout, point_estimate=config.sampler == "adam")
+                      teacher.readout, point_estimate=config.sampler in POINT_ESTIMATES,
+                      matrix_estimate=chain.matrix_estimate)
     logger.info("alpha=%g teacher=%d %s: error %.5f (replica %.5f) overlap %s "
                 "acceptance %.3f step %.4g [%.1f s]", alpha, t, init, m.error,
                 m.replica_error, np.array2string(m.overlap, precision=3),
@@ -321,7 +332,8 @@ def _run_chain(config, runner, teacher, test, train, alpha, t, i, init) -> dict:
                   replica_error=m.replica_error, replica_r2=m.replica_r2,
                   acceptance_rate=chain.acceptance_rate, step_size=chain.step_size,
                   divergences=chain.divergences,
-                  mean_integration_steps=chain.mean_integration_steps, wall_time=elapsed)
+                  mean_integration_steps=chain.mean_integration_steps, wall_time=elapsed,
+                  converged=chain.converged, iterations=chain.steps)
     record = {name: np.asarray(value, dtype=float) for name, value in values.items()}
     record.update(overlap=np.asarray(m.overlap), replica_overlap=np.asarray(m.replica_overlap),
                   histogram=np.asarray(m.histogram), matrix_histogram=np.asarray(m.matrix_histogram),
@@ -389,7 +401,7 @@ def _summarize(init, config, architecture, entry) -> InitResult:
         "nishimori_replica_overlap": entry["replica_overlap"],
         "acceptance_rate": s["acceptance_rate"], "step_size": s["step_size"],
         "divergences": s["divergences"], "mean_integration_steps": s["mean_integration_steps"],
-        "wall_time": s["wall_time"],
+        "wall_time": s["wall_time"], "converged": s["converged"], "iterations": s["iterations"],
         "trace_steps": np.asarray(entry["trace_steps"]), "trace_error": traces,
         "widths": np.asarray(architecture.widths),
     }

@@ -14,8 +14,9 @@ name                               shape               meaning
 =================================  ==================  ==========================================
 ``alpha``                          (A,)                sample ratios α = n/d²
 ``num_samples``                    (A,)                n
-``mmse_mean``, ``mmse_sem``        (A,)                half Gibbs error (Adam: test error),
-                                                       mean and standard error over teachers
+``mmse_mean``, ``mmse_sem``        (A,)                half Gibbs error (Adam, GAMP-RIE: test
+                                                       error of the point estimate), mean and
+                                                       standard error over teachers
 ``mmse``                           (A, T)              per teacher
 ``posterior_mean_error_*``         (A,)                E(⟨λ⟩ − λ⁰)² over kept samples
 ``overlap_mean``, ``overlap_sem``  (A, L)              matched per-neuron overlap per layer
@@ -29,6 +30,9 @@ name                               shape               meaning
 ``divergences``,
 ``mean_integration_steps``,
 ``wall_time``                      (A, T)              sampler diagnostics
+``converged``, ``iterations``      (A, T)              GAMP-RIE: convergence test passed (1/0;
+                                                       NaN for samplers) and iterations run
+                                                       (samplers: steps run)
 ``trace_steps``, ``trace_error``   (S,), (A, T, S)     error along the run
 ``widths``                         (L,)                hidden widths k_ℓ
 =================================  ==================  ==========================================
@@ -56,7 +60,7 @@ __all__ = ["write_experiment", "read_experiment", "write_experiment_checkpoint",
            "ERROR_CONVENTION", "package_version"]
 
 ERROR_CONVENTION = ("mmse = half Gibbs error 1/2 E_x (lambda(x;W^a) - lambda(x;W0))^2 on fresh noiseless test "
-                    "inputs averaged over posterior samples (Adam: E_x (lambda_hat - lambda0)^2); label noise "
+                    "inputs averaged over posterior samples (Adam, GAMP-RIE: E_x (lambda_hat - lambda0)^2); label noise "
                     "and the constant mu0 sum(v)/sqrt(k) excluded (docs/theory.md §1)")
 
 

@@ -157,13 +157,14 @@ class ChainMeasurement:
 
 def measure_chain(samples, test_outputs, teacher_weights, teacher_test_outputs, readout, *,
                   point_estimate: bool = False, max_overlap_samples: int = 50,
-                  bin_edges=OVERLAP_BIN_EDGES) -> ChainMeasurement:
+                  bin_edges=OVERLAP_BIN_EDGES, matrix_estimate=None) -> ChainMeasurement:
     """Measure one chain.
 
     Parameters
     ----------
-    samples : sequence of ndarray
-        Kept weights, one array per layer with a leading sample axis.
+    samples : sequence of ndarray or None
+        Kept weights, one array per layer with a leading sample axis; None for a method
+        without weights (GAMP-RIE): overlaps and replica statistics are NaN, histograms 0.
     test_outputs : ndarray, shape (num_kept, n_test)
         ``λ(x; W^a)`` on the test inputs.
     teacher_weights : sequence of ndarray
@@ -175,6 +176,10 @@ def measure_chain(samples, test_outputs, teacher_weights, teacher_test_outputs, 
         Overlaps are computed on at most this many evenly spaced kept samples.
     bin_edges : ndarray
         Histogram bins.
+    matrix_estimate : ndarray, shape (d, d), optional
+        With ``samples=None``: a point estimate ``Ŝ`` of ``S⁰ = W⁰ᵀdiag(v)W⁰/√(kd)``;
+        ``r2`` is then ``1 − ‖Ŝ − S⁰‖²_F/d``, the overlap ``m_S`` of a posterior mean
+        (the factor ½ of :func:`r2_overlap` is for two independent samples).
 
     Returns
     -------
@@ -186,6 +191,9 @@ def measure_chain(samples, test_outputs, teacher_weights, teacher_test_outputs, 
     squared = np.mean((outputs - target[None, :]) ** 2, axis=1)
     error = float(np.mean(squared) if point_estimate else 0.5 * np.mean(squared))
     posterior_mean_error = float(np.mean((outputs.mean(axis=0) - target) ** 2))
+    if samples is None:
+        return _point_measurement(error, posterior_mean_error, teacher_weights, readout, matrix_estimate,
+                                  len(bin_edges) - 1)
 
     chosen = np.unique(np.linspace(0, num_kept - 1, min(num_kept, max_overlap_samples)).astype(int))
     layers = len(teacher_weights)
@@ -233,6 +241,22 @@ def measure_chain(samples, test_outputs, teacher_weights, teacher_test_outputs, 
         replica_overlap=replica_overlap,
         replica_r2=replica_r2,
     )
+
+
+def _point_measurement(error, posterior_mean_error, teacher_weights, readout, matrix_estimate, bins):
+    """:class:`ChainMeasurement` of a method that returns no weights (GAMP-RIE)."""
+    layers = len(teacher_weights)
+    r2 = float("nan")
+    if matrix_estimate is not None and layers == 1:
+        w0 = np.asarray(teacher_weights[0], float)
+        v = np.asarray(readout, float)
+        k, d = w0.shape
+        s0 = w0.T @ (v[:, None] * w0) / np.sqrt(k * d)
+        r2 = float(1.0 - np.sum((np.asarray(matrix_estimate, float) - s0) ** 2) / d)
+    nan = np.full(layers, np.nan)
+    return ChainMeasurement(error=error, posterior_mean_error=posterior_mean_error, overlap=nan, r2=r2,
+                            histogram=np.zeros((layers, bins)), matrix_histogram=np.zeros((layers, bins)),
+                            replica_error=float("nan"), replica_overlap=nan.copy(), replica_r2=float("nan"))
 
 
 def _histogram(values, bin_edges):

@@ -15,6 +15,8 @@ with ``log P_W(W) = −½ Σ W²`` for the Gaussian prior.
   One hidden layer uses an O(n) incremental update per flip; deeper networks re-evaluate
   the forward pass.
 * :func:`run_adam` — optax Adam on the squared loss ``½ mean (y − λ)²`` with minibatches.
+* ``gamp-rie`` — the message-passing algorithm of :mod:`simulations.gamp_rie` (NumPy, one
+  hidden layer): a point estimate of the universal branch, no weights.
 
 All three return a :class:`ChainResult` with the kept weights, the network outputs on the
 test inputs at every kept sample (from which :mod:`simulations.measurements` computes
@@ -33,9 +35,12 @@ import numpy as np
 from .teacher_student import network_output
 
 __all__ = ["ChainResult", "HMCSettings", "AdamSettings", "make_runner", "run_hmc",
-           "run_metropolis", "run_adam", "SAMPLERS"]
+           "run_metropolis", "run_adam", "SAMPLERS", "POINT_ESTIMATES"]
 
-SAMPLERS = ("hmc", "nuts", "metropolis", "adam")
+SAMPLERS = ("hmc", "nuts", "metropolis", "adam", "gamp-rie")
+
+#: Methods that return one point estimate (error ``E(λ̂ − λ⁰)²``, not half the Gibbs error).
+POINT_ESTIMATES = ("adam", "gamp-rie")
 
 
 @dataclass(frozen=True)
@@ -82,8 +87,9 @@ class ChainResult:
 
     Attributes
     ----------
-    samples : tuple of ndarray
-        Kept weights, one array per layer with shape ``(num_kept, k_ℓ, k_{ℓ−1})``.
+    samples : tuple of ndarray or None
+        Kept weights, one array per layer with shape ``(num_kept, k_ℓ, k_{ℓ−1})``; None for
+        GAMP-RIE, which estimates ``S⁰`` and not the weights.
     test_outputs : ndarray, shape (num_kept, n_test)
         Network outputs ``λ(x; W^a)`` on the test inputs at every kept sample.
     trace_steps : ndarray of int
@@ -102,6 +108,10 @@ class ChainResult:
         Warm-up (burn-in) steps excluded from the measurements.
     steps : int
         Total steps run.
+    matrix_estimate : ndarray or None
+        GAMP-RIE: estimate of ``S⁰ = W⁰ᵀdiag(v)W⁰/√(kd)``, shape ``(d, d)``.
+    converged : float
+        GAMP-RIE: 1.0 if its convergence test passed, else 0.0; NaN for the samplers.
     """
 
     samples: tuple
@@ -114,6 +124,8 @@ class ChainResult:
     mean_integration_steps: float = float("nan")
     warmup: int = 0
     steps: int = 0
+    matrix_estimate: np.ndarray | None = None
+    converged: float = float("nan")
 
 
 def _schedule(steps: int, warmup_fraction: float, num_kept: int) -> tuple[int, int, int]:
@@ -140,12 +152,13 @@ def _log_likelihood(weights, readout, inputs, labels, activation, delta):
 
 
 def make_runner(sampler: str, *, activation, delta: float, steps: int, warmup_fraction: float = 0.5,
-                num_kept: int = 50, hmc: HMCSettings = HMCSettings(), adam: AdamSettings = AdamSettings()):
+                num_kept: int = 50, hmc: HMCSettings = HMCSettings(), adam: AdamSettings = AdamSettings(),
+                readout_law: str | None = None):
     """Build a jit-compiled runner for one sampler; data are arguments, so it compiles once per shape.
 
     Parameters
     ----------
-    sampler : {'hmc', 'nuts', 'metropolis', 'adam'}
+    sampler : {'hmc', 'nuts', 'metropolis', 'adam', 'gamp-rie'}
     activation : callable
         JAX activation.
     delta : float
@@ -158,6 +171,8 @@ def make_runner(sampler: str, *, activation, delta: float, steps: int, warmup_fr
     num_kept : int
         Number of samples kept after warm-up (evenly thinned).
     hmc, adam : settings
+    readout_law : str, optional
+        Readout-law specification (GAMP-RIE uses its spectral law).
 
     Returns
     -------
@@ -172,8 +187,12 @@ def make_runner(sampler: str, *, activation, delta: float, steps: int, warmup_fr
     """
     if sampler not in SAMPLERS:
         raise ValueError(f"unknown sampler {sampler!r}; expected one of {', '.join(SAMPLERS)}")
-    if sampler != "adam" and not delta > 0:
+    if sampler not in POINT_ESTIMATES and not delta > 0:
         raise ValueError(f"sampling the posterior needs a label-noise variance Δ > 0, got {delta}")
+    if sampler == "gamp-rie":
+        from .gamp_rie import make_gamp_rie_runner
+
+        return make_gamp_rie_runner(activation=activation, delta=delta, steps=steps, readout_law=readout_law)
     if sampler in ("hmc", "nuts"):
         return _make_hmc_runner(sampler, activation, delta, steps, warmup_fraction, num_kept, hmc)
     if sampler == "metropolis":

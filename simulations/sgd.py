@@ -1002,7 +1002,8 @@ def read_sgd(path, *, option=""):
     Returns
     -------
     dict
-        Every dataset as an array, plus ``parameters`` (dict) and the other root attributes.
+        Every dataset as an array, plus ``parameters`` (dict) and the other root attributes;
+        a group (``closure/``, :func:`simulations.closure.write_closure`) as a dict of arrays.
 
     Raises
     ------
@@ -1014,6 +1015,9 @@ def read_sgd(path, *, option=""):
     out = {}
     with open_h5(path, option=option, kinds=("sgd",)) as f:
         for name in f:
+            if not hasattr(f[name], "shape"):               # a group, e.g. closure/ (simulations.closure)
+                out[name] = {key: f[name][key][()] for key in f[name]}
+                continue
             out[name] = f[name][()]
         for key, value in f.attrs.items():
             out[key] = value

@@ -12,6 +12,8 @@ Examples::
     replica-sgd --plot sgd.h5                 # sgd_histograms.png, sgd_error.png
     replica-sgd --plot sgd.h5 --reference --theory-timeout 900 --overwrite
     replica-sgd --activation relu --dim 128 --time 3000 -o relu.h5 --figures
+    replica-sgd --activation elu --dim 64 --time 100 -o elu.h5 --closure   # + closure/ group
+    replica-sgd --closure elu.h5              # only the closure prediction for that file
 """
 
 from __future__ import annotations
@@ -111,6 +113,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="compute the replica reference levels (universal branch and Bayes-optimal "
                         "mmse at α = n/d²) and store them in the HDF5 file (after the run, or in "
                         "FILE.h5 with --plot); slow the first time for a new (activation, γ, Δ)")
+    o.add_argument("--closure", nargs="?", const=True, default=None, metavar="FILE.h5",
+                   help="add the Gaussian-closure prediction (docs/dynamics.md: test error, "
+                        "linear/quadratic overlaps, bulk width vs t) to the run's HDF5 file as "
+                        "group closure/ (after the run, or in FILE.h5 of --plot); with FILE.h5 and "
+                        "no run: only compute it for that file's parameters (readout ones only)")
     o.add_argument("--no-theory", action="store_true",
                    help="figures without the replica reference levels (they need the solver)")
     o.add_argument("--theory-timeout", type=number_type("--theory-timeout", minimum=0, strict=True), default=300.0,
@@ -157,6 +164,26 @@ def _store_reference(path, args, *, locked=False):
         logger.warning("reference levels: %s", message)
 
 
+def _store_closure(path, *, locked=False, option="--closure"):
+    from replica.safe_write import SafeOutput
+
+    from .closure import closure_for_run, write_closure
+    from .sgd import read_sgd
+
+    path = Path(path)
+    if not locked:  # the file is rewritten: same lock as any writer of it
+        if not path.is_file():
+            raise ValueError(f"{option}: no such file: {path}")
+        with SafeOutput(path, overwrite=True, checkpoints=False, option=option):
+            return _store_closure(path, locked=True, option=option)
+    data = read_sgd(path, option=option)
+    result = closure_for_run(data["parameters"], times=data["time"])
+    if not result.success:
+        logger.warning("closure: integration stopped early: %s", result.message)
+    write_closure(path, result)
+    logger.info("closure prediction (%s regime) stored in %s/closure", result.parameters["regime"], path)
+
+
 #: figure formats accepted as the suffix of ``-o`` with ``--plot``
 FIGURE_SUFFIXES = (".png", ".pdf", ".svg", ".jpg", ".jpeg")
 
@@ -187,6 +214,9 @@ def _plot(path, prefix, args, *, store_reference=True):
     if args.reference and store_reference:
         _store_reference(path, args)
         data = read_sgd(path, option="--plot")
+    if args.closure is True and store_reference:
+        _store_closure(path, option="--plot")
+        data = read_sgd(path, option="--plot")
     outputs = make_figures(data, prefix, theory=not args.no_theory, dpi=args.dpi,
                            theory_timeout=args.theory_timeout, overwrite=args.overwrite, suffix=suffix)
     for out in outputs:
@@ -203,8 +233,15 @@ def main(argv=None) -> int:
     _configure_logging(args)
     try:
         if args.plot is not None:
+            if isinstance(args.closure, str):
+                raise UsageError("--closure FILE.h5 cannot be combined with --plot; use --plot FILE.h5 --closure")
             _plot(args.plot, args.output, args)
             return 0
+        if isinstance(args.closure, str):               # prediction only, for an existing file
+            _store_closure(args.closure)
+            return 0
+        if args.closure is True and args.readout.strip().lower() != "ones":
+            raise UsageError("--closure is implemented for --readout ones only")
         from replica.safe_write import SafeOutput
 
         from .sgd import SGDConfig, run_sgd, specialization_time, write_sgd
@@ -244,6 +281,8 @@ def main(argv=None) -> int:
                         result.test_error[-1], result.specialized_fraction[-1], t_spec)
             if args.reference:
                 _store_reference(output, args, locked=True)
+            if args.closure is True:
+                _store_closure(output, locked=True)
         if args.figures:
             _plot(output, output.with_suffix(""), args, store_reference=False)
     except (UsageError, ValueError, FileExistsError, FloatingPointError) as exc:

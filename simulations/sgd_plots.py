@@ -6,7 +6,9 @@
 * :func:`plot_test_error` — test error against ``t = n/(kd)`` with the replica levels of the
   universal branch and of the Bayes-optimal curve at the same number of samples
   (``α = n/d² = (k/d) t``), and a second panel with the learned linear/quadratic parts, the
-  specialized fraction and the fraction of positive matches.
+  specialized fraction and the fraction of positive matches.  When the file holds the group
+  ``closure/`` (``replica-sgd --closure``), the Gaussian-closure prediction
+  (:mod:`simulations.closure`) is drawn dashed over the simulated curves and the histograms.
 
 matplotlib is imported inside the functions.  Usage: ``replica-sgd --plot FILE.h5`` or
 ``python -m simulations.sgd_plots FILE.h5 [PREFIX]``.
@@ -133,6 +135,12 @@ def plot_overlap_histograms(data, *, indices=None, threshold=None, ax=None):
                 x = np.linspace(-1, 1, 400)
                 a.plot(x, weight * np.exp(-0.5 * ((x - mean) / std) ** 2) / (std * math.sqrt(2 * math.pi)),
                        color="k", lw=0.8, ls="--", label=f"Gaussian bulk (sd {std:.2f})")
+        closure = data.get("closure") if isinstance(data.get("closure"), dict) else None
+        if closure is not None and times[i] > 0:          # Gaussian of the closure's bulk width
+            sd = float(np.interp(times[i], closure["time"], closure["bulk_width"]))
+            x = np.linspace(-1, 1, 400)
+            a.plot(x, np.exp(-0.5 * (x / sd) ** 2) / (sd * math.sqrt(2 * math.pi)), color="C3",
+                   lw=0.8, label=f"closure bulk (sd {sd:.2f})")
         spec = np.abs(matched[i]) > threshold
         n_pos, n_neg = int(np.sum(matched[i][spec] > 0)), int(np.sum(matched[i][spec] < 0))
         for sgn in (-1, 1):
@@ -229,6 +237,12 @@ def plot_test_error(data, *, theory=True, theory_timeout=300.0, ax=None):
     if t.size and not pos[0]:
         a0.axhline(data["test_error"][0], color="tab:blue", lw=0.6, ls=":",
                    label=f"at t = 0: {data['test_error'][0]:.3g}")
+    closure = data.get("closure") if isinstance(data.get("closure"), dict) else None
+    if closure is not None:                               # replica-sgd --closure
+        tc = np.asarray(closure["time"], dtype=float)
+        ok = tc > 0
+        a0.loglog(tc[ok], closure["test_error"][ok], color="k", ls="--", lw=1.0,
+                  label="Gaussian closure (docs/dynamics.md)")
     ratio = params["width"] / params["dim"]
     if theory and "reference_alpha" in data:                       # stored by --reference
         alphas = np.asarray(data["reference_alpha"], dtype=float)
@@ -267,10 +281,14 @@ def plot_test_error(data, *, theory=True, theory_timeout=300.0, ax=None):
     a0.legend(fontsize=7, loc="lower left")
     a0.set_title(f"online SGD: {params['activation']}, d = {params['dim']}, k = {params['width']}, "
                  f"η = {params['lr']}, B = {params['batch']}, Δ = {params['delta']}", fontsize=10)
-    a1.semilogx(t[pos], data["linear_overlap"][pos], label=r"linear part: cos($W^Tv$, $W^{0T}v$)")
-    a1.semilogx(t[pos], data["quadratic_overlap"][pos], label=r"quadratic part: cos($S$, $S^0$)")
-    a1.semilogx(t[pos], data["specialized_fraction"][pos], label="specialized fraction")
-    a1.semilogx(t[pos], data["match_sign_positive_fraction"][pos], ls="none", marker=".", ms=3,
+    a1.semilogx(t[pos], data["linear_overlap"][pos], color="C0", label=r"linear part: cos($W^Tv$, $W^{0T}v$)")
+    a1.semilogx(t[pos], data["quadratic_overlap"][pos], color="C1", label=r"quadratic part: cos($S$, $S^0$)")
+    if closure is not None:
+        a1.semilogx(tc[ok], closure["linear_overlap"][ok], color="C0", ls="--", lw=0.8)
+        a1.semilogx(tc[ok], closure["quadratic_overlap"][ok], color="C1", ls="--", lw=0.8,
+                    label="closure (dashed)")
+    a1.semilogx(t[pos], data["specialized_fraction"][pos], color="C2", label="specialized fraction")
+    a1.semilogx(t[pos], data["match_sign_positive_fraction"][pos], color="C3", ls="none", marker=".", ms=3,
                 label="positive matches / specialized")
     a1.set_ylim(-0.05, 1.12)
     a1.set_xlabel(r"$t = n/(kd)$  ($\alpha = n/d^2 = (k/d)\,t$); purple: times of the histogram panels")

@@ -1,0 +1,768 @@
+r"""Gaussian-closure theory of online SGD before specialization (``docs/dynamics.md``).
+
+Predicts, for the one-hidden-layer teacher–student SGD of :mod:`simulations.sgd` (same
+normalizations: update ``W += η Σ_b e_b (v ⊙ σ'(h_b)) x_bᵀ/√(dk)``, time ``t = n/(kd)``,
+test error ``E_x(λ(x;W_t) − λ(x;W⁰))²`` without label noise), the curves recorded by
+``replica-sgd`` while every teacher–student overlap is ``O(d^{-1/2})`` and their histogram is
+Gaussian:
+
+* ``test_error``, ``linear_overlap`` (cosine of ``Wᵀv`` with ``W⁰ᵀv``),
+  ``quadratic_overlap`` (Frobenius cosine of the traceless parts of
+  ``S = Wᵀdiag(v)W/√(kd)`` and ``S⁰``), ``bulk_width`` (root mean square of the ``k²``
+  cosines ``w_i·w⁰_j/(|w_i||w⁰_j|)``), ``student_norm`` (``|w_i|²/d``);
+* the specialization time from the escape of single overlaps out of the Gaussian bulk
+  (:func:`escape_time`) and the refinement fixed points of a matched pair
+  (:func:`refinement_fixed_points`).
+
+Collective variables (derivation in ``docs/dynamics.md``; readout ``v ≡ 1``):
+
+``ε_L``
+    linear error ``|μ₁ b⁰ − c̄₁ b|²`` (``b = Wᵀv/√(kd)``), an LMS problem at rate ``O(k)``
+    whose SGD noise leaves a misadjustment ``≈ η c̄₁² (ε + Δ)/2``;
+``ρ``
+    the mean linear residual along ``b⁰`` (relative to its initial value);
+``c(λ)``, ``n(λ)``
+    the quadratic state: on the spectrum ``λ`` of ``S⁰`` (Marchenko–Pastur), the Gram
+    integral and the SGD-noise variance of the exact solution of the matrix Riccati flow
+    ``Ẇ = η μ₂² √γ W(S⁰ − S) + τW`` (activation with ``μ₂ ≠ 0``: norms pinned at
+    ``|w_i|² = d`` by the ``O(√k)`` constant mode, ``τ`` its Lagrange multiplier);
+``q``
+    the student norm when ``μ₂ = 0`` (odd activations), which then moves freely.
+
+References
+----------
+D. Saad, S. A. Solla, Phys. Rev. E 52 (1995) (order-parameter dynamics of online SGD);
+B. Widrow, M. Hoff (1960) and S. Haykin, *Adaptive filter theory* (LMS misadjustment);
+R. Couillet, Z. Liao, *Random matrix methods for machine learning*, CUP 2022, §2.2
+(deterministic equivalent of ``Xᵀ(I + XFXᵀ)^{-1}X``); docs/theory.md §1–§2, §4.1 (``S⁰``),
+``docs/dynamics.md`` (all equations of this module).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = [
+    "ClosureResult",
+    "closure_coefficients",
+    "spectral_nodes",
+    "deterministic_equivalent",
+    "riccati_moments",
+    "solve_closure",
+    "closure_for_run",
+    "escape_time",
+    "specialization_time_prediction",
+    "refinement_fixed_points",
+    "write_closure",
+    "read_closure",
+    "CLOSURE_DATASETS",
+]
+
+CLOSURE_DATASETS = ("time", "test_error", "linear_overlap", "quadratic_overlap", "bulk_width",
+                    "student_norm", "linear_error", "quadratic_error", "constant_error")
+
+_DESCRIPTIONS = {
+    "time": "t = n/(k d) (same time variable as the simulated datasets)",
+    "test_error": "Gaussian-closure prediction of E_x (lambda(x;W_t) - lambda(x;W0))^2 (noiseless)",
+    "linear_overlap": "predicted cosine of W^T v with W0^T v",
+    "quadratic_overlap": "predicted Frobenius cosine of traceless W^T diag(v) W with the teacher's",
+    "bulk_width": "predicted rms of the k^2 cosines w_i.w0_j/(|w_i||w0_j|) (Gaussian bulk)",
+    "student_norm": "predicted |w_i|^2/d",
+    "linear_error": "linear part of the test error, |mu1 b0 - c1 b|^2",
+    "quadratic_error": "quadratic part of the test error, (mu2^2/2) tr(S - S0)^2/d",
+    "constant_error": "finite-k constant-mode part of the test error, e0^2 = O(1/k)",
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# activation coefficients
+# ---------------------------------------------------------------------------------------------
+def closure_coefficients(activation, *, drop_hermite=(), unit_variance=False, nodes=200):
+    """Gaussian averages of the activation used by the closure.
+
+    Parameters
+    ----------
+    activation : str
+        Name accepted by :func:`simulations.sgd.activation_functions`.
+    drop_hermite, unit_variance : keyword-only
+        Activation modifiers.
+    nodes : int, keyword-only
+        Gauss–Hermite nodes for the averages that have no closed form.
+
+    Returns
+    -------
+    dict
+        ``mu0, mu1, mu2`` (Hermite coefficients), ``g1 = g(1)``, ``nu = E σ(z)²``,
+        ``nu1 = E σ'(z)²``, ``h3 = E[σ_{≥3}(z) z σ'(z)]`` (radial self-force of the part
+        above degree two), ``r`` (lowest Hermite degree above two with ``μ_r ≠ 0``, or
+        None), and callables ``sigma``, ``derivative``, ``g``, ``g_prime``.
+
+    Raises
+    ------
+    ValueError
+        Unknown activation (message of :func:`simulations.sgd.activation_functions`).
+    """
+    from .sgd import activation_functions, predicted_exponent
+
+    act, der = activation_functions(activation, drop_hermite=drop_hermite,
+                                    unit_variance=unit_variance)
+    z, wz = np.polynomial.hermite_e.hermegauss(int(nodes))
+    wz = wz / wz.sum()
+    mu0, mu1, mu2 = (float(act.hermite(ell)) for ell in range(3))
+    s = act(z)
+    sp = der(z)
+    above = s - mu0 - mu1 * z - 0.5 * mu2 * (z * z - 1.0)
+    return {
+        "mu0": mu0, "mu1": mu1, "mu2": mu2, "g1": float(act.g(1.0)), "nu": float(act.nu),
+        "nu1": float(wz @ sp ** 2), "h3": float(wz @ (above * z * sp)),
+        "r": predicted_exponent(activation, drop_hermite=drop_hermite, unit_variance=unit_variance),
+        "sigma": act, "derivative": der, "g": act.g, "g_prime": act.g_prime,
+        "gauss_nodes": z, "gauss_weights": wz,
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# spectrum of S⁰ and the deterministic equivalent
+# ---------------------------------------------------------------------------------------------
+def spectral_nodes(gamma, *, nodes=40):
+    """Quadrature of the spectral law of ``S⁰ = W⁰ᵀW⁰/√(kd)`` (readout ``v ≡ 1``).
+
+    Parameters
+    ----------
+    gamma : float
+        ``k/d > 0``.
+    nodes : int, keyword-only
+        Nodes on the continuous (Marchenko–Pastur) part.
+
+    Returns
+    -------
+    lam, weight : ndarray
+        Eigenvalues and probabilities (summing to 1); for ``γ < 1`` the first node is the
+        atom ``λ = 0`` of mass ``1 − γ``.  ``Σ weight·lam = √γ``, ``Σ weight·lam² = 1 + γ``
+        (docs/theory.md §4.1, ``R_d``) up to quadrature error (exact for polynomials of degree
+        ``≤ 2·nodes − 1`` times ``1/x``-smooth functions).
+
+    Notes
+    -----
+    ``W⁰W⁰ᵀ/d`` (k×k) has the Marchenko–Pastur law of ratio γ on
+    ``[(1 − √γ)², (1 + √γ)²]``; the non-zero eigenvalues of ``S⁰`` are those divided by
+    ``√γ``.  For ``γ ≥ 1`` the d×d matrix ``W⁰ᵀW⁰/k`` has ratio ``1/γ`` and ``S⁰`` is it
+    times ``√γ``.  Gauss–Chebyshev (second kind) nodes on the band.
+    """
+    gamma = float(gamma)
+    if not (math.isfinite(gamma) and gamma > 0):
+        raise ValueError(f"gamma must be > 0, got {gamma!r}")
+    if gamma == 1.0:
+        gamma = 1.0 - 1e-9      # hard edge at 0: the quadrature below needs a > 0
+    c = gamma if gamma < 1 else 1.0 / gamma
+    a, b = (1 - math.sqrt(c)) ** 2, (1 + math.sqrt(c)) ** 2
+    j = np.arange(1, int(nodes) + 1)
+    theta = j * np.pi / (nodes + 1)
+    mid, half = (a + b) / 2, (b - a) / 2
+    x = mid + half * np.cos(theta)
+    weight = half * half * np.pi / (nodes + 1) * np.sin(theta) ** 2 / (2 * np.pi * c * x)
+    weight = weight / weight.sum()
+    if gamma < 1:
+        lam = np.concatenate([[0.0], x / math.sqrt(gamma)])
+        weight = np.concatenate([[1.0 - gamma], gamma * weight])
+    else:
+        lam, weight = x * math.sqrt(gamma), weight
+    return lam, weight
+
+
+def deterministic_equivalent(f, weight, gamma):
+    r"""``δ`` of the deterministic equivalent ``X̃ᵀ(I_k + X̃FX̃ᵀ)⁻¹X̃ ≈ δ (I + δF)⁻¹``.
+
+    ``X̃ = X/(kd)^{1/4}`` with ``X`` (k×d) iid standard Gaussian and ``F ⪰ 0`` a d×d matrix
+    with eigenvalues ``f`` of probabilities ``weight``.  ``δ ∈ (0, √γ]`` solves
+
+    .. math::  δ\,(1 + γ^{-1/2} Σ_a w_a f_a/(1 + δ f_a)) = √γ .
+
+    Parameters
+    ----------
+    f : ndarray (n,), ≥ 0
+    weight : ndarray (n,)
+    gamma : float
+
+    Returns
+    -------
+    float
+        ``δ`` (``√γ`` when ``F = 0``); also ``(1/k) tr (I + X̃FX̃ᵀ)⁻¹ → δ/√γ``.
+
+    References
+    ----------
+    Couillet & Liao (2022), Theorem 2.6 (sample-covariance resolvent), with the
+    push-through identity ``Xᵀ(I + XFXᵀ)⁻¹X = (I + XᵀXF)⁻¹XᵀX``.
+    """
+    from scipy.optimize import brentq
+
+    sg = math.sqrt(gamma)
+    f = np.asarray(f, dtype=float)
+
+    def residual(delta):
+        return delta * (1.0 + (weight @ (f / (1.0 + delta * f))) / sg) - sg
+
+    if not np.any(f > 0):
+        return sg
+    return float(brentq(residual, 0.0, sg, xtol=1e-15, rtol=1e-13))
+
+
+def riccati_moments(lam, weight, gamma, gram, signal):
+    r"""Traces of ``S = E X̃ᵀ(I + X̃ G X̃ᵀ)⁻¹ X̃ E`` against ``S⁰`` (d → ∞).
+
+    Parameters
+    ----------
+    lam, weight : ndarray (n,)
+        Spectral quadrature of ``S⁰`` (:func:`spectral_nodes`).
+    gamma : float
+    gram : ndarray (n,), ≥ 0
+        Eigenvalues ``f(λ)`` of ``G`` (a function of ``S⁰``).
+    signal : ndarray (n,), ≥ 0
+        Eigenvalues ``h(λ)`` of ``E²`` (a function of ``S⁰``).
+
+    Returns
+    -------
+    dict
+        ``delta``; ``phi`` (n,) = ``δh/(1 + δf)``, the eigenvalues of the deterministic
+        equivalent of ``S`` (so ``tr S/d = Σ w φ``, ``tr SS⁰/d = Σ w λφ``); ``fluctuation``
+        = ``tr S²/d − Σ w φ²`` (second-order deterministic equivalent, ``≥ 0``).
+
+    Notes
+    -----
+    ``tr S²/d = −∂_ε tr(E² X̃ᵀ(I + X̃(G + εE²)X̃ᵀ)⁻¹X̃)/d`` at ``ε = 0``; differentiating the
+    first-order equivalent (``δ`` depends on ε) gives
+    ``Σ w φ² + δ A²/(√γ + I − δB)`` with ``A = Σ w h/(1+δf)²``, ``I = Σ w f/(1+δf)``,
+    ``B = Σ w f²/(1+δf)²`` (``docs/dynamics.md`` §3).
+    """
+    delta = deterministic_equivalent(gram, weight, gamma)
+    denom = 1.0 + delta * gram
+    phi = delta * signal / denom
+    a = weight @ (signal / denom ** 2)
+    i = weight @ (gram / denom)
+    b = weight @ (gram ** 2 / denom ** 2)
+    return {"delta": delta, "phi": phi,
+            "fluctuation": float(delta * a * a / (math.sqrt(gamma) + i - delta * b))}
+
+
+# ---------------------------------------------------------------------------------------------
+# the closure ODE
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class ClosureResult:
+    """Predicted curves on the time grid ``time`` (``t = n/(kd)``).
+
+    Attributes
+    ----------
+    time, test_error, linear_overlap, quadratic_overlap, bulk_width, student_norm,
+    linear_error, quadratic_error, constant_error : ndarray (T,)
+        See ``CLOSURE_DATASETS`` descriptions.
+    noise : ndarray (T,)
+        ``ε + Δ``, the mean squared residual that sets the SGD noise.
+    parameters : dict
+        Inputs (activation, gamma, delta, lr, dim, width, regime, coefficients).
+    success : bool
+    message : str
+    """
+
+    time: np.ndarray
+    test_error: np.ndarray
+    linear_overlap: np.ndarray
+    quadratic_overlap: np.ndarray
+    bulk_width: np.ndarray
+    student_norm: np.ndarray
+    linear_error: np.ndarray
+    quadratic_error: np.ndarray
+    constant_error: np.ndarray
+    noise: np.ndarray
+    parameters: dict = field(default_factory=dict)
+    success: bool = True
+    message: str = ""
+
+    def as_dict(self):
+        """Datasets of the ``closure/`` group (name → array)."""
+        return {name: np.asarray(getattr(self, name)) for name in CLOSURE_DATASETS}
+
+
+def _linear_overlap(rho, eps_l, mu1):
+    if mu1 == 0:
+        return 0.0
+    return (1.0 - rho) / math.sqrt(max(1.0 - 2.0 * rho + eps_l / mu1 ** 2, 1e-300))
+
+
+def solve_closure(activation="relu", *, gamma=0.5, delta=0.1, lr=0.5, dim=64, times=None,
+                  t_max=100.0, readout="ones", drop_hermite=(), unit_variance=False,
+                  nodes=40, noise=True, finite_k=True, rtol=1e-6):
+    r"""Integrate the Gaussian-closure equations of ``docs/dynamics.md``.
+
+    Parameters
+    ----------
+    activation : str
+        As :class:`simulations.sgd.SGDConfig`.
+    gamma : float, keyword-only
+        ``k/d``; the closure uses the realized ``k = max(1, round(γd))``.
+    delta : float, keyword-only
+        Label-noise variance ``Δ ≥ 0``.
+    lr : float, keyword-only
+        ``η`` per sample (update of :mod:`simulations.sgd`).
+    dim : int, keyword-only
+        ``d``; enters only through ``k`` (the linear mode relaxes at rate ``∝ k``, the
+        constant mode leaves an ``O(1/k)`` error) and ``bulk_width ∝ d^{-1/2}``.
+    times : array_like, optional, keyword-only
+        Output times (``≥ 0``, increasing); default 200 log-spaced points up to ``t_max``
+        plus ``t = 0``.
+    t_max : float, keyword-only
+        Last time when ``times`` is None.
+    readout : str, keyword-only
+        Only ``"ones"`` (``v ≡ 1``) is implemented.
+    drop_hermite, unit_variance : keyword-only
+        Activation modifiers.
+    nodes : int, keyword-only
+        Quadrature nodes on the spectrum of ``S⁰``.
+    noise : bool, keyword-only
+        Include the SGD-noise terms (``O(η²)``); False gives gradient flow in ``t``.
+    finite_k : bool, keyword-only
+        Include the ``O(1/k)`` constant-mode error (False: the d → ∞ limit).
+    rtol : float, keyword-only
+        Relative tolerance of ``scipy.integrate.solve_ivp`` (RK45).
+
+    Returns
+    -------
+    ClosureResult
+
+    Raises
+    ------
+    ValueError
+        Non-positive γ, d or negative Δ, η; a readout other than ``ones``; unknown activation.
+
+    Notes
+    -----
+    The finite-k constant-mode error (``finite_k``) needs ``dθ/dt``; it is evaluated by a
+    forward difference along the flow and fed back into the noise level with a lag of one
+    right-hand-side evaluation (an ``O(1/k)`` correction of an ``O(η²)`` term).
+
+    Regime ``pinned`` (``μ₂ ≠ 0``): ``|w_i|² = d`` and the state is ``(ε_L, ρ, log c(λ),
+    n(λ))``; the quadratic part follows the Riccati solution with Gram integral
+    ``c(λ) = ∫ e²(λ,s)(1 + n(λ,s)) ds`` and ``e²(λ,t) = exp(2βλt + 2θ(t))``, ``θ`` fixed
+    by ``tr S/d = √γ``.  Regime ``free-norm`` (``μ₂ = 0``): the state is ``(ε_L, ρ, q)``.
+    """
+    gamma, delta, lr = float(gamma), float(delta), float(lr)
+    if not (math.isfinite(gamma) and gamma > 0):
+        raise ValueError(f"gamma must be > 0, got {gamma!r}")
+    if not (math.isfinite(delta) and delta >= 0):
+        raise ValueError(f"delta must be >= 0, got {delta!r}")
+    if not (math.isfinite(lr) and lr >= 0):
+        raise ValueError(f"lr must be >= 0, got {lr!r}")
+    if int(dim) < 1:
+        raise ValueError(f"dim must be >= 1, got {dim!r}")
+    if str(readout).strip().lower() != "ones":
+        raise ValueError(f"the closure is implemented for readout 'ones' only, got {readout!r}")
+    coef = closure_coefficients(activation, drop_hermite=drop_hermite, unit_variance=unit_variance)
+    dim = int(dim)
+    k = max(1, int(round(gamma * dim)))
+    gam = k / dim
+    if times is None:
+        times = np.concatenate([[0.0], np.geomspace(min(1e-3, t_max / 10), t_max, 200)])
+    times = np.asarray(times, dtype=float)
+    if times.ndim != 1 or times.size == 0 or np.any(times < 0) or np.any(np.diff(times) < 0):
+        raise ValueError("times must be a non-empty increasing 1-D array of t >= 0")
+    params = {"activation": activation, "gamma": gam, "delta": delta, "lr": lr, "dim": dim,
+              "width": k, "readout": "ones", "drop_hermite": list(drop_hermite),
+              "unit_variance": bool(unit_variance), "noise": bool(noise),
+              "finite_k": bool(finite_k), "nodes": int(nodes),
+              **{key: coef[key] for key in ("mu0", "mu1", "mu2", "g1", "nu", "nu1", "h3", "r")}}
+    if abs(coef["mu2"]) > 1e-12:
+        params["regime"] = "pinned"
+        return _solve_pinned(coef, gam, k, dim, delta, lr, times, nodes, noise, finite_k, rtol, params)
+    params["regime"] = "free-norm"
+    return _solve_free(coef, gam, k, dim, delta, lr, times, noise, rtol, params)
+
+
+def _linear_rhs(k, lr, c1, nu1, eps_l, rho, e2, noise):
+    """``dε_L/dt`` and ``dρ/dt`` (LMS of the linear part, docs/dynamics.md §2)."""
+    d_eps = k * (-2 * lr * c1 ** 2 * eps_l)
+    if noise:
+        d_eps += k * lr ** 2 * c1 ** 4 * e2 + c1 ** 2 * lr ** 2 * e2 * (nu1 - c1 ** 2)
+    return d_eps, -k * lr * c1 ** 2 * rho
+
+
+def _solve_pinned(coef, gam, k, dim, delta, lr, times, nodes, noise, finite_k, rtol, params):
+    from scipy.integrate import solve_ivp
+    from scipy.special import logsumexp
+
+    mu1, mu2, g1, nu1 = coef["mu1"], coef["mu2"], coef["g1"], coef["nu1"]
+    lam, w = spectral_nodes(gam, nodes=nodes)
+    n = lam.size
+    sg = math.sqrt(gam)
+    beta = lr * mu2 ** 2 * sg
+    lam2 = float(w @ lam ** 2)
+    lam1 = float(w @ lam)
+    t0 = 1e-6
+
+    def quad_state(t, y):
+        log_c = y[2:2 + n]
+        var = 1.0 + y[2 + n:]
+        gram = 2.0 * beta * np.exp(log_c)
+        delta_ = deterministic_equivalent(gram, w, gam)
+        log_phi0 = np.log(delta_ * var) + 2 * beta * lam * t - np.log1p(delta_ * gram)
+        two_theta = math.log(sg) - logsumexp(log_phi0, b=w)
+        log_e2 = 2 * beta * lam * t + two_theta
+        mom = riccati_moments(lam, w, gam, gram, np.exp(log_e2) * var)
+        return log_e2, two_theta, mom
+
+    def errors(t, y, mom):
+        phi = mom["phi"]
+        quad = 0.5 * mu2 ** 2 * (w @ phi ** 2 + mom["fluctuation"] - 2 * w @ (lam * phi) + lam2)
+        return float(y[0]), float(quad), float(y[0] + quad + 2 * g1)
+
+    def theta_rate(t, y, f):
+        """dθ/dt by a forward difference along the flow (θ is algebraic in the state)."""
+        h = 1e-6 * max(1.0, t)
+        _, a, _ = quad_state(t, y)
+        _, b, _ = quad_state(t + h, y + h * f)
+        return 0.5 * (b - a) / h
+
+    def constant_error(theta_dot):
+        if not finite_k:
+            return 0.0
+        tau_const = theta_dot + lr * coef["h3"]
+        return tau_const ** 2 / (lr ** 2 * k * mu2 ** 2) if lr > 0 else 0.0
+
+    def rhs_core(t, y, e_const):
+        log_e2, _, mom = quad_state(t, y)
+        eps_l, quad, eps = errors(t, y, mom)
+        e2 = eps + e_const + delta
+        d_eps, d_rho = _linear_rhs(k, lr, mu1, nu1, y[0], y[1], e2, noise)
+        d_log_c = np.exp(log_e2 - y[2:2 + n]) * (1.0 + y[2 + n:])
+        iid = lr ** 2 * e2 * (nu1 - mu1 ** 2) if noise else 0.0
+        d_var = iid * (sg / mom["delta"]) * np.exp(-log_e2)
+        return np.concatenate([[d_eps, d_rho], d_log_c, d_var])
+
+    cache = {"e_const": 0.0}
+
+    def rhs(t, y):
+        f = rhs_core(t, y, cache["e_const"])
+        if finite_k:
+            cache["e_const"] = constant_error(theta_rate(t, y, f))
+        return f
+
+    y0 = np.concatenate([[2 * mu1 ** 2, 1.0], np.full(n, math.log(t0)), np.zeros(n)])
+    t_eval = np.clip(times, t0, None)
+    sol = solve_ivp(rhs, (t0, max(t_eval[-1], 2 * t0)), y0, t_eval=t_eval, method="RK45",
+                    rtol=rtol, atol=1e-10)
+    out = {name: [] for name in CLOSURE_DATASETS}
+    noise_out = []
+    s0 = lam2 - lam1 ** 2
+    for t, y in zip(sol.t, sol.y.T):
+        _, _, mom = quad_state(t, y)
+        eps_l, quad, eps = errors(t, y, mom)
+        e_const = constant_error(theta_rate(t, y, rhs_core(t, y, 0.0))) if t > t0 * 10 else 0.0
+        phi = mom["phi"]
+        cross = w @ (lam * phi) - lam1 * sg
+        self_ = w @ phi ** 2 + mom["fluctuation"] - gam
+        out["linear_error"].append(eps_l)
+        out["quadratic_error"].append(quad)
+        out["constant_error"].append(e_const)
+        out["test_error"].append(eps + e_const)
+        out["linear_overlap"].append(_linear_overlap(y[1], eps_l, mu1))
+        out["quadratic_overlap"].append(cross / math.sqrt(max(self_ * s0, 1e-300)))
+        out["bulk_width"].append(math.sqrt(max(w @ (lam * phi), 0.0) / k))
+        out["student_norm"].append(1.0)
+        noise_out.append(eps + e_const + delta)
+    m = len(sol.t)
+    arrays = {name: np.asarray(out[name], dtype=float) for name in CLOSURE_DATASETS if name != "time"}
+    return ClosureResult(time=times[:m].copy(), noise=np.asarray(noise_out), parameters=params,
+                         success=bool(sol.success), message=str(sol.message), **arrays)
+
+
+def _norm_averages(coef, q):
+    """Averages over ``h ~ N(0, q)``: c0, c1 = E σ', variance beyond linear, ν₁(q), F(q)."""
+    z, wz = coef["gauss_nodes"], coef["gauss_weights"]
+    h = math.sqrt(max(q, 1e-12)) * z
+    s = coef["sigma"](h)
+    sp = coef["derivative"](h)
+    c0 = float(wz @ s)
+    c1 = float(wz @ sp)
+    nl = s - c0 - c1 * h
+    return {"c0": c0, "c1": c1, "var_nl": float(wz @ nl ** 2), "nu1": float(wz @ sp ** 2),
+            "force": float(wz @ (nl * sp * h))}
+
+
+def _solve_free(coef, gam, k, dim, delta, lr, times, noise, rtol, params):
+    from scipy.integrate import solve_ivp
+
+    mu0, mu1 = coef["mu0"], coef["mu1"]
+    teacher_nl = coef["nu"] - mu0 ** 2 - mu1 ** 2
+    t0 = 1e-9
+
+    def errors(y):
+        av = _norm_averages(coef, y[2])
+        const = k * (av["c0"] - mu0) ** 2
+        return av, y[0] + teacher_nl + av["var_nl"] + const, const
+
+    def rhs(t, y):
+        av, eps, _ = errors(y)
+        e2 = eps + delta
+        d_eps, d_rho = _linear_rhs(k, lr, av["c1"], av["nu1"], y[0], y[1], e2, noise)
+        d_q = -2 * lr * av["force"] + (lr ** 2 * e2 * av["nu1"] if noise else 0.0)
+        return [d_eps, d_rho, d_q]
+
+    sol = solve_ivp(rhs, (t0, max(times[-1], 2 * t0)), [2 * mu1 ** 2, 1.0, 1.0],
+                    t_eval=np.clip(times, t0, None), method="RK45", rtol=rtol, atol=1e-10)
+    out = {name: [] for name in CLOSURE_DATASETS}
+    noise_out = []
+    for y in sol.y.T:
+        av, eps, const = errors(y)
+        out["linear_error"].append(y[0])
+        out["quadratic_error"].append(0.0)
+        out["constant_error"].append(const)
+        out["test_error"].append(eps)
+        out["linear_overlap"].append(_linear_overlap(y[1], y[0], mu1))
+        out["quadratic_overlap"].append(0.0)
+        out["bulk_width"].append(1.0 / math.sqrt(dim))
+        out["student_norm"].append(y[2])
+        noise_out.append(eps + delta)
+    m = len(sol.t)
+    arrays = {name: np.asarray(out[name], dtype=float) for name in CLOSURE_DATASETS if name != "time"}
+    return ClosureResult(time=times[:m].copy(), noise=np.asarray(noise_out), parameters=params,
+                         success=bool(sol.success), message=str(sol.message), **arrays)
+
+
+def closure_for_run(parameters, times=None, **options):
+    """:func:`solve_closure` for the parameters of a ``replica-sgd`` file.
+
+    Parameters
+    ----------
+    parameters : dict
+        ``parameters`` attribute of the file (:meth:`simulations.sgd.SGDConfig.to_dict`).
+    times : array_like, optional
+        Output times (default: the run's final time on 200 log-spaced points plus 0).
+    **options
+        Passed to :func:`solve_closure`.
+    """
+    p = parameters
+    t_max = float(p.get("num_steps", 1) * p.get("batch", 1) / (p["width"] * p["dim"]))
+    return solve_closure(p["activation"], gamma=p["width"] / p["dim"], delta=p["delta"],
+                         lr=p["lr"], dim=p["dim"], times=times, t_max=max(t_max, 1e-6),
+                         readout=p.get("readout", "ones"),
+                         drop_hermite=tuple(p.get("drop_hermite", ())),
+                         unit_variance=bool(p.get("unit_variance", False)), **options)
+
+
+# ---------------------------------------------------------------------------------------------
+# specialization: escape of single overlaps from the Gaussian bulk
+# ---------------------------------------------------------------------------------------------
+def escape_time(closure, *, threshold=0.8, level=0.5, students=400, seed=0, shielding=True,
+                dt_max=0.5, t_max=None):
+    r"""Specialization time of the independent-pair escape model on top of a closure.
+
+    Each student neuron carries ``k`` cosines ``m_j`` with the teacher neurons (pinned norms;
+    for the free-norm regime cosines at ``q = 1``), evolving independently by
+
+    .. math::  dm = \Big[\Big(\frac{\dot w}{w} - \frac{D}{2w^2}\Big) m
+                      + η (1 - m^2)\, g'(m)\Big] dt + \sqrt{D}\, dB,
+               \qquad D = η^2 (ε + Δ)\,(ν_1 - c̄_1^2) / d,
+
+    where ``w(t)`` is the closure's bulk width, ``ε + Δ`` its noise level and ``g'`` the
+    derivative of the part of the dual kernel above degree two (drift ``∝ m^{r−1}``).
+    Without ``g'`` the cosines stay Gaussian with variance ``w(t)²`` (the closure).  A student
+    is specialized once ``max_j |m_j| > threshold``; the returned time is when the fraction
+    of specialized students reaches ``level`` (Monte Carlo over ``students`` students).
+
+    Parameters
+    ----------
+    closure : ClosureResult
+        From :func:`solve_closure`; its last state is held constant beyond its last time.
+    threshold, level : float, keyword-only
+        As ``scripts/sgd_scaling.py`` (defaults 0.8 and 0.5).
+    students : int, keyword-only
+        Monte Carlo sample of student neurons.
+    seed : int, keyword-only
+    shielding : bool, keyword-only
+        Use the closure's decreasing noise ``ε(t) + Δ``; False freezes it at its ``t = 0``
+        value (the noise without the learned linear and quadratic parts).
+    dt_max : float, keyword-only
+        Largest Euler–Maruyama step (the step is also limited by the drift).
+    t_max : float, optional, keyword-only
+        Give up after this time (default ``10⁴ ×`` the closure's last time).
+
+    Returns
+    -------
+    dict
+        ``t_spec`` (NaN if not reached), ``negative_fraction`` (fraction of the specialized
+        students whose escaping cosine is negative), ``time`` and ``fraction`` (the
+        predicted specialized-fraction curve).
+    """
+    p = closure.parameters
+    coef = closure_coefficients(p["activation"], drop_hermite=tuple(p.get("drop_hermite", ())),
+                                unit_variance=p.get("unit_variance", False))
+    g_prime = coef["g_prime"]
+    eta, dim, k = p["lr"], p["dim"], p["width"]
+    nu_rot = coef["nu1"] - coef["mu1"] ** 2      # the common mode (μ₁²) is undone by the linear mode
+    t_grid = np.asarray(closure.time, dtype=float)
+    width = np.asarray(closure.bulk_width, dtype=float)
+    noise = np.asarray(closure.noise, dtype=float)
+    if not shielding:
+        noise = np.full_like(noise, noise[0])
+    log_w = np.log(width)
+    rate_w = np.gradient(log_w, t_grid) if t_grid.size > 1 else np.zeros_like(width)
+    t_max = float(t_max if t_max is not None else 1e4 * max(t_grid[-1], 1.0))
+    rng = np.random.default_rng(seed)
+    m = rng.standard_normal((int(students), k)) * width[0]
+    done = np.zeros(int(students), bool)
+    sign = np.zeros(int(students))
+    t, times, fractions = 0.0, [0.0], [0.0]
+    grid_q = np.linspace(-1.0, 1.0, 2001)
+    gp_table = np.asarray([g_prime(float(x)) for x in grid_q])
+    while t < t_max:
+        i = min(np.searchsorted(t_grid, t), t_grid.size - 1)
+        w2 = width[i] ** 2
+        diff = eta ** 2 * noise[i] * nu_rot / dim
+        lin = (rate_w[i] if t <= t_grid[-1] else 0.0) - diff / (2 * w2)
+        drift_nl = eta * (1 - m ** 2) * np.interp(m, grid_q, gp_table)
+        scale = max(np.max(np.abs(drift_nl)), abs(lin), 1e-12)
+        dt = min(dt_max, 0.02 / scale, max(t, 1e-3) * 0.05 + 1e-3)
+        m = m + (lin * m + drift_nl) * dt + math.sqrt(diff * dt) * rng.standard_normal(m.shape)
+        np.clip(m, -1.0, 1.0, out=m)
+        t += dt
+        absm = np.abs(m)
+        best = np.argmax(absm, axis=1)
+        new = (~done) & (absm[np.arange(m.shape[0]), best] > threshold)
+        sign[new] = np.sign(m[np.arange(m.shape[0]), best][new])
+        done |= new
+        times.append(t)
+        fractions.append(float(np.mean(done)))
+        if fractions[-1] >= level:
+            break
+    times, fractions = np.asarray(times), np.asarray(fractions)
+    hit = np.nonzero(fractions >= level)[0]
+    t_spec = float(times[hit[0]]) if hit.size else float("nan")
+    negative = float(np.mean(sign[done] < 0)) if np.any(done) else float("nan")
+    return {"t_spec": t_spec, "negative_fraction": negative, "time": times, "fraction": fractions}
+
+
+def specialization_time_prediction(activation, widths, *, gamma=0.5, delta=0.1, lr=0.5,
+                                   threshold=0.8, level=0.5, students=400, seed=0,
+                                   shielding=True, closure_time=200.0, **modifiers):
+    """Predicted ``t_spec(k)`` (:func:`escape_time`) for widths ``k`` at ``d = round(k/γ)``.
+
+    Returns
+    -------
+    list of dict
+        One per width: ``k``, ``d``, ``t_spec``, ``negative_fraction``.
+    """
+    out = []
+    for k in widths:
+        d = max(1, int(round(k / gamma)))
+        res = solve_closure(activation, gamma=k / d, delta=delta, lr=lr, dim=d,
+                            t_max=closure_time, **modifiers)
+        esc = escape_time(res, threshold=threshold, level=level, students=students, seed=seed,
+                          shielding=shielding)
+        out.append({"k": int(k), "d": d, "t_spec": esc["t_spec"],
+                    "negative_fraction": esc["negative_fraction"]})
+    return out
+
+
+def refinement_fixed_points(activation, *, lr=0.5, noise=0.1, drop_hermite=(),
+                            unit_variance=False, grid=4001):
+    r"""Fixed points of the matched-pair dynamics after specialization.
+
+    A specialized pair with cosine ``m`` (pinned norms, linear and quadratic parts held by
+    the collective variables) moves by
+
+    .. math::  \dot m = η (1 - m^2)\, g'(m) - \tfrac12 η^2 (ε + Δ)\,(ν_1 - μ_1^2)\, m ,
+
+    the second term being the pull of the isotropic SGD noise on the sphere (the common
+    mode ``μ₁²`` of the noise is undone by the linear mode; ``docs/dynamics.md`` §5).
+
+    Parameters
+    ----------
+    activation : str
+    lr : float, keyword-only
+    noise : float, keyword-only
+        ``ε + Δ`` at refinement (≥ Δ).
+    grid : int, keyword-only
+        Points on ``[−1, 1]`` where sign changes of ``ṁ`` are bracketed.
+
+    Returns
+    -------
+    list of dict
+        ``m`` (fixed point), ``stable`` (bool); includes ``m = 0``.
+    """
+    from scipy.optimize import brentq
+
+    coef = closure_coefficients(activation, drop_hermite=drop_hermite, unit_variance=unit_variance)
+    g_prime, nu_rot = coef["g_prime"], coef["nu1"] - coef["mu1"] ** 2
+
+    def rate(m):
+        return lr * (1 - m * m) * g_prime(m) - 0.5 * lr ** 2 * noise * nu_rot * m
+
+    xs = np.linspace(-0.999999, 0.999999, int(grid))
+    vals = np.array([rate(float(x)) for x in xs])
+    roots = []
+    for a, b, fa, fb in zip(xs[:-1], xs[1:], vals[:-1], vals[1:]):
+        if fa == 0:
+            roots.append(float(a))
+        elif fa * fb < 0:
+            roots.append(float(brentq(rate, a, b, xtol=1e-12)))
+    out = []
+    for r in roots:
+        h = 1e-6
+        slope = (rate(r + h) - rate(r - h)) / (2 * h)
+        out.append({"m": r, "stable": bool(slope < 0)})
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# HDF5: group closure/ in a replica-sgd file
+# ---------------------------------------------------------------------------------------------
+def write_closure(path, result: ClosureResult):
+    """Add (or replace) the group ``closure/`` of a ``replica-sgd`` file, atomically.
+
+    The file is rebuilt with :class:`replica.io.atomic_h5` (copy of every other dataset and
+    attribute, the new group, rename over the original), so an interrupted write leaves the
+    original intact.  Datasets: ``CLOSURE_DATASETS`` (each with a ``description``) and
+    ``noise``; attributes ``parameters`` (JSON), ``success``, ``message``, ``reference``.
+    """
+    import json
+    from pathlib import Path
+
+    import h5py
+
+    from replica.io import atomic_h5
+
+    path = Path(path)
+    with atomic_h5(path) as f:
+        with h5py.File(path, "r") as src:
+            for key, value in src.attrs.items():
+                f.attrs[key] = value
+            for name in src:
+                if name != "closure":
+                    src.copy(src[name], f, name=name)
+        g = f.create_group("closure")
+        for name, values in result.as_dict().items():
+            g.create_dataset(name, data=values).attrs["description"] = _DESCRIPTIONS[name]
+        g.create_dataset("noise", data=np.asarray(result.noise)).attrs["description"] = \
+            "epsilon + Delta, mean squared residual setting the SGD noise"
+        g.attrs["parameters"] = json.dumps(dict(result.parameters), sort_keys=True, default=str)
+        g.attrs["success"] = bool(result.success)
+        g.attrs["message"] = str(result.message)
+        g.attrs["reference"] = "docs/dynamics.md (Gaussian closure of online SGD)"
+
+
+def read_closure(path):
+    """The ``closure/`` group of a file as a dict of arrays (plus ``parameters``), or None."""
+    import json
+
+    import h5py
+
+    with h5py.File(path, "r") as f:
+        if "closure" not in f:
+            return None
+        g = f["closure"]
+        out = {name: g[name][()] for name in g}
+        out["parameters"] = json.loads(g.attrs.get("parameters", "{}"))
+        out["success"] = bool(g.attrs.get("success", True))
+    return out

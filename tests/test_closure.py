@@ -1,0 +1,207 @@
+"""Tests of the Gaussian closure of online SGD (``simulations.closure``, docs/dynamics.md).
+
+Independent references: closed-form moments of the Marchenko–Pastur law, sampled random
+matrices (deterministic equivalent), a direct integration of the d×d matrix Riccati flow,
+the exact LMS solution of the linear mode, invariances implied by the derivation, and SGD
+runs of ``simulations.sgd`` (small, seeded; the larger comparison is marked slow).
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+from simulations import closure
+from simulations.closure import (deterministic_equivalent, riccati_moments, solve_closure,
+                                 spectral_nodes)
+
+
+@pytest.mark.parametrize("gamma", [0.3, 0.5, 2.0])
+def test_spectral_nodes_reproduce_moments_of_s0(gamma):
+    lam, w = spectral_nodes(gamma, nodes=40)
+    assert w.sum() == pytest.approx(1.0, abs=1e-12)
+    assert w @ lam == pytest.approx(math.sqrt(gamma), rel=1e-10)          # tr S⁰/d
+    assert w @ lam ** 2 == pytest.approx(1.0 + gamma, rel=1e-10)          # R_d (docs/theory.md §4.1)
+    # third moment of W⁰ᵀW⁰/√(kd): (γ² + 3γ + 1)/√γ (Wishart moment, ratio k/d = γ)
+    assert w @ lam ** 3 == pytest.approx((gamma ** 2 + 3 * gamma + 1) / math.sqrt(gamma), rel=1e-9)
+
+
+def test_deterministic_equivalent_matches_sampled_matrices():
+    rng = np.random.default_rng(0)
+    d, k = 600, 300
+    gamma = k / d
+    f = rng.uniform(0.0, 3.0, d)                 # eigenvalues of G
+    h = rng.uniform(0.5, 2.0, d)                 # eigenvalues of E²
+    x = rng.standard_normal((k, d)) / (k * d) ** 0.25
+    inner = np.linalg.inv(np.eye(k) + (x * f) @ x.T)
+    s = np.sqrt(h)[:, None] * (x.T @ inner @ x) * np.sqrt(h)[None, :]
+    w = np.full(d, 1.0 / d)
+    mom = riccati_moments(np.zeros(d), w, gamma, f, h)
+    assert np.trace(s) / d == pytest.approx(w @ mom["phi"], rel=0.01)
+    assert np.sum(s * s) / d == pytest.approx(w @ mom["phi"] ** 2 + mom["fluctuation"], rel=0.02)
+    assert np.trace(inner) / k == pytest.approx(mom["delta"] / math.sqrt(gamma), rel=0.01)
+    assert deterministic_equivalent(np.zeros(3), np.full(3, 1 / 3), gamma) == math.sqrt(gamma)
+
+
+def _riccati_matrix_flow(d, beta, t_out, seed=0, dt=2e-3):
+    """Direct Euler integration of Ẇ = βW(S⁰ − S) with |w_i|² = d on average (pinned)."""
+    rng = np.random.default_rng(seed)
+    k = d // 2
+    w0 = rng.standard_normal((k, d))
+    s0 = w0.T @ w0 / math.sqrt(k * d)
+    w = rng.standard_normal((k, d))
+    t, out = 0.0, []
+    for target in t_out:
+        while t < target - 1e-12:
+            s = w.T @ w / math.sqrt(k * d)
+            w = w + beta * dt * w @ (s0 - s)
+            w *= math.sqrt(d / np.mean(np.sum(w * w, axis=1)))
+            t += dt
+        s = w.T @ w / math.sqrt(k * d)
+        out.append(np.sum((s - s0) ** 2) / d)
+    return np.array(out)
+
+
+def test_noiseless_closure_is_the_riccati_flow():
+    # quadratic activation: μ₂² = 2, β = η μ₂² √γ; error = tr(S − S⁰)²/d (μ₂²/2 = 1)
+    lr, d = 0.5, 160
+    t_out = np.array([0.1, 0.3, 0.6, 1.0, 2.0])
+    res = solve_closure("quadratic", gamma=0.5, delta=0.0, lr=lr, dim=d, times=t_out,
+                        noise=False, finite_k=False)
+    direct = _riccati_matrix_flow(d, lr * 2 * math.sqrt(0.5), t_out)
+    np.testing.assert_allclose(res.quadratic_error, direct, rtol=0.06)
+    assert np.all(np.diff(res.test_error) < 0)        # gradient flow: the error decreases
+
+
+def test_initial_error_is_two_independent_networks():
+    from replica.activations import get_activation
+
+    for name in ("relu", "elu", "tanh", "quadratic"):
+        act = get_activation(name)
+        res = solve_closure(name, dim=64, times=[0.0, 1e-4], finite_k=False)
+        assert res.test_error[0] == pytest.approx(2 * (act.nu - act.hermite(0) ** 2), rel=1e-4), name
+        assert res.quadratic_overlap[0] == pytest.approx(0.0, abs=1e-5)   # (starts at t = 1e-6)
+        assert res.bulk_width[0] == pytest.approx(1 / 8, rel=1e-3)
+
+
+def test_linear_mode_is_the_exact_lms_solution_without_noise():
+    lr, dim = 0.5, 64
+    k = 32
+    t = np.array([0.0, 0.01, 0.05, 0.1, 0.2])
+    res = solve_closure("elu", gamma=0.5, lr=lr, dim=dim, times=t, noise=False, finite_k=False)
+    mu1 = res.parameters["mu1"]
+    rate = lr * mu1 ** 2 * k
+    np.testing.assert_allclose(res.linear_error, 2 * mu1 ** 2 * np.exp(-2 * rate * t), rtol=1e-4)
+    rho = np.exp(-rate * t)
+    np.testing.assert_allclose(res.linear_overlap, (1 - rho) / np.sqrt(1 - 2 * rho + 2 * rho ** 2),
+                               rtol=1e-4, atol=1e-4)
+
+
+def test_gradient_flow_depends_on_lr_times_t_only_and_not_on_delta():
+    t = np.array([0.5, 2.0, 8.0])
+    a = solve_closure("relu", lr=0.5, delta=0.1, dim=64, times=t, noise=False, finite_k=False)
+    b = solve_closure("relu", lr=0.25, delta=0.7, dim=64, times=2 * t, noise=False, finite_k=False)
+    np.testing.assert_allclose(a.test_error, b.test_error, rtol=1e-4)
+    np.testing.assert_allclose(a.quadratic_overlap, b.quadratic_overlap, rtol=1e-4, atol=1e-7)
+
+
+def test_noise_raises_the_plateau():
+    t = np.array([100.0])
+    quiet = solve_closure("relu", dim=64, times=t, noise=False, finite_k=False)
+    noisy = solve_closure("relu", dim=64, times=t, noise=True, finite_k=False)
+    assert noisy.test_error[0] > quiet.test_error[0] + 1e-3
+    # the plateau of gradient flow is the part above degree two, 2 g(1)
+    assert quiet.test_error[0] == pytest.approx(2 * quiet.parameters["g1"], rel=0.02)
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match="readout"):
+        solve_closure("relu", readout="rademacher")
+    with pytest.raises(ValueError, match="gamma"):
+        solve_closure("relu", gamma=-1)
+    with pytest.raises(ValueError):
+        solve_closure("nonsense")
+
+
+def test_refinement_fixed_points_relu_symmetric_elu_one_sided():
+    relu = [p["m"] for p in closure.refinement_fixed_points("relu", noise=0.13) if p["stable"]]
+    elu = [p["m"] for p in closure.refinement_fixed_points("elu", noise=0.13) if p["stable"]]
+    pos = [m for m in relu if m > 0.5]
+    neg = [m for m in relu if m < -0.5]
+    assert len(pos) == 1 and len(neg) == 1 and pos[0] == pytest.approx(-neg[0], abs=1e-6)
+    assert not [m for m in elu if m < -0.1] and [m for m in elu if m > 0.5]
+
+
+def _sgd_runs(activation, dim, t_max, seeds, lr):
+    from simulations.sgd import SGDConfig, run_sgd
+
+    return [run_sgd(SGDConfig(activation=activation, dim=dim, time=t_max, lr=lr, seed=s,
+                              record="log:8", n_test=2000)) for s in seeds]
+
+
+def test_quadratic_activation_closure_follows_sgd_at_small_lr():
+    # early times (t < 2.5) carry a finite-d lead of the simulation (about 6% at d = 64)
+    runs = _sgd_runs("quadratic", 64, 12.0, [0, 1], lr=0.05)
+    t = runs[0].time
+    res = solve_closure("quadratic", dim=64, lr=0.05, times=t)
+    sel = t > 2.5
+    mean = np.mean([r.test_error for r in runs], axis=0)
+    np.testing.assert_allclose(res.test_error[sel], mean[sel], rtol=0.12)
+    qo = np.mean([r.quadratic_overlap for r in runs], axis=0)
+    np.testing.assert_allclose(res.quadratic_overlap[sel], qo[sel], atol=0.05)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("activation", ["relu", "elu"])
+def test_closure_near_sgd_before_specialization_d128(activation):
+    runs = _sgd_runs(activation, 128, 20.0, [0, 1, 2], lr=0.5)
+    t = runs[0].time
+    res = solve_closure(activation, dim=128, lr=0.5, times=t)
+    sel = t > 0.5
+    mean = np.mean([r.test_error for r in runs], axis=0)
+    np.testing.assert_allclose(res.test_error[sel], mean[sel], rtol=0.15)
+
+
+def test_cli_closure_group_and_plot(tmp_path, capsys):
+    from simulations.closure import read_closure
+    from simulations.sgd_cli import main
+
+    out = tmp_path / "run.h5"
+    assert main(["--activation", "elu", "--dim", "16", "--time", "2", "--quiet", "-o", str(out),
+                 "--closure"]) == 0
+    group = read_closure(out)
+    assert group is not None and set(closure.CLOSURE_DATASETS) <= set(group)
+    from simulations.sgd import read_sgd
+
+    data = read_sgd(out)
+    np.testing.assert_array_equal(group["time"], data["time"])
+    assert group["test_error"][0] == pytest.approx(data["test_error"][0], rel=0.5)
+    # prediction only, on an existing file (replaces the group), then the figures
+    assert main(["--closure", str(out), "--quiet"]) == 0
+    assert main(["--plot", str(out), "--no-theory", "--quiet"]) == 0
+    assert (tmp_path / "run_error.png").exists()
+    assert main(["--closure", str(tmp_path / "missing.h5"), "--quiet"]) == 2
+    assert "no such file" in capsys.readouterr().err
+
+
+def test_bulk_width_identity_on_sampled_weights():
+    # mean_ij cos_ij² = tr(S S⁰)/(d k) for unit-norm rows (|w_i|² = d): the identity behind
+    # ClosureResult.bulk_width, checked on a planted student that shares part of the teacher
+    rng = np.random.default_rng(3)
+    k, d = 40, 80
+    w0 = rng.standard_normal((k, d))
+    w = 0.6 * rng.standard_normal((k, k)) @ w0 / math.sqrt(k) + 0.8 * rng.standard_normal((k, d))
+    w *= np.sqrt(d / np.sum(w * w, axis=1))[:, None]
+    w0 *= np.sqrt(d / np.sum(w0 * w0, axis=1))[:, None]
+    cos = w @ w0.T / d
+    s, s0 = w.T @ w / math.sqrt(k * d), w0.T @ w0 / math.sqrt(k * d)
+    assert np.mean(cos ** 2) == pytest.approx(np.trace(s @ s0) / (d * k), rel=1e-12)
+
+
+def test_cli_closure_rejects_other_readouts_before_running(tmp_path, capsys):
+    from simulations.sgd_cli import main
+
+    out = tmp_path / "r.h5"
+    assert main(["--readout", "rademacher", "--dim", "8", "--time", "1", "--quiet", "-o", str(out),
+                 "--closure"]) == 2
+    assert "readout ones" in capsys.readouterr().err and not out.exists()
