@@ -367,7 +367,7 @@ def build_model(options: dict):
     if len(acts) > 1 and not (layers == 2 and any(abs(a.mu1) > 1e-10 for a in acts)):
         if len(set(names)) > 1:
             raise UsageError("--activation: one activation per layer needs the two-layer solver (--layers 2, "
-                             "activations with a linear part); the deep solver (THEORY §6.1) takes one activation")
+                             "activations with a linear part); the deep solver (docs/theory.md §6.1) takes one activation")
     try:
         prior = get_weight_prior(options["prior"])
     except ValueError as exc:

@@ -90,7 +90,7 @@ MUTATIONS = [
     M("measurement-full-gibbs-error", "simulations/measurements.py",
       "error = float(np.mean(squared) if point_estimate else 0.5 * np.mean(squared))",
       "error = float(np.mean(squared))",
-      "samplers report the full Gibbs error instead of half of it (mmse convention of THEORY.md §1)",
+      "samplers report the full Gibbs error instead of half of it (mmse convention of docs/theory.md §1)",
       ("tests/test_simulations_measurements.py::test_measure_chain_statistics",)),
     # ---------------------------------------------------------------- equilibrium and transitions
     M("branches-equilibrium-universal-mmse", "replica/branches.py",

@@ -1,6 +1,6 @@
 """Transitions are what their definitions say, checked by solving at the reported α.
 
-For first-order transitions (γ = 0.5, Δ = 0.1; THEORY.md §5.2) of an odd activation (tanh2:
+For first-order transitions (γ = 0.5, Δ = 0.1; docs/theory.md §5.2) of an odd activation (tanh2:
 flat universal branch, measured α_sp = 1.620, α_c = 1.758) and of an activation with a
 quadratic part (``hermite:2=0.4,3=1``: the universal branch learns, so its free entropy
 changes with α; measured α_sp = 0.7993, α_c = 0.8144):

@@ -1,4 +1,4 @@
-"""Two hidden layers with a different activation in each layer (THEORY.md §6.2).
+"""Two hidden layers with a different activation in each layer (docs/theory.md §6.2).
 
 With the same activation in both layers ``a = (μ₁⁽¹⁾)²`` and ``b = (μ₁⁽²⁾)²`` coincide, and so
 do ``g₁`` and ``g₂``: a formula that uses one layer's coefficient where the other's belongs
