@@ -190,15 +190,18 @@ def test_transitions_are_grid_independent():
 def test_discontinuous_transition_for_odd_activation():
     # μ₂ = 0: no HCIZ term, so Q = 0 is linearly stable and the specialized branch
     # appears at a spinodal with lower free entropy, crossing the universal one later.
+    # (measured α_sp = 1.620, α_c = 1.758: the grid has α = 1.7 between them)
     model = ShallowModel("tanh2", 0.5, 0.1)
-    r = sweep(model, np.linspace(1.0, 16.0, 7), progress=False)
+    r = sweep(model, np.array([1.0, 1.7, 3.5, 6.0, 8.5, 11.0, 13.5, 16.0]), progress=False)
     t = r.transitions
     assert t["alpha_sp"] < t["alpha_c"]
     spec = r.branches["specialized"]
     # metastable specialized branch between the spinodal and the crossing
     between = (r.alpha > t["alpha_sp"]) & (r.alpha < t["alpha_c"])
-    if between.any():
-        assert np.all(spec["free_entropy"][between] < r.branches["universal"]["free_entropy"][between])
+    assert between.any()
+    assert np.all(spec["exists"][between] & spec["converged"][between])
+    assert np.all(spec["free_entropy"][between] < r.branches["universal"]["free_entropy"][between])
+    assert np.all(r.equilibrium["branch"][between] == "universal")
 
 
 def test_equilibrium_is_the_branch_of_largest_free_entropy():
