@@ -704,10 +704,15 @@ class TwoLayerModel:
         return np.array([], dtype=int)
 
     def refined(self) -> "TwoLayerModel":
-        """The same model on an s-grid of twice as many nodes (Gauss–Hermite) or panels (built once)."""
+        """The same model on an s-grid of twice as many nodes (Gauss–Hermite; beyond 150 nodes the panel
+        rule with as many nodes) or panels (built once)."""
         if self._refined_model is None:
-            self._refined_model = self.with_s_grid(s_grid=None if self.s_grid is None else 2 * self.s_grid,
-                                                   s_panels=2 * self.s_panels if self.s_grid is None else None)
+            if self.s_grid is None:
+                self._refined_model = self.with_s_grid(s_grid=None, s_panels=2 * self.s_panels)
+            elif 2 * self.s_grid <= MAX_GAUSS_HERMITE_S_GRID:
+                self._refined_model = self.with_s_grid(s_grid=2 * self.s_grid)
+            else:  # Gauss–Hermite weights underflow: the panel rule with twice the nodes
+                self._refined_model = self.with_s_grid(s_grid=None, s_panels=max(2 * self.n_s // S_PANEL_NODES, 1))
         return self._refined_model
 
     def with_s_grid(self, *, s_grid=None, s_panels=None) -> "TwoLayerModel":
