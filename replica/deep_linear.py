@@ -47,10 +47,10 @@ every product decouples (``r = 0``, ``Q = t``) and they are those of :mod:`repli
 Approximations (docs/deep_linear.md): the effective readouts of different layers are
 independent standard Gaussians; each group of a product (row label × column label) uses the
 homogeneous rectangular channel at its own SNR (the per-readout-group ansatz of the L = 2
-code); the tilt of a product of ≥ 3 factors uses one split into two learned factors; a product
-of ≥ 3 Gaussian factors uses the two-factor channel with the smallest inner width (same
-rank, same small- and large-SNR behaviour; checked against the oracle rotation-invariant
-estimator on sampled matrices in docs/deep_linear.md).
+code); the tilt of a product of ≥ 3 factors uses one split into two learned factors. The
+channel of a product of p ≥ 3 Gaussian factors is exact (free multiplicative convolution of
+the factors' Marchenko–Pastur laws, :mod:`hciz.rectangular`; checked against the RIE on sampled
+matrices in docs/deep_linear.md §5).
 
 References
 ----------
@@ -105,13 +105,14 @@ def matrix_keys(n_layers: int) -> list:
 
 
 def product_channel_shape(gammas, ell: int, m: int) -> tuple:
-    """Aspect ratios ``(R1, R2)`` of the rectangular channel used for ``W_{ℓ:m}``, ``m < ℓ``.
+    """Aspect ratios ``(R1, R2)`` of the rectangular channel of ``W_{ℓ:m}``, ``m < ℓ``.
 
-    ``W_{ℓ:m}`` is ``k_ℓ × k_{m−1}`` (``k₀ = d``) with inner widths ``k_m … k_{ℓ−1}``. A product
-    of two factors is exactly the channel of :mod:`hciz.rectangular` with ``N = k_m``
-    (``(M, P)`` the smaller and larger outer dimension, so ``R1 = P/M ≥ 1``, ``R2 = N/M``);
-    for three or more factors the inner width is ``N = min(k_m … k_{ℓ−1})`` (rank-matched
-    surrogate, docs/deep_linear.md §5).
+    ``W_{ℓ:m}`` is ``k_ℓ × k_{m−1}`` (``k₀ = d``) with inner widths ``k_m … k_{ℓ−1}``; with
+    ``(M, P)`` the smaller and larger outer dimension, ``R1 = P/M ≥ 1`` and ``R2 = N/M`` for
+    the inner widths ``N``. A product of two factors is the channel of :mod:`hciz.rectangular`
+    with ``N = k_m`` (``R2`` a float); for three or more factors ``R2`` is the tuple of all
+    inner ratios, sorted, and :func:`hciz.rectangular.rectangular_channel` builds the exact
+    channel of the product (free multiplicative convolution, docs/deep_linear.md §5).
 
     Parameters
     ----------
@@ -121,7 +122,7 @@ def product_channel_shape(gammas, ell: int, m: int) -> tuple:
 
     Returns
     -------
-    (float, float)
+    (float, float or tuple of float)
         ``(R1, R2)``.
 
     Raises
@@ -133,9 +134,9 @@ def product_channel_shape(gammas, ell: int, m: int) -> tuple:
     if not (1 <= m < ell <= len(g) - 1):
         raise ValueError(f"product indices must satisfy 1 <= m < ell <= L, got ({ell}, {m})")
     rows, cols = g[ell], g[m - 1]
-    inner = min(g[m:ell])
     lo, hi = min(rows, cols), max(rows, cols)
-    return hi / lo, inner / lo
+    inner = tuple(sorted(x / lo for x in g[m:ell]))
+    return hi / lo, (inner[0] if len(inner) == 1 else inner)
 
 
 def phase_label(learned_layers, extra_products: bool) -> str:

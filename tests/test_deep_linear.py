@@ -25,9 +25,13 @@ def test_matrix_keys_and_channel_shapes():
     for gam in [(0.7, 1.3), (1.3, 0.7), (0.5, 0.5)]:
         ch = product_channel(gam)
         assert product_channel_shape(gam, 2, 1) == pytest.approx((ch.aspect_ratio_p, ch.aspect_ratio_n))
-    # W₃:₂ is k₃ × k₁ with inner k₂; W₃:₁ (k₃ × d) uses the smallest inner width
+    # W₃:₂ is k₃ × k₁ with inner k₂; W₃:₁ (k₃ × d) is the exact three-factor channel with
+    # inner widths k₁, k₂ (sorted ratios to the small side k₃)
     assert product_channel_shape((0.7, 1.3, 0.9), 3, 2) == pytest.approx((0.9 / 0.7, 1.3 / 0.7))
-    assert product_channel_shape((0.7, 1.3, 0.9), 3, 1) == pytest.approx((1 / 0.9, 0.7 / 0.9))
+    r1, inner = product_channel_shape((0.7, 1.3, 0.9), 3, 1)
+    assert r1 == pytest.approx(1 / 0.9) and inner == pytest.approx((0.7 / 0.9, 1.3 / 0.9))
+    r1, inner = product_channel_shape((0.5,) * 4, 4, 1)
+    assert r1 == 2.0 and inner == (1.0, 1.0, 1.0)
     assert phase_label([1, 2], False) == "layers_1_2" and phase_label([1], True) == "layer_1+product"
     assert phase_label([], False) == "universal" and phase_label([], True) == "product"
 
