@@ -23,6 +23,7 @@ MODULES = [
     "replica.readout_grid",
     "replica.deep",
     "replica.two_layer",
+    "replica.interface",
     "replica.deep_linear",
     "replica.branches",
     "replica.engine",

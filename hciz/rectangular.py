@@ -951,7 +951,7 @@ class RectangularChannel:
             raise ValueError(f"resolution must be >= 8, got {resolution}")
         self.resolution = resolution
         self.use_disk_cache = bool(use_disk_cache)
-        self.transitions = None
+        self._transition_lambdas = None
         self.signal_power = 1.0
         self.high_snr_coefficient = high_snr_coefficient(self.aspect_ratio_p, self.aspect_ratio_n)
         self.low_snr_cubic = low_snr_cubic(self.aspect_ratio_p, self.aspect_ratio_n)
@@ -1052,13 +1052,13 @@ class RectangularChannel:
         )
         return dict(
             edges_a=np.asarray(ea), coeffs_a=ca, edges_b=np.asarray(eb), coeffs_b=cb,
-            transitions=np.asarray(self.transitions),
+            transitions=np.asarray(self._transition_lambdas),
         )
 
     def _finalize(self, raw):
         t_small, t_large = math.log(_LAM_SMALL), math.log(_LAM_LARGE)
         ea, ca, eb, cb = raw["edges_a"], raw["coeffs_a"], raw["edges_b"], raw["coeffs_b"]
-        self.transitions = np.asarray(raw["transitions"])
+        self._transition_lambdas = np.asarray(raw["transitions"])
         tab = {"raw": raw}
         tab["a"] = _PiecewiseCheb(ea, ca[0])
         tab["b"] = _PiecewiseCheb(eb, cb[0])
@@ -1188,13 +1188,24 @@ class RectangularChannel:
             out.append(0.5 * (a + b))
         if out:
             logger.debug("support transitions at lambda = %s", np.exp(out))
-        self.transitions = np.exp(np.array(out))
+        self._transition_lambdas = np.exp(np.array(out))
         return out
 
     @property
     def tables(self):
         """The lazily built table dictionary (built on first access)."""
         return self._tables if self._tables is not None else self._build()
+
+    @property
+    def transitions(self) -> np.ndarray:
+        """SNRs λ where the number of support intervals of ``μ_Y`` changes, shape (k,).
+
+        The MMSE is not analytic there (the tables put panel breakpoints at these λ).
+        Located by bisection to 1e-12 in ``ln λ`` on ``[1e-6, 1e8]``; building or loading
+        the tables on first access (never ``None``).
+        """
+        self.tables  # noqa: B018 - builds or loads the tables, which set the transitions
+        return self._transition_lambdas
 
     def _regions(self, lam):
         lam = np.asarray(lam, float)

@@ -1,26 +1,86 @@
-"""Branches of stationary points, equilibrium selection and transitions.
+"""Branches of stationary points by continuation, the equilibrium, its changes, stability.
 
 Several stationary points of the free entropy coexist over wide ranges of α
-(docs/theory.md §5.2). A sweep therefore
+(docs/theory.md §5.2, §6). The phase structure is computed for any solver that implements
+:class:`replica.interface.ReplicaModel` (one hidden layer, deep, two hidden layers):
 
-1. solves the universal branch (``Q ≡ 0``) at every α;
-2. follows each of the model's starts (``model.starts()``) with warm starts in its
-   direction: the informed start (``Q ≈ 1``) *downwards* — so that the specialized
-   branch is tracked to its spinodal — and upwards, the uninformed start (small ``Q``)
-   *upwards* (continuous instabilities of the universal point), and partial starts
-   (``Q ≈ 1`` only for readouts with ``|v|`` above a quantile, or only in inner layers)
-   downwards;
-3. keeps, at every α, the distinct non-universal stationary points, ordered by the
-   model's ``specialization`` measure (``E_v[v² Q²]`` for one hidden layer): the
-   largest is ``specialized``, the next ``partial``; models with a ``phase(state)``
-   method (two hidden layers) get one branch per phase instead (``layer_1``,
-   ``layers_1_2``, …; within a phase the point of largest free entropy);
-4. picks the equilibrium as the branch of largest free entropy, and locates the
-   transitions by root finding independently of the α grid:
-   ``alpha_sp`` (smallest α where a branch exists, by bisection on existence) and
-   ``alpha_c`` (first crossing of the free entropies of the branch and the universal
-   branch, by Brent's method), for every non-universal branch; the model's main branch
-   (``model.specialized_branch``, default ``specialized``) gives the top-level pair.
+1. **Universal branch.** Solved exactly at every α (``model.solve_universal``).
+2. **Seeds.** Each of the model's starts (``model.starts()``: informed, uninformed, partial,
+   per-layer …) is followed along the α grid by the damped iteration with warm starts, in
+   its direction (``up``, ``down`` or ``both``). The damped iteration reaches only fixed
+   points that attract it (stable fixed points of the damped map); every non-universal
+   point it finds with ``stability < 1`` is a *seed* (a Newton polish of a slow iterate can
+   land on a saddle: such points are not seeds).
+3. **Branches by continuation.** A branch is a connected curve of stationary points. From
+   each seed that does not lie on a branch already traced, the curve is followed in α in
+   both directions by natural-parameter continuation: a secant predictor, a Newton corrector
+   (MINPACK ``hybr`` on ``F(x) − x``, :func:`replica.engine.solve_fixed_point` with
+   ``method="newton"``) and a step control that halves the step when the corrector fails,
+   when any overlap would move by more than :data:`MAX_MOVE` in one step (the curve is
+   refined where the solution moves fast) or when an overlap would drop to zero (the curve
+   would land on another branch with fewer learned overlaps). A branch ends where the step
+   falls below :data:`MIN_STEP` (relative): there it ceases to exist, and the end is
+   located to that precision by this bisection. Two kinds of ends (``start_kind``,
+   ``end_kind``):
+
+   * ``fold`` — a saddle-node: the curve turns back (the stable curve meets an unstable
+     one); located by the bisection of the step control (to ~1e-9 relative).
+   * ``bifurcation`` — some overlaps go to zero continuously: the curve merges into a
+     branch with fewer learned overlaps (the universal branch for a continuous onset). The
+     end is then refined by root finding (Brent) on the eigenvalue of that host branch's
+     Jacobian nearest 1, which crosses 1 exactly at the branch point.
+   * ``grid`` — the curve reaches the first or last α of the grid (``alpha_start`` or
+     ``alpha_end`` is then NaN: the event lies outside the grid).
+
+   Two solutions at the same α belong to the same branch only if continuation connects
+   them; a curve that exists on two disjoint α intervals is two branches. Where a branch
+   ends inside the grid, what the system goes to is traced too (seeds off the grid, found
+   independently of it): beyond a fold the damped iteration from the branch's last point,
+   beyond a bifurcation the host branch it merged into.
+
+   *Choice:* the corrector accepts unstable points too (a branch keeps its name and is
+   followed through a loss of stability; ``stability`` says where), but the continuation
+   parameter is α, so it cannot turn around a fold: the unstable middle part of an S-shaped
+   curve, between two folds, is not traced (the damped iteration cannot reach it, and it
+   never has the largest free entropy of the S: it is the saddle between the two stable
+   parts). The two stable parts are two branches, each ending at its fold.
+4. **Names.** A branch is named after what its most specialized point has learned
+   (``model.phase`` at the point of largest ``model.specialization`` on the grid): for
+   one hidden layer ``weak`` (every readout group has ``Q < 0.5``), ``partial`` (some
+   groups have learned, ``Q ≥ 0.5``, others not) or ``specialized`` (every group has
+   ``Q ≥ 0.5``); for two hidden layers what is learned (``layer_1``, ``layers_1_2``, …);
+   for deep networks ``specialized`` (every layer) or ``layers_1_to_<k>``. The name is
+   fixed along the curve; a second branch with the same name gets ``-2``, ``-3``, … in
+   the order of their first α.
+5. **Stability.** At every stored point, ``stability`` is the leading eigenvalue (largest
+   real part) of the Jacobian of the *undamped* map ``F`` (finite differences): ``< 1``
+   means linearly stable (the damped iteration with damping close enough to 1 converges
+   to it). ``transitions/universal`` gets ``alpha_instability``, where the universal
+   branch loses stability (Brent on ``stability − 1``).
+6. **Equilibrium and its changes.** At every α the equilibrium is the branch of largest
+   free entropy. Every change of the equilibrium branch is located: a crossing of two
+   free entropies (Brent on their difference, both branches followed by continuation), or
+   the end (fold) of the equilibrium branch, or the birth of a branch that starts above
+   (a continuous onset at a bifurcation). ``equilibrium_changes`` lists them in α.
+7. **Transitions.** ``alpha_c`` is the first change of the equilibrium away from the
+   universal branch — for models with a ``main_phase`` attribute (two hidden layers:
+   ``layers_1_2``), the first change to a branch of that phase — and ``alpha_sp`` the first
+   α of the branch it goes to (where none: the smallest ``alpha_start`` of all branches); per branch, ``alpha_sp`` (= its
+   ``alpha_start``), ``alpha_end`` and ``alpha_c`` (first α where it becomes the
+   equilibrium). All are independent of the α grid (to ~1e-9 relative) as long as they lie
+   inside it.
+
+Solvers whose packed vector holds labels besides the unknowns (``model.moving_indices``:
+the profile solver of continuous readout laws, :mod:`replica.readout_grid`, whose selection
+of roots changes along a curve) are followed by the damped iteration with warm starts
+instead of the Newton corrector; their ends are located by bisection on it (relative
+precision :data:`LABELLED_END_RTOL`), and a curve leaves only by returning to the universal
+point.
+
+When ``model.universal_only_reason()`` is not None (one hidden layer with ``g ≡ 0`` and
+Gaussian weights, docs/theory.md §5.4) only the universal branch is reported, the reason is
+logged and returned in :attr:`SweepResult.universal_only_reason`, and the stability stored
+is that of the map restricted to ``Q ≡ 0``.
 """
 
 from __future__ import annotations
@@ -33,9 +93,10 @@ import numpy as np
 from scipy import optimize
 from tqdm.auto import tqdm
 
-from .engine import FixedPointResult
+from .engine import STATUS_MESSAGES, FixedPointResult
 
-__all__ = ["BranchData", "SweepResult", "sweep", "locate_transitions", "UNIVERSAL_TOL", "DISTINCT_TOL"]
+__all__ = ["BranchData", "SweepResult", "sweep", "stability", "jacobian", "UNIVERSAL_TOL", "DISTINCT_TOL",
+           "MAX_MOVE", "MIN_STEP"]
 
 logger = logging.getLogger(__name__)
 
@@ -43,10 +104,31 @@ logger = logging.getLogger(__name__)
 UNIVERSAL_TOL = 1e-6
 #: two stationary points closer than this in max-norm of their overlaps are the same point
 DISTINCT_TOL = 1e-5
-#: storage order of phase-named branches (models with ``phase``); others follow
-_PHASE_ORDER = {"universal": 0, "specialized": 1, "partial": 2}
-#: iteration cap of the damped existence test in the bisection for ``alpha_sp``
-EXISTENCE_MAX_ITER = 300
+#: an overlap below this is zero (the continuation never lets a learned overlap reach it)
+ZERO_OVERLAP = 1e-12
+#: overlaps above this are learned (below: rounding noise of an exact zero, not tracked)
+SUPPORT_OVERLAP = 1e-9
+#: largest change of any overlap in one continuation step (larger: the step is halved)
+MAX_MOVE = 0.05
+#: smallest continuation step relative to max(1, α); a branch ends where steps fall below it
+MIN_STEP = 1e-9
+#: an end where some learned overlap is below this is a bifurcation (merge), else a fold
+BIFURCATION_OVERLAP = 1e-4
+#: evaluation budget of one Newton corrector, in units of (number of order parameters + 1)
+CORRECTOR_MAXFEV = 8
+#: iterations and required contraction of the chord-Newton corrector of the continuation
+CHORD_MAX_ITER = 20
+CHORD_CONTRACTION = 0.7
+#: solvers with labels re-solve from the overlap profile only on steps above this (relative)
+LABEL_RESOLVE_STEP = 1e-3
+#: solvers with labels: relative precision of the ends located by damped warm-started solves
+LABELLED_END_RTOL = 1e-7
+#: distance (relative to max(1, α)) beyond a branch end where the system's jump is sought
+JUMP_OFFSET = 1e-3
+#: at most this many branches per sweep (a safeguard)
+MAX_BRANCHES = 64
+#: relative tolerance of the root finding for bifurcations and free-entropy crossings
+ROOT_RTOL = 1e-12
 
 
 @dataclass
@@ -61,8 +143,17 @@ class BranchData:
         The model's per-point record (e.g. ``mmse``, ``free_entropy``,
         ``mutual_information``, ``R2``, ``R2_hat``, ``tau`` with shape (n_alpha,);
         ``overlap_W``, ``overlap_W_hat`` with shape (n_alpha, n_readout)), plus
+        ``stability`` (leading eigenvalue of the Jacobian of the undamped map),
         ``converged`` (bool), ``exists`` (bool), ``iterations`` (int), ``residual``,
-        ``start`` (str). Arrays are allocated at the first stored point.
+        ``start`` (str). Arrays are allocated at the first stored point; a sweep fills the
+        fields of branches absent somewhere with NaN (:func:`sweep`).
+    alpha_start, alpha_end : float
+        Where the branch begins and ends (NaN: at the edge of the grid).
+    start_kind, end_kind : str
+        ``fold``, ``bifurcation`` or ``grid`` (module docstring); ``""`` for the universal
+        branch.
+    seed : str
+        The start whose damped iteration found the branch.
     """
 
     name: str
@@ -70,6 +161,11 @@ class BranchData:
     fields: dict = field(default_factory=dict)
     #: packed solver point of each stored index (for warm starts)
     points: dict = field(default_factory=dict, repr=False)
+    alpha_start: float = math.nan
+    alpha_end: float = math.nan
+    start_kind: str = ""
+    end_kind: str = ""
+    seed: str = ""
 
     def __post_init__(self):
         n = self.alpha.size
@@ -78,8 +174,9 @@ class BranchData:
         self.fields.setdefault("iterations", np.zeros(n, dtype=np.int64))
         self.fields.setdefault("residual", np.full(n, np.nan))
         self.fields.setdefault("start", np.array([""] * n, dtype=object))
+        self.fields.setdefault("stability", np.full(n, np.nan))
 
-    def set(self, i, result: FixedPointResult):
+    def set(self, i, result: FixedPointResult, stability_value: float = math.nan):
         """Store ``result`` (with ``info["state"]``) at grid index ``i``."""
         f = self.fields
         for key, val in result.info["state"].record().items():
@@ -92,7 +189,13 @@ class BranchData:
         f["iterations"][i] = result.iterations
         f["residual"][i] = result.residual
         f["start"][i] = result.start
+        f["stability"][i] = stability_value
         self.points[i] = np.array(result.x, copy=True)
+
+    def attributes(self) -> dict:
+        """``alpha_start``, ``alpha_end``, ``start_kind``, ``end_kind``, ``seed`` (HDF5 attributes)."""
+        return {"alpha_start": float(self.alpha_start), "alpha_end": float(self.alpha_end),
+                "start_kind": self.start_kind, "end_kind": self.end_kind, "seed": self.seed}
 
     def __getitem__(self, key):
         return self.fields[key]
@@ -106,20 +209,22 @@ class SweepResult:
     ----------
     alpha : ndarray, shape (n_alpha,)
     branches : dict[str, BranchData]
+        ``universal`` first, then the traced branches in the order of their first α.
     equilibrium : dict
         ``alpha``, ``mmse``, ``free_entropy``, ``branch`` (names), each shape (n_alpha,).
     transitions : dict
-        ``alpha_sp``, ``alpha_c`` (NaN when absent) of the model's main non-universal branch
-        (``model.specialized_branch``, default ``"specialized"``).
+        ``alpha_sp``, ``alpha_c`` (NaN when absent) of the first specialization (module
+        docstring).
     readout_values, readout_weights : ndarray, shape (n_readout,)
     branch_transitions : dict[str, dict]
-        ``{branch: {"alpha_sp": float, "alpha_c": float}}`` for every non-universal branch:
-        where it appears and where it becomes the equilibrium (its free-entropy crossing
-        with the universal branch, or with the previous equilibrium branch for models with
-        ``phase_transitions``).
+        ``{branch: {"alpha_sp", "alpha_end", "alpha_c"}}`` for every non-universal branch
+        and ``{"universal": {"alpha_instability"}}``.
     equilibrium_changes : list of dict
-        For models with ``phase_transitions`` (two hidden layers): every change of the
-        equilibrium phase (see :func:`replica.two_layer.phase_transitions`); else empty.
+        One per change of the equilibrium branch, ordered in α: ``alpha``, ``from``, ``to``,
+        ``mmse_before``, ``mmse_after``, ``kind`` (``crossing``, ``branch_end`` or
+        ``branch_start``), ``located`` (always True; kept for readers of older results).
+    universal_only_reason : str or None
+        Why only the universal branch is reported (docs/theory.md §5.4), or None.
     """
 
     alpha: np.ndarray
@@ -130,167 +235,590 @@ class SweepResult:
     readout_weights: np.ndarray
     branch_transitions: dict = field(default_factory=dict)
     equilibrium_changes: list = field(default_factory=list)
+    universal_only_reason: str | None = None
+
+
+# --------------------------------------------------------------------------- stability
+def jacobian(model, alpha, x, *, order=2, indices=None) -> np.ndarray:
+    """Finite-difference Jacobian of the undamped map ``model.update(alpha, ·)`` at ``x``.
+
+    Parameters
+    ----------
+    model : ReplicaModel
+    alpha : float
+    x : ndarray, shape (p,)
+        Packed point.
+    order : {1, 2}, keyword-only
+        One-sided differences of first order (step 1e-7) or second order (step 1e-5,
+        ``(−3F(x) + 4F(x+h) − F(x+2h))/(2h)``). Components above 0.5 are differenced
+        downwards, the others upwards, so that overlaps stay inside [0, 1].
+    indices : array_like of int, optional, keyword-only
+        Restrict to these components (rows and columns); default the entries the map moves
+        (``model.moving_indices(x)`` when the model has it, else all).
+
+    Returns
+    -------
+    ndarray, shape (m, m)
+        ``m = len(indices)`` or ``p``.
+    """
+    x = np.asarray(x, dtype=float)
+    idx = _moving(model, x) if indices is None else np.asarray(indices, dtype=int)
+    f0 = np.asarray(model.update(alpha, x), dtype=float)
+    jac = np.empty((idx.size, idx.size))
+    for col, j in enumerate(idx):
+        h = (1e-7 if order == 1 else 1e-5) * max(1.0, abs(x[j]))
+        if x[j] > 0.5:
+            h = -h
+        x1 = x.copy()
+        x1[j] += h
+        f1 = np.asarray(model.update(alpha, x1), dtype=float)
+        if order == 1:
+            d = (f1 - f0) / h
+        else:
+            x2 = x.copy()
+            x2[j] += 2 * h
+            f2 = np.asarray(model.update(alpha, x2), dtype=float)
+            d = (-3.0 * f0 + 4.0 * f1 - f2) / (2 * h)
+        jac[:, col] = d[idx]
+    return jac
+
+
+def stability(model, alpha, x, *, order=2, indices=None, near=None) -> float:
+    """Leading eigenvalue of the Jacobian of the undamped map at a packed point.
+
+    Parameters
+    ----------
+    model, alpha, x, order, indices
+        As in :func:`jacobian`.
+    near : float, optional, keyword-only
+        Return the real part of the eigenvalue closest to ``near`` instead of the largest
+        real part (used to follow the eigenvalue that crosses 1 at a bifurcation).
+
+    Returns
+    -------
+    float
+        ``max Re λ_i(J)`` (``< 1``: linearly stable); NaN where ``x`` is not finite (e.g.
+        ``R̂₂ = ∞`` at perfect recovery) or the map cannot be differentiated there.
+    """
+    x = np.asarray(x, dtype=float)
+    if not np.all(np.isfinite(x)):
+        return math.nan
+    with np.errstate(all="ignore"):
+        try:
+            jac = jacobian(model, alpha, x, order=order, indices=indices)
+        except (ValueError, ZeroDivisionError, FloatingPointError):
+            return math.nan
+        if jac.size == 0:
+            return 0.0
+        if not np.all(np.isfinite(jac)):
+            return math.nan
+        ev = np.linalg.eigvals(jac)
+    if near is not None:
+        return float(ev[np.argmin(np.abs(ev - near))].real)
+    return float(np.max(ev.real))
+
+
+# --------------------------------------------------------------------------- continuation
+def _moving(model, x) -> np.ndarray:
+    """Entries of the packed vector that the map moves (the continuation's unknowns)."""
+    x = np.asarray(x)
+    moving = getattr(model, "moving_indices", None)
+    return np.arange(x.size) if moving is None else np.asarray(moving(x), dtype=int)
+
+
+def _overlaps(result) -> np.ndarray:
+    return np.asarray(result.info["state"].overlaps, dtype=float)
 
 
 def _is_universal(result) -> bool:
-    return float(np.max(np.abs(result.info["state"].overlaps), initial=0.0)) < UNIVERSAL_TOL
+    return float(np.max(np.abs(_overlaps(result)), initial=0.0)) < UNIVERSAL_TOL
 
 
 def _exists(result) -> bool:
     return "state" in result.info and result.converged and not _is_universal(result)
 
 
-def _solve(cache, key, i, alpha, compute):
-    """Run ``compute()`` directly, or through the resume hook ``cache`` (see :func:`sweep`)."""
-    if cache is None:
-        return compute()
-    return cache(key, i, alpha, compute)
+def _correct(model, alpha, x_pred, solve_kw):
+    """Newton corrector: ``F(x) = x`` from ``x_pred`` at ``alpha`` (MINPACK ``hybr``, at most
+    :data:`CORRECTOR_MAXFEV` ``× (p + 1)`` evaluations); the result, or None when it fails the
+    residual test of :func:`replica.engine.solve_fixed_point` (``atol``, ``rtol`` of
+    ``solve_kw``)."""
+    atol = float(solve_kw.get("atol", 1e-12))
+    rtol = float(solve_kw.get("rtol", 1e-10))
+    x_pred = np.asarray(x_pred, dtype=float)
+    if not np.all(np.isfinite(x_pred)):
+        return None
+    idx = _moving(model, x_pred)
+
+    def full(z):
+        y = x_pred.copy()
+        y[idx] = z
+        return y
+
+    with np.errstate(all="ignore"):
+        try:
+            sol = optimize.root(lambda z: (np.asarray(model.update(alpha, full(z)), dtype=float) - full(z))[idx],
+                                x_pred[idx], method="hybr",
+                                options={"xtol": 1e-13, "maxfev": CORRECTOR_MAXFEV * (idx.size + 1)})
+            y = full(np.asarray(sol.x, dtype=float))
+            fy = np.asarray(model.update(alpha, y), dtype=float)
+        except (ValueError, ZeroDivisionError, FloatingPointError):
+            return None
+        if not (np.all(np.isfinite(y)) and np.all(np.isfinite(fy))):
+            return None
+        residual = float(np.max(np.abs(fy - y) / (atol + rtol * np.abs(y)), initial=0.0))
+        if residual > 1.0:
+            return None
+        try:
+            st = model.state(alpha, y)
+        except (ValueError, ZeroDivisionError, FloatingPointError):
+            return None
+    res = FixedPointResult(y, True, "converged", STATUS_MESSAGES["converged"], 0, residual, 0.0, "continuation",
+                           {"evaluations": int(sol.nfev) + 1, "polished": True})
+    res.info["state"] = st
+    return res
 
 
-def _follow(model, alphas, order, overlaps0, start, solve_kw, pbar=None, *, key=None, cache=None):
-    """Continuation along ``order`` from ``overlaps0``; returns {index: result} where it exists."""
-    out = {}
-    warm = None
-    for i in order:
-        res = _solve(cache, key, i, alphas[i],
-                     lambda a=alphas[i], w=warm: model.solve_from(a, overlaps0, w, start=start, **solve_kw))
-        if pbar is not None:
-            pbar.update(1)
-        if _exists(res):
-            out[i] = res
-            warm = res.x
+def _check_step(r, ov_prev, support_prev):
+    """Why a corrected point is not the continuation of the previous one (None: it is)."""
+    if r is None:
+        return "newton"
+    ov = _overlaps(r)
+    if np.any(support_prev & (np.abs(ov) <= ZERO_OVERLAP)) or _is_universal(r) and np.any(support_prev):
+        return "support"
+    if float(np.max(np.abs(ov - ov_prev), initial=0.0)) > MAX_MOVE:
+        return "move"
+    return None
+
+
+@dataclass
+class _End:
+    alpha: float  # located α of the end (NaN at the grid edge)
+    kind: str  # fold, bifurcation or grid
+    result: FixedPointResult  # last point of the curve before the end
+    last_alpha: float  # α of that point
+
+
+def _chord(model, alpha, x_pred, lu, solve_kw):
+    """Chord-Newton corrector with a fixed factorized ``J − I``: the result or None.
+
+    Iterates ``y ← y − (J − I)⁻¹ (F(y) − y)`` until the residual test of
+    :func:`replica.engine.solve_fixed_point` passes (``atol``, ``rtol`` of ``solve_kw``);
+    gives up after :data:`CHORD_MAX_ITER` iterations or when a step is not at least
+    :data:`CHORD_CONTRACTION` times shorter than the previous one.
+    """
+    from scipy.linalg import lu_solve
+
+    atol = float(solve_kw.get("atol", 1e-12))
+    rtol = float(solve_kw.get("rtol", 1e-10))
+    y = np.array(x_pred, dtype=float)
+    idx = _moving(model, y)
+    previous = math.inf
+    with np.errstate(all="ignore"):
+        for k in range(CHORD_MAX_ITER):
+            try:
+                fy = np.asarray(model.update(alpha, y), dtype=float)
+            except (ValueError, ZeroDivisionError, FloatingPointError):
+                return None
+            if not (np.all(np.isfinite(fy)) and np.all(np.isfinite(y))):
+                return None
+            g = fy - y
+            residual = float(np.max(np.abs(g) / (atol + rtol * np.abs(y)), initial=0.0))
+            if residual <= 1.0:
+                try:
+                    st = model.state(alpha, y)
+                except (ValueError, ZeroDivisionError, FloatingPointError):
+                    return None
+                res = FixedPointResult(y, True, "converged", STATUS_MESSAGES["converged"], k, residual, 0.0,
+                                       "continuation", {"evaluations": k + 1, "polished": True})
+                res.info["state"] = st
+                return res
+            dy = lu_solve(lu, -g[idx])
+            size = float(np.max(np.abs(dy)))
+            if not np.isfinite(size) or size > CHORD_CONTRACTION * previous:
+                return None
+            previous = size
+            y = y.copy()
+            y[idx] += dy
+    return None
+
+
+def _factor(model, alpha, x):
+    """LU factors of ``J − I`` at a packed point (first-order differences), or None if singular."""
+    from scipy.linalg import lu_factor
+
+    with np.errstate(all="ignore"):
+        try:
+            a = jacobian(model, alpha, x, order=1)
+            a = a - np.eye(a.shape[0])
+        except (ValueError, ZeroDivisionError, FloatingPointError):
+            return None
+        if not np.all(np.isfinite(a)):
+            return None
+        lu = lu_factor(a, check_finite=False)
+    if not np.all(np.isfinite(lu[0])) or np.min(np.abs(np.diag(lu[0]))) == 0.0:
+        return None
+    return lu
+
+
+def _advance(model, a0, r0, a_target, slope, solve_kw):
+    """Continue from the point ``r0`` at ``a0`` to ``a_target`` with step control.
+
+    Predictor: secant (``slope``); corrector: chord Newton with ``J − I`` factorized at the
+    last accepted point (refreshed after a slow corrector step, and once before a step is
+    halved); the step is halved when the corrector fails or :func:`_check_step` rejects the
+    point, doubled after a success. Returns ``(result at a_target or None, slope, failure)``
+    where ``failure`` is None or ``(last α, last result, reason, learned overlaps)`` when the curve ends
+    before ``a_target`` (steps below :data:`MIN_STEP`).
+    """
+    a, r = a0, r0
+    x = np.asarray(r0.x, dtype=float)
+    ov = _overlaps(r0)
+    support = np.abs(ov) > SUPPORT_OVERLAP
+    h = abs(a_target - a0)
+    lu, fresh = None, False
+    while True:
+        rem = a_target - a
+        if rem == 0.0:
+            return r, slope, None
+        step = math.copysign(min(h, abs(rem)), rem)
+        a_new = a_target if abs(step) >= abs(rem) * (1 - 1e-12) else a + step
+        step = a_new - a
+        x_pred = x if slope is None else x + slope * step
+        if lu is None:
+            lu, fresh = _factor(model, a, x), True
+        r_new = None if lu is None else _chord(model, a_new, x_pred, lu, solve_kw)
+        why = _check_step(r_new, ov, support)
+        if why is not None and fresh and _moving(model, x).size < x.size \
+                and abs(step) > LABEL_RESOLVE_STEP * max(1.0, abs(a)):
+            # a solver with labels (the profile solver's selection of roots): the labels
+            # may have to change along the curve; re-solve from the current overlap profile
+            r_alt = model.solve_from(a_new, ov, None, start="continuation", **solve_kw)
+            if r_alt.converged and "state" in r_alt.info and _check_step(r_alt, ov, support) is None:
+                r_new, why = r_alt, None
+        if why == "newton" and not fresh:
+            lu = None  # retry the same step with the Jacobian at the current point
+            continue
+        if why is None:
+            slope = (np.asarray(r_new.x) - x) / step
+            a, r, x, ov = a_new, r_new, np.asarray(r_new.x, dtype=float), _overlaps(r_new)
+            support |= np.abs(ov) > SUPPORT_OVERLAP  # learned overlaps stay tracked down to zero
+            h = 2.0 * abs(step)
+            if r_new.iterations > 3:
+                lu = None
+            fresh = False
         else:
-            # branch lost (spinodal) or failure: later points restart from the fresh start
-            warm = None
+            h = 0.5 * abs(step)
+            if h < MIN_STEP * max(1.0, abs(a)):
+                return None, slope, (a, r, why, support)
+
+
+def _host_point(model, alpha, result, solve_kw):
+    """The branch with fewer learned overlaps that ``result`` (near a bifurcation) merges into."""
+    ov = _overlaps(result)
+    vanishing = np.abs(ov) < BIFURCATION_OVERLAP
+    if np.all(vanishing):
+        r = model.solve_universal(alpha)
+        return r.x if np.all(np.isfinite(r.x)) else None
+    x = np.array(result.x, dtype=float)
+    if _moving(model, x).size != x.size or ov.size > x.size:
+        return None  # overlaps are not the leading packed entries: no host to build
+    x[:ov.size][vanishing] = 0.0
+    r = _correct(model, alpha, x, solve_kw)
+    return None if r is None else r.x
+
+
+def _locate_bifurcation(model, a_last, r_last, direction, solve_kw):
+    """Refine a bifurcation end: where the host's eigenvalue nearest 1 crosses 1 (Brent)."""
+
+    def g(al):
+        xh = _host_point(model, al, r_last, solve_kw)
+        if xh is None:
+            return math.nan
+        return stability(model, al, xh, near=1.0) - 1.0
+
+    g0 = g(a_last)
+    if not np.isfinite(g0):
+        return a_last
+    scale = max(1.0, abs(a_last))
+    for sign in (direction, -direction):
+        for k in range(8, 1, -1):
+            b = a_last + sign * scale * 10.0 ** (-k)
+            if b <= 0:
+                break
+            gb = g(b)
+            if np.isfinite(gb) and gb * g0 <= 0:
+                lo, hi = (a_last, b) if a_last < b else (b, a_last)
+                try:
+                    return float(optimize.brentq(g, lo, hi, xtol=1e-14, rtol=ROOT_RTOL))
+                except ValueError:  # pragma: no cover - defensive
+                    return a_last
+    logger.debug("bifurcation near alpha = %g not refined (no sign change of the host eigenvalue)", a_last)
+    return a_last
+
+
+class _Curve:
+    """A traced branch: Newton-corrected points on the grid and its two located ends."""
+
+    def __init__(self, seed):
+        self.seed = seed
+        self.results = {}  # grid index -> FixedPointResult
+        self.stability = {}  # grid index -> leading eigenvalue of the Jacobian
+        self.ends = {}  # -1 (lower), +1 (upper) -> _End
+
+    def lo(self, alphas):
+        e = self.ends.get(-1)
+        return alphas[0] if e is None or not np.isfinite(e.alpha) else e.alpha
+
+    def hi(self, alphas):
+        e = self.ends.get(+1)
+        return alphas[-1] if e is None or not np.isfinite(e.alpha) else e.alpha
+
+    def matches(self, i, result, tol=DISTINCT_TOL) -> bool:
+        r = self.results.get(i)
+        return r is not None and float(np.max(np.abs(_overlaps(r) - _overlaps(result)), initial=0.0)) < tol
+
+
+def _damped_step(model, a, r, solve_kw):
+    """The damped iteration warm-started at ``r`` (solvers with labels): the result at ``a`` if
+    it is not the universal point, else None."""
+    nxt = model.solve_from(a, None, r.x, start="continuation", **solve_kw)
+    # the profile's front moves across the atoms (overlaps jump from 0 to O(1) at the front):
+    # only a return to the universal point counts as leaving the curve
+    ok = nxt.converged and "state" in nxt.info and not _is_universal(nxt)
+    return nxt if ok else None
+
+
+def _trace_labelled(model, alphas, i0, r0, solve_kw):
+    """:func:`_trace` for solvers whose packed vector holds labels (the profile solver of
+    :mod:`replica.readout_grid`): the curve is followed by the damped iteration with warm
+    starts, and each end is located by bisection on the same step (to ``LABELLED_END_RTOL``)."""
+    curve = _Curve(r0.start)
+    curve.results[i0] = r0
+    n = alphas.size
+    for direction in (+1, -1):
+        r, j = r0, i0 + direction
+        while True:
+            if not 0 <= j < n:
+                curve.ends[direction] = _End(math.nan, "grid", r, float(alphas[j - direction]))
+                break
+            nxt = _damped_step(model, float(alphas[j]), r, solve_kw)
+            if nxt is None:
+                inside, outside, r_in = float(alphas[j - direction]), float(alphas[j]), r
+                while abs(outside - inside) > LABELLED_END_RTOL * max(1.0, abs(inside)):
+                    mid = 0.5 * (inside + outside)
+                    got = _damped_step(model, mid, r_in, solve_kw)
+                    if got is None:
+                        outside = mid
+                    else:
+                        inside, r_in = mid, got
+                ov = _overlaps(r_in)
+                kind = "bifurcation" if float(np.max(np.abs(ov), initial=0.0)) < BIFURCATION_OVERLAP else "fold"
+                curve.ends[direction] = _End(inside, kind, r_in, inside)
+                break
+            curve.results[j] = nxt
+            r, j = nxt, j + direction
+    curve.stability = {j: stability(model, alphas[j], r.x, order=1) for j, r in curve.results.items()}
+    return curve
+
+
+def _trace(model, alphas, a0, seed_result, solve_kw):
+    """Follow the curve through ``seed_result`` (at ``a0``, a grid point or not) in both
+    directions along the grid; None when the curve touches no grid point."""
+    if _moving(model, seed_result.x).size < np.size(seed_result.x):
+        on_grid = np.flatnonzero(alphas == a0)
+        return _trace_labelled(model, alphas, int(on_grid[0]), seed_result, solve_kw) if on_grid.size else None
+    r0 = _correct(model, a0, seed_result.x, solve_kw)
+    if r0 is None or _is_universal(r0) or \
+            float(np.max(np.abs(_overlaps(r0) - _overlaps(seed_result)), initial=0.0)) > DISTINCT_TOL * 10:
+        r0 = seed_result  # the damped point is the better estimate (Newton wandered off)
+    curve = _Curve(seed_result.start)
+    n = alphas.size
+    on_grid = np.flatnonzero(alphas == a0)
+    if on_grid.size:
+        curve.results[int(on_grid[0])] = r0
+    for direction in (+1, -1):
+        r, slope, a = r0, None, a0
+        j = int(np.searchsorted(alphas, a0, side="right")) if direction > 0 else \
+            int(np.searchsorted(alphas, a0, side="left")) - 1
+        while True:
+            if not 0 <= j < n:
+                curve.ends[direction] = _End(math.nan, "grid", r, a)
+                break
+            r_next, slope, failure = _advance(model, a, r, float(alphas[j]), slope, solve_kw)
+            if r_next is None:
+                a_last, r_last, why, learned = failure
+                ov = _overlaps(r_last)
+                small = bool(np.any(np.abs(ov[learned]) < BIFURCATION_OVERLAP))
+                if why == "support" or small:
+                    a_end = _locate_bifurcation(model, a_last, r_last, direction, solve_kw)
+                    curve.ends[direction] = _End(a_end, "bifurcation", r_last, a_last)
+                else:
+                    curve.ends[direction] = _End(a_last, "fold", r_last, a_last)
+                break
+            curve.results[j] = r_next
+            r, a = r_next, float(alphas[j])
+            j += direction
+    if not curve.results:
+        return None
+    curve.stability = {j: stability(model, alphas[j], r.x, order=1) for j, r in curve.results.items()}
+    return curve
+
+
+def _jump_seeds(model, alphas, curve, solve_kw):
+    """Where ``curve`` ends inside the grid, the points the system goes to (off-grid seeds).
+
+    Beyond a fold the damped iteration from the curve's last point (warm start) lands on
+    another attractor; beyond a bifurcation the host branch (the overlaps that vanished set to
+    zero, then Newton) takes over. Returns ``[(alpha, result)]`` of stable non-universal points.
+    """
+    out = []
+    for direction, e in curve.ends.items():
+        if e.kind == "grid" or not np.isfinite(e.alpha):
+            continue
+        a = e.alpha + direction * JUMP_OFFSET * max(1.0, abs(e.alpha))
+        if not alphas[0] < a < alphas[-1]:
+            continue
+        if e.kind == "fold":
+            r = model.solve_from(a, None, e.result.x, start=curve.seed, **solve_kw)
+        else:
+            xh = _host_point(model, a, e.result, solve_kw)
+            r = None if xh is None else _correct(model, a, xh, solve_kw)
+        if r is not None and _exists(r) and stability(model, a, r.x, order=1) < 1.0:
+            r.start = curve.seed
+            out.append((a, r))
     return out
 
 
-def sweep(model, alphas, *, branches="all", progress=True, solve_kw=None, locate=True,
-          cache=None) -> SweepResult:
-    """Trace every branch of ``model`` on the α grid.
+def _solve_on_curve(model, curve, alphas, alpha, solve_kw, cache):
+    """State of ``curve`` at ``alpha`` (continuation from its nearest stored point); None if absent."""
+    key = (id(curve), float(alpha))
+    if key in cache:
+        return cache[key]
+    if curve == "universal":
+        out = model.solve_universal(alpha).info["state"]
+        cache[key] = out
+        return out
+    # grid points first: the last points before an end sit next to a singular Jacobian
+    nodes = [(float(alphas[i]), r) for i, r in curve.results.items()]
+    if not nodes or not any(abs(a - alpha) <= np.max(np.diff(alphas), initial=0.0) for a, _ in nodes):
+        nodes += [(e.last_alpha, e.result) for e in curve.ends.values()]
+    a0, r0 = min(nodes, key=lambda t: abs(t[0] - alpha))
+    if a0 == alpha:
+        out = r0.info["state"]
+    else:
+        r, _, _ = _advance(model, a0, r0, float(alpha), None, solve_kw)
+        out = None if r is None else r.info["state"]
+    cache[key] = out
+    return out
 
-    Parameters
-    ----------
-    model : ShallowModel or any model with ``solve_universal``, ``solve_from``, ``starts``
-        The problem (activation, γ, Δ, priors).
-    alphas : array_like, shape (n_alpha,)
-        Strictly positive, distinct sample ratios (sorted internally).
-    branches : {"all", "universal"}, keyword-only
-        ``"universal"`` solves only the zero-overlap branch.
-    progress : bool, keyword-only
-        Show a tqdm progress bar.
-    solve_kw : dict, keyword-only
-        Extra options for the model's solver (damping, tolerances, max_iter).
-    locate : bool, keyword-only
-        Locate ``alpha_sp`` and ``alpha_c`` by root finding.
-    cache : callable, optional, keyword-only
-        Checkpoint/resume hook (default None: solve everything). Every solve of the
-        universal branch and of the continuation passes is routed through
-        ``cache(key, i, alpha, compute)``, where ``key`` is ``"universal"`` or
-        ``"<start>:<down|up>"``, ``i`` the index in the sorted grid and ``compute()``
-        performs the solve (with the warm start of the pass); the hook returns a
-        :class:`FixedPointResult` — stored or freshly computed — and may record it
-        (see :class:`replica.io.SweepCheckpoint`). Transitions are always recomputed.
 
-    Returns
-    -------
-    SweepResult
+# --------------------------------------------------------------------------- naming
+def _name_curves(model, curves, alphas):
+    """Names after the most specialized point (module docstring), ``-2``… for repeats."""
+    order = sorted(range(len(curves)), key=lambda k: (curves[k].lo(alphas), curves[k].hi(alphas)))
+    names = {}
+    used = {"universal": 1}
+    for k in order:
+        c = curves[k]
+        states = [r.info["state"] for r in c.results.values()]
+        best = max(states, key=model.specialization)
+        base = model.phase(best) if hasattr(model, "phase") else "specialized"
+        if base == "universal":
+            base = "weak"
+        used[base] = used.get(base, 0) + 1
+        names[k] = base if used[base] == 1 else f"{base}-{used[base]}"
+    return [names[k] for k in order], order
 
-    Raises
-    ------
-    ValueError
-        Empty, non-finite, non-positive or repeated α values; unknown ``branches``.
-    """
-    alphas = np.asarray(alphas, dtype=float)
-    if alphas.ndim != 1 or alphas.size == 0:
-        raise ValueError("alpha grid must be a non-empty 1-D list of numbers")
-    if not np.all(np.isfinite(alphas)) or np.any(alphas <= 0):
-        raise ValueError("alpha values must be finite and > 0")
-    if np.unique(alphas).size != alphas.size:
-        raise ValueError("alpha values must be distinct")
-    if branches not in ("all", "universal"):
-        raise ValueError(f"branches must be 'all' or 'universal', got {branches!r}")
-    alphas = np.sort(alphas)
-    solve_kw = dict(solve_kw or {})
-    n = alphas.size
-    starts = model.starts() if branches == "all" else {}
-    passes = []
-    for name, (overlaps0, direction) in starts.items():
-        if direction in ("down", "both"):
-            passes.append((name, overlaps0, range(n - 1, -1, -1), f"{name}:down"))
-        if direction in ("up", "both"):
-            passes.append((name, overlaps0, range(n), f"{name}:up"))
-    pbar = tqdm(total=n * (1 + len(passes)), disable=not progress, desc="α sweep", unit="solve", leave=False)
 
-    universal = BranchData("universal", alphas)
-    for i, a in enumerate(alphas):
-        universal.set(i, _solve(cache, "universal", i, a, lambda a=a: model.solve_universal(a)))
-        pbar.update(1)
-    out = {"universal": universal}
+# --------------------------------------------------------------------------- equilibrium
+def _equilibrium_changes(model, alphas, curves, names, solve_kw):
+    """Every change of the branch of largest free entropy, located (module docstring)."""
+    members = [("universal", "universal")] + list(zip(names, curves))
+    cache = {}
+    nodes = set(float(a) for a in alphas)
+    for _, c in members[1:]:
+        for e in c.ends.values():
+            if np.isfinite(e.alpha) and alphas[0] < e.alpha < alphas[-1]:
+                nodes.add(float(e.alpha))
+    nodes = sorted(nodes)
+    grid_index = {float(a): i for i, a in enumerate(alphas)}
 
-    if passes:
-        follows = [_follow(model, alphas, order, ov0, name, solve_kw, pbar, key=key, cache=cache)
-                   for name, ov0, order, key in passes]
-        phase = getattr(model, "phase", None)
-        named = {}
-        for i in range(n):
-            distinct = []
-            for fol in follows:
-                r = fol.get(i)
-                if r is None:
-                    continue
-                ov = r.info["state"].overlaps
-                if all(np.max(np.abs(ov - d.info["state"].overlaps)) > DISTINCT_TOL for d in distinct):
-                    distinct.append(r)
-            distinct.sort(key=lambda r: -model.specialization(r.info["state"]))
-            if phase is None:
-                # ranked names: the most specialized point, then the next one
-                chosen = list(zip(("specialized", "partial"), distinct))
-                if len(distinct) > 2:
-                    logger.info("α=%g: %d distinct non-universal points, keeping two", alphas[i], len(distinct))
-            else:
-                # one branch per phase; within a phase the point of largest free entropy
-                by_phase = {}
-                for r in distinct:
-                    name = phase(r.info["state"])
-                    if name == "universal":
-                        continue
-                    if name not in by_phase or (r.info["state"].free_entropy
-                                                > by_phase[name].info["state"].free_entropy):
-                        by_phase[name] = r
-                chosen = list(by_phase.items())
-            for name, r in chosen:
-                if name not in named:
-                    named[name] = BranchData(name, alphas)
-                named[name].set(i, r)
-        if phase is None:
-            named.setdefault("specialized", BranchData("specialized", alphas))
-        out.update(sorted(named.items(), key=lambda kv: _PHASE_ORDER.get(kv[0], len(_PHASE_ORDER))))
-    pbar.close()
+    def exists(c, a):
+        return c == "universal" or c.lo(alphas) <= a <= c.hi(alphas)
 
-    equilibrium = _equilibrium(alphas, out)
-    main = getattr(model, "specialized_branch", "specialized")
-    transitions = {"alpha_sp": math.nan, "alpha_c": math.nan}
-    per_branch = {}
-    if branches == "all" and locate:
-        for name in out:
-            if name != "universal":
-                per_branch[name] = locate_transitions(model, alphas, out, solve_kw, name=name)
-        transitions = dict(per_branch.get(main, transitions))
-    result = SweepResult(alphas, out, equilibrium, transitions,
-                         np.asarray(model.readout_values), np.asarray(model.readout_weights), per_branch)
-    if per_branch and hasattr(model, "phase_transitions"):
-        # the equilibrium can change between two non-universal phases: there a branch's
-        # alpha_c is its crossing with the previous equilibrium, not with the universal branch
-        result.equilibrium_changes = model.phase_transitions(result, solve_kw=solve_kw)
-        seen = set()
-        for change in result.equilibrium_changes:
-            to = change["to"]
-            if change["located"] and to in per_branch and to not in seen:
-                seen.add(to)
-                per_branch[to]["alpha_c"] = float(change["alpha"])
-        result.transitions = dict(per_branch.get(main, transitions))
-    return result
+    def state(c, a):
+        if c != "universal":
+            i = grid_index.get(a)
+            if i is not None and i in c.results:
+                return c.results[i].info["state"]
+            for e in c.ends.values():
+                if e.alpha == a:  # a located end: its last point lies within MIN_STEP of it
+                    return e.result.info["state"]
+        return _solve_on_curve(model, c, alphas, a, solve_kw, cache)
+
+    def fe(c, a):
+        st = state(c, a)
+        return -math.inf if st is None else float(st.free_entropy)
+
+    def argmax(cands, a, other):
+        vals = [(fe(c, a), fe(c, other), name) for name, c in cands]
+        top = max(v[0] for v in vals)
+        tied = [v for v in vals if v[0] >= top - 1e-13 * max(1.0, abs(top)) or v[0] == top]
+        return max(tied, key=lambda v: v[1])[2]
+
+    by_name = dict(members)
+    changes = []
+    prev_right = None
+    def bifurcates_at(cands, a):
+        return any(c != "universal" and any(e.kind == "bifurcation" and e.alpha == a for e in c.ends.values())
+                   for _, c in cands)
+
+    for s, t in zip(nodes[:-1], nodes[1:]):
+        cands = [(name, c) for name, c in members if exists(c, s) and exists(c, t)]
+        # at a bifurcation a branch and its host have the same f (ties below rounding):
+        # compare them inside the interval instead
+        mid = 0.5 * (s + t)
+        a_left = mid if bifurcates_at(cands, s) else s
+        a_right = mid if bifurcates_at(cands, t) else t
+        left, right = argmax(cands, a_left, t), argmax(cands, a_right, s)
+        if prev_right is not None and left != prev_right:
+            pc = by_name[prev_right]
+            ended = pc != "universal" and pc.hi(alphas) <= s
+            changes.append(_change(model, by_name, prev_right, left, s, "branch_end" if ended else "branch_start",
+                                   state))
+        if left != right:
+            cp, cq = by_name[left], by_name[right]
+
+            def diff(a):
+                return fe(cq, a) - fe(cp, a)
+
+            try:
+                a_c = float(optimize.brentq(diff, a_left, a_right, xtol=1e-14, rtol=ROOT_RTOL))
+            except ValueError:
+                logger.info("equilibrium change %s -> %s in [%g, %g] not bracketed", left, right, a_left, a_right)
+                a_c = 0.5 * (a_left + a_right)
+            changes.append(_change(model, by_name, left, right, a_c, "crossing", state))
+        prev_right = right
+    # a branch end and a branch start at the same point (two located ends of one bifurcation,
+    # each to ~1e-9): one change, not a zigzag through a third branch
+    merged = []
+    for c in changes:
+        if merged and merged[-1]["to"] == c["from"] and c["kind"] != "crossing" \
+                and abs(c["alpha"] - merged[-1]["alpha"]) <= 1e-6 * max(1.0, abs(c["alpha"])):
+            prev = merged.pop()
+            if prev["from"] != c["to"]:
+                merged.append({**prev, "to": c["to"], "mmse_after": c["mmse_after"]})
+            continue
+        merged.append(c)
+    return merged
+
+
+def _change(model, by_name, frm, to, alpha, kind, state):
+    before, after = state(by_name[frm], alpha), state(by_name[to], alpha)
+    return {"alpha": float(alpha), "from": frm, "to": to, "kind": kind, "located": True,
+            "mmse_before": math.nan if before is None else float(before.mmse),
+            "mmse_after": math.nan if after is None else float(after.mmse)}
 
 
 def _equilibrium(alphas, branches):
@@ -302,7 +830,7 @@ def _equilibrium(alphas, branches):
         if "free_entropy" not in b.fields:  # branch found nowhere on the grid
             continue
         f = b["free_entropy"]
-        ok = b["exists"] & b["converged"] & np.isfinite(f) | (b["exists"] & np.isposinf(f))
+        ok = b["exists"] & b["converged"] & (np.isfinite(f) | np.isposinf(f))
         better = ok & (f > best)
         best[better] = f[better]
         name[better] = bname
@@ -310,115 +838,218 @@ def _equilibrium(alphas, branches):
     return {"alpha": alphas.copy(), "mmse": mmse, "free_entropy": best, "branch": name}
 
 
-def locate_transitions(model, alphas, branches, solve_kw=None, *, rtol=1e-7, name=None) -> dict:
-    """Locate ``alpha_sp`` and ``alpha_c`` of one branch by root finding between grid points.
+def _alpha_instability(model, alphas, universal, indices):
+    """First α where the universal branch loses linear stability (Brent on stability − 1)."""
+    s = universal["stability"]
+    for i in range(1, alphas.size):
+        if np.isfinite(s[i - 1]) and np.isfinite(s[i]) and s[i - 1] < 1.0 <= s[i]:
+            def g(al):
+                return stability(model, al, model.solve_universal(al).x, indices=indices) - 1.0
+
+            try:
+                return float(optimize.brentq(g, alphas[i - 1], alphas[i], xtol=1e-14, rtol=ROOT_RTOL))
+            except ValueError:  # pragma: no cover - defensive
+                return math.nan
+    return math.nan
+
+
+# --------------------------------------------------------------------------- the sweep
+def _solve(cache, key, i, alpha, compute):
+    """Run ``compute()`` directly, or through the resume hook ``cache`` (see :func:`sweep`)."""
+    if cache is None:
+        return compute()
+    return cache(key, i, alpha, compute)
+
+
+def _add_curve(model, alphas, a0, seed, curves, solve_kw):
+    """Trace the curve through ``seed`` unless continuation joins it to a traced one, then
+    trace what the system jumps to at its ends (:func:`_jump_seeds`); returns the curve the
+    seed lies on (None if it touches no grid point)."""
+    new = _trace(model, alphas, a0, seed, solve_kw)
+    if new is None:
+        return None
+    same = next((c for c in curves if any(c.matches(j, rj) for j, rj in new.results.items())), None)
+    if same is not None:  # continuation connected it to a traced curve: one branch
+        logger.debug("seed %s at alpha = %g joins a traced branch", seed.start, a0)
+        return same
+    curves.append(new)
+    queue = [new]
+    while queue and len(curves) < MAX_BRANCHES:
+        for a, r in _jump_seeds(model, alphas, queue.pop(0), solve_kw):
+            c = _trace(model, alphas, a, r, solve_kw)
+            if c is None or any(d.matches(j, rj) for d in curves for j, rj in c.results.items()):
+                continue
+            curves.append(c)
+            queue.append(c)
+    return new
+
+
+def _pass(model, alphas, order, overlaps0, start, key, curves, solve_kw, pbar, cache):
+    """One damped pass along ``order`` from the start ``overlaps0``, with warm starts; every
+    stable non-universal point it reaches that lies on no traced branch is traced at once
+    (appended to ``curves``).
+
+    Where the pass's previous point lies on a traced branch whose point at the next α is
+    linearly stable, the damped iteration is not run: from a warm start on a stable branch
+    it converges to that branch's next point (the grid step is taken as small compared with
+    the basin of attraction), so the pass simply follows the branch.
+    """
+    warm, on = None, None
+    for i in order:
+        if pbar is not None:
+            pbar.update(1)
+        if on is not None and i in on.results and on.stability.get(i, math.nan) < 1.0:
+            warm = on.results[i].x
+            continue
+        res = _solve(cache, key, i, alphas[i],
+                     lambda a=alphas[i], w=warm: model.solve_from(a, overlaps0, w, start=start, **solve_kw))
+        if not _exists(res):
+            # branch lost (spinodal) or failure: later points restart from the fresh start
+            warm, on = None, None
+            continue
+        warm = res.x
+        on = next((c for c in curves if c.matches(i, res)), None)
+        if on is not None:
+            continue
+        if not stability(model, alphas[i], res.x, order=1) < 1.0:
+            # not an attractor of the damped iteration (a Newton polish can land on a saddle
+            # next to a slow ghost): not a seed
+            logger.debug("unstable point from start %s at alpha = %g is not a seed", start, alphas[i])
+            continue
+        on = _add_curve(model, alphas, float(alphas[i]), res, curves, solve_kw)
+
+
+def _validate(alphas, branches):
+    alphas = np.asarray(alphas, dtype=float)
+    if alphas.ndim != 1 or alphas.size == 0:
+        raise ValueError("alpha grid must be a non-empty 1-D list of numbers")
+    if not np.all(np.isfinite(alphas)) or np.any(alphas <= 0):
+        raise ValueError("alpha values must be finite and > 0")
+    if np.unique(alphas).size != alphas.size:
+        raise ValueError("alpha values must be distinct")
+    if branches not in ("all", "universal"):
+        raise ValueError(f"branches must be 'all' or 'universal', got {branches!r}")
+    return np.sort(alphas)
+
+
+def sweep(model, alphas, *, branches="all", progress=True, solve_kw=None, locate=True,
+          cache=None) -> SweepResult:
+    """Trace every branch of ``model`` on the α grid by continuation (module docstring).
 
     Parameters
     ----------
-    model : ShallowModel
-    alphas : ndarray, shape (n_alpha,)
-    branches : dict[str, BranchData]
-        As returned inside :func:`sweep`.
-    rtol : float
-        Relative tolerance on the located α (default 1e-7, so the transitions are
-        converged to better than 1e-6 relative).
-    name : str, optional, keyword-only
-        The branch (default ``model.specialized_branch`` or ``"specialized"``). For models
-        that name branches by phase (``model.phase(state)``), a solve counts as the branch
-        only where it lands in the same phase.
+    model : ReplicaModel
+        The problem (:class:`replica.interface.ReplicaModel`: one hidden layer, deep, two
+        hidden layers).
+    alphas : array_like, shape (n_alpha,)
+        Strictly positive, distinct sample ratios (sorted internally).
+    branches : {"all", "universal"}, keyword-only
+        ``"universal"`` solves only the universal branch.
+    progress : bool, keyword-only
+        Show a tqdm progress bar.
+    solve_kw : dict, keyword-only
+        Extra options for the model's damped solver (damping, tolerances, max_iter).
+    locate : bool, keyword-only
+        Locate the equilibrium changes and transitions (False: only the branches).
+    cache : callable, optional, keyword-only
+        Checkpoint/resume hook (default None: solve everything). Every solve of the
+        universal branch and of the damped passes that seed the continuation is routed
+        through ``cache(key, i, alpha, compute)``, where ``key`` is ``"universal"`` or
+        ``"<start>:<down|up>"``, ``i`` the index in the sorted grid and ``compute()``
+        performs the solve (with the warm start of the pass); the hook returns a
+        :class:`FixedPointResult` — stored or freshly computed — and may record it
+        (see :class:`replica.io.SweepCheckpoint`). The continuation (Newton steps from the
+        seeds), stability and transitions are deterministic and always recomputed.
 
     Returns
     -------
-    dict
-        ``alpha_sp``: smallest α where the branch exists (bisection on
-        existence, warm-started from the nearest existing point above: a Newton solve,
-        and where it finds nothing, at most ``EXISTENCE_MAX_ITER`` damped iterations with
-        guarded Newton steps);
-        ``alpha_c``: first α where the free entropy of the branch crosses that of the
-        universal branch (Brent). NaN when absent or when the
-        event lies outside the grid.
+    SweepResult
+
+    Raises
+    ------
+    ValueError
+        Empty, non-finite, non-positive or repeated α values; unknown ``branches``.
     """
+    alphas = _validate(alphas, branches)
     solve_kw = dict(solve_kw or {})
-    # existence near a spinodal is tested with a Newton solve from the nearest existing
-    # point: damped iteration slows down critically there and would misplace alpha_sp
-    newton_kw = {**solve_kw, "method": "newton"}
-    # ... and where that finds nothing, the damped iteration with guarded Newton steps; its
-    # iterations are capped because below a fold the iterate lingers at the ghost of the branch
-    fallback_kw = {**solve_kw, "guarded_newton": True, "max_iter": EXISTENCE_MAX_ITER}
-    if name is None:
-        name = getattr(model, "specialized_branch", "specialized")
-    spec = branches.get(name)
-    phase = getattr(model, "phase", None)
+    n = alphas.size
+    reason = model.universal_only_reason() if hasattr(model, "universal_only_reason") else None
+    if reason and branches == "all":
+        logger.info("universal branch only: %s", reason)
+    starts = model.starts() if branches == "all" and not reason else {}
+    passes = []
+    for name, (overlaps0, direction) in starts.items():
+        if direction in ("down", "both"):
+            passes.append((name, overlaps0, range(n - 1, -1, -1), f"{name}:down"))
+        if direction in ("up", "both"):
+            passes.append((name, overlaps0, range(n), f"{name}:up"))
+    pbar = tqdm(total=n * (1 + len(passes)), disable=not progress, desc="α sweep", unit="solve", leave=False)
 
-    def on_branch(r):
-        return _exists(r) and (phase is None or phase(r.info["state"]) == name)
+    # universal branch, with its stability (restricted to its own subspace under the ruling)
+    uni_indices = model.universal_indices() if reason and hasattr(model, "universal_indices") else None
+    universal = BranchData("universal", alphas)
+    for i, a in enumerate(alphas):
+        r = _solve(cache, "universal", i, a, lambda a=a: model.solve_universal(a))
+        universal.set(i, r, stability(model, a, r.x, indices=uni_indices))
+        pbar.update(1)
+    out = {"universal": universal}
 
-    out = {"alpha_sp": math.nan, "alpha_c": math.nan}
-    if spec is None:
-        return out
-    exists = spec["exists"] & spec["converged"]
-    idx = np.flatnonzero(exists)
-    spec_points = spec.points
-    if idx.size == 0:
-        return out
-    # ---- alpha_sp: first existing index, refined by bisection on existence below it
-    i = idx[0]
-    sp_point = None  # (α, packed point) of the specialized branch at alpha_sp
-    if i > 0:
-        lo, hi = alphas[i - 1], alphas[i]
-        warm = model.solve_from(hi, None, spec_points[i], start="informed", **solve_kw).x
-        while hi - lo > rtol * hi:
-            mid = 0.5 * (lo + hi)
-            r = model.solve_from(mid, None, warm, start="informed", **newton_kw)
-            if not on_branch(r):
-                # the Newton solve can fail, or land on the universal point, where the branch
-                # exists (next to a fold or a continuous onset): ask the damped iteration
-                r = model.solve_from(mid, None, warm, start="informed", **fallback_kw)
-            if on_branch(r):
-                hi, warm = mid, r.x
-            else:
-                lo = mid
-        out["alpha_sp"] = float(hi)
-        sp_point = (float(hi), warm)
+    # seeds from the damped passes, each traced by continuation as soon as it is found
+    curves = []
+    for name, ov0, order, key in passes:
+        _pass(model, alphas, order, ov0, name, key, curves, solve_kw, pbar, cache)
+    pbar.close()
 
-    # ---- alpha_c: first sign change of f_spec − f_univ along the branch, starting at alpha_sp
-    univ = branches["universal"]
+    names, order = _name_curves(model, curves, alphas) if curves else ([], [])
+    curves = [curves[k] for k in order]
+    for name, c in zip(names, curves):
+        b = BranchData(name, alphas, seed=c.seed)
+        for i in sorted(c.results):
+            r = c.results[i]
+            b.set(i, r, c.stability[i])
+        lo, hi = c.ends.get(-1), c.ends.get(+1)
+        b.alpha_start, b.start_kind = (lo.alpha, lo.kind) if lo else (math.nan, "grid")
+        b.alpha_end, b.end_kind = (hi.alpha, hi.kind) if hi else (math.nan, "grid")
+        out[name] = b
+    _fill_missing_fields(out)
 
-    def fdiff_at(al, warm):
-        r = model.solve_from(al, None, warm, start="informed", **solve_kw)
-        if not on_branch(r):
-            return -np.inf, warm
-        fu = model.solve_universal(al).info["state"].free_entropy
-        return r.info["state"].free_entropy - fu, r.x
+    equilibrium = _equilibrium(alphas, out)
+    transitions = {"alpha_sp": math.nan, "alpha_c": math.nan}
+    per_branch = {"universal": {"alpha_instability": _alpha_instability(model, alphas, universal, uni_indices)}}
+    changes = []
+    if locate and curves:
+        changes = _equilibrium_changes(model, alphas, curves, names, solve_kw)
+        for name in names:
+            b = out[name]
+            first = next((c["alpha"] for c in changes if c["to"] == name), math.nan)
+            per_branch[name] = {"alpha_sp": float(b.alpha_start), "alpha_end": float(b.alpha_end),
+                                "alpha_c": float(first)}
+        main = getattr(model, "main_phase", None)
+        if main is None:
+            leave = next((c for c in changes if c["from"] == "universal"), None)
+        else:  # the first time the equilibrium reaches the model's main phase
+            leave = next((c for c in changes if c["to"].split("-")[0] == main), None)
+        if leave is not None:
+            transitions = {"alpha_sp": float(out[leave["to"]].alpha_start), "alpha_c": leave["alpha"]}
+        else:
+            starts_ = [out[nm].alpha_start for nm in names if np.isfinite(out[nm].alpha_start)]
+            transitions = {"alpha_sp": float(min(starts_)) if starts_ else math.nan, "alpha_c": math.nan}
+    return SweepResult(alphas, out, equilibrium, transitions, np.asarray(model.readout_values),
+                       np.asarray(model.readout_weights), per_branch, changes, reason)
 
-    nodes = []  # (α, f_spec − f_univ, packed point) on an unbroken run of the branch
-    if sp_point is not None:
-        d_sp, x_sp = fdiff_at(sp_point[0], sp_point[1])
-        nodes.append((sp_point[0], d_sp, x_sp))
-    for j, k in enumerate(idx):
-        if j > 0 and k != idx[j - 1] + 1:
-            break
-        nodes.append((float(alphas[k]), float(spec["free_entropy"][k] - univ["free_entropy"][k]), spec_points[k]))
-    if nodes and nodes[0][1] >= -1e-12 * max(1.0, abs(univ["free_entropy"][idx[0]])):
-        # born with f ≥ f_univ: continuous transition (or already the equilibrium at the grid start)
-        out["alpha_c"] = out["alpha_sp"] if sp_point is not None else math.nan
-        return out
-    for (a_lo, d_lo, _), (a_hi, d_hi, x_hi) in zip(nodes[:-1], nodes[1:]):
-        if d_lo < 0 <= d_hi:
-            warm = [x_hi]
 
-            def fdiff(al):
-                # the bracket's ends are known (brentq evaluates them first)
-                if al == a_lo:
-                    return d_lo
-                if al == a_hi:
-                    return d_hi
-                d, warm[0] = fdiff_at(al, warm[0])
-                return d
-
-            try:
-                out["alpha_c"] = float(optimize.brentq(fdiff, a_lo, a_hi, rtol=rtol, xtol=1e-14))
-            except ValueError as exc:  # pragma: no cover - defensive
-                logger.warning("alpha_c bracketing failed: %s", exc)
-            break
-    return out
+def _fill_missing_fields(branches):
+    """Give every branch every per-point field (NaN, False or "" where it does not exist)."""
+    template = {}
+    for b in branches.values():
+        for key, val in b.fields.items():
+            template.setdefault(key, val)
+    for b in branches.values():
+        for key, val in template.items():
+            if key not in b.fields:
+                if val.dtype == object:
+                    b.fields[key] = np.array([""] * val.shape[0], dtype=object)
+                elif val.dtype == bool:
+                    b.fields[key] = np.zeros(val.shape, dtype=bool)
+                else:
+                    b.fields[key] = np.full(val.shape, np.nan)

@@ -41,6 +41,7 @@ __all__ = [
     "build_plot_parser",
     "build_phase_diagram_parser",
     "build_model",
+    "split_activations",
     "UsageError",
 ]
 
@@ -209,7 +210,9 @@ def add_model_options(p, *, grids=False):
                         + ("; or a grid 'start:stop:num' (the second axis)" if grids else ""))
     g.add_argument("--activation", default="relu",
                    help="activation σ: relu, elu, tanh, tanh2 (= tanh 2x), erf, sigmoid, softplus, quadratic "
-                        "(= x²/√2) or Hermite coefficients 'hermite:2=1.4142,3=1' (σ = Σ μ_ℓ He_ℓ/ℓ!) (default relu)")
+                        "(= x²/√2) or Hermite coefficients 'hermite:2=1.4142,3=1' (σ = Σ μ_ℓ He_ℓ/ℓ!); with "
+                        "--layers 2 and the two-layer solver also one per layer, first layer first: "
+                        "'tanh2,erf' (config file: activation = [\"tanh2\", \"erf\"]) (default relu)")
     g.add_argument("--drop-hermite", default="",
                    help="comma list of Hermite degrees removed from the activation, e.g. '0,1,2' (default none)")
     g.add_argument("--unit-variance", action="store_true",
@@ -271,6 +274,32 @@ def add_output_options(p, *, default_output, resume=True, output=True, config_ex
     return o
 
 
+def split_activations(text) -> list:
+    """Split ``--activation`` into one specification per layer.
+
+    Commas separate layers, except inside a Hermite specification, whose ``degree=value``
+    items continue it: ``"tanh2,erf"`` → ``["tanh2", "erf"]``,
+    ``"hermite:1=1,3=0.5,erf"`` → ``["hermite:1=1,3=0.5", "erf"]``.
+
+    Raises
+    ------
+    UsageError
+        An empty item.
+    """
+    import re
+
+    parts = []
+    for piece in str(text).split(","):
+        piece = piece.strip()
+        if parts and parts[-1].startswith("hermite:") and re.match(r"^\d+\s*=", piece):
+            parts[-1] += "," + piece
+        else:
+            parts.append(piece)
+    if any(not p for p in parts):
+        raise UsageError(f"--activation: empty activation name in {text!r}")
+    return parts
+
+
 def _activation(name, drop, unit_variance):
     from .activations import get_activation
 
@@ -303,7 +332,8 @@ def build_model(options: dict):
     Parameters
     ----------
     options : dict
-        ``layers``, ``gamma`` (list, one per layer), ``activation``, ``drop_hermite`` (list),
+        ``layers``, ``gamma`` (list, one per layer), ``activation`` (one specification, or one per
+        layer separated by commas, see :func:`split_activations`), ``drop_hermite`` (list),
         ``unit_variance``, ``prior``, ``readout``, ``readout_grid`` (int or None), ``delta``;
         optionally ``s_grid`` (layers >= 2 with a linear part).
 
@@ -327,8 +357,17 @@ def build_model(options: dict):
         raise UsageError(f"--delta: must be a finite number >= 0, got {delta}")
     if any(not (math.isfinite(g) and g > 0) for g in gammas):
         raise UsageError(f"--gamma: width ratios must be finite numbers > 0, got {gammas}")
-    act = _activation(options["activation"], tuple(options.get("drop_hermite") or ()),
-                      bool(options.get("unit_variance")))
+    names = split_activations(options["activation"])
+    if len(names) not in (1, layers):
+        raise UsageError(f"--activation: give one activation, or one per layer ({layers} for --layers {layers}), "
+                         f"got {len(names)}: {options['activation']!r}")
+    acts = [_activation(name, tuple(options.get("drop_hermite") or ()), bool(options.get("unit_variance")))
+            for name in names]
+    act = acts[0]
+    if len(acts) > 1 and not (layers == 2 and any(abs(a.mu1) > 1e-10 for a in acts)):
+        if len(set(names)) > 1:
+            raise UsageError("--activation: one activation per layer needs the two-layer solver (--layers 2, "
+                             "activations with a linear part); the deep solver (docs/theory.md §6.1) takes one activation")
     try:
         prior = get_weight_prior(options["prior"])
     except ValueError as exc:
@@ -344,10 +383,11 @@ def build_model(options: dict):
             from .shallow import ShallowModel
 
             return ShallowModel(act, gammas[0], delta, weight_prior=prior, readout_law=readout)
-        if layers == 2 and abs(act.mu1) > 1e-10:
+        if layers == 2 and any(abs(a.mu1) > 1e-10 for a in acts):
             from .two_layer import DEFAULT_S_GRID, TwoLayerModel
 
-            return TwoLayerModel(act, gammas, delta, weight_prior=prior, readout_law=readout,
+            return TwoLayerModel(acts if len(acts) == 2 else act, gammas, delta, weight_prior=prior,
+                                 readout_law=readout,
                                  s_grid=options.get("s_grid") or DEFAULT_S_GRID)
         if layers >= 3 and abs(act.mu1) > 1e-10:
             from .deep_linear import DeepLinearModel
@@ -538,12 +578,18 @@ def _run_sweep(args) -> int:
                     pass
             exc.note = target.interrupted_note(f"{checkpoint.n_done} solves" if saved else None)
             raise
+        if result.universal_only_reason:
+            logger.info("universal branch only: %s", result.universal_only_reason)
+        for name, b in result.branches.items():
+            if name != "universal":
+                logger.info("branch %s: alpha %.9g (%s) to %.9g (%s)", name, b.alpha_start, b.start_kind,
+                            b.alpha_end, b.end_kind)
         for change in result.equilibrium_changes:
-            key = f"alpha_{change['to']}".replace("+", "_and_")
-            if change["located"] and key not in result.transitions:
-                result.transitions[key] = change["alpha"]
-            logger.info("equilibrium %s -> %s at alpha = %.7g (%s)", change["from"], change["to"], change["alpha"],
-                        change["kind"])
+            logger.info("equilibrium %s -> %s at alpha = %.9g (%s), mmse %.6g -> %.6g", change["from"],
+                        change["to"], change["alpha"], change["kind"], change["mmse_before"], change["mmse_after"])
+        instability = result.branch_transitions.get("universal", {}).get("alpha_instability", math.nan)
+        if math.isfinite(instability):
+            logger.info("the universal branch is linearly unstable above alpha = %.9g", instability)
         _grid_errors(model, result, solve_kw)
         elapsed = time.perf_counter() - t0
         _warn_discretization(result)

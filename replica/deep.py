@@ -54,6 +54,8 @@ logger = logging.getLogger(__name__)
 # iteration falls to q = 0 for L ≥ 4 even where the branch exists (measured: L = 4, α = 40).
 INFORMED_OVERLAP = 1.0 - 1e-6
 UNINFORMED_OVERLAP = 1e-2
+#: a layer has learned (branch names) when its overlap reaches this
+PHASE_THRESHOLD = 0.5
 
 
 def layer_priors_and_readout(weight_prior, n_layers, readout_law, readout_grid=None):
@@ -237,6 +239,8 @@ class DeepModel:
         """``f`` as a function of the packed overlaps ``x`` and packed conjugates ``hats``."""
         K, *_ = self.kernel(x)
         D = self.delta + self.g1 - K
+        if not D > 0.0:
+            return math.inf  # perfect recovery at Δ = 0: f diverges
         inner, last = self.unpack(x)
         h_inner, h_last = self.unpack(hats)
         total = -0.5 * math.log(2 * math.pi * math.e * D)
@@ -254,15 +258,41 @@ class DeepModel:
         hats = self.pack(hi, hl)
         f = self.free_entropy(alpha, x, hats)
         inner, last = self.unpack(x)
-        mi = math.inf if self.delta == 0 else alpha / self.layer_sizes.sum() * (
+        mi = math.inf if self.delta == 0 or not math.isfinite(f) else alpha / self.layer_sizes.sum() * (
             -0.5 * math.log(2 * math.pi * math.e * self.delta) - f)
         return DeepState(float(alpha), [np.float64(q) for q in inner] + [np.array(last)],
-                         [np.float64(h) for h in hi] + [np.array(hl)], float(D - self.delta), f, mi)
+                         [np.float64(h) for h in hi] + [np.array(hl)], max(float(D - self.delta), 0.0), f, mi)
 
     def specialization(self, state) -> float:
         """Sum over layers of the squared overlaps (readout-weighted for the last layer)."""
         inner, last = self.unpack(state.overlaps)
         return float(np.sum(np.square(inner)) + np.dot(self.readout_weights, self.v2 * last**2))
+
+    def phase(self, state) -> str:
+        """Name of what a state has learned (:class:`replica.interface.ReplicaModel`).
+
+        A layer has learned when its overlap (readout-weighted mean for the last layer) is at
+        least 0.5. Returns ``universal`` (every overlap below 1e-6), ``specialized`` (every
+        layer), ``weak`` (none) or ``layers_<ℓ>_<ℓ'>…`` (the learned layers).
+        """
+        inner, last = self.unpack(state.overlaps)
+        if float(np.max(np.abs(state.overlaps), initial=0.0)) < 1e-6:
+            return "universal"
+        learned = [float(q) >= PHASE_THRESHOLD for q in inner]
+        learned.append(float(np.dot(self.readout_weights, last)) >= PHASE_THRESHOLD)
+        if all(learned):
+            return "specialized"
+        if not any(learned):
+            return "weak"
+        return "layers_" + "_".join(str(ell + 1) for ell, ok in enumerate(learned) if ok)
+
+    def universal_only_reason(self):
+        """None: the zero-overlap branch is never imposed (no HCIZ term, docs/theory.md §6.1)."""
+        return None
+
+    def universal_indices(self) -> np.ndarray:
+        """No packed entry is free on the zero-overlap branch."""
+        return np.array([], dtype=int)
 
     # ----------------------------------------------------------------- solving
     def _result(self, alpha, x, res: FixedPointResult) -> FixedPointResult:

@@ -531,6 +531,20 @@ class DeepLinearModel:
         """Changes of the equilibrium phase along a sweep (:func:`replica.two_layer.phase_transitions`)."""
         return phase_transitions(self, result, **kw)
 
+    @property
+    def main_phase(self) -> str:
+        """Phase whose first appearance as the equilibrium gives the top-level transitions
+        (:mod:`replica.branches`)."""
+        return self.specialized_branch
+
+    def universal_only_reason(self):
+        """None: the universal branch is never imposed (:class:`replica.interface.ReplicaModel`)."""
+        return None
+
+    def universal_indices(self) -> np.ndarray:
+        """No packed entry is free on the universal branch (``Q ≡ 0``)."""
+        return np.array([], dtype=int)
+
     # ----------------------------------------------------------------- solving
     def _result(self, alpha, res: FixedPointResult) -> FixedPointResult:
         res.info["state"] = self.state(alpha, res.x)

@@ -15,23 +15,39 @@ Layout
     store ``overlap_layer_1`` (n_alpha × n_s), ``overlap_layer_2`` (n_alpha × n_readout ×
     n_s), ``overlap_product_2_1`` and ``tau_product_2_1`` (n_alpha × n_readout), their
     ``overlap_hat_*`` conjugates, and the effective-readout grid ``s_values``,
-    ``s_weights`` (n_s). Deeper networks with linear parts (:mod:`replica.deep_linear`,
+    ``s_weights`` (n_s).
+    Every branch group has every dataset (NaN, False or "" where the branch does not
+    exist), ``stability`` (leading eigenvalue of the Jacobian of the undamped fixed-point
+    map at each point, < 1: linearly stable) included, and the attributes
+    ``alpha_start``, ``alpha_end`` (where the branch begins and ends, located by root
+    finding; NaN at the edge of the grid), ``start_kind``, ``end_kind`` (``fold``,
+    ``bifurcation``, ``grid``; empty for the universal branch) and ``seed`` (the start that
+    found it). Branch names and the continuation are described in :mod:`replica.branches`.
+    Deeper networks with linear parts (:mod:`replica.deep_linear`,
     docs/deep_linear.md) store ``overlap_layer_<ℓ>`` and ``overlap_product_<ℓ>_<m>``
     (n_alpha × row labels × column labels, the input axis dropped), ``tau_product_<ℓ>_<m>``,
     the conjugates and the label averages ``overlap_mean_layer_<ℓ>``,
     ``overlap_mean_product_<ℓ>_<m>`` (n_alpha).
+``/branches`` attribute ``universal_only_reason``
+    present when only the universal branch is reported (docs/theory.md §5.4).
 ``/equilibrium/``
     ``alpha``, ``mmse``, ``free_entropy``, ``branch`` (name of the equilibrium branch).
+``/equilibrium_changes/``
+    one entry per change of the equilibrium branch, ordered in α: ``alpha`` (located by
+    root finding on the free-entropy difference, or at the end or birth of a branch),
+    ``from_branch``, ``to_branch``, ``mmse_before``, ``mmse_after`` (both at ``alpha``)
+    and ``kind`` (``crossing``, ``branch_end``, ``branch_start``).
 ``/transitions``
-    attributes ``alpha_sp`` and ``alpha_c`` (NaN when absent) of the main non-universal
-    branch (``specialized``; ``layers_1_2`` for two layers); for two layers also
-    ``alpha_<phase>`` where the equilibrium first becomes ``<phase>`` (e.g.
-    ``alpha_layers_1_2``, see :func:`replica.two_layer.phase_transitions`).
+    attributes ``alpha_sp`` and ``alpha_c`` (NaN when absent) of the first specialization:
+    ``alpha_c`` is the first change of the equilibrium away from the universal branch (two
+    hidden layers: the first change to the ``layers_1_2`` phase), ``alpha_sp`` the first α
+    of the branch it goes to.
 ``/transitions/<branch>``
-    per non-universal branch, attributes ``alpha_sp`` (where the branch appears) and
-    ``alpha_c`` (where it becomes the equilibrium: its free-entropy crossing with the
-    universal branch, or for two layers with the previous equilibrium phase), both located
-    by root finding (:mod:`replica.branches`).
+    per non-universal branch, attributes ``alpha_sp`` (= ``alpha_start``), ``alpha_end``
+    and ``alpha_c`` (where it first becomes the equilibrium; NaN if never);
+    ``/transitions/universal`` has ``alpha_instability``, the α where the universal
+    branch loses linear stability (Brent on ``stability − 1``; NaN if it does not on the
+    grid).
 
 Every dataset on the α grid is attached to the dimension scale ``alpha`` of its group
 (and ``overlap_W``-like datasets to ``readout_values``), with ``long_name``/``units``
@@ -61,7 +77,8 @@ Phase diagrams
 ``replica-phase-diagram`` writes one flat group (root) on the grid ``(<parameter>, alpha)``:
 coordinates ``alpha`` and ``<parameter>`` (e.g. ``delta``); the equilibrium ``mmse``,
 ``free_entropy`` and ``branch``; ``mmse_<branch>`` and ``exists_<branch>`` per branch;
-the transition lines ``alpha_sp`` and ``alpha_c`` (one value per parameter value); ``done``.
+the transition lines ``alpha_sp``, ``alpha_c`` and ``alpha_instability`` (one value per
+parameter value, from the same continuation and root finding as a sweep); ``done``.
 Root attributes ``kind = "phase_diagram"``, ``parameter``, ``parameters``,
 ``configuration``, ``version``, ``git_revision``, ``complete``. Unfinished diagrams
 (``complete = 0``, ``done`` false on the missing lines) are the checkpoints
@@ -99,6 +116,7 @@ __all__ = [
     "IncompleteFileError",
     "VARIABLE_ATTRS",
     "S_AXIS_DATASETS",
+    "CHANGE_DATASETS",
 ]
 
 logger = logging.getLogger(__name__)
@@ -134,8 +152,15 @@ VARIABLE_ATTRS = {
     "delta": ("label-noise variance Δ", "1"),
     "gamma": ("width ratio γ = k/d", "1"),
     "readout_grid": ("readout-law grid size", ""),
+    "stability": ("leading eigenvalue of the Jacobian of the undamped map (< 1: linearly stable)", "1"),
+    "from_branch": ("equilibrium branch before the change", ""),
+    "to_branch": ("equilibrium branch after the change", ""),
+    "mmse_before": ("mmse of the equilibrium branch before the change, at the change", "1"),
+    "mmse_after": ("mmse of the equilibrium branch after the change, at the change", "1"),
+    "kind": ("how the equilibrium changes: crossing, branch_end or branch_start", ""),
     "alpha_sp": ("spinodal α_sp (specialized branch appears)", "1"),
     "alpha_c": ("thermodynamic transition α_c", "1"),
+    "alpha_instability": ("α where the universal branch loses linear stability", "1"),
 }
 
 
@@ -245,7 +270,8 @@ def _write_array(group, name, value):
         ds = group.create_dataset(name, data=arr)
     base = name
     for prefix in ("mmse_", "exists_", "free_entropy_"):
-        if name.startswith(prefix) and name[len(prefix):] in ("universal", "specialized", "partial"):
+        if name.startswith(prefix) and name[len(prefix):].split("-")[0] in ("universal", "specialized", "partial",
+                                                                             "weak"):
             base = prefix[:-1]
     if name.startswith("overlap_layer_") or name.startswith("overlap_hat_layer_"):
         ell = name.rsplit("_", 1)[-1]
@@ -353,11 +379,17 @@ def write_sweep(path, result, parameters: dict, *, configuration: dict | None = 
                     ds.make_scale("s_values")
                     sv = ds
             _attach_scales(gb, alpha, rv, sv)
+            for key, val in (b.attributes() if hasattr(b, "attributes") else {}).items():
+                gb.attrs[key] = val
+        reason = getattr(result, "universal_only_reason", None)
+        if reason:
+            g.attrs["universal_only_reason"] = str(reason)
         ge = h5.create_group("equilibrium")
         for key, val in result.equilibrium.items():
             _write_array(ge, key, val)
         ge["alpha"].make_scale("alpha")
         _attach_scales(ge, ge["alpha"])
+        _write_changes(h5, getattr(result, "equilibrium_changes", []))
         gt = h5.create_group("transitions")
         for key, val in result.transitions.items():
             gt.attrs[key] = float(val)
@@ -367,6 +399,27 @@ def write_sweep(path, result, parameters: dict, *, configuration: dict | None = 
                 gbt.attrs[key] = float(val)
     logger.info("wrote %s", path)
     return path
+
+
+#: datasets of the group ``equilibrium_changes`` (one entry per change, ordered in α)
+CHANGE_DATASETS = ("alpha", "from_branch", "to_branch", "mmse_before", "mmse_after", "kind")
+
+
+def _write_changes(h5, changes):
+    """Group ``equilibrium_changes``: one entry per change of the equilibrium branch."""
+    gc = h5.create_group("equilibrium_changes")
+    columns = {"alpha": ("alpha", float), "from_branch": ("from", str), "to_branch": ("to", str),
+               "mmse_before": ("mmse_before", float), "mmse_after": ("mmse_after", float), "kind": ("kind", str)}
+    for name in CHANGE_DATASETS:
+        key, kind = columns[name]
+        if kind is float:
+            data = np.asarray([float(c.get(key, math.nan)) for c in changes], dtype=float)
+        else:
+            data = np.asarray([str(c.get(key, "")) for c in changes], dtype=object)
+        _write_array(gc, name, data)
+    gc["alpha"].make_scale("alpha")
+    for name in CHANGE_DATASETS[1:]:
+        gc[name].dims[0].attach_scale(gc["alpha"])
 
 
 def file_kind(path) -> str:
@@ -402,9 +455,12 @@ def read_sweep(path) -> dict:
     -------
     dict
         ``parameters`` (dict), ``configuration`` (dict, empty if not recorded),
-        ``version``, ``branches`` {name: {dataset: array}}, ``equilibrium``
-        {dataset: array}, ``transitions`` {name: float}, ``experiments``
-        {(sampler, init): {dataset: array}} (empty when the file has none).
+        ``version``, ``branches`` {name: {dataset: array}}, ``branch_attributes``
+        {name: {``alpha_start``, ``alpha_end``, ``start_kind``, ``end_kind``, ``seed``}},
+        ``equilibrium`` {dataset: array}, ``equilibrium_changes`` {dataset: array} (see
+        :data:`CHANGE_DATASETS`), ``transitions`` {name: float}, ``branch_transitions``
+        {branch: {attribute: float}}, ``universal_only_reason`` (str or None),
+        ``experiments`` {(sampler, init): {dataset: array}} (empty when the file has none).
 
     Raises
     ------
@@ -437,9 +493,19 @@ def read_sweep(path) -> dict:
             "transitions": {k: float(v) for k, v in h5["transitions"].attrs.items()} if "transitions" in h5 else {},
             "branch_transitions": ({name: {k: float(v) for k, v in g.attrs.items()}
                                     for name, g in h5["transitions"].items()} if "transitions" in h5 else {}),
+            "branch_attributes": {name: {k: (v.decode() if isinstance(v, bytes) else
+                                             (float(v) if np.ndim(v) == 0 and not isinstance(v, str) else v))
+                                         for k, v in g.attrs.items()}
+                                  for name, g in h5["branches"].items()},
+            "universal_only_reason": _decode(h5["branches"].attrs.get("universal_only_reason")),
+            "equilibrium_changes": load(h5["equilibrium_changes"]) if "equilibrium_changes" in h5 else {},
         }
     data["experiments"] = read_experiments(path, option="FILE.h5")
     return data
+
+
+def _decode(value):
+    return value.decode() if isinstance(value, bytes) else value
 
 
 def read_experiments(path, *, option="--experiment") -> dict:

@@ -41,7 +41,7 @@ __all__ = ["solve_line", "run_phase_diagram", "assemble", "ResumeMismatch", "Clu
 
 logger = logging.getLogger(__name__)
 
-BRANCH_NAMES = ("universal", "specialized", "partial")
+BRANCH_NAMES = ("universal", "weak", "partial", "specialized")
 
 
 class ResumeMismatch(ValueError):
@@ -66,7 +66,9 @@ def solve_line(options: dict, alphas) -> dict:
     -------
     dict
         ``mmse``, ``free_entropy``, ``branch`` (equilibrium, shape (n_alpha,)), ``alpha_sp``,
-        ``alpha_c`` (floats), ``branches`` {name: {``mmse``, ``free_entropy``, ``exists``}},
+        ``alpha_c``, ``alpha_instability`` (floats; the transitions of :func:`replica.branches.sweep`,
+        located by the same root finding), ``n_changes`` (number of equilibrium changes),
+        ``branches`` {name: {``mmse``, ``free_entropy``, ``exists``}},
         ``seconds`` (wall time of the sweep).
     """
     from .branches import sweep
@@ -83,6 +85,8 @@ def solve_line(options: dict, alphas) -> dict:
         "branch": np.asarray([str(b) for b in eq["branch"]], dtype=object),
         "alpha_sp": float(res.transitions.get("alpha_sp", math.nan)),
         "alpha_c": float(res.transitions.get("alpha_c", math.nan)),
+        "alpha_instability": float(res.branch_transitions.get("universal", {}).get("alpha_instability", math.nan)),
+        "n_changes": len(res.equilibrium_changes),
         "branches": {},
     }
     for name, b in res.branches.items():
@@ -113,7 +117,7 @@ def assemble(parameter: str, values, alphas, lines: dict) -> dict:
     -------
     dict
         ``alpha``, ``<parameter>``, ``done``, ``mmse``, ``free_entropy``, ``branch``,
-        ``mmse_<b>``, ``exists_<b>``, ``alpha_sp``, ``alpha_c``, ``seconds``.
+        ``mmse_<b>``, ``exists_<b>``, ``alpha_sp``, ``alpha_c``, ``alpha_instability``, ``seconds``.
     """
     values = np.asarray(values)
     alphas = np.sort(np.asarray(alphas, dtype=float))
@@ -123,6 +127,7 @@ def assemble(parameter: str, values, alphas, lines: dict) -> dict:
         "mmse": np.full((n_par, n_alpha), np.nan), "free_entropy": np.full((n_par, n_alpha), np.nan),
         "branch": np.full((n_par, n_alpha), "", dtype=object),
         "alpha_sp": np.full(n_par, np.nan), "alpha_c": np.full(n_par, np.nan), "seconds": np.full(n_par, np.nan),
+        "alpha_instability": np.full(n_par, np.nan),
     }
     names = [b for b in BRANCH_NAMES if any(b in ln["branches"] for ln in lines.values())]
     names += sorted({b for ln in lines.values() for b in ln["branches"]} - set(BRANCH_NAMES))
@@ -134,7 +139,7 @@ def assemble(parameter: str, values, alphas, lines: dict) -> dict:
         data["done"][j] = True
         for key in ("mmse", "free_entropy", "branch"):
             data[key][j] = ln[key]
-        for key in ("alpha_sp", "alpha_c", "seconds"):
+        for key in ("alpha_sp", "alpha_c", "alpha_instability", "seconds"):
             data[key][j] = ln.get(key, np.nan)
         for b, rec in ln["branches"].items():
             data[f"mmse_{b}"][j] = rec["mmse"]
@@ -151,6 +156,7 @@ def _lines_from_file(data: dict, parameter: str, values, alphas) -> dict:
             "mmse": data["mmse"][j], "free_entropy": data["free_entropy"][j],
             "branch": np.asarray(data["branch"][j], dtype=object),
             "alpha_sp": float(data["alpha_sp"][j]), "alpha_c": float(data["alpha_c"][j]),
+            "alpha_instability": float(data["alpha_instability"][j]) if "alpha_instability" in data else math.nan,
             "seconds": float(data["seconds"][j]) if "seconds" in data else math.nan,
             "branches": {b: {"mmse": data[f"mmse_{b}"][j], "exists": data[f"exists_{b}"][j]}
                          for b in names if f"exists_{b}" in data and data[f"exists_{b}"][j].any()

@@ -1,8 +1,8 @@
 """Figures from the HDF5 files of the package (plotting only reads files).
 
 * :func:`plot_sweep` — learning curve ``mmse(α)`` with every branch (the equilibrium
-  part of each branch solid, metastable parts dashed), the transitions ``α_sp`` and ``α_c``
-  marked, experiment points (mean ± s.e.m.) and reference curves overlaid; the overlaps:
+  part of each branch solid, metastable parts dashed, linearly unstable parts dotted), the
+  transitions ``α_sp`` and ``α_c`` and every other change of the equilibrium marked, experiment points (mean ± s.e.m.) and reference curves overlaid; the overlaps:
   ``Q(v)`` profiles at several α for readout laws with several atoms, ``Q`` (and per-layer
   ``q_ℓ``) against α otherwise; per-layer overlap maps (layer × α) for deep networks.
 * :func:`plot_phase_diagram` — equilibrium mmse on the grid α × (Δ, γ, …) with the
@@ -42,6 +42,7 @@ BRANCH_STYLE = {
     "universal": ("#1f5fa8", "universal ($Q\\equiv 0$)"),
     "specialized": ("#c0392b", "specialized"),
     "partial": ("#2e8b57", "partially specialized"),
+    "weak": ("#d68910", "weakly specialized"),
 }
 _EXTRA_COLORS = ("#8e44ad", "#d35400", "#16a085", "#7f8c8d")
 _EXPERIMENT_MARKERS = ("o", "s", "^", "D", "v", "P", "X")
@@ -225,21 +226,27 @@ def _draw_transition_lines(ax, transitions, *, color="0.35", legend=True):
 
 
 def _draw_curves(ax, data, *, logy=False):
-    """Branches (equilibrium solid, metastable dashed) and transitions on ``ax``.
+    """Branches (equilibrium solid, metastable dashed, linearly unstable dotted) and transitions.
 
-    The equilibrium part of each branch is extended to ``α_c`` by linear interpolation
-    between the grid points around it, so the jump of the equilibrium error sits at ``α_c``.
+    A point is linearly unstable where the branch's ``stability`` (leading eigenvalue of the
+    Jacobian of the undamped map) is above 1. The equilibrium part of each branch is extended
+    to the equilibrium changes (``equilibrium_changes/alpha``, or ``α_c`` in older files) by
+    linear interpolation between the grid points around them, so the jump of the
+    equilibrium error sits at the located change.
     """
     eq = data["equilibrium"]
     eq_alpha = np.asarray(eq["alpha"], dtype=float)
     eq_branch = np.asarray(eq["branch"], dtype=object)
     tr = data.get("transitions", {}) or {}
+    changes = np.asarray((data.get("equilibrium_changes") or {}).get("alpha", []), dtype=float)
     a_c = tr.get("alpha_c", math.nan)
+    if changes.size == 0 and a_c is not None and np.isfinite(a_c):
+        changes = np.array([a_c])
     drawn = []
-    metastable = False
+    metastable = unstable_any = False
     for k, name in enumerate(_ordered_branches(data["branches"])):
         b = data["branches"][name]
-        if "mmse" not in b:  # branch found nowhere on the grid
+        if "mmse" not in b:  # branch found nowhere on the grid (files of older versions)
             continue
         alpha = np.asarray(b["alpha"], dtype=float)
         mmse = np.asarray(b["mmse"], dtype=float)
@@ -247,20 +254,29 @@ def _draw_curves(ax, data, *, logy=False):
         if not ok.any():
             continue
         color, label = _branch_color(name, k)
+        stab = np.asarray(b.get("stability", np.full(alpha.shape, np.nan)), dtype=float)
+        unstable = ok & (stab > 1.0)
         is_eq = np.isin(alpha, eq_alpha[eq_branch == name]) & ok
-        metastable |= bool(np.any(ok & ~is_eq))
-        for seg in _segments(ok):
+        metastable |= bool(np.any(ok & ~is_eq & ~unstable))
+        unstable_any |= bool(unstable.any())
+        for seg in _segments(ok & ~unstable):
             ax.plot(alpha[seg], mmse[seg], color=color, ls=(0, (4, 2.5)), lw=1.0, alpha=0.9, zorder=2)
+        for seg in _segments(unstable):
+            # extend to the neighbouring stable points so that the curve stays connected
+            lo, hi = max(seg[0] - 1, 0), min(seg[-1] + 1, alpha.size - 1)
+            seg = np.arange(lo, hi + 1)[ok[lo:hi + 1]]
+            ax.plot(alpha[seg], mmse[seg], color=color, ls=(0, (1, 1.5)), lw=1.0, alpha=0.7, zorder=2,
+                    gid=f"unstable:{name}")
         for seg in _segments(is_eq):
             x, y = alpha[seg], mmse[seg]
-            if a_c is not None and np.isfinite(a_c):
-                lo, hi = seg[0], seg[-1]
-                if lo > 0 and ok[lo - 1] and alpha[lo - 1] < a_c < alpha[lo]:
-                    y0 = np.interp(a_c, alpha[lo - 1:lo + 1], mmse[lo - 1:lo + 1])
-                    x, y = np.concatenate([[a_c], x]), np.concatenate([[y0], y])
-                if hi + 1 < alpha.size and ok[hi + 1] and alpha[hi] < a_c < alpha[hi + 1]:
-                    y1 = np.interp(a_c, alpha[hi:hi + 2], mmse[hi:hi + 2])
-                    x, y = np.concatenate([x, [a_c]]), np.concatenate([y, [y1]])
+            lo, hi = seg[0], seg[-1]
+            for a in changes:
+                if lo > 0 and ok[lo - 1] and alpha[lo - 1] < a < alpha[lo]:
+                    y0 = np.interp(a, alpha[lo - 1:lo + 1], mmse[lo - 1:lo + 1])
+                    x, y = np.concatenate([[a], x]), np.concatenate([[y0], y])
+                if hi + 1 < alpha.size and ok[hi + 1] and alpha[hi] < a < alpha[hi + 1]:
+                    y1 = np.interp(a, alpha[hi:hi + 2], mmse[hi:hi + 2])
+                    x, y = np.concatenate([x, [a]]), np.concatenate([y, [y1]])
             if x.size == 1:
                 ax.plot(x, y, "o", color=color, ms=3, zorder=3)
             else:
@@ -270,7 +286,13 @@ def _draw_curves(ax, data, *, logy=False):
     if metastable:
         ax.plot([], [], color="0.3", lw=2.0, label="equilibrium (largest $f$)")
         ax.plot([], [], color="0.3", lw=1.0, ls=(0, (4, 2.5)), label="metastable")
+    if unstable_any:
+        ax.plot([], [], color="0.3", lw=1.0, ls=(0, (1, 1.5)), label="linearly unstable")
     _draw_transition_lines(ax, tr)
+    others = [a for a in changes if not (a_c is not None and np.isfinite(a_c) and abs(a - a_c) <= 1e-12 * abs(a))]
+    for j, a in enumerate(others):
+        ax.axvline(a, color="0.55", ls=(0, (5, 2, 1, 2)), lw=0.7, zorder=1,
+                   label="equilibrium change" if j == 0 else None)
     ax.set_xlabel(ALPHA_LABEL)
     ax.set_ylabel(MMSE_LABEL)
     if logy:

@@ -49,6 +49,8 @@ _GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(16)
 INFORMED_OVERLAP = 0.99
 UNINFORMED_OVERLAP = 1e-2
 PARTIAL_QUANTILES = (0.25, 0.5, 0.75)
+#: a readout group has learned (branch names) when its mean overlap Q(v) reaches this
+PHASE_THRESHOLD = 0.5
 #: guarded Newton steps (finite-difference Jacobians, one evaluation per order parameter)
 #: are used by default up to this many order parameters; beyond, plain damped iteration
 GUARDED_NEWTON_MAX_SIZE = 16
@@ -218,8 +220,71 @@ class ShallowModel:
         return out
 
     def specialization(self, state) -> float:
-        """``E_v[v² Q(v)²]`` of a state (orders the non-universal branches)."""
+        """``E_v[v² Q(v)²]`` of a state (a branch is named after its most specialized point)."""
         return state.specialization(self.readout_weights, self.v2)
+
+    def phase(self, state) -> str:
+        """Name of what a state has learned (:class:`replica.interface.ReplicaModel`).
+
+        The readout atoms are grouped by ``|v|``; a group has learned when its mean ``Q(v)``
+        is at least :data:`PHASE_THRESHOLD` (0.5). With the profile solver (continuous laws,
+        many atoms) the criterion is the readout-averaged ``Q``: ``specialized`` or ``weak``.
+
+        Returns
+        -------
+        str
+            ``universal`` (every ``Q(v)`` below 1e-6), ``specialized`` (every group has
+            learned), ``partial`` (some groups have, e.g. the large ``|v|`` first) or
+            ``weak`` (``Q > 0`` but no group has learned).
+        """
+        Q = np.asarray(state.overlap_W, dtype=float)
+        if float(np.max(np.abs(Q), initial=0.0)) < 1e-6:
+            return "universal"
+        if self.profile_solver is not None:
+            # continuous laws: every atom is its own group and the small |v| never learn
+            # (the front of the profile); the branch has specialized when most of the law has
+            mean = float(np.dot(self.readout_weights, Q))
+            return "specialized" if mean >= PHASE_THRESHOLD else "weak"
+        a = np.round(np.abs(self.readout_values), 12)
+        learned = []
+        for value in np.unique(a):
+            m = a == value
+            w = self.readout_weights[m]
+            learned.append(float(np.dot(w, Q[m]) / w.sum()) >= PHASE_THRESHOLD)
+        if all(learned):
+            return "specialized"
+        return "partial" if any(learned) else "weak"
+
+    def universal_only_reason(self) -> str | None:
+        """Why only the universal branch is Bayes-optimal here, or None (docs/theory.md §5.4).
+
+        With no Hermite component above degree two (``g ≡ 0``: quadratic, linear +
+        quadratic) and Gaussian weights the output depends on ``W`` only through
+        ``S = Wᵀdiag(v)W/√(kd)`` (and ``vᵀW``), whose prior is rotation invariant: the
+        Bayes-optimal error is that of estimating ``S``, the universal branch (Maillard et
+        al.), for every readout law. The ``Q > 0`` stationary points of the §5.2 functional
+        would beat it, so they are artefacts of the ansatz there and are not reported.
+        Non-Gaussian priors are not covered by the argument (None).
+        """
+        g_zero = abs(self.g1) <= 1e-12 * max(1.0, abs(float(self.activation.nu)))
+        if g_zero and getattr(self.weight_prior, "name", "") == "gaussian":
+            return ("g ≡ 0 (no Hermite component of the activation above degree two) with Gaussian weights: the "
+                    "output depends on W only through S and vᵀW, whose prior is rotation invariant, so the "
+                    "Bayes-optimal error is the universal branch for every readout law (docs/theory.md §5.4); "
+                    "Q > 0 stationary points of the published functional are not reported")
+        return None
+
+    def moving_indices(self, x) -> np.ndarray:
+        """Packed entries the map moves: all for the dense solver; ``(D, M)`` for the profile
+        solver (:mod:`replica.readout_grid`: the selection and the rule level stay fixed along a
+        continuation step)."""
+        n = np.size(x)
+        return np.arange(2) if self.profile_solver is not None else np.arange(n)
+
+    def universal_indices(self) -> np.ndarray:
+        """Packed indices free on the universal branch: ``R̂₂`` (the last one); ``D`` for the
+        profile solver."""
+        return np.array([0]) if self.profile_solver is not None else np.array([self.n_readout])
 
     def solve_from(self, alpha, overlaps, warm=None, *, start="", **kw) -> FixedPointResult:
         """Solve from initial overlaps, or from a previous result's packed point ``warm``."""
@@ -305,6 +370,10 @@ class ShallowModel:
         Qh = np.asarray(overlap_W_hat, dtype=float)
         tau = self.tilt(Q)
         D = self._denominator(Q, R2)
+        if not D > 0.0:
+            # perfect recovery (Δ = 0 and the target learned exactly): f diverges, as
+            # ``−½ ln(2πe(Δ + mmse))`` does when Δ + mmse → 0
+            return math.inf
         iota = self.channel.mutual_information
         entropic = self._ev(self.weight_prior.free_entropy(Qh) - Q * Qh / 2.0)
         return float(
@@ -316,7 +385,7 @@ class ShallowModel:
 
     def mutual_information(self, alpha, free_entropy) -> float:
         """Mutual information per weight parameter ``(α/γ)(−½ ln(2πeΔ) − f)``."""
-        if self.delta == 0.0:
+        if self.delta == 0.0 or not math.isfinite(free_entropy):
             return math.inf
         return alpha / self.gamma * (-0.5 * math.log(2 * math.pi * math.e * self.delta) - free_entropy)
 
@@ -380,7 +449,7 @@ class ShallowModel:
             R2=float(c["R2"]),
             R2_hat=R2_hat,
             tau=float(c["tau"]),
-            mmse=float(c["D"] - self.delta),
+            mmse=max(float(c["D"] - self.delta), 0.0),
             free_entropy=f,
             mutual_information=self.mutual_information(alpha, f),
         )
@@ -424,7 +493,7 @@ class ShallowModel:
         if np.isinf(x[-1]):
             # perfect recovery of the quadratic part (noiseless, μ-only quadratic target)
             st = ShallowState(alpha, x[:-1].copy(), np.zeros(self.n_readout), self.R_d, np.inf, 0.0,
-                              self.g1, np.inf, math.inf)
+                              max(self.g1, 0.0), np.inf, math.inf)
         else:
             st = self._dense_state(alpha, x)
         if result is None:

@@ -478,8 +478,8 @@ class TwoLayerModel:
         ``s_grid < 1``.
     """
 
-    #: the branch whose transitions are the file's top-level ``alpha_sp``/``alpha_c``
-    specialized_branch = "layers_1_2"
+    #: the phase whose first appearance as the equilibrium gives the top-level ``alpha_sp``/``alpha_c``
+    main_phase = "layers_1_2"
 
     def __init__(self, activation="tanh2", gammas=(1.0, 1.0), delta=0.1, *, weight_prior="gaussian",
                  readout_law="ones", readout_grid=None, s_grid=DEFAULT_S_GRID, drop_hermite=(),
@@ -523,6 +523,14 @@ class TwoLayerModel:
     def grids(self) -> dict:
         """Extra coordinates stored with a sweep: ``s_values``, ``s_weights`` (n_s,)."""
         return {"s_values": self.s_values, "s_weights": self.s_weights}
+
+    def universal_only_reason(self):
+        """None: the universal branch is never imposed for two hidden layers."""
+        return None
+
+    def universal_indices(self) -> np.ndarray:
+        """No packed entry is free on the universal branch (``Q ≡ 0``)."""
+        return np.array([], dtype=int)
 
     def refined(self) -> "TwoLayerModel":
         """The same model on an s-grid of twice as many nodes (built once)."""
@@ -568,10 +576,6 @@ class TwoLayerModel:
         b = r.info["state"]
         return max(abs(a.mmse - b.mmse) / max(abs(b.mmse), 1e-300),
                    abs(a.free_entropy - b.free_entropy) / max(abs(b.free_entropy), 1e-300))
-
-    def phase_transitions(self, result, **kw) -> list:
-        """Changes of the equilibrium phase along a sweep (:func:`phase_transitions`)."""
-        return phase_transitions(self, result, **kw)
 
     # ----------------------------------------------------------------- packing
     @property
@@ -688,12 +692,14 @@ class TwoLayerModel:
         ent1 = float(self.s_weights @ (p1.free_entropy(q1_hat) - q1 * q1_hat / 2.0))
         ent2 = float(self.readout_weights @ ((p2.free_entropy(q2_hat) - q2 * q2_hat / 2.0) @ self.s_weights))
         rect = float(self.readout_weights @ (r21 * (1.0 - q21) / 2.0 - iota(tau + r21) + iota(tau)))
+        if not ker["D"] > 0.0:
+            return math.inf  # perfect recovery at Δ = 0: f diverges
         return float(-0.5 * math.log(2 * math.pi * math.e * ker["D"])
                      + gam1 / alpha * ent1 + gam1 * gam2 / alpha * ent2 + gam2 / alpha * rect)
 
     def mutual_information(self, alpha, free_entropy) -> float:
         """Mutual information per weight parameter ``α/(γ₁ + γ₁γ₂) (−½ ln(2πeΔ) − f)``."""
-        if self.delta == 0.0:
+        if self.delta == 0.0 or not math.isfinite(free_entropy):
             return math.inf
         gam1, gam2 = self.gammas
         return alpha / (gam1 + gam1 * gam2) * (-0.5 * math.log(2 * math.pi * math.e * self.delta) - free_entropy)
@@ -704,7 +710,7 @@ class TwoLayerModel:
         q1, q2, q21 = self.unpack(x)
         f = self.free_entropy(alpha, q1, c["q1_hat"], q2, c["q2_hat"], q21, c["r21"])
         return TwoLayerState(float(alpha), q1.copy(), c["q1_hat"], q2.copy(), c["q2_hat"], q21.copy(), c["r21"],
-                             c["tau"], float(c["D"] - self.delta), f, self.mutual_information(alpha, f))
+                             c["tau"], max(float(c["D"] - self.delta), 0.0), f, self.mutual_information(alpha, f))
 
     def specialization(self, state) -> float:
         """``E_s Q₁² + E_{v,s} v² Q₂² + E_v v² Q₂:₁²`` (orders the non-universal branches)."""

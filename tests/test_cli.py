@@ -279,8 +279,10 @@ def test_two_layer_sweep_writes_per_layer_datasets(capsys, tmp_path):
     assert eq == ["layer_1", "layers_1_2"]
     assert layer_1["overlap_layer_1"][0].max() > 0.5 and layer_1["overlap_layer_2"][0].max() < 0.1
     assert both["overlap_layer_2"][1].min() > 0.5 and both["overlap_product_2_1"][1, 0] > 0.5
-    assert 4.0 < data["transitions"]["alpha_layers_1_2"] < 5.5
-    assert data["branch_transitions"]["layers_1_2"]["alpha_c"] == data["transitions"]["alpha_layers_1_2"]
+    changes = data["equilibrium_changes"]
+    assert list(changes["to_branch"]) == ["layers_1_2"] and list(changes["kind"]) == ["crossing"]
+    assert 4.0 < changes["alpha"][0] < 5.5
+    assert data["branch_transitions"]["layers_1_2"]["alpha_c"] == changes["alpha"][0] == data["transitions"]["alpha_c"]
     with h5py.File(out) as h5:
         dims = h5["branches/layers_1_2/overlap_layer_2"].dims
         assert [d[0].name.rsplit("/", 1)[-1] for d in dims] == ["alpha", "readout_values", "s_values"]

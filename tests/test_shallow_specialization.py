@@ -105,19 +105,13 @@ def test_one_more_iteration_changes_nothing():
     np.testing.assert_allclose(model.update(6.0, x), x, rtol=1e-9, atol=1e-11)
 
 
-@pytest.mark.parametrize("gamma", [
-    2.0,
-    pytest.param(0.5, marks=pytest.mark.xfail(strict=True, reason=(
-        "open theory question: the §5.2 equations make Q = 0 linearly unstable where "
-        "m_S(R̂₂) > γ/v² whatever the activation (see test_continuous_onset_matches_linear_"
-        "stability); for x²/√2 at γ = 0.5 this gives a Q ≈ 0.3–0.38 stationary point with "
-        "larger f and an error BELOW Maillard et al.'s Bayes-optimal curve, which cannot be "
-        "physical (rotation symmetry). Reported on the issue; the equations are kept as stated."))),
-])
-def test_quadratic_activation_with_unit_readouts_does_not_specialize(gamma):
+@pytest.mark.parametrize("gamma", [0.5, 2.0])
+def test_quadratic_activation_with_gaussian_weights_does_not_specialize(gamma):
+    # docs/theory.md §5.4 ruling (tests/test_branches.py checks the values): only the universal
+    # branch, at γ = 0.5 too, where the §5.2 functional has a Q > 0 point below Maillard's error
     model = ShallowModel("quadratic", gamma, 0.1)
     r = sweep(model, [0.5, 2.0, 6.0], progress=False)
-    assert not r.branches["specialized"]["exists"].any()
+    assert set(r.branches) == {"universal"}
     assert list(r.equilibrium["branch"]) == ["universal"] * 3
 
 
@@ -196,15 +190,18 @@ def test_transitions_are_grid_independent():
 def test_discontinuous_transition_for_odd_activation():
     # μ₂ = 0: no HCIZ term, so Q = 0 is linearly stable and the specialized branch
     # appears at a spinodal with lower free entropy, crossing the universal one later.
+    # (measured α_sp = 1.620, α_c = 1.758: the grid has α = 1.7 between them)
     model = ShallowModel("tanh2", 0.5, 0.1)
-    r = sweep(model, np.linspace(1.0, 16.0, 7), progress=False)
+    r = sweep(model, np.array([1.0, 1.7, 3.5, 6.0, 8.5, 11.0, 13.5, 16.0]), progress=False)
     t = r.transitions
     assert t["alpha_sp"] < t["alpha_c"]
     spec = r.branches["specialized"]
     # metastable specialized branch between the spinodal and the crossing
     between = (r.alpha > t["alpha_sp"]) & (r.alpha < t["alpha_c"])
-    if between.any():
-        assert np.all(spec["free_entropy"][between] < r.branches["universal"]["free_entropy"][between])
+    assert between.any()
+    assert np.all(spec["exists"][between] & spec["converged"][between])
+    assert np.all(spec["free_entropy"][between] < r.branches["universal"]["free_entropy"][between])
+    assert np.all(r.equilibrium["branch"][between] == "universal")
 
 
 def test_equilibrium_is_the_branch_of_largest_free_entropy():

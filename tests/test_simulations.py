@@ -13,9 +13,11 @@ import math
 import numpy as np
 import pytest
 
-jax = pytest.importorskip("jax")
-pytest.importorskip("blackjax")
-pytest.importorskip("optax")
+from optional import require  # noqa: E402
+
+jax = require("jax", extra="experiments")
+require("blackjax", extra="experiments")
+require("optax", extra="experiments")
 
 from simulations import cli  # noqa: E402
 from simulations.activations import ACTIVATION_NAMES, get_jax_activation  # noqa: E402
@@ -34,7 +36,8 @@ SPECS = list(ACTIVATION_NAMES) + ["hermite:2=1.4142,3=1", "hermite:0=0.5,1=1,4=0
 
 @pytest.mark.parametrize("spec", SPECS)
 def test_jax_activation_matches_numpy(spec):
-    activations = pytest.importorskip("replica.activations")
+    from replica import activations
+
     x = np.linspace(-4.0, 4.0, 101)
     reference = activations.get_activation(spec)(x)
     value = np.asarray(get_jax_activation(spec)(jax.numpy.asarray(x, jax.numpy.float32)))
@@ -44,7 +47,8 @@ def test_jax_activation_matches_numpy(spec):
 @pytest.mark.parametrize("spec, drop, unit", [("tanh2", (0, 1, 2), True), ("relu", (1,), False),
                                               ("relu", (0, 2), True), ("erf", (1,), True)])
 def test_jax_activation_with_dropped_hermite_terms_matches_numpy(spec, drop, unit):
-    activations = pytest.importorskip("replica.activations")
+    from replica import activations
+
     x = np.linspace(-4.0, 4.0, 101)
     reference = activations.get_activation(spec, drop_hermite=drop, unit_variance=unit)(x)
     value = np.asarray(get_jax_activation(spec, drop_hermite=drop, unit_variance=unit)(

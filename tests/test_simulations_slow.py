@@ -32,8 +32,10 @@ the two halves of a 1000-transition chain.
 import numpy as np
 import pytest
 
-pytest.importorskip("jax")
-pytest.importorskip("blackjax")
+from optional import require  # noqa: E402
+
+require("jax", extra="experiments")
+require("blackjax", extra="experiments")
 
 from simulations.experiment import ExperimentConfig, run_experiment  # noqa: E402
 

@@ -2,7 +2,8 @@
 
 Identities checked on the *written* file: ``m + mmse = 1``, I-MMSE ``4ι' = mmse`` by
 central differences, the density integrates to 1 and reproduces ``mmse_S`` through
-``(1 − (4π²/3)∫ρ³)/λ``; the numbers are those of the solver's channel. Bad input is one
+``(1 − (4π²/3)∫ρ³)/λ``; ``m_S`` of the command and of the solver's channel both agree with
+published tables. Bad input is one
 line on standard error, exit 2, and leaves the file system untouched.
 """
 
@@ -75,17 +76,31 @@ def test_density_integrates_to_one_and_gives_mmse(written):
     np.testing.assert_allclose(from_density, written["mmse"], rtol=0, atol=3e-5)
 
 
-def test_same_numbers_as_the_solver():
+# (λ, m_S(λ)) at γ = 0.5, copied from reference/barbier2025_shallow/hciz_m_table_gamma0.5_readout_<law>.csv
+# (Barbier, Camilli, Nguyen, Pastore, Skerk, arXiv 2501.18530 / 2505.24849, public code; scipy-quad
+# tables with ~1e-6 error); four rows of each (more rows in tests/test_hciz_symmetric.py)
+PUBLISHED_M_S = {
+    "ones": [(0.35000000000000003, 0.33259596), (3.8000000000000003, 0.84794480), (12.4, 0.94517943),
+             (200.0, 0.99626902)],
+    "rademacher": [(0.35000000000000003, 0.28838173), (3.8000000000000003, 0.83273303), (12.4, 0.94202586),
+                   (200.0, 0.99625865)],
+    "4point": [(0.014, 0.01383427), (0.548, 0.44861831), (10.8, 0.93949621), (200.0, 0.99627175)],
+}
+
+
+@pytest.mark.parametrize("readout", sorted(PUBLISHED_M_S))
+def test_spectrum_and_solver_against_published_tables(readout):
+    # replica-spectrum and the solver's channel are each compared with the published m_S(λ)
     from replica.shallow import ShallowModel
 
-    lams = np.array([0.0, 0.3, 7.0, 40.0, 250.0])
-    for readout in ("ones", "4point", "uniform"):
-        model = ShallowModel("relu", GAMMA, 0.1, readout_law=readout)
-        res = spectrum(GAMMA, readout, lams)
-        np.testing.assert_array_equal(res.overlap, model.channel.overlap(lams))
-        np.testing.assert_array_equal(res.mutual_information, model.channel.mutual_information(lams))
-        assert res.readout == readout and res.density is None
-    assert spectrum(GAMMA, "ones", [0.0]).mmse[0] == 1.0
+    lam, m_ref = np.array(PUBLISHED_M_S[readout]).T
+    res = spectrum(GAMMA, readout, lam)
+    model = ShallowModel("relu", GAMMA, 0.1, readout_law=readout)
+    np.testing.assert_allclose(res.overlap, m_ref, rtol=0, atol=1e-5)
+    np.testing.assert_allclose(model.channel.overlap(lam), m_ref, rtol=0, atol=1e-5)
+    np.testing.assert_allclose(res.mmse, 1 - m_ref, rtol=0, atol=1e-5)
+    assert res.readout == readout and res.density is None
+    assert spectrum(GAMMA, readout, [0.0]).mmse[0] == 1.0
 
 
 def test_python_api_rejects_bad_input():

@@ -52,7 +52,7 @@ def theory_table(alphas, gammas, delta, *, s_grid=16, transitions=True):
         12-point grid up to 1.2 max α, empty when ``transitions`` is False).
     """
     from replica.branches import sweep
-    from replica.two_layer import TwoLayerModel, phase_name, phase_transitions
+    from replica.two_layer import TwoLayerModel, phase_name
 
     model = TwoLayerModel(ACTIVATION, gammas, delta, s_grid=s_grid)
     res = sweep(model, np.asarray(alphas, dtype=float), progress=False, locate=False)
@@ -74,7 +74,7 @@ def theory_table(alphas, gammas, delta, *, s_grid=16, transitions=True):
     out["transitions"] = []
     if transitions:
         fine = np.unique(np.concatenate([np.linspace(0.25, max(alphas) * 1.2, 12), alphas]))
-        out["transitions"] = phase_transitions(model, sweep(model, fine, progress=False, locate=False))
+        out["transitions"] = sweep(model, fine, progress=False).equilibrium_changes
     return out
 
 

@@ -1,0 +1,399 @@
+"""Mutation check: does the test suite catch plausible mistakes in the science and the I/O?
+
+Each mutation below replaces one exact piece of source text by a plausible wrong version
+(a coefficient of the wrong layer, a missing factor, the wrong branch written to the file, …)
+and names the physics or the contract it breaks and the tests that should catch it. The
+mutations are applied one at a time to a temporary copy of the repository, and only the
+named tests run there (with the copy first on ``PYTHONPATH``, a fresh table cache, and
+``-x``). A mutation is *killed* when those tests fail (or time out).
+
+Usage::
+
+    python scripts/mutation_check.py              # all mutations, 2 in parallel
+    python scripts/mutation_check.py --list       # names, files and what each breaks
+    python scripts/mutation_check.py --only engine-first-component-only --jobs 1
+
+Before mutating, the union of the named tests runs once on the unmutated copy: every one
+must pass, or the check stops. The script prints ``killed K of M`` and the survivors, and
+exits with status 1 if any mutation survives or if the old text of a mutation is no longer
+found exactly once in its file (the list must follow the code: update it when a line moves).
+Run it before resolving any issue that touches a formula.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class Mutation:
+    name: str
+    file: str
+    old: str
+    new: str
+    breaks: str
+    tests: tuple
+
+
+M = Mutation
+MUTATIONS = [
+    # ---------------------------------------------------------------- I/O and stored numbers
+    M("io-equilibrium-universal-mmse", "replica/io.py",
+      "        for key, val in result.equilibrium.items():\n            _write_array(ge, key, val)",
+      "        for key, val in result.equilibrium.items():\n"
+      "            _write_array(ge, key, result.branches[\"universal\"][\"mmse\"] if key == \"mmse\" else val)",
+      "the file's /equilibrium/mmse is the universal branch's error, not the equilibrium's",
+      ("tests/test_roundtrip.py::test_deep_sweep_roundtrip", "tests/test_roundtrip.py::test_shallow_sweep_roundtrip",
+       "tests/test_plotting_values.py")),
+    M("plot-metastable-as-equilibrium", "replica/plotting.py",
+      "is_eq = np.isin(alpha, eq_alpha[eq_branch == name]) & ok",
+      "is_eq = ok",
+      "replica-plot draws metastable parts of branches as the equilibrium curve",
+      ("tests/test_plotting_values.py",)),
+    M("io-readout-weights", "replica/io.py",
+      '_write_array(gb, "readout_weights", result.readout_weights)',
+      '_write_array(gb, "readout_weights", result.readout_values)',
+      "stored readout weights are the readout values (invisible for v ≡ 1)",
+      ("tests/test_roundtrip.py::test_deep_sweep_roundtrip",)),
+    M("phase-diagram-branch-column", "replica/phase_diagram.py",
+      'data[f"mmse_{b}"][j] = rec["mmse"]',
+      'data[f"mmse_{b}"][j] = ln["mmse"]',
+      "the per-branch mmse columns of a phase diagram hold the equilibrium error",
+      ("tests/test_roundtrip.py::test_phase_diagram_roundtrip",)),
+    M("spectrum-iota-convention", "replica/spectrum.py",
+      '"iota": result.mutual_information}',
+      '"iota": 2.0 * result.mutual_information}',
+      "replica-spectrum stores ι = ½∫mmse (rectangular convention) instead of ¼∫mmse_S (I-MMSE of §4.1)",
+      ("tests/test_spectrum.py::test_i_mmse_by_finite_differences",
+       "tests/test_roundtrip.py::test_spectrum_roundtrip_and_command_line")),
+    M("experiment-alpha-column", "simulations/io.py",
+      'group.create_dataset("alpha", data=np.asarray(result.alpha, float))',
+      'group.create_dataset("alpha", data=np.asarray(result.num_samples, float))',
+      "experiment files store n instead of α = n/d² on the α axis",
+      ("tests/test_roundtrip.py::test_experiment_roundtrip",)),
+    M("sgd-alpha-normalization", "simulations/sgd.py",
+      '"alpha": n / d ** 2,',
+      '"alpha": n / d,',
+      "SGD runs record α = n/d instead of n/d² (time conventions of the SGD closure)",
+      ("tests/test_roundtrip.py::test_sgd_roundtrip",)),
+    M("measurement-full-gibbs-error", "simulations/measurements.py",
+      "error = float(np.mean(squared) if point_estimate else 0.5 * np.mean(squared))",
+      "error = float(np.mean(squared))",
+      "samplers report the full Gibbs error instead of half of it (mmse convention of docs/theory.md §1)",
+      ("tests/test_simulations_measurements.py::test_measure_chain_statistics",)),
+    # ---------------------------------------------------------------- equilibrium and transitions
+    M("branches-equilibrium-universal-mmse", "replica/branches.py",
+      'mmse[better] = b["mmse"][better]',
+      'mmse[better] = branches["universal"]["mmse"][better]',
+      "the equilibrium error is taken from the universal branch whatever branch is chosen",
+      ("tests/test_roundtrip.py::test_shallow_sweep_roundtrip",)),
+    M("branches-equilibrium-smallest-free-entropy", "replica/branches.py",
+      "better = ok & (f > best)",
+      "better = ok & ((f > best) if bname == \"universal\" else (f < best))",
+      "the equilibrium is not the branch of largest free entropy",
+      ("tests/test_shallow_specialization.py::test_equilibrium_is_the_branch_of_largest_free_entropy",
+       "tests/test_roundtrip.py::test_shallow_sweep_roundtrip")),
+    M("branches-crossing-stale-universal", "replica/branches.py",
+      'fu = model.solve_universal(al).info["state"].free_entropy',
+      'fu = univ["free_entropy"][idx[0]]',
+      "α_c solves f_spec(α) = f_univ(α_grid) with a stale universal free entropy: not the crossing",
+      ("tests/test_transitions_contract.py::test_thermodynamic_transition_is_the_free_entropy_crossing",)),
+    M("branches-spinodal-loose-bisection", "replica/branches.py",
+      "while hi - lo > rtol * hi:",
+      "while hi - lo > 1e5 * rtol * hi:",
+      "α_sp is located only to 1% (not where the branch appears)",
+      ("tests/test_transitions_contract.py::test_spinodal_is_where_the_branch_appears",)),
+    # ---------------------------------------------------------------- engine
+    M("engine-first-component-only", "replica/engine.py",
+      "        scaled = residual(x, fx)\n",
+      "        scaled = residual(x[:1], fx[:1])\n",
+      "convergence declared when only the first order parameter has converged",
+      ("tests/test_engine_contract.py",)),
+    M("engine-damping-swapped", "replica/engine.py",
+      "x = damping * x + (1.0 - damping) * fx",
+      "x = (1.0 - damping) * x + damping * fx",
+      "the damping weight multiplies the new iterate instead of the old one",
+      ("tests/test_engine_contract.py",)),
+    M("engine-nan-first-component", "replica/engine.py",
+      "        if not np.all(np.isfinite(fx)):\n            return FixedPointResult(x, False, \"nan\"",
+      "        if not np.isfinite(fx[0]):\n            return FixedPointResult(x, False, \"nan\"",
+      "a NaN in a later order parameter is not reported as a failure",
+      ("tests/test_engine_contract.py",)),
+    # ---------------------------------------------------------------- two hidden layers (§6.2)
+    M("two-layer-product-coefficient", "replica/two_layer.py",
+      "r21 = np.maximum(alpha * self.a * self.v2 * g2p / (gam2 * D), 0.0)",
+      "r21 = np.maximum(alpha * self.b * self.v2 * g2p / (gam2 * D), 0.0)",
+      "second layer's linear coefficient b in the product-overlap equation (stationarity needs a)",
+      ("tests/test_two_layer_activations.py::test_free_entropy_is_stationary_in_every_order_parameter",
+       "tests/test_two_layer_activations.py::test_linear_first_layer_reduces_to_the_product_channel")),
+    M("two-layer-inner-coefficient", "replica/two_layer.py",
+      "inner = self.a * q21 + q2 @ (self.s_weights * g1q)",
+      "inner = self.b * q21 + q2 @ (self.s_weights * g1q)",
+      "the product is seen through the second layer's linear part in the kernel",
+      ("tests/test_two_layer_activations.py::test_free_entropy_is_stationary_in_every_order_parameter",
+       "tests/test_two_layer_activations.py::test_linear_first_layer_reduces_to_the_product_channel")),
+    M("two-layer-first-layer-gap", "replica/two_layer.py",
+      "gap1 = self.b * float(self.s_weights @ (self.s2 * (self.g1_one - g1q)))",
+      "gap1 = self.a * float(self.s_weights @ (self.s2 * (self.g1_one - g1q)))",
+      "first layer's non-linear part is scaled by its own μ₁² instead of the second layer's",
+      ("tests/test_two_layer_activations.py::test_universal_branch_learns_only_the_linear_parts",)),
+    M("two-layer-q1hat-gamma2", "replica/two_layer.py",
+      "q1_hat = alpha / gam1 * g1p * (self.b * self.s2 + vg @ q2) / D",
+      "q1_hat = alpha / gam2 * g1p * (self.b * self.s2 + vg @ q2) / D",
+      "first-layer kernel derivative divided by γ₂ instead of the γ₁d² entries of W₁",
+      ("tests/test_two_layer_activations.py::test_linear_second_layer_reduces_to_one_hidden_layer_on_s",
+       "tests/test_two_layer_activations.py::test_free_entropy_is_stationary_in_every_order_parameter")),
+    M("two-layer-q2hat-gain", "replica/two_layer.py",
+      "+ np.outer(gain, q1) / gam1",
+      "+ np.outer(gain, q1) / gam2",
+      "rectangular-channel term of Q̂₂ divided by the wrong width",
+      ("tests/test_two_layer_activations.py::test_free_entropy_is_stationary_in_every_order_parameter",)),
+    M("cli-second-activation-ignored", "replica/cli.py",
+      "return TwoLayerModel(acts if len(acts) == 2 else act,",
+      "return TwoLayerModel(act,",
+      "--activation tanh2,erf silently uses tanh2 in both layers",
+      ("tests/test_two_layer_activations.py::test_build_model_takes_one_activation_per_layer",)),
+    # ---------------------------------------------------------------- one hidden layer (§5)
+    M("shallow-R2hat-factor", "replica/shallow.py",
+      "R2_hat_new = alpha * self.mu2**2 / D",
+      "R2_hat_new = alpha * self.mu2**2 / (2.0 * D)",
+      "conjugate of R₂ off by ½ in the iteration (the universal branch is solved apart)",
+      ("tests/test_shallow_specialization.py::test_specialized_solution_is_stationary",)),
+    M("shallow-qhat-without-readout", "replica/shallow.py",
+      "Qh = (alpha / self.gamma) * self.v2 * g_prime / D",
+      "Qh = (alpha / self.gamma) * g_prime / D",
+      "Q̂(v) loses its v² factor (invisible for v ≡ 1)",
+      ("tests/test_shallow_specialization.py::test_specialized_solution_is_stationary",)),
+    M("shallow-tilt-gain-gamma", "replica/shallow.py",
+      "Qh = Qh + self.tilt_gain(tau, R2_hat) / self.gamma * self.v2 * Q",
+      "Qh = Qh + self.tilt_gain(tau, R2_hat) * self.v2 * Q",
+      "HCIZ term of Q̂(v) without its 1/γ",
+      ("tests/test_shallow_specialization.py::test_specialized_solution_is_stationary",)),
+    M("shallow-free-entropy-R2-term", "replica/shallow.py",
+      "+ (self.R_d - R2) * R2_hat / (4 * alpha)",
+      "+ (self.R_d - R2) * R2_hat / (2 * alpha)",
+      "R₂ R̂₂ term of f off by 2",
+      ("tests/test_shallow_universal.py::test_universal_branch_is_stationary",)),
+    # ---------------------------------------------------------------- deep (§6.1)
+    M("deep-chain-rule", "replica/deep.py",
+      "B = B * gpe * q",
+      "B = B * gpe",
+      "kernel derivative of inner layers misses a factor of the chain rule (L ≥ 3)",
+      ("tests/test_deep.py::test_free_entropy_is_stationary",)),
+    # ---------------------------------------------------------------- spectral integrals (§4)
+    M("symmetric-mmse-constant", "hciz/symmetric.py",
+      "_FOUR_PI2_3 = 4.0 * np.pi ** 2 / 3.0",
+      "_FOUR_PI2_3 = np.pi ** 2 / 3.0",
+      "mmse_S(λ) = (1 − (4π²/3)∫ρ³)/λ with the wrong constant",
+      ("tests/test_hciz_symmetric.py::test_reference_tables_direct",)),
+    M("rectangular-inverse-moment-term", "hciz/rectangular.py",
+      "k = 0.5 * (self.r1 - 1.0)",
+      "k = (self.r1 - 1.0)",
+      "the ((R1 − 1)²/4) E_ν[1/t] term of the rectangular MMSE off by 4",
+      ("tests/test_hciz_rectangular.py::test_mmse_equivalent_forms",
+       "tests/test_hciz_rectangular.py::test_against_published_analytic_curves")),
+    M("rectangular-high-snr-rank", "hciz/rectangular.py",
+      "    r = min(1.0, r2)\n    return r * (1.0 + r1 - r) / r1",
+      "    r = r2\n    return r * (1.0 + r1 - r) / r1",
+      "large-λ coefficient ignores that the rank of S is min(M, N, P)",
+      ("tests/test_hciz_rectangular.py::test_small_noise_limit",)),
+    M("rectangular-iota-factor", "hciz/rectangular.py",
+      'tab["iota_one"] = 0.5 * (1.0 - tab["int_small"] - tab["ia"].scalar(0.0))',
+      'tab["iota_one"] = 0.25 * (1.0 - tab["int_small"] - tab["ia"].scalar(0.0))',
+      "ι_rect is not ½∫mmse above λ = 1 (I-MMSE)",
+      ("tests/test_hciz_rectangular.py::test_i_mmse_relation",)),
+    M("rectangular-transitions-lazy", "hciz/rectangular.py",
+      "        self.tables  # noqa: B018 - builds or loads the tables, which set the transitions\n",
+      "",
+      "channel.transitions is None until another call builds the tables",
+      ("tests/test_hciz_rectangular.py::test_transitions_are_built_on_first_access",)),
+    # ---------------------------------------------------------------- priors and activations
+    M("gaussian-prior-free-entropy", "priors/weight_priors.py",
+      "return 0.5 * r - 0.5 * np.log1p(r)",
+      "return 0.5 * r - np.log1p(r)",
+      "ψ of the Gaussian prior breaks ψ'(r) = m(r)/2",
+      ("tests/test_priors.py::test_i_mmse_free_entropy_derivative_is_half_overlap",)),
+    M("activation-g-keeps-quadratic", "replica/activations.py",
+      "degrees = set(self.drop_hermite) | {0, 1, 2}",
+      "degrees = set(self.drop_hermite) | {0, 1}",
+      "g(q) keeps the degree-2 Hermite term (it belongs to the HCIZ part)",
+      ("tests/test_activations.py::test_g_matches_hermite_series_for_small_q",)),
+]
+
+
+# --------------------------------------------------------------------------- machinery
+def _copy_repository(dest: Path) -> None:
+    """Copy the files git knows (tracked and untracked-not-ignored) to ``dest``."""
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                            capture_output=True, check=True).stdout.decode().split("\0")
+    for rel in filter(None, listed):
+        src = ROOT / rel
+        if not src.is_file():
+            continue
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src, target)
+
+
+def _check_texts(mutations) -> list:
+    """Mutations whose old text is not found exactly once (the list is out of date)."""
+    stale = []
+    for m in mutations:
+        path = ROOT / m.file
+        count = path.read_text().count(m.old) if path.exists() else 0
+        if count != 1:
+            stale.append((m, count))
+    return stale
+
+
+def _environment(copy: Path) -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(copy) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env.setdefault("NUMBA_NUM_THREADS", "1")
+    env.setdefault("OMP_NUM_THREADS", "1")
+    env.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=1")
+    env.pop("REPLICA_HCIZ_REQUIRE_EXTRAS", None)
+    return env
+
+
+def _pytest(copy: Path, tests, timeout: float, *, stop_first=True):
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider",
+           "--no-header", "-rfE", *(["-x"] if stop_first else []), *tests]
+    t0 = time.perf_counter()
+    try:
+        out = subprocess.run(cmd, cwd=copy, env=_environment(copy), capture_output=True, text=True,
+                             timeout=timeout)
+        rc, text = out.returncode, (out.stdout + out.stderr)
+    except subprocess.TimeoutExpired:
+        rc, text = None, "timeout"
+    return rc, text, time.perf_counter() - t0
+
+
+def _summary_line(text: str) -> str:
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    return lines[-1] if lines else ""
+
+
+def _killer(text: str) -> str:
+    """Node id of the first failing test in a pytest summary ("" if none)."""
+    for line in text.splitlines():
+        if line.startswith(("FAILED ", "ERROR ")):
+            return line.split(" ", 1)[1].split(" - ", 1)[0].strip()
+    return ""
+
+
+def _run_one(m: Mutation, copy: Path, timeout: float):
+    path = copy / m.file
+    original = path.read_text()
+    path.write_text(original.replace(m.old, m.new, 1))
+    try:
+        rc, text, seconds = _pytest(copy, m.tests, timeout)
+    finally:
+        path.write_text(original)
+    if rc is None:
+        verdict = "killed (timeout)"
+    elif rc == 1:
+        verdict = "killed"
+    elif rc == 2:  # collection error: the mutated module no longer imports
+        verdict = "killed (collection)"
+    elif rc == 0:
+        verdict = "SURVIVED"
+    else:  # 3 internal error, 4 usage error, 5 nothing collected, < 0 a signal
+        verdict = f"ERROR (pytest exit {rc})"
+    killer = _killer(text)
+    return m, verdict, seconds, f"{_summary_line(text)}{'  by ' + killer if killer else ''}"
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--list", action="store_true", help="list the mutations and exit")
+    p.add_argument("--only", action="append", default=[], metavar="NAME", help="run only this mutation (repeatable)")
+    p.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1),
+                   help="mutations run in parallel, each in its own copy (default: min(2, CPU cores))")
+    p.add_argument("--timeout", type=float, default=600.0, help="seconds per test run (default 600)")
+    p.add_argument("--skip-baseline", action="store_true",
+                   help="do not first check that the named tests pass on the unmutated code")
+    args = p.parse_args(argv)
+
+    mutations = MUTATIONS
+    if args.only:
+        unknown = sorted(set(args.only) - {m.name for m in MUTATIONS})
+        if unknown:
+            p.error(f"unknown mutation(s): {', '.join(unknown)}")
+        mutations = [m for m in MUTATIONS if m.name in args.only]
+    if args.list:
+        for m in mutations:
+            print(f"{m.name:44s} {m.file:30s} {m.breaks}")
+            print(f"{'':44s} tests: {' '.join(m.tests)}")
+        return 0
+    names = [m.name for m in MUTATIONS]
+    if len(set(names)) != len(names):
+        print("duplicate mutation names", file=sys.stderr)
+        return 2
+    stale = _check_texts(mutations)
+    if stale:
+        for m, count in stale:
+            print(f"STALE {m.name}: old text found {count} times in {m.file} (expected once); update the list",
+                  file=sys.stderr)
+        return 1
+
+    t_start = time.perf_counter()
+    jobs = max(1, min(args.jobs, len(mutations)))
+    with tempfile.TemporaryDirectory(prefix="mutation-check-") as tmp:
+        copies = []
+        for j in range(jobs):
+            copy = Path(tmp) / f"copy{j}"
+            _copy_repository(copy)
+            copies.append(copy)
+        if not args.skip_baseline:
+            tests = sorted({t for m in mutations for t in m.tests})
+            rc, text, seconds = _pytest(copies[0], tests, args.timeout * 2, stop_first=False)
+            print(f"baseline: {len(tests)} test selections on the unmutated copy: {_summary_line(text)} "
+                  f"({seconds:.0f} s)", flush=True)
+            if rc != 0:
+                print(text[-4000:], file=sys.stderr)
+                print("the named tests fail without any mutation; fix them first", file=sys.stderr)
+                return 1
+        results = []
+
+        def work(index):
+            m = mutations[index]
+            copy = copies[index % jobs]
+            return _run_one(m, copy, args.timeout)
+
+        # mutation i runs in copy i mod jobs; one worker per copy so a copy is never shared
+        def worker(j):
+            out = []
+            for i in range(j, len(mutations), jobs):
+                res = work(i)
+                m, verdict, seconds, summary = res
+                print(f"{verdict:18s} {m.name:44s} {seconds:6.1f} s  {summary}", flush=True)
+                out.append(res)
+            return out
+
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            for chunk in pool.map(worker, range(jobs)):
+                results.extend(chunk)
+
+    survivors = [m for m, verdict, _, _ in results if not verdict.startswith("killed")]
+    killed = len(results) - len(survivors)
+    print(f"killed {killed} of {len(results)} ({time.perf_counter() - t_start:.0f} s, {jobs} in parallel)")
+    for m in survivors:
+        verdict = next(v for mm, v, _, _ in results if mm is m)
+        print(f"  {verdict}: {m.name} ({m.file}): {m.breaks}; tests {' '.join(m.tests)}")
+    return 0 if not survivors else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

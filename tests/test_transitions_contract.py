@@ -1,0 +1,72 @@
+"""Transitions are what their definitions say, checked by solving at the reported α.
+
+For first-order transitions (γ = 0.5, Δ = 0.1; docs/theory.md §5.2) of an odd activation (tanh2:
+flat universal branch, measured α_sp = 1.620, α_c = 1.758) and of an activation with a
+quadratic part (``hermite:2=0.4,3=1``: the universal branch learns, so its free entropy
+changes with α; measured α_sp = 0.7993, α_c = 0.8144):
+
+* ``alpha_sp`` (spinodal): the specialized branch exists just above it and not just below;
+* ``alpha_c`` (thermodynamic transition): the specialized and universal free entropies are
+  equal there, the universal one larger just below and the specialized one just above.
+
+Independent of how :mod:`replica.branches` brackets and refines them.
+"""
+
+import numpy as np
+import pytest
+
+from replica.branches import sweep
+from replica.shallow import ShallowModel
+
+
+CASES = {"tanh2": np.array([1.0, 1.7, 3.5]), "hermite:2=0.4,3=1": np.array([0.5, 0.81, 2.0])}
+
+
+@pytest.fixture(scope="module", params=sorted(CASES))
+def solved(request):
+    model = ShallowModel(request.param, 0.5, 0.1)
+    result = sweep(model, CASES[request.param], progress=False)
+    return model, result
+
+
+def _first_specialized_point(result):
+    """Packed point of the specialized branch at the smallest α where it exists."""
+    spec = result.branches["specialized"]
+    return spec.points[int(np.flatnonzero(spec["exists"])[0])]
+
+
+def _specialized(model, alpha, warm, *, overlaps=None, **kw):
+    res = model.solve_from(alpha, overlaps, warm, start="informed", **kw)
+    ok = res.converged and "state" in res.info and np.max(res.info["state"].overlaps) > 1e-3
+    return ok, res
+
+
+def test_spinodal_is_where_the_branch_appears(solved):
+    model, result = solved
+    a_sp = result.transitions["alpha_sp"]
+    assert result.alpha[0] < a_sp < result.alpha[1]
+    ok_above, above = _specialized(model, a_sp * (1 + 1e-5), _first_specialized_point(result), method="newton")
+    assert ok_above
+    ok_below, _ = _specialized(model, a_sp * (1 - 1e-5), above.x, method="newton")
+    assert not ok_below
+    # the damped iteration from the informed start agrees: no specialized point below
+    ok_damped, _ = _specialized(model, a_sp * (1 - 1e-3), None, overlaps=model.starts()["informed"][0],
+                                max_iter=3000)
+    assert not ok_damped
+
+
+def test_thermodynamic_transition_is_the_free_entropy_crossing(solved):
+    model, result = solved
+    a_c = result.transitions["alpha_c"]
+    assert result.alpha[1] < a_c < result.alpha[2]
+    warm = _first_specialized_point(result)
+    diffs = []
+    for factor in (1 - 1e-3, 1.0, 1 + 1e-3):
+        ok, res = _specialized(model, a_c * factor, warm)
+        assert ok
+        warm = res.x
+        diffs.append(res.info["state"].free_entropy - model.solve_universal(a_c * factor).info["state"].free_entropy)
+    assert diffs[0] < 0 < diffs[2]
+    assert abs(diffs[1]) < 1e-9
+    # the equilibrium on the grid follows: universal below α_c, specialized above
+    assert list(result.equilibrium["branch"]) == ["universal", "universal", "specialized"]
