@@ -251,8 +251,10 @@ class _Curve:
         # constants of the linear factors at each anchor, exactly 0 where they vanish
         self.consts = np.where(vanish, 0.0, self.betas * (self.anchors[:, None] - self.roots))
         self.degree = 2 * (len(inner) + 1)
-        self._charts = [self._chart(ia, 1.0 if ia == 0 else delta * abs(a))
-                        for ia, a in enumerate(self.anchors)]
+        # chart scale Δ·min N_i/M at the poles (roots cluster within O(Δ) of them at small Δ;
+        # for two factors this is the scale Δ of the N×N ψ-transform)
+        scale = delta * min(inner)
+        self._charts = [self._chart(ia, 1.0 if ia == 0 else scale) for ia in range(self.anchors.size)]
         self._support = None
         self._near = np.empty(0)
         self._quad = None
@@ -440,7 +442,8 @@ class _Curve:
             edges, near = self.critical_values()
             # cut the quadrature at complex critical values close to the axis and at real
             # ones inside the support (cusps, near-merging bulks; spurious ones are harmless)
-            self._near = np.sort(np.concatenate([near, edges]))
+            # (p >= 3 factors only; two-factor products keep the cuts of the quartic)
+            self._near = np.sort(np.concatenate([near, edges])) if len(self.inner) > 1 else near
             pts = np.concatenate([[0.0], edges])
             mids = 0.5 * (pts[:-1] + pts[1:])
             m = self.m_upper(mids.astype(complex))
