@@ -3,7 +3,10 @@ r"""Rectangular matrix denoising: spectral law, optimal RIE, MMSE and mutual inf
 Channel (docs/theory.md §4.2).  ``S = U_L U_R / sqrt(N sqrt(M P))`` with ``U_L`` (M×N) and
 ``U_R`` (N×P) iid standard Gaussian, observed as ``Y = S + sqrt(Δ) Z`` with ``Z`` iid
 Gaussian of variance ``1/sqrt(M P)``; aspect ratios ``R1 = P/M >= 1`` and ``R2 = N/M``.
-All errors are per ``‖·‖_F² / sqrt(M P)``.  In that normalization the signal power is
+More generally ``S = U_1 U_2 ⋯ U_p / sqrt(N_1 ⋯ N_{p−1} sqrt(M P))``, a product of
+``p >= 2`` Gaussian factors with inner dimensions ``N_i`` (``aspect_ratio_n`` is then the
+sequence of the ``N_i/M``; docs/deep_linear.md §5).  All errors are per
+``‖·‖_F² / sqrt(M P)``.  In that normalization the signal power is
 
     E‖S‖_F² / sqrt(MP) = M P N / (N sqrt(MP)) / sqrt(MP) = 1,
 
@@ -14,28 +17,43 @@ and the noise power is Δ.  Equivalently, with ``S̃ = (MP)^{1/4} S = U_L U_R / 
 
 Notes
 -----
+**Prior law (free multiplicative convolution).**  ``X = S Sᵀ/sqrt(R1)`` is the M×M Gram
+matrix of ``Π_i U_i/sqrt(N_i)`` (``N_p = P``), a free product of Marchenko–Pastur laws; in
+the M-dimensional normalization its S-transform is the product of theirs,
+``S_X(ψ) = Π_{i=1}^{p} 1/(1 + ψ M/N_i)`` (Burda et al. 2010).  With ``e_i = 1 + ψ M/N_i``,
+``χ_X(ψ) = ψ S_X/(1 + ψ)``, so ``ψ`` parametrizes the curve of ``X`` rationally:
+``ζ_X = (1 + ψ) Π_i e_i / ψ`` and ``∫ dX(t)/(ζ_X − t) = ψ / Π_i e_i``.
+
 **Spectral curve.**  Let ``ν`` be the limiting eigenvalue law of ``Y Yᵀ`` (M×M) and
 ``m(z) = ∫ dν(t)/(t − z)``.  By the Dozier–Silverstein equation for information-plus-noise
-matrices (noise variance ``σ² = Δ sqrt(R1)``, ``c = 1/R1``),
+matrices (noise variance ``σ² = Δ sqrt(R1)``, ``c = 1/R1``; the rectangular free
+convolution of the signal's singular-value law with the noise's),
 ``m = w m_H(w² z − b w)``, ``w = 1 + a m``, with ``a = Δ/sqrt(R1)``,
-``b = Δ (R1 − 1)/sqrt(R1)`` and ``H`` the law of ``S Sᵀ``.  ``H`` is a free product of two
-Marchenko–Pastur laws (ratios ``R2`` and ``φ = R2/R1``, scale ``κ = R2/sqrt(R1)``); its
-S-transform gives a *rational* parametrization of the whole curve by ``ψ`` (the
-ψ-transform of the N×N product): with ``f1 = 1+ψ``, ``f2 = 1+φψ``, ``f3 = 1+R2 ψ``,
+``b = Δ (R1 − 1)/sqrt(R1)`` and ``H = sqrt(R1) X`` the law of ``S Sᵀ``.  Inserting the
+parametrization of ``H`` gives the whole curve rationally in ``ψ``: with
+``E'(ψ) = Π_{i<p} (1 + ψ M/N_i)`` (inner factors only),
 
-    m(ψ) = −κ ψ / D(ψ),       D = f1 f2 + Δ φ ψ,
-    z(ψ) = D(ψ) C(ψ) / (κ ψ f1),   C = f1 f3 + Δ R2 ψ.
+    m(ψ) = −sqrt(R1) ψ / D(ψ),          D = (R1 + ψ) E' + Δ ψ,
+    z(ψ) = D(ψ) C(ψ) / (sqrt(R1) ψ E'),  C = (1 + ψ) E' + Δ ψ.
 
-Solving ``z(ψ) = z`` is the quartic ``D C − z κ ψ f1 = 0``; it is the quartic of
+Solving ``z(ψ) = z`` is a polynomial equation of degree ``2p`` (a naive derivation has the
+spurious factor ``R1 + ψ``, which cancels exactly because ``b = a (R1 − 1)``).  For
+``p = 2`` (``ψ = R2 ψ₂`` with ``ψ₂`` the ψ-transform of the N×N product) it is the quartic of
 docs/theory.md §4.2 after the change of variable ``u = −m`` (checked: identical root sets).
-A naive derivation gives a quintic with the spurious factor ``(1 + φψ)``; it cancels
-exactly because ``b = a (R1 − 1)``.  Roots are found by companion matrices in four
-charts ``ψ = A + s η`` (``A ∈ {0, −1, −1/φ, −1/R2}``, ``s = Δ`` for the three poles),
-polished by Newton in the factored form (so that the clusters of width ``O(Δ)`` that
-appear at small Δ keep full relative accuracy); the physical root is the one with
-``Im m ≥ 0``, ``Im m_H ≥ 0``, ``Im ζ ≥ 0`` of largest ``Im m``.  The symmetrized
+Roots are found by companion matrices in charts ``ψ = A + s η`` anchored at the roots
+``A ∈ {0, −1, −R1, −N_i/M}`` of the linear factors (``s = Δ min_i N_i/M`` at the poles),
+polished by Newton in the factored form, every factor that vanishes at the anchor being
+exactly ``β s η`` (so that the clusters of width ``O(Δ)`` that appear at small Δ keep full
+relative accuracy).  The physical root has ``Im m ≥ 0``, ``Im m_H ≥ 0``, ``Im ζ ≥ 0``,
+``Im ψ ≤ 0`` and, for ``p >= 3`` where these no longer single it out, satisfies the
+subordination constraint of free multiplicative convolution (Biane 1998): ``ζ/Π_{i∈J} e_i``
+stays in the upper half-plane for every subset ``J`` of factors, i.e. the winding
+``arg ζ − Σ_i arg e_i ≤ π``; among those, the root of largest ``Im m``.  The symmetrized
 singular-value law ``μ_Y`` has ``G(x) = ∫ dμ_Y(t)/(x − t) = −x m(x²)`` and density
 ``ρ(x) = |x| Im m(x² + i0)/π``.  Support edges are the critical values of ``z(ψ)``.
+Checks of the p-factor law (tests/test_hciz_product.py): ``∫ρ = 1``,
+``∫x² dμ_Y = sqrt(R1)(1 + Δ)`` and ``∫x⁴ dμ_Y = (R1 + 1)(1 + Δ)² + R1 Σ_{i<p} M/N_i``
+(Wick) to 1e-10; an inner dimension ``N → ∞`` gives the ``p − 1``-factor channel.
 
 **MMSE without finite differences.**  The optimal estimator is the posterior mean, so
 Tweedie's formula holds exactly at every size: ``Ŝ = Y + (Δ/sqrt(MP)) ∇ ln p(Y)`` and
@@ -50,8 +68,10 @@ give ``∫ (Re G)² dμ_Y = (π²/3) ∫ ρ³ dx`` and ``∫ Re G(x)/x dμ_Y = 0
 
     mmse(Δ) = Δ − (4 Δ² / R1^{3/2}) [ (π²/3) ∫ ρ_Y(x)³ dx + ((R1 − 1)²/4) E_ν[1/t] ],
 
-with the closed form ``E_ν[1/t] = m(0) = −κ ψ₀ / D(ψ₀)``, ``ψ₀`` the root of
-``f1 f3 + Δ R2 ψ = 0`` in ``(−1, 0)`` closest to 0.  ``∫ ρ³`` is a tanh–sinh quadrature on
+with the closed form ``E_ν[1/t] = m(0) = −sqrt(R1) ψ₀ / ((R1 − 1) E'(ψ₀))``, ``ψ₀`` the
+largest negative root of ``C`` (there ``D = (R1 − 1) E'``).  The prior is
+bi-rotation-invariant for every p, so the posterior mean is a rotation-invariant estimator
+and these formulas, which only involve ``μ_Y``, hold for products of any number of factors.  ``∫ ρ³`` is a tanh–sinh quadrature on
 each support interval (double-exponential clustering at the square-root edges); where two
 bulks have just merged (e.g. R1 = 2, R2 = 0.2 at Δ ≈ 1.289) the density has a narrow dip
 at the real part of the nearby complex critical value, and the interval is cut there
@@ -59,8 +79,8 @@ at the real part of the nearby complex critical value, and the interval is cut t
 
 At large Δ the formula above cancels (``mmse → 1``, ``overlap = O(1/Δ)``).  In the
 parametrization the shrinkage itself is cancellation-free:
-``x f(x) = Re[(f1² f2 f3 − Δ² R2 φ ψ²)/(κ ψ f1)]`` (the terms linear in Δ cancel
-identically), and ``overlap = 1 − mmse = R1^{-1/2} ∫ f² dμ_Y`` (orthogonality of the
+``x f(x) = Re[((1 + ψ)(R1 + ψ) E'² − Δ² ψ²)/(sqrt(R1) ψ E')]`` (the terms linear in Δ
+cancel identically), and ``overlap = 1 − mmse = R1^{-1/2} ∫ f² dμ_Y`` (orthogonality of the
 posterior mean) is then accurate to ~1e-16 *absolute*; it is used for Δ >= 1.
 This is the Δ-derivative form of Troiani et al. (docs/theory.md §4.2),
 ``Δ − (2Δ²/R1) d/dΔ[Σ(μ_Y) + (R1 − 1) ∫ ln|x| dμ_Y]`` in closed form.  Checks (tests):
@@ -79,13 +99,20 @@ which is the form used by the deep theory (docs/theory.md §6.2, ``ι_rect`` per
 ``W₂:₁``; multiply by ``k₂ d / d²`` for a per-d² quantity).  ``overlap(λ) = 1 − mmse(λ)``
 (signal power 1, so ``overlap(0) = 0``).
 
-**Asymptotics.**  Small λ: ``overlap = λ − λ² + (1 + R1/R2²) λ³ + O(λ⁴)``; the first
-two terms are those of any prior with uncorrelated unit-variance entries, the λ³
-coefficient is a numerical observation (checked to ~1e-3 for several (R1, R2); it only
-serves below λ = 1e-6, where it is below double precision).  Large λ:
-``mmse = c₁/λ + c₂/λ² + …`` with ``c₁ = r (M + P − r)/(M P)``, ``r = min(M, N, P)`` the
+**Asymptotics.**  Small λ: ``overlap = λ − λ² + c₃ λ³ + O(λ⁴)`` with
+``c₃ = 1 + R1 (Σ_{i<p} M/N_i)²`` (``1 + R1/R2²`` for two factors); the first two terms are
+those of any prior with uncorrelated unit-variance entries, the excess of ``c₃`` over its
+Gaussian value 1 is the sum of the squared fourth cumulants
+``κ(S̃_ij, S̃_ij', S̃_i'j, S̃_i'j') ≈ Σ_i 1/N_i`` over the ``M²P²`` quadruples, per entry
+(a leading-order count, checked to ~1e-3 for several shapes; it only serves below
+λ = 1e-6, where it is below double precision).  Large λ:
+``mmse = c₁/λ + …`` with ``c₁ = r (M + P − r)/(M P)``, ``r = min(M, N_1, …, P)`` the
 rank of ``S`` (dimension of the manifold of rank-r matrices), i.e.
-``c₁ = min(1, R2)(1 + R1 − min(1, R2))/R1``; the expansion is analytic in Δ (checked).
+``c₁ = min(1, R2)(1 + R1 − min(1, R2))/R1`` with ``R2 = min_i N_i/M``.  The next order is
+``c₂/λ²`` (analytic in Δ, checked) when no two of ``M, N_i`` coincide; a square inner
+factor (``N_i = M``) gives a correction ``∝ Δ^{1/2}`` (p = 2) or ``∝ Δ^{1/3}`` (two of them),
+because the prior density diverges at 0.  The tables use ``c₁/λ + c₂/λ²`` only beyond
+λ = 1e8, where the difference is below 1e-11 absolute.
 
 **Tables.**  ``RectangularChannel`` tabulates ``ln(overlap/λ)`` (λ <= 1) and ``ln mmse``
 (λ >= 1) in ``t = ln λ`` on adaptive piecewise Chebyshev panels (order 16), with
@@ -108,6 +135,11 @@ References
    (2007) 678–694.
 .. [4] D. Guo, S. Shamai, S. Verdú, "Mutual information and minimum mean-square error in
    Gaussian channels", IEEE Trans. Inf. Theory 51 (2005) 1261–1282 (I-MMSE).
+.. [5] Z. Burda, A. Jarosz, G. Livan, M. A. Nowak, A. Swiech, "Eigenvalues and singular
+   values of products of rectangular Gaussian random matrices", Phys. Rev. E 82 (2010)
+   061114 (S-transform of a product of rectangular Gaussian factors).
+.. [6] P. Biane, "Processes with free increments", Math. Z. 227 (1998) 143–174
+   (subordination for free multiplicative convolution).
 """
 
 from __future__ import annotations
@@ -143,7 +175,7 @@ _QUAD_STEP = 1.0 / 16.0  # tanh-sinh step: converged to ~1e-15 on the checks (1/
 _GEOMETRIC_CUT = 8.0  # ratio of the extra quadrature cuts above a small lower edge (p >= 3 factors)
 
 
-def signal_power(aspect_ratio_p: float = 1.0, aspect_ratio_n: float = 1.0) -> float:
+def signal_power(aspect_ratio_p: float = 1.0, aspect_ratio_n=1.0) -> float:
     """Signal power ``E‖S‖_F²/sqrt(MP)`` of the product channel.
 
     Returns
@@ -180,7 +212,7 @@ def low_snr_cubic(aspect_ratio_p: float, aspect_ratio_n) -> float:
     return 1.0 + r1 * sum(1.0 / n for n in _inner_tuple(r2)) ** 2
 
 
-def low_snr_slope(aspect_ratio_p: float = 1.0, aspect_ratio_n: float = 1.0) -> float:
+def low_snr_slope(aspect_ratio_p: float = 1.0, aspect_ratio_n=1.0) -> float:
     """``d overlap/dλ`` at λ = 0, equal to 1 (uncorrelated unit-variance entries of S̃)."""
     _check_ratios(aspect_ratio_p, aspect_ratio_n)
     return 1.0
@@ -558,7 +590,7 @@ def _curve(r1, r2, delta):
 # ---------------------------------------------------------------------------------------
 # public direct (uncached-table) functions
 # ---------------------------------------------------------------------------------------
-def stieltjes(x, delta: float, *, aspect_ratio_p: float, aspect_ratio_n: float):
+def stieltjes(x, delta: float, *, aspect_ratio_p: float, aspect_ratio_n):
     """Stieltjes transform ``G(x) = ∫ dμ_Y(t)/(x − t)`` of the symmetrized singular-value law.
 
     Parameters
@@ -568,7 +600,8 @@ def stieltjes(x, delta: float, *, aspect_ratio_p: float, aspect_ratio_n: float):
     delta : float
         Noise variance Δ > 0.
     aspect_ratio_p, aspect_ratio_n : float
-        ``R1 = P/M >= 1`` and ``R2 = N/M > 0``.
+        ``R1 = P/M >= 1`` and ``R2 = N/M > 0`` (or the sequence of inner ratios ``N_i/M`` of a product of
+        p ≥ 3 factors).
 
     Returns
     -------
@@ -605,7 +638,7 @@ def stieltjes(x, delta: float, *, aspect_ratio_p: float, aspect_ratio_n: float):
     return out.reshape(shape)
 
 
-def density(x, delta: float, *, aspect_ratio_p: float, aspect_ratio_n: float):
+def density(x, delta: float, *, aspect_ratio_p: float, aspect_ratio_n):
     """Density of the symmetrized singular-value law ``μ_Y`` of ``Y``.
 
     Parameters
@@ -613,7 +646,8 @@ def density(x, delta: float, *, aspect_ratio_p: float, aspect_ratio_n: float):
     x : array_like of float
         Points (any shape); the law is symmetric, ``ρ(−x) = ρ(x)``.
     delta, aspect_ratio_p, aspect_ratio_n : float
-        Δ > 0, ``R1 = P/M >= 1``, ``R2 = N/M > 0``.
+        Δ > 0, ``R1 = P/M >= 1``, ``R2 = N/M > 0`` (or the sequence of inner ratios ``N_i/M`` of a product of
+        p ≥ 3 factors).
 
     Returns
     -------
@@ -630,21 +664,21 @@ def density(x, delta: float, *, aspect_ratio_p: float, aspect_ratio_n: float):
     return rho.reshape(x.shape)
 
 
-def support(delta: float, *, aspect_ratio_p: float, aspect_ratio_n: float):
+def support(delta: float, *, aspect_ratio_p: float, aspect_ratio_n):
     """Support of ``μ_Y`` on the positive half-line (the law is symmetric).
 
     Returns
     -------
     ndarray of float, shape (k, 2)
-        Disjoint intervals ``[lo, hi]`` of singular values, increasing; ``k`` is 1 or 2
-        (a separate bulk near 0 appears when ``R2 < 1`` and Δ is small).  The full
+        Disjoint intervals ``[lo, hi]`` of singular values, increasing; for two factors
+        ``k`` is 1 or 2 (a separate bulk near 0 appears when ``R2 < 1`` and Δ is small).  The full
         support is their union with the mirror images.
     """
     r1, r2 = _check_ratios(aspect_ratio_p, aspect_ratio_n)
     return np.sqrt(_curve(r1, r2, _check_delta(delta)).support_lambda())
 
 
-def shrinkage(sigma, delta: float, *, aspect_ratio_p: float, aspect_ratio_n: float):
+def shrinkage(sigma, delta: float, *, aspect_ratio_p: float, aspect_ratio_n):
     """Optimal singular-value shrinkage ``f(σ) = σ − (2Δ/√R1)(Re G(σ) + (R1 − 1)/(2σ))``.
 
     Parameters
@@ -672,7 +706,7 @@ def shrinkage(sigma, delta: float, *, aspect_ratio_p: float, aspect_ratio_n: flo
     return np.maximum(sigma - 2.0 * delta / math.sqrt(r1) * h, 0.0)
 
 
-def denoise(y, delta: float, *, aspect_ratio_p: float | None = None, aspect_ratio_n: float):
+def denoise(y, delta: float, *, aspect_ratio_p: float | None = None, aspect_ratio_n):
     """Apply the optimal rotationally invariant denoiser to an observed matrix.
 
     Parameters
@@ -726,7 +760,7 @@ def denoise(y, delta: float, *, aspect_ratio_p: float | None = None, aspect_rati
     return out.T if transpose else out
 
 
-def mmse_noise(delta: float, *, aspect_ratio_p: float, aspect_ratio_n: float) -> float:
+def mmse_noise(delta: float, *, aspect_ratio_p: float, aspect_ratio_n) -> float:
     """Direct (untabulated) MMSE per ``‖·‖_F²/sqrt(MP)`` at noise variance Δ.
 
     Parameters
@@ -734,7 +768,8 @@ def mmse_noise(delta: float, *, aspect_ratio_p: float, aspect_ratio_n: float) ->
     delta : float
         Δ > 0.
     aspect_ratio_p, aspect_ratio_n : float
-        ``R1 = P/M >= 1``, ``R2 = N/M > 0``.
+        ``R1 = P/M >= 1``, ``R2 = N/M > 0`` (or the sequence of inner ratios ``N_i/M`` of a product of
+        p ≥ 3 factors).
 
     Returns
     -------
@@ -907,8 +942,10 @@ class RectangularChannel:
     ----------
     aspect_ratio_p : float
         ``R1 = P/M >= 1`` (transpose the problem if ``P < M``).
-    aspect_ratio_n : float
-        ``R2 = N/M > 0`` (inner dimension of ``S = U_L U_R/sqrt(N sqrt(MP))``).
+    aspect_ratio_n : float or sequence of float
+        ``R2 = N/M > 0`` (inner dimension of ``S = U_L U_R/sqrt(N sqrt(MP))``), or the inner
+        ratios ``N_i/M > 0`` of a product of ``p = len + 1 >= 3`` Gaussian factors (any
+        order; stored sorted, as a tuple).
     resolution : int, optional
         Chebyshev order per table panel (>= 8, default 16).  Panels are refined until
         the trailing coefficients are below 1e-13 (or the rounding floor of the direct
@@ -929,10 +966,11 @@ class RectangularChannel:
     call of a table method (a few seconds; about 300–500 direct evaluations) on
     ``ln λ ∈ [ln 1e-6, ln 1e8]``, in two charts: ``ln(overlap/λ)`` for ``λ <= 1`` and
     ``ln mmse`` for ``λ >= 1``, so that both small overlaps and small errors keep full
-    relative accuracy.  Outside: ``overlap = λ − λ² + (1 + R1/R2²) λ³`` for
-    ``λ < 1e-6`` (the λ³ coefficient is a numerical observation, verified to ~1e-4 and
-    irrelevant there at double precision) and ``mmse = c₁/λ + c₂/λ²`` for ``λ > 1e8``
-    (``c₁`` exact, ``c₂`` matched to the table end).
+    relative accuracy.  Outside: ``overlap = λ − λ² + c₃ λ³`` for ``λ < 1e-6``
+    (:func:`low_snr_cubic`, verified to ~1e-4 and irrelevant there at double precision) and
+    ``mmse = c₁/λ + c₂/λ²`` for ``λ > 1e8`` (``c₁`` exact, ``c₂`` matched to the table end).
+    A product of ``p >= 3`` factors (``aspect_ratio_n`` a sequence) costs about 10 s of
+    table building per shape (direct evaluations 5–20× slower than for two factors).
 
     References
     ----------
@@ -943,7 +981,7 @@ class RectangularChannel:
     def __init__(
         self,
         aspect_ratio_p: float,
-        aspect_ratio_n: float,
+        aspect_ratio_n,
         *,
         resolution: int = 16,
         use_disk_cache: bool = True,

@@ -545,6 +545,61 @@ class DeepLinearModel:
         """No packed entry is free on the universal branch (``Q ≡ 0``)."""
         return np.array([], dtype=int)
 
+    # ------------------------------------------------------- grid error estimate
+    def refined(self) -> "DeepLinearModel":
+        """The same model on an s-grid of twice as many nodes (built once)."""
+        if getattr(self, "_refined_model", None) is None:
+            self._refined_model = DeepLinearModel(
+                list(self.activations), tuple(self.gammas), self.delta, weight_prior=list(self.weight_priors),
+                readout_law=self.readout_law, s_grid=2 * self.n_s, tilt_split=self.tilt_split)
+        return self._refined_model
+
+    def _interpolate_to(self, fine, x) -> np.ndarray:
+        """Packed point ``x`` of this model carried onto the s-grid of ``fine``: every profile
+        is interpolated piecewise linearly along its inner-layer (s-labelled) axes."""
+        coarse_s, fine_s = self.s_values, fine.s_values
+        out = {}
+        for (ell, m), q in self.unpack(x).items():
+            if 1 <= ell <= self.L - 1:  # rows labelled by s_ℓ
+                q = np.array([np.interp(fine_s, coarse_s, col) for col in q.T]).T
+            if 1 <= m - 1 <= self.L - 1:  # columns labelled by s_{m−1}
+                q = np.array([np.interp(fine_s, coarse_s, row) for row in q])
+            out[(ell, m)] = q
+        return fine.pack(out)
+
+    def discretization_error(self, alpha, x, **solver_options) -> float:
+        """Change of the solution at ``x`` when the s-grid of every inner layer is doubled.
+
+        The profiles at ``x`` are interpolated (piecewise linearly in each s label) onto the
+        nodes of :meth:`refined` and the equations are solved there from that start, as
+        :meth:`replica.two_layer.TwoLayerModel.discretization_error` does for L = 2.
+
+        Parameters
+        ----------
+        alpha : float
+        x : ndarray, shape (size,)
+            A converged packed point of this model.
+        **solver_options
+            As :meth:`solve_from`.
+
+        Returns
+        -------
+        float
+            ``max(|Δ mmse|/mmse, |Δ f|/|f|)`` between the two grids; 0 at ``Q ≡ 0`` (exact on
+            any grid); NaN when the refined solve fails or lands in another phase.
+        """
+        x = np.asarray(x, dtype=float)
+        if not np.any(x):
+            return 0.0
+        fine = self.refined()
+        r = fine.solve_from(alpha, self._interpolate_to(fine, x), **solver_options)
+        a = self.state(alpha, x)
+        if r.status == "nan" or not r.converged or fine.phase(r.info["state"]) != self.phase(a):
+            return math.nan
+        b = r.info["state"]
+        return max(abs(a.mmse - b.mmse) / max(abs(b.mmse), 1e-300),
+                   abs(a.free_entropy - b.free_entropy) / max(abs(b.free_entropy), 1e-300))
+
     # ----------------------------------------------------------------- solving
     def _result(self, alpha, res: FixedPointResult) -> FixedPointResult:
         res.info["state"] = self.state(alpha, res.x)

@@ -7,7 +7,8 @@ from replica.branches import sweep
 from replica.deep import DeepModel
 from replica.deep_linear import DeepLinearModel, matrix_keys, phase_label, product_channel_shape
 from replica.two_layer import TwoLayerModel, product_channel
-from test_two_layer import _fd_gradient, _validation_module  # shared helpers
+from finite_differences import gradient as _fd_gradient
+from test_two_layer import _validation_module  # shared helper
 
 ACTS3 = ("tanh2", "erf", "tanh")  # different activations per layer (all odd, with a linear part)
 GAMMAS3 = (0.7, 1.3, 0.9)
@@ -200,3 +201,21 @@ def test_four_layers_specialize_with_every_product():
     assert r.converged and model.phase(st) == "layers_1_2_3_4"
     assert min(st.mean_overlaps.values()) > 0.9 and st.mmse < 0.1 * model.mmse_universal
     assert model.solve_universal(8.0).info["state"].mmse == pytest.approx(model.mmse_universal, rel=1e-14)
+
+
+def test_discretization_error_is_the_change_under_a_doubled_grid():
+    # L = 3: the estimate at a point of the n_s = 3 model equals the relative change of mmse and
+    # free entropy against the n_s = 6 model solved independently from the informed start
+    # (same branch: the fully specialized fixed point is unique there); 0 on Q ≡ 0
+    coarse = DeepLinearModel("tanh2", (0.5, 0.5, 0.5), 0.1, s_grid=3)
+    fine = DeepLinearModel("tanh2", (0.5, 0.5, 0.5), 0.1, s_grid=6)
+    alpha = 4.0
+    a = coarse.solve_from(alpha, coarse.starts()["informed"][0])
+    b = fine.solve_from(alpha, fine.starts()["informed"][0])
+    sa, sb = a.info["state"], b.info["state"]
+    assert coarse.phase(sa) == fine.phase(sb) == "layers_1_2_3"
+    expected = max(abs(sa.mmse - sb.mmse) / sb.mmse, abs(sa.free_entropy - sb.free_entropy) / abs(sb.free_entropy))
+    assert coarse.discretization_error(alpha, a.x) == pytest.approx(expected, rel=1e-5)
+    assert 1e-7 < expected < 1e-2
+    assert coarse.refined().n_s == 6 and coarse.refined() is coarse.refined()
+    assert coarse.discretization_error(alpha, np.zeros(coarse.size)) == 0.0
