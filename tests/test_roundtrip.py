@@ -34,7 +34,7 @@ def assert_same(got, expected, where):
         np.testing.assert_array_equal(got, expected, err_msg=where)
 
 
-def assert_sweep_file_matches(data, result, *, grids=None, extra_transitions=None):
+def assert_sweep_file_matches(data, result, *, grids=None):
     """A read sweep file against the :class:`SweepResult` it was written from."""
     assert set(data["branches"]) == set(result.branches)
     for name, b in result.branches.items():
@@ -47,7 +47,7 @@ def assert_sweep_file_matches(data, result, *, grids=None, extra_transitions=Non
     assert set(data["equilibrium"]) == set(result.equilibrium)
     for key, val in result.equilibrium.items():
         assert_same(data["equilibrium"][key], val, f"equilibrium/{key}")
-    transitions = {**result.transitions, **(extra_transitions or {})}
+    transitions = dict(result.transitions)
     assert set(data["transitions"]) == set(transitions)
     for key, val in transitions.items():
         assert_same(data["transitions"][key], float(val), f"transitions/{key}")
@@ -56,6 +56,21 @@ def assert_sweep_file_matches(data, result, *, grids=None, extra_transitions=Non
         assert set(data["branch_transitions"][name]) == set(per)
         for key, val in per.items():
             assert_same(data["branch_transitions"][name][key], float(val), f"transitions/{name}/{key}")
+    # every change of the equilibrium, in α order, with the branches and errors on both sides
+    changes = data["equilibrium_changes"]
+    columns = {"alpha": "alpha", "from_branch": "from", "to_branch": "to", "mmse_before": "mmse_before",
+               "mmse_after": "mmse_after", "kind": "kind"}
+    assert set(changes) == set(columns)
+    for name, key in columns.items():
+        expected = [c.get(key, math.nan if name in ("alpha", "mmse_before", "mmse_after") else "")
+                    for c in result.equilibrium_changes]
+        if name in ("alpha", "mmse_before", "mmse_after"):
+            expected = np.asarray(expected, dtype=float)
+        assert_same(changes[name], expected, f"equilibrium_changes/{name}")
+    # branch attributes (where each curve starts and ends, and how)
+    for name, b in result.branches.items():
+        for key, val in (b.attributes() if hasattr(b, "attributes") else {}).items():
+            assert_same(data["branch_attributes"][name][key], val, f"branches/{name}.attrs[{key}]")
 
 
 def assert_equilibrium_is_the_named_branch(data):
@@ -128,20 +143,13 @@ def test_two_layer_sweep_roundtrip_through_the_command_line(tmp_path):
     assert sweep_main(argv) == 0
     model = TwoLayerModel(("tanh2", "erf"), (0.7, 1.3), 0.1, s_grid=3)
     result = sweep(model, alphas, progress=False, solve_kw={"damping": 0.5})
-    # replica-sweep adds alpha_<phase> for each located change of the equilibrium phase ...
-    extra = {}
-    for change in result.equilibrium_changes:
-        key = f"alpha_{change['to']}".replace("+", "_and_")
-        if change["located"] and key not in result.transitions:
-            extra.setdefault(key, change["alpha"])
-    assert extra, "the grid must contain a located change of the equilibrium phase"
     # ... and the per-point discretization error of the s grid (dataset discretization_error)
     from replica.cli import _grid_errors
 
     _grid_errors(model, result, {"damping": 0.5})
     assert "discretization_error" in result.branches["layers_1_2"].fields
     data = read_sweep(out)
-    assert_sweep_file_matches(data, result, grids=model.grids, extra_transitions=extra)
+    assert_sweep_file_matches(data, result, grids=model.grids)
     assert_equilibrium_is_the_named_branch(data)
 
 
