@@ -159,6 +159,7 @@ __all__ = [
     "rectangular_channel",
     "signal_power",
     "low_snr_slope",
+    "low_snr_cubic",
     "high_snr_coefficient",
     "stieltjes",
     "density",

@@ -241,7 +241,7 @@ def add_model_options(p, *, grids=False):
     g.add_argument("--s-grid", type=number_type("--s-grid", minimum=1, integer=True), default=None,
                    help="L >= 2 with a linear part only: number of positive nodes of the Gauss–Hermite grid of the "
                         "effective readout s ~ N(0, 1) of inner-layer neurons (s = (vᵀW₂)_j/√k₂ for L = 2; "
-                        "default 12); for L = 2 the error of the grid is estimated at every stored point by solving "
+                        "default 12); the error of the grid is estimated at every stored point by solving "
                         "on twice as many nodes (dataset discretization_error, warning above 1e-3)")
     s = p.add_argument_group("solver")
     s.add_argument("--alpha", default="0.01:8:101",
@@ -612,7 +612,8 @@ def _run_sweep(args) -> int:
 
 def _grid_errors(model, result, solve_kw):
     """Dataset ``discretization_error`` for models that estimate it per stored point
-    (two hidden layers: the s-grid doubled, :meth:`replica.two_layer.TwoLayerModel.discretization_error`)."""
+    (linear parts, L ≥ 2: the s-grid doubled, :meth:`replica.two_layer.TwoLayerModel.discretization_error`,
+    :meth:`replica.deep_linear.DeepLinearModel.discretization_error`)."""
     estimate = getattr(model, "discretization_error", None)
     if estimate is None:
         return
