@@ -72,7 +72,7 @@ from .activations import get_activation
 from .deep import layer_priors_and_readout
 from .engine import STATUS_MESSAGES, FixedPointResult, solve_fixed_point
 from .two_layer import (DEFAULT_S_GRID, PHASE_THRESHOLD, channel_tilt, channel_tilt_gain,
-                        effective_readout_grid, phase_transitions)
+                        effective_readout_grid, grid_change, phase_transitions)
 
 __all__ = ["DeepLinearModel", "DeepLinearState", "matrix_keys", "product_channel_shape", "phase_label"]
 
@@ -592,13 +592,7 @@ class DeepLinearModel:
         if not np.any(x):
             return 0.0
         fine = self.refined()
-        r = fine.solve_from(alpha, self._interpolate_to(fine, x), **solver_options)
-        a = self.state(alpha, x)
-        if r.status == "nan" or not r.converged or fine.phase(r.info["state"]) != self.phase(a):
-            return math.nan
-        b = r.info["state"]
-        return max(abs(a.mmse - b.mmse) / max(abs(b.mmse), 1e-300),
-                   abs(a.free_entropy - b.free_entropy) / max(abs(b.free_entropy), 1e-300))
+        return grid_change(self, fine, alpha, x, self._interpolate_to(fine, x), **solver_options)
 
     # ----------------------------------------------------------------- solving
     def _result(self, alpha, res: FixedPointResult) -> FixedPointResult:

@@ -107,7 +107,7 @@ from .deep import layer_priors_and_readout
 from .engine import STATUS_MESSAGES, FixedPointResult, solve_fixed_point
 
 __all__ = ["TwoLayerModel", "TwoLayerState", "product_channel", "effective_readout_grid", "phase_name",
-           "phase_transitions", "channel_tilt", "channel_tilt_gain"]
+           "phase_transitions", "channel_tilt", "channel_tilt_gain", "grid_change"]
 
 logger = logging.getLogger(__name__)
 
@@ -443,6 +443,39 @@ class TwoLayerState:
         }
 
 
+def grid_change(model, fine, alpha, x, fine_start, **solver_options) -> float:
+    """Relative change of the solution ``x`` of ``model`` when solved on the finer grid ``fine``.
+
+    Shared by the ``discretization_error`` of :class:`TwoLayerModel` and
+    :class:`replica.deep_linear.DeepLinearModel`.
+
+    Parameters
+    ----------
+    model, fine : models with ``solve_from``, ``state`` and ``phase``
+        The same equations on the grid of ``x`` and on a finer grid.
+    alpha : float
+    x : ndarray
+        A converged packed point of ``model``.
+    fine_start : ndarray
+        ``x`` carried onto the grid of ``fine`` (start of the refined solve).
+    **solver_options
+        Passed to ``fine.solve_from``.
+
+    Returns
+    -------
+    float
+        ``max(|Δ mmse|/mmse, |Δ f|/|f|)``; NaN when the refined solve fails or lands in
+        another phase.
+    """
+    r = fine.solve_from(alpha, fine_start, **solver_options)
+    a = model.state(alpha, x)
+    if not r.converged or fine.phase(r.info["state"]) != model.phase(a):
+        return math.nan
+    b = r.info["state"]
+    return max(abs(a.mmse - b.mmse) / max(abs(b.mmse), 1e-300),
+               abs(a.free_entropy - b.free_entropy) / max(abs(b.free_entropy), 1e-300))
+
+
 class TwoLayerModel:
     """Two-hidden-layer network with odd activations and linear parts (docs/theory.md §6.2).
 
@@ -569,13 +602,7 @@ class TwoLayerModel:
         sf = fine.s_values
         start = fine.pack(np.interp(sf, self.s_values, q1),
                           np.array([np.interp(sf, self.s_values, row) for row in q2]), q21)
-        r = fine.solve_from(alpha, start, **solver_options)
-        a = self.state(alpha, x)
-        if not r.converged or fine.phase(r.info["state"]) != self.phase(a):
-            return math.nan
-        b = r.info["state"]
-        return max(abs(a.mmse - b.mmse) / max(abs(b.mmse), 1e-300),
-                   abs(a.free_entropy - b.free_entropy) / max(abs(b.free_entropy), 1e-300))
+        return grid_change(self, fine, alpha, x, start, **solver_options)
 
     # ----------------------------------------------------------------- packing
     @property

@@ -66,24 +66,8 @@ def test_density_by_independent_quadrature(case):
     assert fourth == pytest.approx((r1 + 1) * (1 + delta) ** 2 + r1 * sum(1 / n for n in inner), rel=1e-8)
 
 
-@pytest.mark.parametrize("case", PRODUCT_CASES)
-@pytest.mark.parametrize("delta", DELTAS)
-def test_mmse_equivalent_forms(case, delta):
-    """Closed form = Tweedie form = orthogonality form; E_ν[1/t] closed form = ∫ρ/x²."""
-    r1 = case[0]
-    curve = rect._Curve(*case, delta)
-    x, w, rho, m = curve.quadrature()[:4]
-    h = -(x * m.real) + 0.5 * (r1 - 1) / x
-    f = x - 2 * delta / math.sqrt(r1) * h
-    tweedie = delta - 4 * delta**2 / r1**1.5 * 2 * np.sum(w * rho * h * h)
-    orth = 1 - 2 * np.sum(w * rho * f * f) / math.sqrt(r1)
-    closed = curve.mmse()
-    scale = 1e-10 * max(1.0, delta)
-    assert closed == pytest.approx(tweedie, abs=scale)
-    assert closed == pytest.approx(orth, abs=scale)
-    assert closed == pytest.approx(1 - curve.overlap(), abs=scale)
-    assert curve.inverse_moment() == pytest.approx(2 * np.sum(w * rho / x**2), rel=1e-9)
-    assert 0 < closed < min(1.0, delta)
+# the equivalent forms of the MMSE (Tweedie, orthogonality, closed form, E_ν[1/t]) are tested
+# for these products in tests/test_hciz_rectangular.py::test_mmse_equivalent_forms
 
 
 @pytest.mark.parametrize("delta", [0.01, 0.3, 3.0])

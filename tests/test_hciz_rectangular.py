@@ -153,7 +153,8 @@ def test_stieltjes_consistency(case):
 # ---------------------------------------------------------------------------------------
 # MMSE: closed form vs equivalent forms and vs published curves
 # ---------------------------------------------------------------------------------------
-@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("case", CASES + [(2.0, (1.0, 1.0)), (1 / 0.9, (0.7 / 0.9, 1.3 / 0.9)),
+                                  (3.0, (0.3, 0.8, 2.0))])  # and products of 3, 4 factors
 @pytest.mark.parametrize("delta", [0.003, 0.1, 0.9, 3.0, 30.0])
 def test_mmse_equivalent_forms(case, delta):
     """Closed form = Tweedie form Δ − 4Δ²/R1^{3/2} ∫h² dμ = orthogonality form
