@@ -22,15 +22,15 @@ __all__ = ["ShallowModel", "DeepModel", "DeepLinearModel", "sweep", "get_activat
 def __getattr__(name):
     # lazy imports keep `import replica` (and the CLI's --help) fast
     if name == "ShallowModel":
-        from .shallow import ShallowModel
+        from .models.shallow import ShallowModel
 
         return ShallowModel
     if name == "DeepModel":
-        from .deep import DeepModel
+        from .models.deep import DeepModel
 
         return DeepModel
     if name == "DeepLinearModel":
-        from .deep_linear import DeepLinearModel
+        from .models.deep_linear import DeepLinearModel
 
         return DeepLinearModel
     if name == "sweep":
@@ -42,7 +42,7 @@ def __getattr__(name):
 
         return get_activation
     if name in ("read_sweep", "write_sweep"):
-        from . import io
+        from .workflow import io
 
         return getattr(io, name)
     raise AttributeError(f"module 'replica' has no attribute {name!r}")

@@ -25,7 +25,7 @@ The integrals over ``v`` of the equations (``E_v[v² Q²]``, ``E_v[v²(g(1) − 
 entropic term of the free entropy) then use a composite rule whose panels end at the
 non-smooth points ``v = ±√s_k`` (:meth:`priors.continuous_laws.ContinuousLaw.panel_rule`),
 graded towards them: the rule converges exponentially in the number of nodes per panel. The
-solver of :class:`replica.shallow.ShallowModel` iterates only on the two global unknowns
+solver of :class:`replica.models.shallow.ShallowModel` iterates only on the two global unknowns
 ``(D, M = E_v[v² Q²])`` (``τ = m_S⁻¹(M)``, ``R̂₂ = α μ₂²/D``); the cost of one evaluation is a
 few hundred vectorized scalar evaluations, whatever the number of nodes.
 
@@ -261,7 +261,7 @@ class OverlapProfile:
 class ProfileSolver:
     """Solver of the one-hidden-layer equations through ``(D, M)`` and readout profiles.
 
-    Used by :class:`replica.shallow.ShallowModel` for continuous readout laws and for
+    Used by :class:`replica.models.shallow.ShallowModel` for continuous readout laws and for
     discrete laws with many atoms. The packed point of a solution is ``x = (D, M,
     s_threshold, level, discretization_error)``: ``D = Δ + K_d − K*``, ``M = E_v[v² Q(v)²]``,
     the selection (module docstring), the rule it was solved on and its error estimate. Only
@@ -367,12 +367,12 @@ class ProfileSolver:
 
     # ------------------------------------------------------------------ state
     def state(self, alpha, x):
-        """:class:`replica.shallow.ShallowState` at the packed point ``x``.
+        """:class:`replica.models.shallow.ShallowState` at the packed point ``x``.
 
         ``x = (D, M, s_threshold[, level[, discretization_error]])`` (level 0 and error 0 when
         absent).
         """
-        from .shallow import ShallowState
+        from .models.shallow import ShallowState
 
         m = self.model
         x = np.asarray(x, dtype=float)

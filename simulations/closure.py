@@ -721,7 +721,7 @@ def refinement_fixed_points(activation, *, lr=0.5, noise=0.1, drop_hermite=(),
 def write_closure(path, result: ClosureResult):
     """Add (or replace) the group ``closure/`` of a ``replica-sgd`` file, atomically.
 
-    The file is rebuilt with :class:`replica.io.atomic_h5` (copy of every other dataset and
+    The file is rebuilt with :class:`replica.workflow.io.atomic_h5` (copy of every other dataset and
     attribute, the new group, rename over the original), so an interrupted write leaves the
     original intact.  Datasets: ``CLOSURE_DATASETS`` (each with a ``description``) and
     ``noise``; attributes ``parameters`` (JSON), ``success``, ``message``, ``reference``.
@@ -731,7 +731,7 @@ def write_closure(path, result: ClosureResult):
 
     import h5py
 
-    from replica.io import atomic_h5
+    from replica.workflow.io import atomic_h5
 
     path = Path(path)
     with atomic_h5(path) as f:

@@ -970,7 +970,7 @@ def write_sgd(result: SGDResult, path, *, overwrite=False):
     :meth:`SGDConfig.to_dict`), ``version``, ``git_revision``, ``created``, ``wall_time``,
     ``completed``, ``time_convention``.
     """
-    from replica.io import atomic_h5
+    from replica.workflow.io import atomic_h5
 
     path = Path(path)
     if path.exists() and not overwrite:
@@ -1007,10 +1007,10 @@ def read_sgd(path, *, option=""):
 
     Raises
     ------
-    replica.safe_write.ResultFileError
+    replica.workflow.safe_write.ResultFileError
         Locked, unreadable, not HDF5, truncated, or written by another command (one line).
     """
-    from replica.safe_write import open_h5
+    from replica.workflow.safe_write import open_h5
 
     out = {}
     with open_h5(path, option=option, kinds=("sgd",)) as f:
@@ -1188,7 +1188,7 @@ def reference_levels(parameters, alphas, *, bayes=True):
     out = {"alpha": alphas, "errors": []}
     try:
         from replica.activations import get_activation
-        from replica.shallow import ShallowModel
+        from replica.models.shallow import ShallowModel
 
         act = parameters["activation"]
         if parameters.get("drop_hermite") or parameters.get("unit_variance"):
@@ -1242,7 +1242,7 @@ def store_reference_levels(path, *, num=24, timeout=None, bayes=True):
     """
     import h5py
 
-    from replica.io import atomic_h5
+    from replica.workflow.io import atomic_h5
 
     data = read_sgd(path)
     params = data["parameters"]

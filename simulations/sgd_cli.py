@@ -23,8 +23,8 @@ import logging
 import sys
 from pathlib import Path
 
-from replica.cli import warn_readout_rescaling
-from replica.config import CommandParser, UsageError, number_type
+from replica.workflow.cli import warn_readout_rescaling
+from replica.workflow.config import CommandParser, UsageError, number_type
 
 __all__ = ["main", "build_parser"]
 
@@ -151,7 +151,7 @@ def _parse_drop(text):
 
 
 def _store_reference(path, args, *, locked=False):
-    from replica.safe_write import SafeOutput
+    from replica.workflow.safe_write import SafeOutput
 
     from .sgd import store_reference_levels
 
@@ -165,7 +165,7 @@ def _store_reference(path, args, *, locked=False):
 
 
 def _store_closure(path, *, locked=False, option="--closure"):
-    from replica.safe_write import SafeOutput
+    from replica.workflow.safe_write import SafeOutput
 
     from .closure import closure_for_run, write_closure
     from .sgd import read_sgd
@@ -200,7 +200,7 @@ def _figure_prefix(prefix, path):
 
 
 def _plot(path, prefix, args, *, store_reference=True):
-    from replica.safe_write import check_output_directory
+    from replica.workflow.safe_write import check_output_directory
 
     from .sgd import read_sgd
     from .sgd_plots import make_figures
@@ -225,7 +225,7 @@ def _plot(path, prefix, args, *, store_reference=True):
 
 def main(argv=None) -> int:
     """Entry point of ``replica-sgd``; returns the exit status."""
-    from replica.cli import parse_command_line
+    from replica.workflow.cli import parse_command_line
 
     args, status = parse_command_line(PROG, build_parser(), argv)
     if args is None:
@@ -242,7 +242,7 @@ def main(argv=None) -> int:
             return 0
         if args.closure is True and args.readout.strip().lower() != "ones":
             raise UsageError("--closure is implemented for --readout ones only")
-        from replica.safe_write import SafeOutput
+        from replica.workflow.safe_write import SafeOutput
 
         from .sgd import SGDConfig, run_sgd, specialization_time, write_sgd
 

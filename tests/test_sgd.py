@@ -303,7 +303,7 @@ def test_missing_solver_does_not_break_reference_levels(monkeypatch):
     real_import = builtins.__import__
 
     def fail(name, *args, **kwargs):
-        if name.startswith("replica.shallow"):
+        if name.startswith("replica.models.shallow"):
             raise ImportError("solver not installed")
         return real_import(name, *args, **kwargs)
 

@@ -37,9 +37,9 @@ from scipy import optimize
 from hciz import readout_channel
 from priors import get_readout_law, get_weight_prior
 
-from .activations import get_activation
-from .engine import STATUS_MESSAGES, FixedPointResult, solve_fixed_point
-from .readout_grid import SELECT_ZERO, ProfileSolver
+from ..activations import get_activation
+from ..engine import STATUS_MESSAGES, FixedPointResult, solve_fixed_point
+from ..readout_grid import SELECT_ZERO, ProfileSolver
 
 __all__ = ["ShallowModel", "ShallowState"]
 

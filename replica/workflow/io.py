@@ -100,7 +100,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from . import __version__
+from .. import __version__
 
 __all__ = [
     "write_sweep",
@@ -630,7 +630,7 @@ class SweepCheckpoint:
         self._dirty = True
 
     def _rebuild(self, rec, i, alpha):
-        from .engine import STATUS_MESSAGES, FixedPointResult
+        from ..engine import STATUS_MESSAGES, FixedPointResult
 
         x = np.array(rec["x"][i], dtype=float)
         status = str(rec["status"][i])

@@ -102,9 +102,9 @@ import numpy as np
 
 from hciz.rectangular import rectangular_channel
 
-from .activations import get_activation
+from ..activations import get_activation
 from .deep import layer_priors_and_readout
-from .engine import STATUS_MESSAGES, FixedPointResult, solve_fixed_point
+from ..engine import STATUS_MESSAGES, FixedPointResult, solve_fixed_point
 
 __all__ = ["TwoLayerModel", "TwoLayerState", "product_channel", "effective_readout_grid", "phase_name",
            "phase_transitions", "channel_tilt", "channel_tilt_gain"]

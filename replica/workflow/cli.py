@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import __version__
+from .. import __version__
 from .config import CommandParser, UsageError, number_type, parse_with_config, resolved_configuration
 
 __all__ = [
@@ -301,7 +301,7 @@ def split_activations(text) -> list:
 
 
 def _activation(name, drop, unit_variance):
-    from .activations import get_activation
+    from ..activations import get_activation
 
     try:
         act = get_activation(name, drop_hermite=drop, unit_variance=unit_variance)
@@ -380,24 +380,24 @@ def build_model(options: dict):
         raise UsageError(f"--readout-grid: {msg}" if msg.startswith("grid_size") else f"--readout: {msg}") from None
     try:
         if layers == 1:
-            from .shallow import ShallowModel
+            from ..models.shallow import ShallowModel
 
             return ShallowModel(act, gammas[0], delta, weight_prior=prior, readout_law=readout)
         if layers == 2 and any(abs(a.mu1) > 1e-10 for a in acts):
-            from .two_layer import DEFAULT_S_GRID, TwoLayerModel
+            from ..models.two_layer import DEFAULT_S_GRID, TwoLayerModel
 
             return TwoLayerModel(acts if len(acts) == 2 else act, gammas, delta, weight_prior=prior,
                                  readout_law=readout,
                                  s_grid=options.get("s_grid") or DEFAULT_S_GRID)
         if layers >= 3 and abs(act.mu1) > 1e-10:
-            from .deep_linear import DeepLinearModel
-            from .two_layer import DEFAULT_S_GRID
+            from ..models.deep_linear import DeepLinearModel
+            from ..models.two_layer import DEFAULT_S_GRID
 
             return DeepLinearModel(act, gammas, delta, weight_prior=prior, readout_law=readout,
                                    s_grid=options.get("s_grid") or DEFAULT_S_GRID)
         if options.get("s_grid") is not None:
             raise UsageError("--s-grid: only used with a linear part kept (--layers >= 2, activation with μ₁ ≠ 0)")
-        from .deep import DeepModel
+        from ..models.deep import DeepModel
 
         return DeepModel(act, gammas, delta, weight_prior=prior, readout_law=readout)
     except ValueError as exc:
@@ -533,7 +533,7 @@ def sweep_parameters(args) -> tuple:
 
 
 def _run_sweep(args) -> int:
-    from .branches import sweep
+    from ..branches import sweep
     from .io import SweepCheckpoint, read_root_attrs, write_sweep
     from .safe_write import SafeOutput
 
@@ -626,7 +626,7 @@ def _grid_errors(model, result, solve_kw):
 
 def _warn_discretization(result):
     """Warn when the readout-law discretization error of a branch exceeds its target."""
-    from .readout_grid import DEFAULT_TARGET
+    from ..readout_grid import DEFAULT_TARGET
 
     for name, branch in result.branches.items():
         err = branch.fields.get("discretization_error")

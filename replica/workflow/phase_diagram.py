@@ -71,7 +71,7 @@ def solve_line(options: dict, alphas) -> dict:
         ``branches`` {name: {``mmse``, ``free_entropy``, ``exists``}},
         ``seconds`` (wall time of the sweep).
     """
-    from .branches import sweep
+    from ..branches import sweep
     from .cli import build_model
 
     t0 = time.perf_counter()

@@ -256,7 +256,7 @@ def open_h5(path, mode="r", *, option="", kinds=None):
             version = h5.attrs.get("version", "unknown")
             if isinstance(version, bytes):
                 version = version.decode()
-            from . import __version__
+            from .. import __version__
 
             import re
 

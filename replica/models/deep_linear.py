@@ -68,9 +68,9 @@ import numpy as np
 
 from hciz.rectangular import rectangular_channel
 
-from .activations import get_activation
+from ..activations import get_activation
 from .deep import layer_priors_and_readout
-from .engine import STATUS_MESSAGES, FixedPointResult, solve_fixed_point
+from ..engine import STATUS_MESSAGES, FixedPointResult, solve_fixed_point
 from .two_layer import (DEFAULT_S_GRID, PHASE_THRESHOLD, channel_tilt, channel_tilt_gain,
                         effective_readout_grid, phase_transitions)
 

@@ -48,7 +48,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import __version__
+from .. import __version__
 from .config import CommandParser, UsageError, number_type, parse_with_config, resolved_configuration
 
 __all__ = ["SpectrumResult", "spectrum", "write_spectrum", "read_spectrum", "build_parser", "main", "MAX_LAMBDA"]

@@ -1,0 +1,1 @@
+"""The architectures: one module per network, each implementing :class:`replica.interface.ReplicaModel`."""
