@@ -2,14 +2,14 @@
 ``replica-phase-diagram``.
 
 * ``replica-sweep`` sweeps the sample ratio α and writes every branch, the equilibrium and
-  the transitions to one HDF5 file (layout in :mod:`replica.io`); the file is a valid
+  the transitions to one HDF5 file (layout in :mod:`replica.workflow.io`); the file is a valid
   checkpoint while the sweep runs, and ``--resume`` continues an interrupted sweep.
 * ``replica-plot`` draws the figures of a sweep, phase-diagram or experiment file
-  (:mod:`replica.plotting`).
+  (:mod:`replica.workflow.plotting`).
 * ``replica-phase-diagram`` computes a grid α × (Δ, γ or another numeric option) in
-  parallel with ``dask.distributed`` (:mod:`replica.phase_diagram`).
+  parallel with ``dask.distributed`` (:mod:`replica.workflow.phase_diagram`).
 
-Every command takes ``--config FILE.toml`` (:mod:`replica.config`), ``--quiet``, and
+Every command takes ``--config FILE.toml`` (:mod:`replica.workflow.config`), ``--quiet``, and
 reports bad input as one line naming the option, with exit status 2. Logging is
 configured here only.
 """
@@ -167,7 +167,7 @@ def check_output_path(path, overwrite: bool, *, resume: bool = False, option="--
     """Refuse existing outputs (unless ``overwrite``/``resume``) and unwritable locations.
 
     For outputs that are not results under the write protocol (figures); result files go
-    through :class:`replica.safe_write.SafeOutput`, which also locks them. Raises
+    through :class:`replica.workflow.safe_write.SafeOutput`, which also locks them. Raises
     :class:`UsageError` with a one-line message naming ``option`` (empty name, a directory,
     an existing or interrupted file, a missing or unwritable directory)."""
     from .safe_write import _is_unfinished, check_output_directory
@@ -203,8 +203,8 @@ def add_model_options(p, *, grids=False):
                    help="number of hidden layers L >= 1 (default 1). L >= 2 with an activation without Hermite "
                         "components of degree <= 2 (--drop-hermite 0,1,2 --unit-variance): docs/theory.md §6.1; L = 2 "
                         "with an odd activation that keeps its linear part (e.g. --activation tanh2 "
-                        "--unit-variance): the two-layer solver of docs/theory.md §6.2 (replica.two_layer); L >= 3 with "
-                        "a linear part: replica.deep_linear (docs/deep_linear.md)")
+                        "--unit-variance): the two-layer solver of docs/theory.md §6.2 (replica.models.two_layer); L >= 3 with "
+                        "a linear part: replica.models.deep_linear (docs/deep_linear.md)")
     g.add_argument("--gamma", default="0.5",
                    help="width ratio γ = k/d > 0, or one per layer 'γ1,...,γL' (default 0.5)"
                         + ("; or a grid 'start:stop:num' (the second axis)" if grids else ""))
@@ -612,7 +612,7 @@ def _run_sweep(args) -> int:
 
 def _grid_errors(model, result, solve_kw):
     """Dataset ``discretization_error`` for models that estimate it per stored point
-    (two hidden layers: the s-grid doubled, :meth:`replica.two_layer.TwoLayerModel.discretization_error`)."""
+    (two hidden layers: the s-grid doubled, :meth:`replica.models.two_layer.TwoLayerModel.discretization_error`)."""
     estimate = getattr(model, "discretization_error", None)
     if estimate is None:
         return

@@ -11,7 +11,7 @@ Layout
     (n_alpha × n_readout); ``readout_values`` and ``readout_weights`` (n_readout).
     Values are NaN where the branch does not exist. Deep networks (docs/theory.md §6.1) store
     ``overlap_layer_<ℓ>`` and ``overlap_hat_layer_<ℓ>`` instead of the ``overlap_W``/``R2``
-    fields. Two hidden layers with linear parts (docs/theory.md §6.2, :mod:`replica.two_layer`)
+    fields. Two hidden layers with linear parts (docs/theory.md §6.2, :mod:`replica.models.two_layer`)
     store ``overlap_layer_1`` (n_alpha × n_s), ``overlap_layer_2`` (n_alpha × n_readout ×
     n_s), ``overlap_product_2_1`` and ``tau_product_2_1`` (n_alpha × n_readout), their
     ``overlap_hat_*`` conjugates, and the effective-readout grid ``s_values``,
@@ -23,7 +23,7 @@ Layout
     finding; NaN at the edge of the grid), ``start_kind``, ``end_kind`` (``fold``,
     ``bifurcation``, ``grid``; empty for the universal branch) and ``seed`` (the start that
     found it). Branch names and the continuation are described in :mod:`replica.branches`.
-    Deeper networks with linear parts (:mod:`replica.deep_linear`,
+    Deeper networks with linear parts (:mod:`replica.models.deep_linear`,
     docs/deep_linear.md) store ``overlap_layer_<ℓ>`` and ``overlap_product_<ℓ>_<m>``
     (n_alpha × row labels × column labels, the input axis dropped), ``tau_product_<ℓ>_<m>``,
     the conjugates and the label averages ``overlap_mean_layer_<ℓ>``,
@@ -64,7 +64,7 @@ the full resolved command-line configuration, ``--config`` file included).
 Checkpoints (interrupted sweeps)
 --------------------------------
 While ``replica-sweep -o X.h5`` runs, the checkpoint ``X.checkpoint.h5`` (the write protocol of
-:mod:`replica.safe_write`; ``X.h5`` itself appears only when the sweep has finished) holds the
+:mod:`replica.workflow.safe_write`; ``X.h5`` itself appears only when the sweep has finished) holds the
 root attributes above with ``complete = 0`` and a group ``/checkpoint/<k>`` per solve pass
 (attribute ``key``: ``universal`` or ``<start>:<down|up>``) with ``done``, ``has_state``,
 ``converged``, ``iterations``, ``residual``, ``status``, ``start`` (n_alpha) and ``x``
@@ -282,7 +282,7 @@ def _write_array(group, name, value):
         ds.attrs["units"] = "1"
     elif base not in VARIABLE_ATTRS and name.startswith(("overlap_product_", "overlap_hat_product_", "tau_product_",
                                                           "overlap_mean_")):
-        # replica.deep_linear: products W_{ℓ:m} and label-averaged overlaps (docs/deep_linear.md)
+        # replica.models.deep_linear: products W_{ℓ:m} and label-averaged overlaps (docs/deep_linear.md)
         tag = name.split("_product_")[-1].replace("_", ":") if "_product_" in name else name.rsplit("_", 1)[-1]
         kind = ("overlap" if name.startswith("overlap_product") else "conjugate r" if name.startswith("overlap_hat")
                 else "tilt τ" if name.startswith("tau") else "label-averaged overlap")
@@ -435,7 +435,7 @@ def file_kind(path) -> str:
 
     Raises
     ------
-    replica.safe_write.ResultFileError
+    replica.workflow.safe_write.ResultFileError
         The file cannot be opened as HDF5 (locked, unreadable, not HDF5, truncated; one line).
     """
     from .safe_write import file_kind_of, open_h5
@@ -512,7 +512,7 @@ def read_experiments(path, *, option="--experiment") -> dict:
     """Experiment groups ``experiments/<sampler>/<init>`` of a file (written by ``replica-experiment``).
 
     ``option`` names the file in the one-line error of an unreadable file
-    (:class:`replica.safe_write.ResultFileError`).
+    (:class:`replica.workflow.safe_write.ResultFileError`).
 
     Returns
     -------
@@ -674,7 +674,7 @@ class SweepCheckpoint:
         ------
         ValueError
             The file holds no checkpoint or its α grid differs from ``alphas``.
-        replica.safe_write.ResultFileError
+        replica.workflow.safe_write.ResultFileError
             The file cannot be opened (locked, truncated, not HDF5, …).
         """
         from .safe_write import open_h5
@@ -717,13 +717,13 @@ def read_root_attrs(path, *, kinds=None, option="") -> dict:
     ----------
     path : str or Path
     kinds : iterable of str, optional, keyword-only
-        Accepted file kinds (``sweep``, ``phase_diagram``, …); see :func:`replica.safe_write.open_h5`.
+        Accepted file kinds (``sweep``, ``phase_diagram``, …); see :func:`replica.workflow.safe_write.open_h5`.
     option : str, keyword-only
         Option named in error messages.
 
     Raises
     ------
-    replica.safe_write.ResultFileError
+    replica.workflow.safe_write.ResultFileError
         Locked, unreadable, not HDF5, truncated, or of another kind (one-line message).
     """
     from .safe_write import open_h5
@@ -800,7 +800,7 @@ def read_phase_diagram(path, *, allow_incomplete=False, option="FILE.h5") -> dic
     ------
     IncompleteFileError
         Unfinished file and ``allow_incomplete`` is False.
-    replica.safe_write.ResultFileError
+    replica.workflow.safe_write.ResultFileError
         Unreadable file or not a phase diagram (one-line message naming ``option``).
     """
     from .safe_write import open_h5

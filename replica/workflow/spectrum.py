@@ -9,7 +9,7 @@ For a width ratio γ and a readout law ``P_v`` the channel ``Y = √λ S⁰ + Z`
 
 They are computed by the channel the solver uses: :func:`hciz.symmetric_channel` with the
 readout law of :func:`priors.get_readout_law`, built exactly as in
-:class:`replica.shallow.ShallowModel` (continuous ``gaussian``/``uniform`` laws enter the
+:class:`replica.models.shallow.ShallowModel` (continuous ``gaussian``/``uniform`` laws enter the
 channel exactly, not through their grid), so the numbers written here are the ones the
 learning curves use.
 
@@ -263,7 +263,7 @@ def read_spectrum(path) -> dict:
 
     Raises
     ------
-    replica.safe_write.ResultFileError
+    replica.workflow.safe_write.ResultFileError
         Unreadable file (locked, not HDF5, truncated, …) or not a ``replica-spectrum`` file
         (one-line message; a ``ValueError``-like usage error).
     """
@@ -290,7 +290,7 @@ def build_parser() -> argparse.ArgumentParser:
             "Overlap m_S(λ), MMSE mmse_S(λ) = 1 − m_S(λ), mutual information ι(λ) = ¼∫₀^λ mmse_S and "
             "optionally the spectral density ρ_λ of Y = √λ S + Z (S = Wᵀdiag(v)W/√(kd), GOE noise with "
             "semicircle on [−2, 2]; docs/theory.md §4.1) on a grid of λ, computed by the HCIZ channel the "
-            "solver uses. Writes one HDF5 file (layout: python -m pydoc replica.spectrum)."
+            "solver uses. Writes one HDF5 file (layout: python -m pydoc replica.workflow.spectrum)."
         ),
     )
     g = p.add_argument_group("channel (docs/theory.md §4.1)")
