@@ -170,9 +170,9 @@ MUTATIONS = [
       "+ np.outer(gain, q1) / gam2",
       "rectangular-channel term of Q̂₂ divided by the wrong width",
       ("tests/test_two_layer_activations.py::test_free_entropy_is_stationary_in_every_order_parameter",)),
-    M("cli-second-activation-ignored", "replica/workflow/cli.py",
-      "return TwoLayerModel(acts if len(acts) == 2 else act,",
-      "return TwoLayerModel(act,",
+    M("cli-second-activation-ignored", "replica/models/__init__.py",
+      "acts = list(r.activations) if len(r.activations) == 2 else r.activations[0]",
+      "acts = r.activations[0]",
       "--activation tanh2,erf silently uses tanh2 in both layers",
       ("tests/test_two_layer_activations.py::test_build_model_takes_one_activation_per_layer",)),
     # ---------------------------------------------------------------- one hidden layer (§5)

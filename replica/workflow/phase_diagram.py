@@ -58,7 +58,7 @@ def solve_line(options: dict, alphas) -> dict:
     Parameters
     ----------
     options : dict
-        Resolved model options (see :func:`replica.workflow.cli.build_model`), plus ``branches`` and
+        Resolved model options (see :func:`replica.workflow.model_options.build_model`), plus ``branches`` and
         ``damping``.
     alphas : array_like, shape (n_alpha,)
 
@@ -72,7 +72,7 @@ def solve_line(options: dict, alphas) -> dict:
         ``seconds`` (wall time of the sweep).
     """
     from ..branches import sweep
-    from .cli import build_model
+    from .model_options import build_model
 
     t0 = time.perf_counter()
     model = build_model(options)
@@ -239,7 +239,7 @@ def run_phase_diagram(path, parameter, values, lines_options, base, alphas, *, c
     values : array_like, shape (n_param,)
         Its grid.
     lines_options : list of dict, length n_param
-        Resolved model options of each line (:func:`replica.workflow.cli.build_model`).
+        Resolved model options of each line (:func:`replica.workflow.model_options.build_model`).
     base : dict
         Options common to all lines (stored as the ``parameters`` attribute).
     alphas : array_like, shape (n_alpha,)
