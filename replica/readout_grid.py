@@ -45,7 +45,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import optimize
+
+from priors.readout_laws import continuous_readout_law
 
 __all__ = ["OverlapProfile", "ProfileSolver", "SELECT_LARGEST", "SELECT_LOW", "SELECT_ZERO", "selection_from_overlaps",
            "DEFAULT_TARGET", "BASE_NODES", "MAX_LEVEL"]
@@ -140,6 +141,7 @@ class OverlapProfile:
             is_min = T[j] < T[j - 1]
             sign = 1.0 if is_min else -1.0
             lo, hi = r[j - 1], r[j + 1]
+            from scipy import optimize  # lazy: start-up (docs/architecture.md)
             res = optimize.minimize_scalar(lambda x: sign * float(self.T(np.array([x]))[0]), bounds=(lo, hi),
                                            method="bounded", options={"xatol": 1e-13 * (1.0 + hi)})
             x = float(res.x)
@@ -305,7 +307,7 @@ class ProfileSolver:
             return m.readout_values, m.readout_weights
         if not self.adaptive:
             if self._fine_atoms is None:
-                fine = self.law.readout_law(2 * m.n_readout, default_size=m.n_readout)
+                fine = continuous_readout_law(self.law, 2 * m.n_readout, default_size=m.n_readout)
                 self._fine_atoms = (np.asarray(fine.values), np.asarray(fine.weights))
             return self._fine_atoms
         s_pts = profile.breakpoints() if profile is not None else np.zeros(0)
@@ -367,13 +369,11 @@ class ProfileSolver:
 
     # ------------------------------------------------------------------ state
     def state(self, alpha, x):
-        """:class:`replica.models.shallow.ShallowState` at the packed point ``x``.
+        """The model's state (``model.state_type``: :class:`replica.models.shallow.ShallowState`) at ``x``.
 
         ``x = (D, M, s_threshold[, level[, discretization_error]])`` (level 0 and error 0 when
         absent).
         """
-        from .models.shallow import ShallowState
-
         m = self.model
         x = np.asarray(x, dtype=float)
         s_threshold = float(x[2])
@@ -393,7 +393,7 @@ class ProfileSolver:
         # the profile on the reporting grid (the law's atoms)
         rv = m.readout_values
         snr_r = e["profile"].snr(rv * rv, s_threshold) if e["profile"] is not None else np.zeros(rv.size)
-        return ShallowState(
+        return m.state_type(
             alpha=float(alpha), overlap_W=np.clip(m.weight_prior.overlap(snr_r), 0.0, 1.0),
             overlap_W_hat=snr_r, R2=e["R2"], R2_hat=R2_hat, tau=tau, mmse=D - m.delta, free_entropy=f,
             mutual_information=m.mutual_information(alpha, f), discretization_error=error)

@@ -88,6 +88,7 @@ __all__ = [
     "read_sgd",
     "specialization_time",
     "fit_power_law",
+    "reference_levels_with_timeout",
     "predicted_exponent",
     "predicted_scaling",
     "reference_levels",
@@ -1255,8 +1256,6 @@ def store_reference_levels(path, *, num=24, timeout=None, bayes=True):
     if timeout is None:
         levels = reference_levels(params, alphas, bayes=bayes)
     else:
-        from .sgd_plots import reference_levels_with_timeout
-
         levels = reference_levels_with_timeout(params, alphas, timeout=timeout, bayes=bayes)
     path = Path(path)
     with atomic_h5(path) as f:  # copy of the file with the levels added, renamed over it
@@ -1278,3 +1277,35 @@ def store_reference_levels(path, *, num=24, timeout=None, bayes=True):
             ds.attrs["description"] = "replica Bayes-optimal (equilibrium) mmse"
         f.attrs["reference_errors"] = json.dumps(levels["errors"])
     return levels
+
+
+def _levels_worker(queue, params, alphas, bayes):
+    try:
+        queue.put(reference_levels(params, alphas, bayes=bayes))
+    except BaseException as exc:  # pragma: no cover - reported to the parent
+        queue.put({"alpha": alphas, "errors": [f"{type(exc).__name__}: {exc}"]})
+
+
+def reference_levels_with_timeout(params, alphas, *, timeout=300.0, bayes=True):
+    """:func:`simulations.sgd.reference_levels` in a child process, abandoned after ``timeout`` s.
+
+    The replica solvers can take minutes for a new (activation, γ, Δ); a figure should not
+    hang on them.  Returns the same dict (with an entry in ``errors`` on timeout).
+    """
+    import multiprocessing as mp
+    import queue as _queue
+
+    ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
+    q = ctx.Queue()
+    proc = ctx.Process(target=_levels_worker, args=(q, params, np.asarray(alphas), bayes),
+                       daemon=True)
+    proc.start()
+    try:
+        result = q.get(timeout=timeout)
+    except _queue.Empty:
+        result = {"alpha": np.asarray(alphas), "errors": [f"replica levels not ready after {timeout:g} s"]}
+    finally:
+        if proc.is_alive():
+            proc.terminate()
+        proc.join(5)
+    return result

@@ -23,8 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["stage_times", "plot_overlap_histograms", "plot_test_error", "make_figures",
-           "reference_levels_with_timeout"]
+__all__ = ["stage_times", "plot_overlap_histograms", "plot_test_error", "make_figures"]
 
 logger = logging.getLogger(__name__)
 
@@ -159,40 +158,6 @@ def plot_overlap_histograms(data, *, indices=None, threshold=None, ax=None):
     return fig
 
 
-def _levels_worker(queue, params, alphas, bayes):
-    from .sgd import reference_levels
-
-    try:
-        queue.put(reference_levels(params, alphas, bayes=bayes))
-    except BaseException as exc:  # pragma: no cover - reported to the parent
-        queue.put({"alpha": alphas, "errors": [f"{type(exc).__name__}: {exc}"]})
-
-
-def reference_levels_with_timeout(params, alphas, *, timeout=300.0, bayes=True):
-    """:func:`simulations.sgd.reference_levels` in a child process, abandoned after ``timeout`` s.
-
-    The replica solvers can take minutes for a new (activation, γ, Δ); a figure should not
-    hang on them.  Returns the same dict (with an entry in ``errors`` on timeout).
-    """
-    import multiprocessing as mp
-    import queue as _queue
-
-    ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
-    q = ctx.Queue()
-    proc = ctx.Process(target=_levels_worker, args=(q, params, np.asarray(alphas), bayes),
-                       daemon=True)
-    proc.start()
-    try:
-        result = q.get(timeout=timeout)
-    except _queue.Empty:
-        result = {"alpha": np.asarray(alphas), "errors": [f"replica levels not ready after {timeout:g} s"]}
-    finally:
-        if proc.is_alive():
-            proc.terminate()
-        proc.join(5)
-    return result
-
-
 def plot_test_error(data, *, theory=True, theory_timeout=300.0, ax=None):
     """Test error against ``t`` with the replica levels, and the order parameters.
 
@@ -255,6 +220,8 @@ def plot_test_error(data, *, theory=True, theory_timeout=300.0, ax=None):
         lo = max(t[pos][0] * ratio, 1e-2)
         hi = t[pos][-1] * ratio
         alphas = np.exp(np.linspace(math.log(lo), math.log(max(hi, lo * 1.01)), 24))
+        from .sgd import reference_levels_with_timeout
+
         levels = reference_levels_with_timeout(params, alphas, timeout=theory_timeout)
     if theory and np.any(pos):
         for message in levels["errors"][:3]:

@@ -147,7 +147,7 @@ def test_registry_errors_are_one_line_usage_errors(toy_registered):
     from replica.workflow.config import UsageError
     from replica.workflow.model_options import build_model
 
-    with pytest.raises(UsageError, match=r"^--architecture: unknown architecture 'toy_spikd'; valid names: .*toy_spiked"):
+    with pytest.raises(UsageError, match=r"^architecture: unknown architecture 'toy_spikd'; valid names: .*toy_spiked"):
         build_model(_options(architecture="toy_spikd"))
     with pytest.raises(UsageError, match=r"^--delta: the toy channel is noiseless$"):
         build_model(_options(architecture="toy_spiked", delta=0.1))
@@ -260,6 +260,7 @@ LAYERS = [  # (prefix, layer); the first matching prefix wins
     ("priors", "foundations"),
     ("hciz", "foundations"),
     ("replica.workflow", "workflow"),
+    ("replica.__main__", "workflow"),
     ("replica.models", "models"),
     ("replica", "numerics"),
     ("simulations", "simulations"),
@@ -271,8 +272,7 @@ ALLOWED = {
     "workflow": {"foundations", "numerics", "models", "workflow", "simulations"},
     "simulations": {"foundations", "numerics", "models", "workflow", "simulations"},
 }
-# numerics → models: the readout-profile solver returns the one-hidden-layer state it solves for
-EXCEPTIONS = {("replica.readout_grid", "replica.models.shallow")}
+EXCEPTIONS = set()  # (importer, imported) pairs allowed against the rule: none
 
 
 def _layer(mod):
@@ -298,3 +298,17 @@ def test_foundations_know_nothing_of_networks():
     for mod, edges in graph.items():
         if mod.split(".")[0] in ("hciz", "priors"):
             assert not {t for t in edges if t.split(".")[0] in ("replica", "simulations")}, mod
+
+
+def test_shared_option_keys_are_the_options_of_every_command():
+    from simulations.cli import build_parser as build_experiment_parser
+    from simulations.sgd_cli import build_parser as build_sgd_parser
+
+    from replica.workflow import cli, figures, spectrum
+    from replica.workflow.config import SHARED_OPTION_KEYS
+
+    keys = {action.dest
+            for build in (cli.build_sweep_parser, cli.build_plot_parser, cli.build_phase_diagram_parser,
+                          spectrum.build_parser, build_experiment_parser, build_sgd_parser, figures.build_parser)
+            for action in build()._actions}
+    assert SHARED_OPTION_KEYS == keys

@@ -72,7 +72,8 @@ class Architecture:
     Attributes
     ----------
     name : str
-        Registry key (``--architecture``-style name; the module's name for the built-ins).
+        Registry key (the module's name for the built-ins); ``options["architecture"]`` of
+        :func:`replica.workflow.model_options.build_model` selects it by name.
     build : callable
         ``build(request: ModelRequest) -> ReplicaModel``. Raise ``ValueError`` whose message
         starts with an option's name (``"gamma: …"``, ``"s_grid: …"``) for bad input.

@@ -27,7 +27,8 @@ from pathlib import Path
 import numpy as np
 
 from .. import __version__
-from .config import CommandParser, UsageError, number_type, parse_with_config, resolved_configuration
+from .config import (SHARED_OPTION_KEYS, CommandParser, UsageError, number_type, parse_with_config,
+                     resolved_configuration)
 from .model_options import build_model, split_activations  # noqa: F401 - part of this module's API
 
 __all__ = [
@@ -294,18 +295,7 @@ def _raise_terminated(signum, frame):  # pragma: no cover - exercised by subproc
 
 def _all_option_keys() -> set:
     """Long-option names of every command (keys a shared configuration file may hold)."""
-    from simulations.cli import build_parser as build_experiment_parser
-    from simulations.sgd_cli import build_parser as build_sgd_parser
-
-    from .figures import build_parser as build_figures_parser
-    from .spectrum import build_parser as build_spectrum_parser
-
-    keys = set()
-    for build in (build_sweep_parser, build_plot_parser, build_phase_diagram_parser, build_spectrum_parser,
-                  build_experiment_parser, build_sgd_parser, build_figures_parser):
-        for action in build()._actions:
-            keys.add(action.dest)
-    return keys
+    return set(SHARED_OPTION_KEYS)
 
 
 def parse_command_line(prog, parser, argv):

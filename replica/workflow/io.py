@@ -83,6 +83,10 @@ Root attributes ``kind = "phase_diagram"``, ``parameter``, ``parameters``,
 ``configuration``, ``version``, ``git_revision``, ``complete``. Unfinished diagrams
 (``complete = 0``, ``done`` false on the missing lines) are the checkpoints
 ``X.checkpoint.h5`` of ``replica-phase-diagram -o X.h5``.
+
+Why one module of this size: the HDF5 layout of every file kind, each writer next to
+its reader so that they cannot drift apart (tests/test_roundtrip.py), with the shared atomic
+write and attribute helpers (docs/architecture.md, "Module size").
 """
 
 from __future__ import annotations
@@ -820,4 +824,38 @@ def read_phase_diagram(path, *, allow_incomplete=False, option="FILE.h5") -> dic
             if isinstance(ds, h5py.Dataset):
                 out[k] = (np.asarray(ds.asstr()[()], dtype=object) if h5py.check_string_dtype(ds.dtype)
                           else ds[()])
+    return out
+
+
+def read_spectrum(path) -> dict:
+    """Read a ``replica-spectrum`` file.
+
+    Parameters
+    ----------
+    path : str or Path
+
+    Returns
+    -------
+    dict
+        Datasets by name (``lambda``, ``m``, ``mmse``, ``iota`` and, when present, ``x``,
+        ``density``) and ``attrs`` (root attributes; ``parameters`` and ``configuration``
+        decoded from JSON).
+
+    Raises
+    ------
+    replica.workflow.safe_write.ResultFileError
+        Unreadable file (locked, not HDF5, truncated, …) or not a ``replica-spectrum`` file
+        (one-line message; a ``ValueError``-like usage error).
+    """
+    import h5py
+
+    from .safe_write import open_h5
+
+    with open_h5(path, kinds=("spectrum",)) as h5:
+        out = {name: h5[name][()] for name in h5 if isinstance(h5[name], h5py.Dataset)}
+        attrs = dict(h5.attrs)
+    for key in ("parameters", "configuration"):
+        if key in attrs:
+            attrs[key] = json.loads(attrs[key])
+    out["attrs"] = attrs
     return out

@@ -132,7 +132,7 @@ def build_model(options: dict):
         msg = str(exc).splitlines()[0]
         for key, opt in (("activation", "--activation"), ("prior", "--prior"), ("gamma", "--gamma"),
                          ("delta", "--delta"), ("readout", "--readout"), ("s_grid", "--s-grid"),
-                         ("architecture", "--architecture")):
+                         ("architecture", "architecture")):
             if msg.startswith(key):
                 raise UsageError(f"{opt}: {msg[len(key):].lstrip(' :')}") from None
         raise UsageError(f"--layers {layers}: {msg}") from None

@@ -12,6 +12,10 @@
 
 Symbols and units follow docs/theory.md (α = n/d², Δ the label-noise variance, γ = k/d, the
 error is the excess Bayes-optimal test error ``mmse``, dimensionless).
+
+Why one module of this size: one figure function per file kind (sweep, phase diagram,
+experiment, spectrum, SGD) sharing the style, colour and branch-segment helpers, and the
+dispatch :func:`plot_file` (docs/architecture.md, "Module size").
 """
 
 from __future__ import annotations
@@ -819,7 +823,7 @@ def plot_spectrum(data: dict, *, title=None, logy=False):
     Parameters
     ----------
     data : dict
-        Output of :func:`replica.workflow.spectrum.read_spectrum` (``lambda``, ``m``, ``mmse``, ``iota``,
+        Output of :func:`replica.workflow.io.read_spectrum` (``lambda``, ``m``, ``mmse``, ``iota``,
         optionally ``x`` and ``density`` of shape (n_lambda, N)).
     title : str, optional, keyword-only
     logy : bool, keyword-only
@@ -945,7 +949,7 @@ def plot_file(path, *, experiments=(), references=(), kind="auto", title=None, l
             return plot_sweep(read_sweep(path), experiments=extra, references=references, kind=kind, title=title,
                               logy=logy)
         if fkind == "spectrum":
-            from .spectrum import read_spectrum
+            from .io import read_spectrum
 
             return plot_spectrum(read_spectrum(path), title=title, logy=logy)
         if fkind == "sgd":

@@ -50,6 +50,7 @@ import numpy as np
 
 from .. import __version__
 from .config import CommandParser, UsageError, number_type, parse_with_config, resolved_configuration
+from .io import read_spectrum  # noqa: F401 - spectrum files are read in replica.workflow.io
 
 __all__ = ["SpectrumResult", "spectrum", "write_spectrum", "read_spectrum", "build_parser", "main", "MAX_LAMBDA"]
 
@@ -245,40 +246,6 @@ def write_spectrum(path, result: SpectrumResult, parameters: dict, *, configurat
                 h5[name].dims[0].attach_scale(h5["lambda"])
     logger.info("wrote %s", path)
     return path
-
-
-def read_spectrum(path) -> dict:
-    """Read a ``replica-spectrum`` file.
-
-    Parameters
-    ----------
-    path : str or Path
-
-    Returns
-    -------
-    dict
-        Datasets by name (``lambda``, ``m``, ``mmse``, ``iota`` and, when present, ``x``,
-        ``density``) and ``attrs`` (root attributes; ``parameters`` and ``configuration``
-        decoded from JSON).
-
-    Raises
-    ------
-    replica.workflow.safe_write.ResultFileError
-        Unreadable file (locked, not HDF5, truncated, …) or not a ``replica-spectrum`` file
-        (one-line message; a ``ValueError``-like usage error).
-    """
-    import h5py
-
-    from .safe_write import open_h5
-
-    with open_h5(path, kinds=("spectrum",)) as h5:
-        out = {name: h5[name][()] for name in h5 if isinstance(h5[name], h5py.Dataset)}
-        attrs = dict(h5.attrs)
-    for key in ("parameters", "configuration"):
-        if key in attrs:
-            attrs[key] = json.loads(attrs[key])
-    out["attrs"] = attrs
-    return out
 
 
 # --------------------------------------------------------------------------- command line
