@@ -7,7 +7,8 @@ from replica.branches import sweep
 from replica.models.deep import DeepModel
 from replica.models.deep_linear import DeepLinearModel, matrix_keys, phase_label, product_channel_shape
 from replica.models.two_layer import TwoLayerModel, product_channel
-from test_two_layer import _fd_gradient, _validation_module  # shared helpers
+from finite_differences import gradient as _fd_gradient
+from test_two_layer import _validation_module  # shared helper
 
 ACTS3 = ("tanh2", "erf", "tanh")  # different activations per layer (all odd, with a linear part)
 GAMMAS3 = (0.7, 1.3, 0.9)
