@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 MODULES = [
+    "replica.models",
     "replica.models.shallow",
     "replica.readout_grid",
     "replica.models.deep",
@@ -27,6 +28,7 @@ MODULES = [
     "replica.models.deep_linear",
     "replica.branches",
     "replica.engine",
+    "replica.roots",
     "replica.activations",
     "replica.workflow.io",
     "replica.workflow.safe_write",
@@ -34,6 +36,7 @@ MODULES = [
     "replica.workflow.phase_diagram",
     "replica.workflow.plotting",
     "replica.workflow.cli",
+    "replica.workflow.model_options",
     "replica.workflow.spectrum",
     "replica.workflow.reference",
     "replica.workflow.figures",

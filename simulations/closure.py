@@ -105,7 +105,8 @@ def closure_coefficients(activation, *, drop_hermite=(), unit_variance=False, no
     ValueError
         Unknown activation (message of :func:`simulations.sgd.activation_functions`).
     """
-    from .sgd import activation_functions, predicted_exponent
+    from .sgd import activation_functions
+    from .sgd_results import predicted_exponent
 
     act, der = activation_functions(activation, drop_hermite=drop_hermite,
                                     unit_variance=unit_variance)

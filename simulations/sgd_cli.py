@@ -2,7 +2,7 @@
 
 Same model options as ``replica-sweep``/``replica-experiment`` (``--gamma --activation
 --prior --readout --delta``) plus the SGD options.  Writes one HDF5 file (layout in
-:func:`simulations.sgd.write_sgd`).  Conventions (:mod:`simulations.sgd`): time
+:func:`simulations.sgd_results.write_sgd`).  Conventions (:mod:`simulations.sgd`): time
 ``t = n/(k d)`` with ``n`` the samples seen (``α = n/d² = γ t``), learning rate ``η`` per
 sample with the update ``W += η Σ_b e_b (v ⊙ σ'(h_b)) x_bᵀ/√(dk)``.
 
@@ -153,7 +153,7 @@ def _parse_drop(text):
 def _store_reference(path, args, *, locked=False):
     from replica.workflow.safe_write import SafeOutput
 
-    from .sgd import store_reference_levels
+    from .sgd_results import store_reference_levels
 
     if not locked:  # the file is rewritten: same lock as any writer of it
         with SafeOutput(path, overwrite=True, checkpoints=False, option="--plot"):
@@ -168,7 +168,7 @@ def _store_closure(path, *, locked=False, option="--closure"):
     from replica.workflow.safe_write import SafeOutput
 
     from .closure import closure_for_run, write_closure
-    from .sgd import read_sgd
+    from .sgd_results import read_sgd
 
     path = Path(path)
     if not locked:  # the file is rewritten: same lock as any writer of it
@@ -202,7 +202,7 @@ def _figure_prefix(prefix, path):
 def _plot(path, prefix, args, *, store_reference=True):
     from replica.workflow.safe_write import check_output_directory
 
-    from .sgd import read_sgd
+    from .sgd_results import read_sgd
     from .sgd_plots import make_figures
 
     path = Path(path)
@@ -244,7 +244,8 @@ def main(argv=None) -> int:
             raise UsageError("--closure is implemented for --readout ones only")
         from replica.workflow.safe_write import SafeOutput
 
-        from .sgd import SGDConfig, run_sgd, specialization_time, write_sgd
+        from .sgd import SGDConfig, run_sgd
+        from .sgd_results import specialization_time, write_sgd
 
         output = Path(args.output or "sgd.h5")
         config = SGDConfig(activation=args.activation, gamma=args.gamma, delta=args.delta,

@@ -1,4 +1,4 @@
-"""Figures of ``replica-sgd`` runs (reads the HDF5 written by :func:`simulations.sgd.write_sgd`).
+"""Figures of ``replica-sgd`` runs (reads the HDF5 written by :func:`simulations.sgd_results.write_sgd`).
 
 * :func:`plot_overlap_histograms` — histograms of the ``k²`` teacher–student cosines at four
   times (initialization, Gaussian closure, specialization, refinement), logarithmic counts so
@@ -32,7 +32,7 @@ STAGES = ("initialization", "Gaussian closure", "specialization", "refinement")
 
 def _load(data):
     if isinstance(data, (str, Path)):
-        from .sgd import read_sgd
+        from .sgd_results import read_sgd
 
         return read_sgd(data)
     return data
@@ -44,7 +44,7 @@ def stage_times(data):
     Parameters
     ----------
     data : dict or path
-        Output of :func:`simulations.sgd.read_sgd`.
+        Output of :func:`simulations.sgd_results.read_sgd`.
 
     Returns
     -------
@@ -54,12 +54,12 @@ def stage_times(data):
     Notes
     -----
     ``t_half`` = time at which the specialized fraction reaches half its final value
-    (:func:`simulations.sgd.specialization_time` with ``relative=True``); ``t_onset`` = the
+    (:func:`simulations.sgd_results.specialization_time` with ``relative=True``); ``t_onset`` = the
     same with a tenth of it.  Gaussian closure: ``t_onset/3`` (the quadratic part is being
     learned, no outlier yet); specialization: ``t_half``; refinement: the last record.
     Without specialization the three later times are spread log-uniformly.
     """
-    from .sgd import specialization_time
+    from .sgd_results import specialization_time
 
     data = _load(data)
     times = np.asarray(data["histogram_times"], dtype=float)
@@ -88,7 +88,7 @@ def plot_overlap_histograms(data, *, indices=None, threshold=None, ax=None):
     Parameters
     ----------
     data : dict or path
-        Output of :func:`simulations.sgd.read_sgd`.
+        Output of :func:`simulations.sgd_results.read_sgd`.
     indices : list of (str, int), optional, keyword-only
         Panels as ``(label, row of overlap_histograms)``; default :func:`stage_times`.
     threshold : float, optional, keyword-only
@@ -164,10 +164,10 @@ def plot_test_error(data, *, theory=True, theory_timeout=300.0, ax=None):
     Parameters
     ----------
     data : dict or path
-        Output of :func:`simulations.sgd.read_sgd`.
+        Output of :func:`simulations.sgd_results.read_sgd`.
     theory : bool, keyword-only
         Draw the universal-branch and Bayes-optimal ``mmse`` at ``α = (k/d) t``
-        (:func:`simulations.sgd.reference_levels`); skipped with a warning when the solver
+        (:func:`simulations.sgd_results.reference_levels`); skipped with a warning when the solver
         is unavailable, fails or takes longer than ``theory_timeout`` seconds.
     theory_timeout : float, keyword-only
         Seconds allowed to the replica solver (run in a child process).
@@ -182,7 +182,7 @@ def plot_test_error(data, *, theory=True, theory_timeout=300.0, ax=None):
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
 
-    from .sgd import specialization_time
+    from .sgd_results import specialization_time
 
     data = _load(data)
     params = data["parameters"]
@@ -220,7 +220,7 @@ def plot_test_error(data, *, theory=True, theory_timeout=300.0, ax=None):
         lo = max(t[pos][0] * ratio, 1e-2)
         hi = t[pos][-1] * ratio
         alphas = np.exp(np.linspace(math.log(lo), math.log(max(hi, lo * 1.01)), 24))
-        from .sgd import reference_levels_with_timeout
+        from .sgd_results import reference_levels_with_timeout
 
         levels = reference_levels_with_timeout(params, alphas, timeout=theory_timeout)
     if theory and np.any(pos):
@@ -273,7 +273,7 @@ def make_figures(path, prefix, *, theory=True, theory_timeout=300.0, dpi=150, ov
     Parameters
     ----------
     path : str, Path or dict
-        File written by :func:`simulations.sgd.write_sgd`, or its contents (:func:`~simulations.sgd.read_sgd`).
+        File written by :func:`simulations.sgd_results.write_sgd`, or its contents (:func:`~simulations.sgd_results.read_sgd`).
     prefix : str or Path
         Figure names are ``PREFIX_histograms`` and ``PREFIX_error``.
     suffix : str, keyword-only

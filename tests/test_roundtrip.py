@@ -233,13 +233,13 @@ def test_experiment_roundtrip(tmp_path):
 
 # --------------------------------------------------------------------------- SGD
 def test_sgd_roundtrip(tmp_path):
-    from simulations import sgd
+    from simulations import sgd, sgd_results
 
     result = sgd.run_sgd(sgd.SGDConfig(activation="elu", dim=16, lr=0.3, batch=2, time=1.0, record="log:3",
                                        seed=3, n_test=300))
-    sgd.write_sgd(result, tmp_path / "r.h5")
-    back = sgd.read_sgd(tmp_path / "r.h5")
-    for name in sgd._DATASETS:
+    sgd_results.write_sgd(result, tmp_path / "r.h5")
+    back = sgd_results.read_sgd(tmp_path / "r.h5")
+    for name in sgd_results._DATASETS:
         assert_same(back[name], getattr(result, name), name)
     assert back["parameters"] == result.config.to_dict()
     assert back["wall_time"] == result.wall_time and bool(back["completed"]) == bool(result.completed)
