@@ -12,6 +12,18 @@ sweep
     Every branch, the equilibrium and the transitions on an α grid.
 get_activation
     Activations by name with Hermite coefficients and dual kernels.
+
+Layout (docs/architecture.md)
+-----------------------------
+``replica/*.py``
+    Architecture-free numerics: the solver protocol (:mod:`replica.interface`), continuation
+    and phases (:mod:`replica.branches`), the damped iteration (:mod:`replica.engine`),
+    activations, readout profiles, root finding.
+``replica/models/``
+    One module per architecture and the registry that builds them (:mod:`replica.models`).
+``replica/workflow/``
+    Command lines, configuration, HDF5 files, the write protocol, plots, phase diagrams,
+    spectra, reference figures.
 """
 
 __version__ = "0.1.0"

@@ -36,6 +36,10 @@ B. Widrow, M. Hoff (1960) and S. Haykin, *Adaptive filter theory* (LMS misadjust
 R. Couillet, Z. Liao, *Random matrix methods for machine learning*, CUP 2022, §2.2
 (deterministic equivalent of ``Xᵀ(I + XFXᵀ)^{-1}X``); docs/theory.md §1–§2, §4.1 (``S⁰``),
 ``docs/dynamics.md`` (all equations of this module).
+
+Why one module of this size: the closure is one ODE system with its moments, integrator
+and stored predictions, sharing the private Gaussian-moment helpers (docs/architecture.md,
+"Module size").
 """
 
 from __future__ import annotations

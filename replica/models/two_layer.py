@@ -90,6 +90,10 @@ References
 ----------
 Barbier, Camilli, Nguyen, Pastore, Skerk, arXiv 2510.24616 (deep MLPs, two hidden layers).
 Troiani, Erba, Krzakala, Maillard, Zdeborová (2022), arXiv:2203.07752 (rectangular channel).
+
+Why one module of this size: the two-layer solver is one set of saddle-point equations —
+packing, the fixed-point map, the free entropy and its per-layer phases — over the same
+private s-grid and product-channel quantities (docs/architecture.md, "Module size").
 """
 
 from __future__ import annotations
