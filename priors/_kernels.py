@@ -22,12 +22,14 @@ from __future__ import annotations
 
 import functools
 import sys
+import threading
 
 __all__ = ["kernel", "LazyKernel", "compile_all"]
 
 #: Python-mode work left for warm-up kernels in this process (shared: numba's import is paid once)
 _BUDGET = {"left": 4000}
-_PYTHON_MODE = {"depth": 0}
+_PYTHON_MODE = threading.local()  # depth of kernels running as Python in this thread
+_LOCK = threading.Lock()
 _ALL: list = []
 
 
@@ -58,6 +60,12 @@ class LazyKernel:
 
     def compile(self):
         """The numba dispatcher (imports numba and wraps the kernel on first use)."""
+        with _LOCK:  # one dispatcher per kernel, also with threads
+            if self._dispatcher is None:
+                self._wrap()
+        return self._dispatcher
+
+    def _wrap(self):
         if self._dispatcher is None:
             import numba
 
@@ -67,26 +75,27 @@ class LazyKernel:
             for name in self.py_func.__code__.co_names:  # callees first: numba must see dispatchers
                 callee = namespace.get(name)
                 if isinstance(callee, LazyKernel) and callee is not self:
-                    namespace[name] = callee.compile()
+                    callee._wrap()  # the lock is held
+                    namespace[name] = callee._dispatcher
             self._dispatcher = numba.njit(**self.options)(self.py_func)
             if namespace.get(self.__name__) is self:
                 namespace[self.__name__] = self._dispatcher
-        return self._dispatcher
 
     def __call__(self, *args):
         if self._dispatcher is not None:
             return self._dispatcher(*args)
-        if _PYTHON_MODE["depth"]:  # called by a kernel running as Python: its cost is counted there
+        depth = getattr(_PYTHON_MODE, "depth", 0)
+        if depth:  # called by a kernel running as Python: its cost is counted there
             return self.py_func(*args)
         if self._warmup and "numba" not in sys.modules:
             cost = 1 if self._loop_arg is None else len(args[self._loop_arg])
             if cost <= _BUDGET["left"]:
                 _BUDGET["left"] -= cost
-                _PYTHON_MODE["depth"] += 1
+                _PYTHON_MODE.depth = 1
                 try:
                     return self.py_func(*args)
                 finally:
-                    _PYTHON_MODE["depth"] -= 1
+                    _PYTHON_MODE.depth = 0
         return self.compile()(*args)
 
     def __repr__(self):

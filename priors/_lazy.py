@@ -3,7 +3,8 @@
 :func:`lazy_import` returns the module object at once and runs it at the first attribute
 access, with the standard library's :class:`importlib.util.LazyLoader`. Used for
 ``scipy.special`` (about 0.1–0.3 s to import, needed only by some priors, activations and
-readout laws).
+readout laws) and ``h5py`` (:mod:`replica.workflow.io`: not needed by ``--help`` or a
+rejected option).
 """
 
 from __future__ import annotations

@@ -101,10 +101,13 @@ import tempfile
 import time
 from pathlib import Path
 
-import h5py
 import numpy as np
 
+from priors._lazy import lazy_import
+
 from .. import __version__
+
+h5py = lazy_import("h5py")  # loaded at the first file read or written (start-up: --help, parsing)
 
 __all__ = [
     "write_sweep",
@@ -124,8 +127,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-_STR = h5py.string_dtype()
 
 #: ``long_name`` and ``units`` attributes of the stored variables (docs/theory.md symbols)
 VARIABLE_ATTRS = {
@@ -269,7 +270,7 @@ def write_error(err: OSError, path) -> OSError:
 def _write_array(group, name, value):
     arr = np.asarray(value)
     if arr.dtype == object or arr.dtype.kind in "US":
-        ds = group.create_dataset(name, data=np.asarray([str(s) for s in arr.ravel()], dtype=_STR).reshape(arr.shape))
+        ds = group.create_dataset(name, data=np.asarray([str(s) for s in arr.ravel()], dtype=h5py.string_dtype()).reshape(arr.shape))
     else:
         ds = group.create_dataset(name, data=arr)
     base = name
