@@ -155,6 +155,23 @@ def test_registry_errors_are_one_line_usage_errors(toy_registered):
         models.register(models.Architecture("toy_spiked", ToyModel, lambda layers, acts: False))
 
 
+def test_a_new_module_in_the_models_folder_registers_itself(tmp_path, monkeypatch):
+    (tmp_path / "toy_folder_model.py").write_text(
+        "from . import Architecture, register\n"
+        "register(Architecture('toy_folder', lambda request: 'built', lambda layers, acts: layers == 77,"
+        " priority=99))\n")
+    monkeypatch.setattr(models, "__path__", [*models.__path__, str(tmp_path)])
+    monkeypatch.setattr(models, "_DISCOVERED", False)
+    try:
+        known = models.architectures()
+        assert "toy_folder" in known and list(known)[0] == "toy_folder"  # priority order
+        assert models.select(77, ()).name == "toy_folder"
+        assert models.select(1, ()).name == "shallow"
+    finally:
+        models.unregister("toy_folder")
+        sys.modules.pop("replica.models.toy_folder_model", None)
+
+
 def test_builtin_architectures_are_chosen_without_importing_their_modules():
     import subprocess
 
