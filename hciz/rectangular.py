@@ -108,6 +108,12 @@ References
    (2007) 678–694.
 .. [4] D. Guo, S. Shamai, S. Verdú, "Mutual information and minimum mean-square error in
    Gaussian channels", IEEE Trans. Inf. Theory 51 (2005) 1261–1282 (I-MMSE).
+
+Why one module of this size: the rectangular channel is one computation — the
+Stieltjes curve of its spectral law (:class:`_Curve`), the RIE and MMSE derived from it, and
+the adaptive piecewise-Chebyshev tables of :class:`RectangularChannel` built from those
+functions and cached — whose pieces share the private curve parametrization and tolerances;
+splitting it would expose them (docs/architecture.md, "Module size").
 """
 
 from __future__ import annotations

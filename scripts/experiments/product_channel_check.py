@@ -1,6 +1,6 @@
 """Check the rank-matched two-factor surrogate for products of three Gaussian factors.
 
-``replica.deep_linear`` learns a product of ≥ 3 factors, e.g. ``W₃:₁ = W₃W₂W₁/√(k₂k₁)``,
+``replica.models.deep_linear`` learns a product of ≥ 3 factors, e.g. ``W₃:₁ = W₃W₂W₁/√(k₂k₁)``,
 through the two-factor rectangular channel of :mod:`hciz.rectangular` with the smallest inner
 width (docs/deep_linear.md §5). This script measures the error of that approximation: it samples
 the product, observes it as ``Y = √λ S + Z``, and applies the *oracle* rotation-invariant
@@ -40,7 +40,7 @@ def oracle_mmse(factors, lam, rng, repeats=2):
 
 def main(argv=None) -> int:
     from hciz.rectangular import rectangular_channel
-    from replica.deep_linear import product_channel_shape
+    from replica.models.deep_linear import product_channel_shape
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--dim", type=int, default=400)
