@@ -28,7 +28,6 @@ MODULES = [
     "replica.models.deep_linear",
     "replica.branches",
     "replica.engine",
-    "replica.roots",
     "replica.activations",
     "replica.workflow.io",
     "replica.workflow.safe_write",

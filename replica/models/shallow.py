@@ -39,7 +39,6 @@ from priors import get_readout_law, get_weight_prior
 from ..activations import get_activation
 from ..engine import STATUS_MESSAGES, FixedPointResult, solve_fixed_point
 from ..readout_grid import SELECT_ZERO, ProfileSolver
-from ..roots import brentq
 
 __all__ = ["ShallowModel", "ShallowState"]
 
@@ -489,6 +488,8 @@ class ShallowModel:
         if alpha == 0.0:
             lam = 0.0
         else:
+            from scipy.optimize import brentq  # imported here: --help and option errors never load it
+
             lam = brentq(h, 0.0, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=500)
         return self._finish(alpha, np.concatenate([zeros, [lam]]), "universal", "exact")
 
