@@ -140,6 +140,12 @@ References
    061114 (S-transform of a product of rectangular Gaussian factors).
 .. [6] P. Biane, "Processes with free increments", Math. Z. 227 (1998) 143–174
    (subordination for free multiplicative convolution).
+
+Why one module of this size: the rectangular channel is one computation — the
+Stieltjes curve of its spectral law (:class:`_Curve`), the RIE and MMSE derived from it, and
+the adaptive piecewise-Chebyshev tables of :class:`RectangularChannel` built from those
+functions and cached — whose pieces share the private curve parametrization and tolerances;
+splitting it would expose them (docs/architecture.md, "Module size").
 """
 
 from __future__ import annotations

@@ -1,12 +1,12 @@
-"""Deep networks with linear parts, any depth (replica/deep_linear.py, docs/deep_linear.md)."""
+"""Deep networks with linear parts, any depth (replica/models/deep_linear.py, docs/deep_linear.md)."""
 
 import numpy as np
 import pytest
 
 from replica.branches import sweep
-from replica.deep import DeepModel
-from replica.deep_linear import DeepLinearModel, matrix_keys, phase_label, product_channel_shape
-from replica.two_layer import TwoLayerModel, product_channel
+from replica.models.deep import DeepModel
+from replica.models.deep_linear import DeepLinearModel, matrix_keys, phase_label, product_channel_shape
+from replica.models.two_layer import TwoLayerModel, product_channel
 from finite_differences import gradient as _fd_gradient
 from test_two_layer import _validation_module  # shared helper
 
@@ -39,7 +39,7 @@ def test_matrix_keys_and_channel_shapes():
 
 @pytest.mark.parametrize("gammas", [(0.7, 1.3), (1.3, 0.7)])
 def test_two_layers_reduce_to_the_two_layer_solver(gammas):
-    # L = 2: the same packing, map, free entropy and starts as replica.two_layer (to 1e-8)
+    # L = 2: the same packing, map, free entropy and starts as replica.models.two_layer (to 1e-8)
     acts = ("tanh2", "erf")
     two = TwoLayerModel(acts, gammas, 0.1, s_grid=5)
     deep = DeepLinearModel(acts, gammas, 0.1, s_grid=5)

@@ -17,7 +17,7 @@ from scipy import integrate
 
 from hciz import rectangular as rect
 from hciz.rectangular import RectangularChannel, rectangular_channel
-from replica import reference
+from replica.workflow import reference
 
 CASES = [(2.0, 0.2), (5.0, 2.0)]  # (R1 = P/M, R2 = N/M) of the published curves
 
@@ -492,7 +492,7 @@ def test_tables_are_cached_in_the_user_cache(tmp_path, monkeypatch):
 def test_product_map_low_and_high_snr(gammas):
     # W₂:₁ = W₂W₁/√k₁ (k₂ × d, inner k₁) has unit-variance entries: overlap(λ) = λ − λ² + O(λ³);
     # rank min(k₁, k₂, d) gives mmse ≈ c₁/λ with c₁ = r(k₂ + d − r)/(k₂ d) in units of d
-    from replica.two_layer import product_channel
+    from replica.models.two_layer import product_channel
 
     g1, g2 = gammas
     ch = product_channel(gammas)

@@ -1,6 +1,6 @@
 """Check the product-of-Gaussians channels of ``hciz.rectangular`` on sampled matrices.
 
-``replica.deep_linear`` learns a product ``W_{ℓ:m}`` of ``p = ℓ − m + 1 ≥ 2`` Gaussian factors
+``replica.models.deep_linear`` learns a product ``W_{ℓ:m}`` of ``p = ℓ − m + 1 ≥ 2`` Gaussian factors
 (e.g. ``W₃:₁ = W₃W₂W₁/√(k₂k₁)``) through the rectangular denoising channel of that product
 (:mod:`hciz.rectangular`, exact free multiplicative convolution of the factors' laws,
 docs/deep_linear.md §5). This script samples the product, observes it as ``Y = √λ S + Z`` and
@@ -52,7 +52,7 @@ def sample_errors(factors, lam, channel, rng, repeats=2):
 
 def main(argv=None) -> int:
     from hciz.rectangular import rectangular_channel
-    from replica.deep_linear import product_channel_shape
+    from replica.models.deep_linear import product_channel_shape
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--dim", type=int, default=400)

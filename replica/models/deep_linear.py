@@ -41,8 +41,8 @@ products), with ``B_ℓ(ρ) = ∂K*/∂c_ℓ(ρ)`` per unit weight and ``w(·) =
     B_m(κ)  = g_m'(c_m(κ)) [A_{L+1,m+1} κ² + Σ_{ℓ>m} A_{ℓ,m+1} E_ρ[B_ℓ(ρ) Q_{ℓ:m+1}(ρ, κ)]]
 
 (``w_X`` = number of entries of X in units of d²). With L = 2 these are exactly the equations of
-:mod:`replica.two_layer` (docs/theory.md §6.2 with ``a`` in ``r₂:₁`` and ``α/γ₁``); with ``μ₁ = 0``
-every product decouples (``r = 0``, ``Q = t``) and they are those of :mod:`replica.deep`.
+:mod:`replica.models.two_layer` (docs/theory.md §6.2 with ``a`` in ``r₂:₁`` and ``α/γ₁``); with ``μ₁ = 0``
+every product decouples (``r = 0``, ``Q = t``) and they are those of :mod:`replica.models.deep`.
 
 Approximations (docs/deep_linear.md): the effective readouts of different layers are
 independent standard Gaussians; each group of a product (row label × column label) uses the
@@ -68,9 +68,9 @@ import numpy as np
 
 from hciz.rectangular import rectangular_channel
 
-from .activations import get_activation
+from ..activations import get_activation
 from .deep import layer_priors_and_readout
-from .engine import STATUS_MESSAGES, FixedPointResult, solve_fixed_point
+from ..engine import STATUS_MESSAGES, FixedPointResult, solve_fixed_point
 from .two_layer import (DEFAULT_S_GRID, PHASE_THRESHOLD, channel_tilt, channel_tilt_gain,
                         effective_readout_grid, grid_change, phase_transitions)
 
@@ -154,7 +154,7 @@ def phase_label(learned_layers, extra_products: bool) -> str:
     str
         ``universal``, ``product`` (only products), ``layer_ℓ`` / ``layers_ℓ_ℓ'_…`` with a
         ``+product`` suffix when ``extra_products`` (the names of
-        :func:`replica.two_layer.phase_name` for L = 2).
+        :func:`replica.models.two_layer.phase_name` for L = 2).
     """
     layers = sorted(set(int(x) for x in learned_layers))
     if not layers:
@@ -227,7 +227,7 @@ class DeepLinearModel:
     ----------
     activation : str, Activation, or a sequence of L of them (σ₁ … σ_L)
         Odd activations (``μ₀ = μ₂ = 0``); σ₁ … σ_{L−1} need ``E σ² = 1`` (names are built with
-        ``unit_variance``). ``μ₁ = 0`` is allowed (then this is :class:`replica.deep.DeepModel`).
+        ``unit_variance``). ``μ₁ = 0`` is allowed (then this is :class:`replica.models.deep.DeepModel`).
     gammas : sequence of L floats
         ``γ_ℓ = k_ℓ/d > 0``.
     delta : float
@@ -528,7 +528,7 @@ class DeepLinearModel:
         return phase_label(learned, extra)
 
     def phase_transitions(self, result, **kw) -> list:
-        """Changes of the equilibrium phase along a sweep (:func:`replica.two_layer.phase_transitions`)."""
+        """Changes of the equilibrium phase along a sweep (:func:`replica.models.two_layer.phase_transitions`)."""
         return phase_transitions(self, result, **kw)
 
     @property
@@ -572,7 +572,7 @@ class DeepLinearModel:
 
         The profiles at ``x`` are interpolated (piecewise linearly in each s label) onto the
         nodes of :meth:`refined` and the equations are solved there from that start, as
-        :meth:`replica.two_layer.TwoLayerModel.discretization_error` does for L = 2.
+        :meth:`replica.models.two_layer.TwoLayerModel.discretization_error` does for L = 2.
 
         Parameters
         ----------
@@ -640,7 +640,7 @@ class DeepLinearModel:
         dict[str, tuple[ndarray, str]]
             ``informed`` (every overlap .99, both directions); for every depth ``k < L``,
             ``layers_1_to_k`` (layers ≤ k and the products inside them at .99; ``layer_1`` for
-            k = 1, as in :meth:`replica.two_layer.TwoLayerModel.starts`); ``product`` (every
+            k = 1, as in :meth:`replica.models.two_layer.TwoLayerModel.starts`); ``product`` (every
             product at .99) and ``layer_1+product``; ``partial_s_q50`` (all matrices at .99 only
             for columns/rows of inner layers with ``|s|`` above its median). All but
             ``informed`` sweep downwards. The universal start is :meth:`solve_universal`.
