@@ -29,8 +29,8 @@ import sys
 import time
 from pathlib import Path
 
-from replica.cli import _raise_terminated, _Terminated, warn_readout_rescaling
-from replica.config import CommandParser, UsageError, number_type
+from replica.workflow.cli import _raise_terminated, _Terminated, warn_readout_rescaling
+from replica.workflow.config import CommandParser, UsageError, number_type
 
 __all__ = ["main", "build_parser"]
 
@@ -143,7 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _parse_alpha(text: str):
-    from replica.cli import parse_alpha_grid
+    from replica.workflow.cli import parse_alpha_grid
 
     return tuple(float(a) for a in parse_alpha_grid(text))
 
@@ -237,7 +237,7 @@ def main(argv=None) -> int:
     argv : list of str, optional
         Arguments (default ``sys.argv[1:]``).
     """
-    from replica.cli import parse_command_line
+    from replica.workflow.cli import parse_command_line
 
     args, status = parse_command_line(PROG, build_parser(), argv)
     if args is None:
@@ -274,7 +274,7 @@ def main(argv=None) -> int:
 
 
 def _run(args) -> int:
-    from replica.safe_write import SafeOutput
+    from replica.workflow.safe_write import SafeOutput
 
     output = Path(args.output)
     config = config_from_args(args)  # every option is checked before the output and before JAX starts
@@ -295,7 +295,7 @@ def _run(args) -> int:
 
     with SafeOutput(output, overwrite=args.overwrite, resume=args.resume) as target:
         if target.finished:
-            from replica.io import read_root_attrs
+            from replica.workflow.io import read_root_attrs
 
             stored = read_root_attrs(output, kinds=("experiment",), option="--resume").get("parameters", {})
             target.refuse_other_options(stored, json.loads(config.to_json()), source=output)

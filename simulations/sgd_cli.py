@@ -2,7 +2,7 @@
 
 Same model options as ``replica-sweep``/``replica-experiment`` (``--gamma --activation
 --prior --readout --delta``) plus the SGD options.  Writes one HDF5 file (layout in
-:func:`simulations.sgd.write_sgd`).  Conventions (:mod:`simulations.sgd`): time
+:func:`simulations.sgd_results.write_sgd`).  Conventions (:mod:`simulations.sgd`): time
 ``t = n/(k d)`` with ``n`` the samples seen (``α = n/d² = γ t``), learning rate ``η`` per
 sample with the update ``W += η Σ_b e_b (v ⊙ σ'(h_b)) x_bᵀ/√(dk)``.
 
@@ -23,8 +23,8 @@ import logging
 import sys
 from pathlib import Path
 
-from replica.cli import warn_readout_rescaling
-from replica.config import CommandParser, UsageError, number_type
+from replica.workflow.cli import warn_readout_rescaling
+from replica.workflow.config import CommandParser, UsageError, number_type
 
 __all__ = ["main", "build_parser"]
 
@@ -151,9 +151,9 @@ def _parse_drop(text):
 
 
 def _store_reference(path, args, *, locked=False):
-    from replica.safe_write import SafeOutput
+    from replica.workflow.safe_write import SafeOutput
 
-    from .sgd import store_reference_levels
+    from .sgd_results import store_reference_levels
 
     if not locked:  # the file is rewritten: same lock as any writer of it
         with SafeOutput(path, overwrite=True, checkpoints=False, option="--plot"):
@@ -165,10 +165,10 @@ def _store_reference(path, args, *, locked=False):
 
 
 def _store_closure(path, *, locked=False, option="--closure"):
-    from replica.safe_write import SafeOutput
+    from replica.workflow.safe_write import SafeOutput
 
     from .closure import closure_for_run, write_closure
-    from .sgd import read_sgd
+    from .sgd_results import read_sgd
 
     path = Path(path)
     if not locked:  # the file is rewritten: same lock as any writer of it
@@ -200,9 +200,9 @@ def _figure_prefix(prefix, path):
 
 
 def _plot(path, prefix, args, *, store_reference=True):
-    from replica.safe_write import check_output_directory
+    from replica.workflow.safe_write import check_output_directory
 
-    from .sgd import read_sgd
+    from .sgd_results import read_sgd
     from .sgd_plots import make_figures
 
     path = Path(path)
@@ -225,7 +225,7 @@ def _plot(path, prefix, args, *, store_reference=True):
 
 def main(argv=None) -> int:
     """Entry point of ``replica-sgd``; returns the exit status."""
-    from replica.cli import parse_command_line
+    from replica.workflow.cli import parse_command_line
 
     args, status = parse_command_line(PROG, build_parser(), argv)
     if args is None:
@@ -242,9 +242,10 @@ def main(argv=None) -> int:
             return 0
         if args.closure is True and args.readout.strip().lower() != "ones":
             raise UsageError("--closure is implemented for --readout ones only")
-        from replica.safe_write import SafeOutput
+        from replica.workflow.safe_write import SafeOutput
 
-        from .sgd import SGDConfig, run_sgd, specialization_time, write_sgd
+        from .sgd import SGDConfig, run_sgd
+        from .sgd_results import specialization_time, write_sgd
 
         output = Path(args.output or "sgd.h5")
         config = SGDConfig(activation=args.activation, gamma=args.gamma, delta=args.delta,

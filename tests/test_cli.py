@@ -16,10 +16,10 @@ import h5py
 import numpy as np
 import pytest
 
-from replica.cli import parse_alpha_grid, parse_number_grid, sweep_main
-from replica.config import UsageError
-from replica.io import read_root_attrs, read_sweep
-from replica.safe_write import checkpoint_path
+from replica.workflow.cli import parse_alpha_grid, parse_number_grid, sweep_main
+from replica.workflow.config import UsageError
+from replica.workflow.io import read_root_attrs, read_sweep
+from replica.workflow.safe_write import checkpoint_path
 
 DEEP = ["--layers", "2", "--gamma", "1,1", "--activation", "tanh2", "--drop-hermite", "0,1,2", "--unit-variance",
         "--quiet"]
@@ -258,9 +258,9 @@ TWO_LAYER = ["--layers", "2", "--gamma", "0.7,1.3", "--activation", "tanh2", "--
 
 
 def test_two_layer_sweep_writes_per_layer_datasets(capsys, tmp_path):
-    from replica.cli import build_model, plot_main
-    from replica.deep import DeepModel
-    from replica.two_layer import TwoLayerModel
+    from replica.workflow.cli import build_model, plot_main
+    from replica.models.deep import DeepModel
+    from replica.models.two_layer import TwoLayerModel
 
     out = tmp_path / "two.h5"
     rc, _, err = run_cli(capsys, TWO_LAYER + ["--alpha", "4,5.5", "-o", str(out)])
@@ -299,9 +299,9 @@ def test_two_layer_sweep_writes_per_layer_datasets(capsys, tmp_path):
 
 
 def test_three_layer_sweep_writes_every_layer_and_product(capsys, tmp_path):
-    from replica.cli import build_model, plot_main
-    from replica.deep import DeepModel
-    from replica.deep_linear import DeepLinearModel
+    from replica.workflow.cli import build_model, plot_main
+    from replica.models.deep import DeepModel
+    from replica.models.deep_linear import DeepLinearModel
 
     out = tmp_path / "three.h5"
     rc, _, err = run_cli(capsys, ["--layers", "3", "--gamma", "0.5", "--activation", "tanh2", "--unit-variance",
@@ -348,9 +348,9 @@ def test_two_layer_needs_unit_variance(capsys, tmp_path):
 
 
 def test_two_layer_panel_rule_is_stored(capsys, tmp_path):
-    # --s-grid panels:P: the composite rule of replica.two_layer.effective_readout_panels, named in
+    # --s-grid panels:P: the composite rule of replica.models.two_layer.effective_readout_panels, named in
     # the root attribute s_grid_rule, with its nodes in every branch group
-    from replica.two_layer import effective_readout_panels
+    from replica.models.two_layer import effective_readout_panels
 
     out = tmp_path / "panels.h5"
     argv = [a if a != "3" else "panels:1" for a in TWO_LAYER] + ["--alpha", "5.5", "-o", str(out)]

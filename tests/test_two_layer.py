@@ -1,4 +1,4 @@
-"""Two hidden layers with linear parts (docs/theory.md §6.2; derivation in replica/two_layer.py)."""
+"""Two hidden layers with linear parts (docs/theory.md §6.2; derivation in replica/models/two_layer.py)."""
 
 import numpy as np
 import pytest
@@ -6,8 +6,8 @@ from finite_differences import gradient
 from optional import require
 
 from replica.branches import sweep
-from replica.deep import DeepModel
-from replica.two_layer import TwoLayerModel, effective_readout_grid, product_channel
+from replica.models.deep import DeepModel
+from replica.models.two_layer import TwoLayerModel, effective_readout_grid, product_channel
 
 GAMMAS = (0.7, 1.3)
 
@@ -238,7 +238,7 @@ def test_validation_against_hmc_d30():
 
 
 def test_branches_are_named_by_phase_with_transitions_per_branch(model, tmp_path):
-    from replica.io import read_sweep, write_sweep
+    from replica.workflow.io import read_sweep, write_sweep
 
     res = sweep(model, np.array([3.0, 4.0, 5.0, 9.0]), progress=False)
     assert set(res.branches) == {"universal", "layer_1", "layers_1_2"}
@@ -268,7 +268,7 @@ def test_panel_rule_moments_and_node_weights():
     # s²-weight of order 1/panels at most (equal panels in the measure φ(s)(1 + s²) ds)
     from math import prod
 
-    from replica.two_layer import effective_readout_panels
+    from replica.models.two_layer import effective_readout_panels
 
     for panels, tol in ((4, 2e-3), (16, 5e-4), (64, 3e-4)):
         s, p = effective_readout_panels(panels)
@@ -283,7 +283,7 @@ def test_panel_rule_integrates_a_front_to_the_panel_mass():
     # the rule is bounded by the s²-weight of one node (≲ 1/panels), unlike Gauss–Hermite
     from scipy import stats
 
-    from replica.two_layer import effective_readout_panels
+    from replica.models.two_layer import effective_readout_panels
 
     cs = np.linspace(1.0, 3.5, 26)
     exact = 2 * (cs * stats.norm.pdf(cs) + stats.norm.sf(cs))
@@ -299,7 +299,7 @@ def test_panel_rule_integrates_a_front_to_the_panel_mass():
 
 
 def test_s_grid_bad_sizes():
-    from replica.two_layer import effective_readout_panels
+    from replica.models.two_layer import effective_readout_panels
 
     for bad in (0, 151, 2.5):
         with pytest.raises(ValueError, match="s_grid must be an integer in"):
@@ -316,7 +316,7 @@ def test_converged_s_grid_agrees_with_a_4x_finer_grid():
     # free entropy on both non-universal phases: layer_1 (Q₁(s) jumps at the front) at α = 1.5
     # and 3, layers_1_2 at α = 3 (γ = (0.5, 0.5), tanh(2x) with unit variance, Δ = 0.1). With the
     # 12-node Gauss–Hermite grid the layer_1 mmse is off by 0.5% (α = 1.5) and 1.7% (α = 3).
-    from replica.two_layer import converge_s_grid
+    from replica.models.two_layer import converge_s_grid
 
     base = TwoLayerModel("tanh2", (0.5, 0.5), 0.1, s_grid=None)
     model, info = converge_s_grid(base, [1.5, 3.0])
