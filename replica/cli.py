@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from . import __version__
-from .config import CommandParser, UsageError, number_type, parse_with_config, resolved_configuration
+from .config import LIMITS, CommandParser, UsageError, number_type, parse_with_config, resolved_configuration
 
 __all__ = [
     "sweep_main",
@@ -49,6 +49,8 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_OUTPUT = "replica_sweep.h5"
 DEFAULT_PHASE_OUTPUT = "phase_diagram.h5"
+#: one-line message of a MemoryError (every command)
+OUT_OF_MEMORY = "out of memory; use smaller grids or sizes (nothing written, existing files unchanged)"
 
 
 # --------------------------------------------------------------------------- parsing helpers
@@ -60,11 +62,12 @@ def parse_alpha_grid(text: str) -> np.ndarray:
     UsageError
         Malformed numbers, non-positive or non-finite values, num < 1, repeated values.
     """
-    return parse_number_grid(text, "--alpha", minimum=0.0, strict=True, meaning="α = n/d²")
+    return parse_number_grid(text, "--alpha", minimum=0.0, strict=True, maximum=LIMITS["alpha"][1],
+                             meaning="α = n/d²")
 
 
 def parse_number_grid(text: str, option: str, *, minimum=None, strict=False, integer=False,
-                      meaning="") -> np.ndarray:
+                      meaning="", maximum=None) -> np.ndarray:
     """Parse a grid of numbers: a comma list ``a,b,c`` or an inclusive range ``start:stop:num``.
 
     Parameters
@@ -80,6 +83,8 @@ def parse_number_grid(text: str, option: str, *, minimum=None, strict=False, int
         Values must be integers (returned as int64).
     meaning : str, keyword-only
         Symbol shown in the bound message.
+    maximum : float, optional, keyword-only
+        Upper bound (inclusive) of the values.
 
     Returns
     -------
@@ -88,9 +93,11 @@ def parse_number_grid(text: str, option: str, *, minimum=None, strict=False, int
     Raises
     ------
     UsageError
-        Malformed, non-finite, out-of-range or repeated values, or ``num < 1``.
+        Malformed, non-finite, out-of-range or repeated values, ``num < 1``, or more than
+        ``LIMITS["grid_points"]`` (1e5) values.
     """
     text = str(text).strip()
+    most = LIMITS["grid_points"]
     try:
         if ":" in text:
             parts = text.split(":")
@@ -100,10 +107,14 @@ def parse_number_grid(text: str, option: str, *, minimum=None, strict=False, int
             num = int(parts[2])
             if num < 1:
                 raise UsageError(f"{option}: the number of points must be >= 1 in {text!r}")
+            if num > most:
+                raise UsageError(f"{option}: at most {most} points, got {num} in {text!r}")
             if num > 1 and stop <= start:
                 raise UsageError(f"{option}: stop must be larger than start in {text!r}")
             grid = np.linspace(start, stop, num)
         else:
+            if text.count(",") >= most:
+                raise UsageError(f"{option}: at most {most} values, got {text.count(',') + 1}")
             grid = np.array([float(s) for s in text.split(",")])
     except UsageError:
         raise
@@ -117,6 +128,9 @@ def parse_number_grid(text: str, option: str, *, minimum=None, strict=False, int
             rel = ">" if strict else ">="
             what = f" ({meaning})" if meaning else ""
             raise UsageError(f"{option}: values must be {rel} {minimum:g}{what}, got {text!r}")
+    if maximum is not None and np.any(grid > maximum):
+        what = f" ({meaning})" if meaning else ""
+        raise UsageError(f"{option}: values must be <= {maximum:g}{what}, got {_short(text)}")
     if integer:
         if np.any(grid != np.round(grid)):
             raise UsageError(f"{option}: values must be integers, got {text!r}")
@@ -124,6 +138,11 @@ def parse_number_grid(text: str, option: str, *, minimum=None, strict=False, int
     if np.unique(grid).size != grid.size:
         raise UsageError(f"{option}: values must be distinct, got {text!r}")
     return grid
+
+
+def _short(text, width=40):
+    text = str(text)
+    return repr(text) if len(text) <= width else repr(text[:width] + "…")
 
 
 def _positive_float(name):
@@ -155,6 +174,9 @@ def parse_gammas(text: str, layers: int) -> list:
         raise UsageError(f"--gamma: expected a number or a comma list of numbers, got {text!r}") from None
     if any(not math.isfinite(v) or v <= 0 for v in vals):
         raise UsageError(f"--gamma: width ratios must be finite numbers > 0, got {text!r}")
+    lo, hi = LIMITS["gamma"]
+    if any(not lo <= v <= hi for v in vals):
+        raise UsageError(f"--gamma: width ratios must be in [{lo:g}, {hi:g}], got {text!r}")
     if len(vals) == 1:
         vals = vals * layers
     if len(vals) != layers:
@@ -199,14 +221,14 @@ def add_model_options(p, *, grids=False):
     are kept as text, so that one of them can be a grid.
     """
     g = p.add_argument_group("model (docs/theory.md §1)")
-    g.add_argument("--layers", type=number_type("--layers", minimum=1, integer=True), default=1,
-                   help="number of hidden layers L >= 1 (default 1). L >= 2 with an activation without Hermite "
+    g.add_argument("--layers", type=number_type("--layers", minimum=1, maximum=100, upper_strict=False, integer=True),
+                   default=1, help="number of hidden layers 1 <= L <= 100 (default 1). L >= 2 with an activation without Hermite "
                         "components of degree <= 2 (--drop-hermite 0,1,2 --unit-variance): docs/theory.md §6.1; L = 2 "
                         "with an odd activation that keeps its linear part (e.g. --activation tanh2 "
                         "--unit-variance): the two-layer solver of docs/theory.md §6.2 (replica.two_layer); L >= 3 with "
                         "a linear part: replica.deep_linear (docs/deep_linear.md)")
     g.add_argument("--gamma", default="0.5",
-                   help="width ratio γ = k/d > 0, or one per layer 'γ1,...,γL' (default 0.5)"
+                   help="width ratio γ = k/d in [1e-4, 1e4], or one per layer 'γ1,...,γL' (default 0.5)"
                         + ("; or a grid 'start:stop:num' (the second axis)" if grids else ""))
     g.add_argument("--activation", default="relu",
                    help="activation σ: relu, elu, tanh, tanh2 (= tanh 2x), erf, sigmoid, softplus, quadratic "
@@ -236,16 +258,19 @@ def add_model_options(p, *, grids=False):
                             "1000000, Gauss–Legendre in the quantile of the law) instead of the default adaptive rule, "
                             "which is refined until mmse and free entropy are converged to 1e-3 (per-α estimate in "
                             "the dataset discretization_error)")
-        g.add_argument("--delta", type=_nonnegative_float("--delta"), default=0.1,
-                       help="label-noise variance Δ >= 0 (default 0.1)")
-    g.add_argument("--s-grid", type=number_type("--s-grid", minimum=1, integer=True), default=None,
-                   help="L >= 2 with a linear part only: number of positive nodes of the Gauss–Hermite grid of the "
+        g.add_argument("--delta", type=number_type("--delta", minimum=0.0, maximum=LIMITS["delta"][1],
+                                                   upper_strict=False), default=0.1,
+                       help="label-noise variance 0 <= Δ <= 1e4 (default 0.1)")
+    g.add_argument("--s-grid", type=number_type("--s-grid", minimum=1, maximum=1000, upper_strict=False, integer=True),
+                   default=None,
+                   help="L >= 2 with a linear part only: number (at most 1000) of positive nodes of the Gauss–Hermite grid of the "
                         "effective readout s ~ N(0, 1) of inner-layer neurons (s = (vᵀW₂)_j/√k₂ for L = 2; "
                         "default 12); for L = 2 the error of the grid is estimated at every stored point by solving "
                         "on twice as many nodes (dataset discretization_error, warning above 1e-3)")
     s = p.add_argument_group("solver")
     s.add_argument("--alpha", default="0.01:8:101",
-                   help="sample ratios α = n/d² > 0: 'a,b,c' or inclusive 'start:stop:num' (default 0.01:8:101)")
+                   help="sample ratios 0 < α = n/d² <= 1e8: 'a,b,c' or inclusive 'start:stop:num', at most 100000 "
+                        "values (default 0.01:8:101)")
     s.add_argument("--branches", choices=["all", "universal"], default="all",
                    help="'all' traces universal, specialized and partial branches, equilibrium and transitions; "
                         "'universal' only the Q ≡ 0 branch (default all)")
@@ -480,6 +505,9 @@ def _main(prog, build_parser, run, argv):
         note = getattr(exc, "note", "nothing written")
         print(f"{prog}: {what}; {note}", file=sys.stderr)
         return 143 if isinstance(exc, _Terminated) else 130
+    except MemoryError:
+        print(f"{prog}: error: {OUT_OF_MEMORY}", file=sys.stderr)
+        return 2
     except OSError as exc:
         target = exc.filename or getattr(args, "output", "")
         print(f"{prog}: error: cannot write {target}: {exc.strerror or exc}", file=sys.stderr)
@@ -670,8 +698,9 @@ def build_plot_parser() -> argparse.ArgumentParser:
                         "(phase diagram) (default auto)")
     p.add_argument("--logy", action="store_true", help="logarithmic mmse axis")
     p.add_argument("--title", default=None, help="figure title (default: the model parameters)")
-    p.add_argument("--dpi", type=number_type("--dpi", minimum=10, integer=True), default=200,
-                   help="resolution of raster formats (default 200)")
+    p.add_argument("--dpi", type=number_type("--dpi", minimum=LIMITS["dpi"][0], maximum=LIMITS["dpi"][1],
+                                             upper_strict=False, integer=True), default=200,
+                   help="resolution of raster formats, 10 to 2400 (default 200)")
     add_output_options(p, default_output=None, resume=False, output=False)
     return p
 
@@ -778,11 +807,12 @@ def phase_diagram_options(args) -> tuple:
     if raw[vary] is None:
         raise UsageError(f"{option}: give its grid ('a,b,c') when it is the second axis")
     if vary == "delta":
-        values = parse_number_grid(raw[vary], option, minimum=0.0, meaning="Δ")
+        values = parse_number_grid(raw[vary], option, minimum=0.0, maximum=LIMITS["delta"][1], meaning="Δ")
     elif vary == "gamma":
-        values = parse_number_grid(raw[vary], option, minimum=0.0, strict=True, meaning="γ = k/d")
+        values = parse_number_grid(raw[vary], option, minimum=LIMITS["gamma"][0], maximum=LIMITS["gamma"][1],
+                                   meaning="γ = k/d")
     else:
-        values = parse_number_grid(raw[vary], option, minimum=2, integer=True)
+        values = parse_number_grid(raw[vary], option, minimum=2, maximum=1_000_000, integer=True)
     base = {
         "layers": args.layers, "activation": args.activation, "drop_hermite": list(drop),
         "unit_variance": args.unit_variance, "prior": args.prior, "readout": args.readout,
@@ -795,19 +825,19 @@ def phase_diagram_options(args) -> tuple:
             continue
         text = raw[k]
         if k == "delta":
-            base[k] = float(_single(text, "--delta", minimum=0.0))
+            base[k] = float(_single(text, "--delta", minimum=0.0, maximum=LIMITS["delta"][1]))
         elif k == "gamma":
             base[k] = parse_gammas(text, args.layers)
         elif text is not None:
-            base[k] = int(_single(text, "--readout-grid", integer=True, minimum=2))
+            base[k] = int(_single(text, "--readout-grid", integer=True, minimum=2, maximum=1_000_000))
         else:
             base[k] = None
     base["vary"] = vary
     return vary, values, base, alphas
 
 
-def _single(text, option, *, integer=False, minimum=0.0):
-    grid = parse_number_grid(text, option, minimum=minimum, integer=integer)
+def _single(text, option, *, integer=False, minimum=0.0, maximum=None):
+    grid = parse_number_grid(text, option, minimum=minimum, integer=integer, maximum=maximum)
     if grid.size != 1:
         raise UsageError(f"{option}: only one value allowed here (the grid is on --vary), got {text!r}")
     return grid[0]

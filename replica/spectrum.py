@@ -49,7 +49,7 @@ from pathlib import Path
 import numpy as np
 
 from . import __version__
-from .config import CommandParser, UsageError, number_type, parse_with_config, resolved_configuration
+from .config import LIMITS, CommandParser, UsageError, check_memory, number_type, parse_with_config, resolved_configuration
 
 __all__ = ["SpectrumResult", "spectrum", "write_spectrum", "read_spectrum", "build_parser", "main", "MAX_LAMBDA"]
 
@@ -294,20 +294,20 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     g = p.add_argument_group("channel (docs/theory.md §4.1)")
-    g.add_argument("--gamma", type=number_type("--gamma", minimum=0, strict=True), default=0.5, help="width ratio γ = k/d > 0 (default 0.5)")
+    g.add_argument("--gamma", type=number_type("--gamma", minimum=LIMITS["gamma"][0], maximum=LIMITS["gamma"][1], upper_strict=False), default=0.5, help="width ratio γ = k/d in [1e-4, 1e4] (default 0.5)")
     g.add_argument("--readout", default="ones",
                    help="readout law P_v (E v² = 1): ones, rademacher, uniform (on ±√3), gaussian, 4point "
                         "({±1,±3}/√5) or 'discrete:v=w,v=w,...' (default ones)")
-    g.add_argument("--readout-grid", type=number_type("--readout-grid", minimum=2, integer=True), default=None,
+    g.add_argument("--readout-grid", type=number_type("--readout-grid", minimum=2, maximum=1_000_000, upper_strict=False, integer=True), default=None,
                    help="grid points of continuous readout laws, used for E v only: the spectrum of the "
                         "gaussian and uniform laws is exact (default 64)")
     g.add_argument("--lambda", dest="lambda_grid", default="0:100:201", metavar="GRID",
                    help="SNRs 0 <= λ <= 1e30: 'a,b,c' or inclusive 'start:stop:num' (default 0:100:201)")
-    g.add_argument("--density-grid", type=number_type("--density-grid", minimum=2, integer=True), default=None, metavar="N",
-                   help="also write ρ_λ on N points per λ spanning its support (Chebyshev–Lobatto, clustered "
-                        "at the edges; default: no density)")
-    g.add_argument("--resolution", type=number_type("--resolution", minimum=8, integer=True), default=None, metavar="R",
-                   help="Chebyshev nodes per piece of the channel table, >= 8 (default 24)")
+    g.add_argument("--density-grid", type=number_type("--density-grid", minimum=LIMITS["density_grid"][0], maximum=LIMITS["density_grid"][1], upper_strict=False, integer=True), default=None, metavar="N",
+                   help="also write ρ_λ on 2 <= N <= 100000 points per λ spanning its support (Chebyshev–Lobatto, "
+                        "clustered at the edges; default: no density)")
+    g.add_argument("--resolution", type=number_type("--resolution", minimum=LIMITS["resolution"][0], maximum=LIMITS["resolution"][1], upper_strict=False, integer=True), default=None, metavar="R",
+                   help="Chebyshev nodes per piece of the channel table, 8 to 1024 (default 24)")
     from .cli import add_output_options
 
     add_output_options(p, default_output=DEFAULT_OUTPUT, resume=False,
@@ -332,6 +332,9 @@ def _run(args) -> int:
     if lambdas.max() > MAX_LAMBDA:
         raise UsageError(f"--lambda: values must be <= {MAX_LAMBDA:g} (band edges are not resolved in double "
                          f"precision beyond), got {lambdas.max():g}")
+    if args.density_grid is not None:  # x and density, n_λ × N doubles each
+        check_memory(16.0 * lambdas.size * args.density_grid, "--lambda/--density-grid",
+                     f"{lambdas.size} λ × {args.density_grid} density points")
     try:
         get_readout_law(args.readout, grid_size=args.readout_grid)
     except ValueError as exc:
@@ -388,6 +391,11 @@ def main(argv=None) -> int:
         state = "unchanged" if Path(args.output).exists() else "not written"
         print(f"replica-spectrum: interrupted; nothing saved; {args.output} {state}", file=sys.stderr)
         return 130
+    except MemoryError:
+        from .cli import OUT_OF_MEMORY
+
+        print(f"replica-spectrum: error: {OUT_OF_MEMORY}", file=sys.stderr)
+        return 2
     except OSError as exc:
         print(f"replica-spectrum: error: cannot write {exc.filename or args.output}: {exc.strerror or exc}",
               file=sys.stderr)

@@ -161,8 +161,10 @@ class ExperimentConfig:
             raise ValueError("num_kept and n_test must be >= 1")
         if self.num_integration_steps < 1 or self.max_num_doublings < 1:
             raise ValueError("num_integration_steps and max_num_doublings must be >= 1")
-        if not 0 < self.target_acceptance < 1 or not self.initial_step_size > 0:
-            raise ValueError("target_acceptance must be in (0, 1) and initial_step_size > 0")
+        if not 0 < self.target_acceptance < 1:
+            raise ValueError(f"target_acceptance must be in (0, 1), got {self.target_acceptance!r}")
+        if not self.initial_step_size > 0:
+            raise ValueError(f"initial_step_size must be > 0, got {self.initial_step_size!r}")
         if not self.learning_rate > 0 or not 0 < self.batch_fraction <= 1:
             raise ValueError("learning_rate must be > 0 and batch_fraction in (0, 1]")
 

@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 
 from replica.cli import warn_readout_rescaling
-from replica.config import CommandParser, UsageError, number_type
+from replica.config import LIMITS, CommandParser, UsageError, check_memory, number_type
 
 __all__ = ["main", "build_parser"]
 
@@ -50,8 +50,9 @@ def build_parser() -> argparse.ArgumentParser:
                "cores.  --plot FILE.h5 draws the figures of an existing file.",
     )
     m = p.add_argument_group("model (as replica-sweep)")
-    m.add_argument("--gamma", type=number_type("--gamma", minimum=0, strict=True), default=0.5,
-                   help="width ratio γ = k/d; k = round(γ d) (default 0.5)")
+    m.add_argument("--gamma", type=number_type("--gamma", minimum=LIMITS["gamma"][0], maximum=LIMITS["gamma"][1],
+                                               upper_strict=False), default=0.5,
+                   help="width ratio γ = k/d in [1e-4, 1e4]; k = round(γ d) (default 0.5)")
     m.add_argument("--activation", default="relu",
                    help="relu, elu, tanh, tanh2 (= tanh 2x), erf, sigmoid, softplus, quadratic "
                         "(= x²/√2) or 'hermite:2=1.4142,3=1' (σ = Σ μ_ℓ He_ℓ/ℓ!) (default relu)")
@@ -65,14 +66,14 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--readout", default="ones",
                    help="readout law P_v (E v² = 1): ones, rademacher, uniform (±√3), gaussian, "
                         "4point ({±1,±3}/√5) or 'discrete:v=w,...' (default ones)")
-    m.add_argument("--delta", type=number_type("--delta", minimum=0), default=0.1,
-                   help="label-noise variance Δ (default 0.1)")
+    m.add_argument("--delta", type=number_type("--delta", minimum=0, maximum=LIMITS["delta"][1], upper_strict=False),
+                   default=0.1, help="label-noise variance 0 <= Δ <= 1e4 (default 0.1)")
 
     s = p.add_argument_group("SGD")
     s.add_argument("--dim", type=number_type("--dim", minimum=0, strict=True, integer=True), default=64,
                    help="input dimension d (default 64)")
-    s.add_argument("--lr", type=number_type("--lr", minimum=0), default=0.5,
-                   help="learning rate η per sample: W += η Σ_b e_b (v⊙σ'(h_b)) x_bᵀ/√(dk) "
+    s.add_argument("--lr", type=number_type("--lr", minimum=0, strict=True), default=0.5,
+                   help="learning rate η > 0 per sample: W += η Σ_b e_b (v⊙σ'(h_b)) x_bᵀ/√(dk) "
                         "(gradients of the batch summed); O(1) values are d-independent in t "
                         "(default 0.5)")
     s.add_argument("--batch", type=number_type("--batch", minimum=0, strict=True, integer=True), default=4,
@@ -90,7 +91,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="fixed noiseless test inputs for the test error (default 4000)")
     s.add_argument("--init-scale", type=number_type("--init-scale", minimum=0, strict=True), default=1.0,
                    help="initial rows = scale × a draw from the prior (|w_i|² ≈ scale² d; default 1)")
-    s.add_argument("--bins", type=number_type("--bins", minimum=0, strict=True, integer=True), default=100,
+    s.add_argument("--bins", type=number_type("--bins", minimum=2, maximum=100_000, upper_strict=False, integer=True),
+                   default=100,
                    help="histogram bins on [-1, 1] (default 100)")
     s.add_argument("--threshold", type=number_type("--threshold", minimum=0, strict=True, maximum=1), default=0.7,
                    help="|cosine with the best-matched teacher neuron| above which a student neuron "
@@ -123,8 +125,9 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--theory-timeout", type=number_type("--theory-timeout", minimum=0, strict=True), default=300.0,
                    help="seconds allowed to the replica solver for the reference levels; "
                         "without them after that (default 300)")
-    o.add_argument("--dpi", type=number_type("--dpi", minimum=0, strict=True, integer=True), default=150,
-                   help="figure resolution (default 150)")
+    o.add_argument("--dpi", type=number_type("--dpi", minimum=LIMITS["dpi"][0], maximum=LIMITS["dpi"][1],
+                                             upper_strict=False, integer=True), default=150,
+                   help="figure resolution, 10 to 2400 (default 150)")
     o.add_argument("--config", metavar="FILE.toml", default=None,
                    help="read options from a TOML file with the same keys as the long options (e.g. "
                         "dim = 64, activation = 'elu'; a table [sgd] for this command only); the command "
@@ -133,6 +136,29 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--verbose", action="store_true", help="debug messages")
     o.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     return p
+
+
+#: first word of an SGDConfig message → the option it is about
+_CONFIG_OPTIONS = {
+    "dim": "--dim", "gamma": "--gamma", "delta": "--delta", "lr": "--lr", "batch": "--batch", "steps": "--steps",
+    "time": "--time", "n_test": "--n-test", "init_scale": "--init-scale", "bins": "--bins",
+    "threshold": "--threshold", "seed": "--seed", "record": "--record-every",
+}
+
+
+def _check_sgd_memory(config, args):
+    """Refuse runs whose arrays (test set, weights, overlap matrices, records) exceed the memory."""
+    import math
+
+    d, k = config.dim, config.width
+    text = str(config.record).strip().lower()
+    if text.startswith("log:"):
+        records = int(text[4:]) * (math.log10(config.num_steps) + 1) + 2
+    else:
+        records = config.num_steps * config.batch / (k * d) / float(text) + 2
+    nbytes = 8.0 * (config.n_test * (d + 2 * k) + 4 * k * d + 3 * k * k + records * (2 * k + config.bins + 10))
+    check_memory(nbytes, "--dim/--gamma/--n-test/--record-every",
+                 f"d = {d}, k = {k}, {config.n_test} test inputs and about {records:.3g} records")
 
 
 def _configure_logging(args):
@@ -247,13 +273,19 @@ def main(argv=None) -> int:
         from .sgd import SGDConfig, run_sgd, specialization_time, write_sgd
 
         output = Path(args.output or "sgd.h5")
-        config = SGDConfig(activation=args.activation, gamma=args.gamma, delta=args.delta,
-                           prior=args.prior, readout=args.readout, dim=args.dim, lr=args.lr,
-                           batch=args.batch, steps=args.steps, time=args.time,
-                           record=args.record_every, seed=args.seed, n_test=args.n_test,
-                           init_scale=args.init_scale, bins=args.bins, threshold=args.threshold,
-                           drop_hermite=_parse_drop(args.drop_hermite),
-                           unit_variance=args.unit_variance)
+        try:
+            config = SGDConfig(activation=args.activation, gamma=args.gamma, delta=args.delta,
+                               prior=args.prior, readout=args.readout, dim=args.dim, lr=args.lr,
+                               batch=args.batch, steps=args.steps, time=args.time,
+                               record=args.record_every, seed=args.seed, n_test=args.n_test,
+                               init_scale=args.init_scale, bins=args.bins, threshold=args.threshold,
+                               drop_hermite=_parse_drop(args.drop_hermite),
+                               unit_variance=args.unit_variance)
+        except ValueError as exc:
+            message = str(exc).splitlines()[0]
+            option = _CONFIG_OPTIONS.get(message.split(" ", 1)[0])
+            raise UsageError(f"{option}: {message}" if option and not message.startswith("--") else message) from None
+        _check_sgd_memory(config, args)
         # validate every model option before the output and before spending time
         from .sgd import _sample_readout, activation_functions
         import numpy as np
@@ -288,6 +320,11 @@ def main(argv=None) -> int:
     except (UsageError, ValueError, FileExistsError, FloatingPointError) as exc:
         message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         print(f"{PROG}: error: {message}", file=sys.stderr)
+        return 2
+    except MemoryError:
+        from replica.cli import OUT_OF_MEMORY
+
+        print(f"{PROG}: error: {OUT_OF_MEMORY}", file=sys.stderr)
         return 2
     except OSError as exc:
         print(f"{PROG}: error: cannot write {exc.filename or args.output}: {exc.strerror or exc}", file=sys.stderr)
