@@ -347,7 +347,9 @@ def _run(args) -> int:
             total = len(config.alpha) * config.teachers * len(config.init)
             exc.note = target.interrupted_note(f"{len(done)} of {total} chains" if done else None)
             raise
-        write_experiment(output, config, results, overwrite=True)
+        from replica.config import resolved_configuration
+
+        write_experiment(output, config, results, overwrite=True, configuration=resolved_configuration(args))
         target.commit()
     logger.info("wrote %s in %.1f s", output, time.perf_counter() - begin)
     for init, result in results.items():
