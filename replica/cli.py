@@ -485,8 +485,24 @@ def parse_command_line(prog, parser, argv):
         return None, (exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2))
 
 
+def close_progress_bars():
+    """Close the tqdm bars still on screen, so that the one-line interrupt note after them stays visible."""
+    try:
+        from tqdm import tqdm
+
+        for bar in list(getattr(tqdm, "_instances", ())):
+            bar.close()
+    except Exception:  # noqa: BLE001 - cosmetic only
+        pass
+
+
 def _main(prog, build_parser, run, argv):
-    args, status = parse_command_line(prog, build_parser(), argv)
+    try:
+        args, status = parse_command_line(prog, build_parser(), argv)
+    except KeyboardInterrupt as exc:  # while the modules load: nothing started yet
+        what = "terminated" if isinstance(exc, _Terminated) else "interrupted"
+        print(f"{prog}: {what}; nothing written", file=sys.stderr)
+        return 143 if isinstance(exc, _Terminated) else 130
     if args is None:
         return status
     _configure_logging(args)
@@ -501,6 +517,7 @@ def _main(prog, build_parser, run, argv):
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as exc:
+        close_progress_bars()
         what = "terminated" if isinstance(exc, _Terminated) else "interrupted"
         note = getattr(exc, "note", "nothing written")
         print(f"{prog}: {what}; {note}", file=sys.stderr)

@@ -19,11 +19,15 @@ HDF5 layout (``replica-spectrum -o FILE.h5``)
     SNR grid λ ≥ 0 (dimension scale of the other datasets).
 ``m``, ``mmse``, ``iota`` (n_lambda)
     ``m_S``, ``mmse_S`` and ``ι`` at each λ.
+``node`` (N), only with ``--density-grid N``
+    The Chebyshev–Lobatto fractions ``u_k = (1 − cos(πk/(N−1)))/2`` (dimension scale of the
+    columns of ``x`` and ``density``).
 ``x``, ``density`` (n_lambda × N), only with ``--density-grid N``
     Row ``i`` is ``ρ_{λ_i}`` on its own grid: ``N`` Chebyshev–Lobatto points
     ``x_k = a + (b − a)(1 − cos(πk/(N−1)))/2`` between the left edge ``a`` of the lowest band
     and the right edge ``b`` of the highest (gaps between bands included, where ``ρ = 0``;
-    the points cluster at the outer square-root edges). For the ``gaussian`` readout law the
+    the points cluster at the outer square-root edges). Dimension scales ``lambda`` (rows) and
+    ``node`` (columns), so that xarray labels both axes. For the ``gaussian`` readout law the
     support is the real line and ``[a, b]`` covers ``ρ ≥ 1e-12``. The trapezoid rule on a
     row integrates to 1 up to ``O(N^{-2})``.
 root attributes
@@ -69,6 +73,7 @@ _ATTRS = {
     "iota": ("mutual information ι(λ) = ¼ ∫₀^λ mmse_S per d²", "nats"),
     "x": ("spectral variable x (grid of row λ)", "1"),
     "density": ("spectral density ρ_λ(x) of √λ S + Z", "1"),
+    "node": ("Chebyshev–Lobatto node u_k = (1 − cos(πk/(N−1)))/2: x = a + (b − a) u_k", "1"),
 }
 
 
@@ -243,6 +248,13 @@ def write_spectrum(path, result: SpectrumResult, parameters: dict, *, configurat
         for name in data:
             if name != "lambda":
                 h5[name].dims[0].attach_scale(h5["lambda"])
+        if result.density is not None:  # second axis: the node index of the per-λ grids (a 1-D scale)
+            n = result.density.shape[1]
+            node = h5.create_dataset("node", data=0.5 * (1.0 - np.cos(np.pi * np.arange(n) / (n - 1))))
+            node.attrs["long_name"], node.attrs["units"] = _ATTRS["node"]
+            node.make_scale("node")
+            for name in ("x", "density"):
+                h5[name].dims[1].attach_scale(node)
     logger.info("wrote %s", path)
     return path
 

@@ -259,7 +259,11 @@ def main(argv=None) -> int:
     """
     from replica.cli import parse_command_line
 
-    args, status = parse_command_line(PROG, build_parser(), argv)
+    try:
+        args, status = parse_command_line(PROG, build_parser(), argv)
+    except KeyboardInterrupt:  # while the modules load: nothing started yet
+        print(f"{PROG}: interrupted; nothing written", file=sys.stderr)
+        return 130
     if args is None:
         return status
     logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO,
@@ -282,6 +286,9 @@ def main(argv=None) -> int:
               "otherwise)", file=sys.stderr)
         return 3
     except KeyboardInterrupt as exc:
+        from replica.cli import close_progress_bars
+
+        close_progress_bars()
         what = "terminated" if isinstance(exc, _Terminated) else "interrupted"
         print(f"{PROG}: {what}; {getattr(exc, 'note', 'nothing written')}", file=sys.stderr)
         return 143 if isinstance(exc, _Terminated) else 130

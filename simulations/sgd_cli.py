@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import signal
 import sys
 from pathlib import Path
 
@@ -253,10 +254,21 @@ def main(argv=None) -> int:
     """Entry point of ``replica-sgd``; returns the exit status."""
     from replica.cli import parse_command_line
 
-    args, status = parse_command_line(PROG, build_parser(), argv)
+    try:
+        args, status = parse_command_line(PROG, build_parser(), argv)
+    except KeyboardInterrupt:  # while the modules load: nothing started yet
+        print(f"{PROG}: interrupted; nothing written", file=sys.stderr)
+        return 130
     if args is None:
         return status
     _configure_logging(args)
+    from replica.cli import _raise_terminated
+
+    previous = None
+    try:  # SIGTERM ends the run like Ctrl-C: the old file stays, one line says so
+        previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    except ValueError:  # pragma: no cover - not in the main thread
+        pass
     try:
         if args.plot is not None:
             if isinstance(args.closure, str):
@@ -329,11 +341,18 @@ def main(argv=None) -> int:
     except OSError as exc:
         print(f"{PROG}: error: cannot write {exc.filename or args.output}: {exc.strerror or exc}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
+        from replica.cli import _Terminated, close_progress_bars
+
+        close_progress_bars()
         target = args.output or "sgd.h5"
         state = "unchanged" if Path(target).exists() else "not written"
-        print(f"{PROG}: interrupted; nothing saved; {target} {state}", file=sys.stderr)
-        return 130
+        what = "terminated" if isinstance(exc, _Terminated) else "interrupted"
+        print(f"{PROG}: {what}; nothing saved; {target} {state}", file=sys.stderr)
+        return 143 if isinstance(exc, _Terminated) else 130
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
     return 0
 
 
