@@ -203,6 +203,16 @@ def check_output_path(path, overwrite: bool, *, resume: bool = False, option="--
         raise UsageError(f"{option}: {path} exists; pass --overwrite to replace it")
 
 
+def check_readout_grid(readout, grid) -> None:
+    """Refuse ``--readout-grid`` with a readout law it does not apply to (only the continuous laws
+    ``gaussian`` and ``uniform`` are discretized; a discrete law would ignore it silently)."""
+    from priors.continuous_laws import CONTINUOUS_LAWS
+
+    if grid is not None and str(readout).strip().lower() not in CONTINUOUS_LAWS:
+        raise UsageError(f"--readout-grid: applies only to the continuous readout laws ("
+                         f"{', '.join(sorted(CONTINUOUS_LAWS))}), not to --readout {readout}")
+
+
 def warn_readout_rescaling(spec, option="--readout") -> None:
     """Log one warning when a ``discrete:`` readout law is normalised (``E v² = 1``, weights sum to 1),
     so that ``--readout discrete:2=1`` does not become ``v = 1`` silently."""
@@ -246,18 +256,19 @@ def add_model_options(p, *, grids=False):
                         "({±1,±3}/√5) or 'discrete:v=w,v=w,...' (default ones)")
     if grids:
         g.add_argument("--readout-grid", default=None,
-                       help="continuous readout laws (gaussian, uniform): a fixed grid of this many nodes (2 to "
+                       help="continuous readout laws (gaussian, uniform) only: a fixed grid of this many nodes (2 to "
                             "1000000, Gauss–Legendre in the quantile of the law) instead of the default adaptive "
-                            "rule converged to 1e-3; or a grid 'a,b,c' of sizes (the second axis)")
+                            "rule (target 1e-4 between refinements, warning above 1e-3); or a grid 'a,b,c' of sizes "
+                            "(the second axis)")
         g.add_argument("--delta", default="0.1",
                        help="label-noise variance Δ >= 0, or a grid 'start:stop:num' / 'a,b,c' (default 0.1)")
     else:
         g.add_argument("--readout-grid", type=number_type("--readout-grid", minimum=2, maximum=1_000_000,
                                                           upper_strict=False, integer=True), default=None,
-                       help="continuous readout laws (gaussian, uniform): a fixed grid of this many nodes (2 to "
+                       help="continuous readout laws (gaussian, uniform) only: a fixed grid of this many nodes (2 to "
                             "1000000, Gauss–Legendre in the quantile of the law) instead of the default adaptive rule, "
-                            "which is refined until mmse and free entropy are converged to 1e-3 (per-α estimate in "
-                            "the dataset discretization_error)")
+                            "which refines the grid until mmse and free entropy change by less than 1e-4 between "
+                            "refinements (per-α estimate in the dataset discretization_error, warning above 1e-3)")
         g.add_argument("--delta", type=number_type("--delta", minimum=0.0, maximum=LIMITS["delta"][1],
                                                    upper_strict=False), default=0.1,
                        help="label-noise variance 0 <= Δ <= 1e4 (default 0.1)")
@@ -293,8 +304,9 @@ def add_output_options(p, *, default_output, resume=True, output=True, config_ex
     o.add_argument("--config", metavar="FILE.toml", default=None,
                    help="read options from a TOML file with the same keys as the long options "
                         f"(e.g. {config_example}); the command line overrides it")
-    o.add_argument("--quiet", action="store_true", help="no progress bar, warnings only")
-    o.add_argument("--verbose", action="store_true", help="debug messages")
+    chatter = o.add_mutually_exclusive_group()
+    chatter.add_argument("--quiet", action="store_true", help="no progress bar, warnings only")
+    chatter.add_argument("--verbose", action="store_true", help="debug messages (not with --quiet)")
     o.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     return o
 
@@ -398,6 +410,7 @@ def build_model(options: dict):
     except ValueError as exc:
         raise UsageError(f"--prior: {str(exc).splitlines()[0]}") from None
     grid = options.get("readout_grid")
+    check_readout_grid(options["readout"], grid)
     try:
         readout = get_readout_law(options["readout"], grid_size=grid)
     except ValueError as exc:
@@ -542,8 +555,9 @@ def build_sweep_parser() -> argparse.ArgumentParser:
         description=(
             "Bayes-optimal learning curve of a network with L hidden layers (teacher–student, "
             "width k = γd, n = αd² samples) from the replica/HCIZ theory. Writes every branch "
-            "(universal, specialized, partial), the equilibrium and the transitions to HDF5. The output "
-            "is a valid checkpoint while the sweep runs: after Ctrl-C or a kill, rerun with --resume."
+            "(universal, specialized, partial), the equilibrium and the transitions to HDF5. While the "
+            "sweep runs, finished solves go to the checkpoint OUTPUT-stem.checkpoint.h5 (the output itself "
+            "is written only at the end): after Ctrl-C or a kill, rerun with --resume."
         ),
     )
     add_model_options(p)
@@ -695,10 +709,12 @@ def build_plot_parser() -> argparse.ArgumentParser:
     p = CommandParser(
         prog="replica-plot",
         description=(
-            "Figures of a replica-sweep, replica-phase-diagram or replica-experiment HDF5 file: learning curves "
-            "with every branch (metastable parts dashed) and the transitions α_sp, α_c; overlap profiles Q(v); "
-            "per-layer overlap maps of deep networks; phase diagrams with the transition lines; experiment "
-            "points (mean ± s.e.m.) overlaid when present."
+            "Figures of any HDF5 file of the package: replica-sweep (learning curves "
+            "with every branch, metastable parts dashed, and the transitions α_sp, α_c; overlap profiles Q(v); "
+            "per-layer overlap maps of deep networks), replica-phase-diagram (the equilibrium mmse with the "
+            "transition lines), replica-experiment (points, mean ± s.e.m., also overlaid on a sweep with "
+            "--experiment), replica-spectrum (m_S, mmse_S, ι against λ and the densities ρ_λ) and replica-sgd "
+            "(test error and order parameters against time, overlap histograms)."
         ),
     )
     p.add_argument("file", metavar="FILE.h5", nargs="?", default=None, help="HDF5 file to plot")
@@ -710,9 +726,9 @@ def build_plot_parser() -> argparse.ArgumentParser:
                    help="overlay a curve from a CSV file with an 'alpha' column: COLUMN (default: mmse, gen_error "
                         "or y_MMSEs) against α, with ERROR as error bars (repeatable)")
     p.add_argument("--kind", choices=["auto", "curve", "overlaps", "layers", "phase"], default="auto",
-                   help="what to draw: auto (everything the file allows), curve (learning curve only), overlaps "
-                        "(Q(v) profiles / overlaps vs α), layers (per-layer maps, deep networks), phase "
-                        "(phase diagram) (default auto)")
+                   help="what to draw: auto (everything the file allows; the only kind for experiment, spectrum "
+                        "and SGD files), curve (learning curve only), overlaps (Q(v) profiles / overlaps vs α), "
+                        "layers (per-layer maps, deep networks), phase (phase diagram) (default auto)")
     p.add_argument("--logy", action="store_true", help="logarithmic mmse axis")
     p.add_argument("--title", default=None, help="figure title (default: the model parameters)")
     p.add_argument("--dpi", type=number_type("--dpi", minimum=LIMITS["dpi"][0], maximum=LIMITS["dpi"][1],

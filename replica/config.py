@@ -8,14 +8,18 @@ key. A file may also group keys in a table named after the command (``[sweep]``,
 ``[plot]``, ``[phase-diagram]``): top-level keys are read first, then the command's table;
 the other commands' tables are ignored, so one file can serve every command.
 
-Example ``run.toml``::
+Example ``run.toml`` (``gamma`` as a list is one value per layer for ``replica-sweep``; the
+single-γ commands ``replica-spectrum`` and ``replica-sgd`` would refuse it at the top level,
+naming the key, so it sits in the ``[sweep]`` table)::
 
     activation = "tanh2"
     drop-hermite = [0, 1, 2]
     unit-variance = true
+    delta = 0.1
+
+    [sweep]
     layers = 2
     gamma = [1.0, 1.0]
-    delta = 0.1
     alpha = "1:8:15"
     output = "deep.h5"
 

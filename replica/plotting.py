@@ -199,7 +199,9 @@ def read_reference(spec: str) -> dict:
     for c in (column, error):
         if c is not None and c not in header:
             raise ValueError(f"{path} has no column {c!r} (columns: {', '.join(header)})")
-    table = np.column_stack([columns[h] for h in header])
+    table = np.column_stack([np.atleast_1d(columns[h]) for h in header])
+    if table.shape[0] == 0:
+        raise ValueError(f"{path} has a header but no data rows")
     out = {"alpha": table[:, header.index("alpha")], "value": table[:, header.index(column)],
            "error": table[:, header.index(error)] if error else None,
            "label": (f"{path.parent.name}: {column}" if len(path.stem) > 24 and path.parent.name
@@ -950,6 +952,10 @@ def plot_file(path, *, experiments=(), references=(), kind="auto", title=None, l
             return plot_phase_diagram(read_phase_diagram(path, allow_incomplete=True), title=title, logy=logy)
         if kind == "phase":
             raise PlotError(f"--kind phase: {path} is not a phase-diagram file")
+        if fkind in ("spectrum", "sgd", "experiment") and kind != "auto":
+            name = {"spectrum": "a spectrum", "sgd": "an SGD", "experiment": "an experiment"}[fkind]
+            raise PlotError(f"--kind {kind}: {path} is {name} file, drawn only with --kind auto "
+                            "(curve, overlaps and layers are parts of sweep figures)")
         if fkind == "sweep":
             return plot_sweep(read_sweep(path), experiments=extra, references=references, kind=kind, title=title,
                               logy=logy)

@@ -329,10 +329,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _shared_keys() -> set:
     """Option names of the package's other commands (keys a shared --config file may hold)."""
-    from .cli import build_phase_diagram_parser, build_plot_parser, build_sweep_parser
+    from .cli import _all_option_keys
 
-    return {a.dest for build in (build_sweep_parser, build_plot_parser, build_phase_diagram_parser)
-            for a in build()._actions}
+    return _all_option_keys()
 
 
 def _run(args) -> int:
@@ -347,6 +346,9 @@ def _run(args) -> int:
     if args.density_grid is not None:  # x and density, n_λ × N doubles each
         check_memory(16.0 * lambdas.size * args.density_grid, "--lambda/--density-grid",
                      f"{lambdas.size} λ × {args.density_grid} density points")
+    from .cli import check_readout_grid
+
+    check_readout_grid(args.readout, args.readout_grid)
     try:
         get_readout_law(args.readout, grid_size=args.readout_grid)
     except ValueError as exc:

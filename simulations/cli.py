@@ -140,7 +140,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="read options from a TOML file with the same keys as the long options (e.g. "
                           "dim = 40, init = 'informed,uninformed'; a table [experiment] for this command "
                           "only); the command line overrides it")
-    out.add_argument("--quiet", action="store_true", help="no progress bar, warnings only")
+    chatter = out.add_mutually_exclusive_group()
+    chatter.add_argument("--quiet", action="store_true", help="no progress bar, warnings only")
+    chatter.add_argument("--verbose", action="store_true", help="debug messages (not with --quiet)")
     out.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     return p
 
@@ -266,7 +268,7 @@ def main(argv=None) -> int:
         return 130
     if args is None:
         return status
-    logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO,
+    logging.basicConfig(level=logging.WARNING if args.quiet else (logging.DEBUG if args.verbose else logging.INFO),
                         format="%(levelname)s %(name)s: %(message)s", force=True)
     for noisy in ("jax", "absl"):
         logging.getLogger(noisy).setLevel(logging.WARNING)

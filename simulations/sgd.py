@@ -953,7 +953,7 @@ def _git_revision():
         return "unknown"
 
 
-def write_sgd(result: SGDResult, path, *, overwrite=False):
+def write_sgd(result: SGDResult, path, *, overwrite=False, configuration=None):
     """Write a run to HDF5 atomically (temporary file in the target folder + ``os.replace``).
 
     Parameters
@@ -962,13 +962,15 @@ def write_sgd(result: SGDResult, path, *, overwrite=False):
     path : str or Path
     overwrite : bool, keyword-only
         Replace an existing file (otherwise ``FileExistsError``).
+    configuration : dict, optional, keyword-only
+        Resolved command-line options (root attribute ``configuration``, JSON).
 
     Notes
     -----
     Layout: one dataset per field of :class:`SGDResult` (names in ``_DATASETS``, each with a
     ``description`` attribute); root attributes ``parameters`` (JSON of
-    :meth:`SGDConfig.to_dict`), ``version``, ``git_revision``, ``created``, ``wall_time``,
-    ``completed``, ``time_convention``.
+    :meth:`SGDConfig.to_dict`), ``configuration`` (written by ``replica-sgd``), ``version``,
+    ``git_revision``, ``created``, ``wall_time``, ``completed``, ``time_convention``.
     """
     from replica.io import atomic_h5
 
@@ -979,6 +981,8 @@ def write_sgd(result: SGDResult, path, *, overwrite=False):
     with atomic_h5(path) as f:  # temporary file, fsync, permissions of a normal file (umask), rename
         f.attrs["kind"] = "sgd"
         f.attrs["parameters"] = json.dumps(result.config.to_dict(), sort_keys=True)
+        if configuration is not None:
+            f.attrs["configuration"] = json.dumps(configuration, sort_keys=True)
         f.attrs["version"] = _package_version()
         f.attrs["git_revision"] = _git_revision()
         f.attrs["created"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
@@ -1022,6 +1026,8 @@ def read_sgd(path, *, option=""):
         for key, value in f.attrs.items():
             out[key] = value
         out["parameters"] = json.loads(f.attrs["parameters"])
+        if "configuration" in f.attrs:
+            out["configuration"] = json.loads(f.attrs["configuration"])
     return out
 
 

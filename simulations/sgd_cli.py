@@ -115,12 +115,14 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--reference", action="store_true",
                    help="compute the replica reference levels (universal branch and Bayes-optimal "
                         "mmse at α = n/d²) and store them in the HDF5 file (after the run, or in "
-                        "FILE.h5 with --plot); slow the first time for a new (activation, γ, Δ)")
+                        "FILE.h5 with --plot; stored levels are replaced only with --overwrite); slow the "
+                        "first time for a new (activation, γ, Δ)")
     o.add_argument("--closure", nargs="?", const=True, default=None, metavar="FILE.h5",
                    help="add the Gaussian-closure prediction (docs/dynamics.md: test error, "
                         "linear/quadratic overlaps, bulk width vs t) to the run's HDF5 file as "
                         "group closure/ (after the run, or in FILE.h5 of --plot); with FILE.h5 and "
-                        "no run: only compute it for that file's parameters (readout ones only)")
+                        "no run: only compute it for that file's parameters (readout ones only); the file "
+                        "is rewritten atomically, and an existing closure/ is replaced only with --overwrite")
     o.add_argument("--no-theory", action="store_true",
                    help="figures without the replica reference levels (they need the solver)")
     o.add_argument("--theory-timeout", type=number_type("--theory-timeout", minimum=0, strict=True), default=300.0,
@@ -133,8 +135,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="read options from a TOML file with the same keys as the long options (e.g. "
                         "dim = 64, activation = 'elu'; a table [sgd] for this command only); the command "
                         "line overrides it")
-    o.add_argument("--quiet", action="store_true", help="no progress bar, warnings only")
-    o.add_argument("--verbose", action="store_true", help="debug messages")
+    chatter = o.add_mutually_exclusive_group()
+    chatter.add_argument("--quiet", action="store_true", help="no progress bar, warnings only")
+    chatter.add_argument("--verbose", action="store_true", help="debug messages (not with --quiet)")
     o.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     return p
 
@@ -184,6 +187,13 @@ def _store_reference(path, args, *, locked=False):
 
     if not locked:  # the file is rewritten: same lock as any writer of it
         with SafeOutput(path, overwrite=True, checkpoints=False, option="--plot"):
+            import h5py
+
+            with h5py.File(path, "r") as h5:
+                stored = "reference_alpha" in h5
+            if stored and not args.overwrite:  # adding levels is allowed; replacing them needs --overwrite
+                raise UsageError(f"--reference: {path} already holds reference levels; pass --overwrite to "
+                                 "recompute and replace them")
             return _store_reference(path, args, locked=True)
     logger.info("computing the replica reference levels (limit %g s)", args.theory_timeout)
     levels = store_reference_levels(path, timeout=args.theory_timeout)
@@ -191,7 +201,9 @@ def _store_reference(path, args, *, locked=False):
         logger.warning("reference levels: %s", message)
 
 
-def _store_closure(path, *, locked=False, option="--closure"):
+def _store_closure(path, *, locked=False, option="--closure", overwrite=False):
+    """Add the group ``closure/`` to an SGD file (rewritten atomically under its lock). Adding it to a
+    finished file is allowed without ``--overwrite``; replacing an existing ``closure/`` needs it."""
     from replica.safe_write import SafeOutput
 
     from .closure import closure_for_run, write_closure
@@ -202,8 +214,10 @@ def _store_closure(path, *, locked=False, option="--closure"):
         if not path.is_file():
             raise ValueError(f"{option}: no such file: {path}")
         with SafeOutput(path, overwrite=True, checkpoints=False, option=option):
-            return _store_closure(path, locked=True, option=option)
+            return _store_closure(path, locked=True, option=option, overwrite=overwrite)
     data = read_sgd(path, option=option)
+    if isinstance(data.get("closure"), dict) and not overwrite:
+        raise UsageError(f"{option}: {path} already has a closure/ group; pass --overwrite to replace it")
     result = closure_for_run(data["parameters"], times=data["time"])
     if not result.success:
         logger.warning("closure: integration stopped early: %s", result.message)
@@ -223,6 +237,9 @@ def _figure_prefix(prefix, path):
     prefix = Path(prefix)
     if prefix.suffix.lower() in FIGURE_SUFFIXES:
         return prefix.with_suffix(""), prefix.suffix.lower()
+    if prefix.suffix:
+        raise UsageError(f"-o/--output: unknown figure format {prefix.suffix!r} in {prefix} (give a prefix without "
+                         f"a suffix, or a name ending in {', '.join(FIGURE_SUFFIXES)})")
     return prefix, ".png"
 
 
@@ -242,7 +259,7 @@ def _plot(path, prefix, args, *, store_reference=True):
         _store_reference(path, args)
         data = read_sgd(path, option="--plot")
     if args.closure is True and store_reference:
-        _store_closure(path, option="--plot")
+        _store_closure(path, option="--plot", overwrite=args.overwrite)
         data = read_sgd(path, option="--plot")
     outputs = make_figures(data, prefix, theory=not args.no_theory, dpi=args.dpi,
                            theory_timeout=args.theory_timeout, overwrite=args.overwrite, suffix=suffix)
@@ -276,7 +293,7 @@ def main(argv=None) -> int:
             _plot(args.plot, args.output, args)
             return 0
         if isinstance(args.closure, str):               # prediction only, for an existing file
-            _store_closure(args.closure)
+            _store_closure(args.closure, overwrite=args.overwrite)
             return 0
         if args.closure is True and args.readout.strip().lower() != "ones":
             raise UsageError("--closure is implemented for --readout ones only")
@@ -318,7 +335,9 @@ def main(argv=None) -> int:
                         config.num_steps * config.batch / (config.width * config.dim),
                         config.num_steps * config.batch)
             result = run_sgd(config, progress=not args.quiet, backend=args.backend)
-            write_sgd(result, output, overwrite=True)
+            from replica.config import resolved_configuration
+
+            write_sgd(result, output, overwrite=True, configuration=resolved_configuration(args))
             t_spec = specialization_time(result.time, result.specialized_fraction)
             logger.info("wrote %s in %.1f s: final test error %.4g, specialized fraction %.2f, "
                         "t_spec %.4g (first time the specialized fraction stays >= 0.5)", output, result.wall_time,
