@@ -363,7 +363,8 @@ def apply_config(parser, document: dict, *, source="the configuration file", sha
                         hint = (f"; {parser.prog} takes one value: put the list in the table of the command "
                                 f"that takes it (e.g. [sweep]) and this command's value in [{tables[0]}]"
                                 if tables else "")
-                    raise UsageError(f"--config: key {key!r} in {source}: {msg}{hint}") from None
+                    opt = next((o for o in action.option_strings if o.startswith("--")), "")
+                    raise UsageError(f"--config: key {key!r} in {source} ({opt}): {msg}{hint}") from None
         defaults[action.dest] = text
     parser.set_defaults(**defaults)
     return defaults

@@ -500,7 +500,7 @@ class SGDConfig:
             (isinstance(self.dim, (int, np.integer)) and self.dim >= 1, f"dim must be an integer >= 1, got {self.dim!r}"),
             (math.isfinite(self.gamma) and self.gamma > 0, f"gamma must be > 0, got {self.gamma!r}"),
             (math.isfinite(self.delta) and self.delta >= 0, f"delta must be >= 0, got {self.delta!r}"),
-            (math.isfinite(self.lr) and self.lr > 0, f"lr must be > 0, got {self.lr!r}"),
+            (math.isfinite(self.lr) and self.lr >= 0, f"lr must be >= 0, got {self.lr!r}"),
             (int(self.batch) >= 1, f"batch must be >= 1, got {self.batch!r}"),
             (self.steps is None or int(self.steps) >= 1, f"steps must be >= 1, got {self.steps!r}"),
             (math.isfinite(self.time) and self.time > 0, f"time must be > 0, got {self.time!r}"),
