@@ -507,9 +507,15 @@ def make_gamp_rie_runner(*, activation, delta, steps, readout_law=None, spectrum
         logger.warning("GAMP-RIE: mu2 = 0, only the linear part is learned (error >= g(1))")
 
     def runner(key, start_weights, readout, inputs, labels, test_inputs, test_outputs):
-        result = gamp_rie(inputs, labels, readout, activation=activation, delta=delta, spectrum=spectrum,
-                          readout_law=readout_law, variance=variance, damping=damping, max_iter=steps,
-                          test_inputs=test_inputs, test_outputs=test_outputs)
+        from threadpoolctl import threadpool_limits
+
+        # one BLAS thread: beside JAX's thread pool a multithreaded BLAS runs the d × d
+        # eigendecompositions 10-20x slower (measured at d = 30-400 on 2 cores), see
+        # scripts/benchmarks/bench_gamp_rie_threads.py
+        with threadpool_limits(limits=1, user_api="blas"):
+            result = gamp_rie(inputs, labels, readout, activation=activation, delta=delta, spectrum=spectrum,
+                              readout_law=readout_law, variance=variance, damping=damping, max_iter=steps,
+                              test_inputs=test_inputs, test_outputs=test_outputs)
         errors = result.trace["test_error"]
         padded = np.full(steps, errors[-1] if errors.size else np.nan)
         padded[:errors.size] = errors
