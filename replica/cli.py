@@ -460,8 +460,43 @@ class _Terminated(KeyboardInterrupt):
     """SIGTERM, handled like Ctrl-C (checkpoint, then exit)."""
 
 
+def _in_gc_callback(frame) -> bool:
+    """Whether ``frame`` runs a ``gc.callbacks`` function (JAX registers one): an exception raised
+    there is swallowed by the garbage collector ("Exception ignored in …"), so an interrupt would
+    be lost."""
+    import gc
+
+    codes = {getattr(cb, "__code__", None) for cb in gc.callbacks}
+    while frame is not None:
+        if frame.f_code in codes:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _resend_later(signum):
+    """Deliver ``signum`` again shortly, outside the garbage collector's callback."""
+    import os
+    import threading
+
+    timer = threading.Timer(0.05, os.kill, (os.getpid(), signum))
+    timer.daemon = True
+    timer.start()
+
+
 def _raise_terminated(signum, frame):  # pragma: no cover - exercised by subprocess tests
+    if _in_gc_callback(frame):
+        _resend_later(signum)
+        return
     raise _Terminated()
+
+
+def _raise_interrupted(signum, frame):  # pragma: no cover - exercised by subprocess tests
+    """SIGINT → KeyboardInterrupt, as Python's default handler, but never inside a gc callback."""
+    if _in_gc_callback(frame):
+        _resend_later(signum)
+        return
+    raise KeyboardInterrupt
 
 
 def _all_option_keys() -> set:
@@ -483,17 +518,31 @@ def _all_option_keys() -> set:
 def parse_command_line(prog, parser, argv):
     """Parse ``argv`` with ``--config`` support for any command of the package.
 
+    ``parser`` is an ``ArgumentParser`` or a function building one (called here, so that Ctrl-C
+    while its modules load gives the one-line interrupt note, exit 130).
+
     Returns
     -------
     (argparse.Namespace or None, int or None)
         The arguments, or None and the exit status (0 after ``--help``/``--version``, 2 after
-        a one-line error already printed).
+        a one-line error already printed, 130/143 after an interrupt).
     """
     try:
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            signal.signal(signal.SIGINT, _raise_interrupted)
+    except ValueError:  # pragma: no cover - not in the main thread
+        pass
+    try:
+        if not isinstance(parser, argparse.ArgumentParser):  # a builder: its imports are interruptible too
+            parser = parser()
         return parse_with_config(parser, argv, shared_keys=_all_option_keys()), None
     except UsageError as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return None, 2
+    except KeyboardInterrupt as exc:  # while the modules load: nothing started yet
+        what = "terminated" if isinstance(exc, _Terminated) else "interrupted"
+        print(f"{prog}: {what}; nothing written", file=sys.stderr)
+        return None, 143 if isinstance(exc, _Terminated) else 130
     except SystemExit as exc:  # argparse: --help, --version, or a one-line error (exit 2)
         return None, (exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2))
 
@@ -510,12 +559,7 @@ def close_progress_bars():
 
 
 def _main(prog, build_parser, run, argv):
-    try:
-        args, status = parse_command_line(prog, build_parser(), argv)
-    except KeyboardInterrupt as exc:  # while the modules load: nothing started yet
-        what = "terminated" if isinstance(exc, _Terminated) else "interrupted"
-        print(f"{prog}: {what}; nothing written", file=sys.stderr)
-        return 143 if isinstance(exc, _Terminated) else 130
+    args, status = parse_command_line(prog, build_parser, argv)
     if args is None:
         return status
     _configure_logging(args)

@@ -261,11 +261,7 @@ def main(argv=None) -> int:
     """
     from replica.cli import parse_command_line
 
-    try:
-        args, status = parse_command_line(PROG, build_parser(), argv)
-    except KeyboardInterrupt:  # while the modules load: nothing started yet
-        print(f"{PROG}: interrupted; nothing written", file=sys.stderr)
-        return 130
+    args, status = parse_command_line(PROG, build_parser, argv)
     if args is None:
         return status
     logging.basicConfig(level=logging.WARNING if args.quiet else (logging.DEBUG if args.verbose else logging.INFO),

@@ -271,11 +271,7 @@ def main(argv=None) -> int:
     """Entry point of ``replica-sgd``; returns the exit status."""
     from replica.cli import parse_command_line
 
-    try:
-        args, status = parse_command_line(PROG, build_parser(), argv)
-    except KeyboardInterrupt:  # while the modules load: nothing started yet
-        print(f"{PROG}: interrupted; nothing written", file=sys.stderr)
-        return 130
+    args, status = parse_command_line(PROG, build_parser, argv)
     if args is None:
         return status
     _configure_logging(args)

@@ -188,7 +188,7 @@ def test_sgd_interrupt_prints_one_line(tmp_path, capsys, monkeypatch, where):
     def interrupt(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(replica.cli, "parse_command_line", interrupt) if where == "start-up" else \
+    monkeypatch.setattr(replica.cli, "_all_option_keys", interrupt) if where == "start-up" else \
         monkeypatch.setattr(sgd, "run_sgd", interrupt)
     out = tmp_path / "si.h5"
     assert _sgd(SGD_SMALL + ["-o", str(out)]) == 130
@@ -260,3 +260,28 @@ def test_sgd_file_has_configuration(sgd_file):
     with h5py.File(sgd_file, "r") as h5:
         configuration = json.loads(h5.attrs["configuration"])
     assert configuration["dim"] == 12 and configuration["record_every"] == "log:3"
+
+
+def test_interrupt_inside_a_gc_callback_is_delivered_again(monkeypatch):
+    """JAX registers a gc callback; a KeyboardInterrupt raised there is swallowed ("Exception ignored"),
+    which lost Ctrl-C during start-up (the run went on, or ended without the one-line note)."""
+    import gc
+    import signal
+    import sys
+
+    import replica.cli as cli
+
+    sent = []
+    monkeypatch.setattr(cli, "_resend_later", sent.append)
+
+    def callback(phase, info):
+        cli._raise_interrupted(signal.SIGINT, sys._getframe())
+
+    gc.callbacks.append(callback)
+    try:
+        gc.collect()
+    finally:
+        gc.callbacks.remove(callback)
+    assert sent and set(sent) == {signal.SIGINT}
+    with pytest.raises(KeyboardInterrupt):           # anywhere else: at once, as Python's own handler
+        cli._raise_interrupted(signal.SIGINT, sys._getframe())
