@@ -3,17 +3,6 @@
 No knowledge of neural networks lives here: inputs are spectral laws and SNRs.
 Tables of the symmetric channel are cached on disk (:mod:`hciz.cache`).
 """
-import priors._numba_cache  # noqa: F401 - numba cache fallback for read-only installs, before any kernel
-
-from .spectral import (
-    density,
-    generalized_wishart_inverse_stieltjes,
-    stieltjes,
-    support,
-)
-from .rectangular import RectangularChannel, rectangular_channel
-from .rie import RIEResult, empirical_stieltjes, rie_denoise, spectral_divergence
-from .symmetric import SymmetricChannel, readout_channel, symmetric_channel
 
 __all__ = [
     "generalized_wishart_inverse_stieltjes",
@@ -30,3 +19,24 @@ __all__ = [
     "empirical_stieltjes",
     "spectral_divergence",
 ]
+
+_WHERE = {
+    "generalized_wishart_inverse_stieltjes": "spectral", "stieltjes": "spectral", "density": "spectral",
+    "support": "spectral",
+    "RectangularChannel": "rectangular", "rectangular_channel": "rectangular",
+    "RIEResult": "rie", "empirical_stieltjes": "rie", "rie_denoise": "rie", "spectral_divergence": "rie",
+    "SymmetricChannel": "symmetric", "readout_channel": "symmetric", "symmetric_channel": "symmetric",
+}
+
+
+def __getattr__(name):
+    # lazy: `from hciz import readout_channel` loads the symmetric channel only (start-up)
+    if name in _WHERE:
+        import importlib
+
+        return getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
+    raise AttributeError(f"module 'hciz' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

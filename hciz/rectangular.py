@@ -3,7 +3,10 @@ r"""Rectangular matrix denoising: spectral law, optimal RIE, MMSE and mutual inf
 Channel (docs/theory.md §4.2).  ``S = U_L U_R / sqrt(N sqrt(M P))`` with ``U_L`` (M×N) and
 ``U_R`` (N×P) iid standard Gaussian, observed as ``Y = S + sqrt(Δ) Z`` with ``Z`` iid
 Gaussian of variance ``1/sqrt(M P)``; aspect ratios ``R1 = P/M >= 1`` and ``R2 = N/M``.
-All errors are per ``‖·‖_F² / sqrt(M P)``.  In that normalization the signal power is
+More generally ``S = U_1 U_2 ⋯ U_p / sqrt(N_1 ⋯ N_{p−1} sqrt(M P))``, a product of
+``p >= 2`` Gaussian factors with inner dimensions ``N_i`` (``aspect_ratio_n`` is then the
+sequence of the ``N_i/M``; docs/deep_linear.md §5).  All errors are per
+``‖·‖_F² / sqrt(M P)``.  In that normalization the signal power is
 
     E‖S‖_F² / sqrt(MP) = M P N / (N sqrt(MP)) / sqrt(MP) = 1,
 
@@ -14,28 +17,43 @@ and the noise power is Δ.  Equivalently, with ``S̃ = (MP)^{1/4} S = U_L U_R / 
 
 Notes
 -----
+**Prior law (free multiplicative convolution).**  ``X = S Sᵀ/sqrt(R1)`` is the M×M Gram
+matrix of ``Π_i U_i/sqrt(N_i)`` (``N_p = P``), a free product of Marchenko–Pastur laws; in
+the M-dimensional normalization its S-transform is the product of theirs,
+``S_X(ψ) = Π_{i=1}^{p} 1/(1 + ψ M/N_i)`` (Burda et al. 2010).  With ``e_i = 1 + ψ M/N_i``,
+``χ_X(ψ) = ψ S_X/(1 + ψ)``, so ``ψ`` parametrizes the curve of ``X`` rationally:
+``ζ_X = (1 + ψ) Π_i e_i / ψ`` and ``∫ dX(t)/(ζ_X − t) = ψ / Π_i e_i``.
+
 **Spectral curve.**  Let ``ν`` be the limiting eigenvalue law of ``Y Yᵀ`` (M×M) and
 ``m(z) = ∫ dν(t)/(t − z)``.  By the Dozier–Silverstein equation for information-plus-noise
-matrices (noise variance ``σ² = Δ sqrt(R1)``, ``c = 1/R1``),
+matrices (noise variance ``σ² = Δ sqrt(R1)``, ``c = 1/R1``; the rectangular free
+convolution of the signal's singular-value law with the noise's),
 ``m = w m_H(w² z − b w)``, ``w = 1 + a m``, with ``a = Δ/sqrt(R1)``,
-``b = Δ (R1 − 1)/sqrt(R1)`` and ``H`` the law of ``S Sᵀ``.  ``H`` is a free product of two
-Marchenko–Pastur laws (ratios ``R2`` and ``φ = R2/R1``, scale ``κ = R2/sqrt(R1)``); its
-S-transform gives a *rational* parametrization of the whole curve by ``ψ`` (the
-ψ-transform of the N×N product): with ``f1 = 1+ψ``, ``f2 = 1+φψ``, ``f3 = 1+R2 ψ``,
+``b = Δ (R1 − 1)/sqrt(R1)`` and ``H = sqrt(R1) X`` the law of ``S Sᵀ``.  Inserting the
+parametrization of ``H`` gives the whole curve rationally in ``ψ``: with
+``E'(ψ) = Π_{i<p} (1 + ψ M/N_i)`` (inner factors only),
 
-    m(ψ) = −κ ψ / D(ψ),       D = f1 f2 + Δ φ ψ,
-    z(ψ) = D(ψ) C(ψ) / (κ ψ f1),   C = f1 f3 + Δ R2 ψ.
+    m(ψ) = −sqrt(R1) ψ / D(ψ),          D = (R1 + ψ) E' + Δ ψ,
+    z(ψ) = D(ψ) C(ψ) / (sqrt(R1) ψ E'),  C = (1 + ψ) E' + Δ ψ.
 
-Solving ``z(ψ) = z`` is the quartic ``D C − z κ ψ f1 = 0``; it is the quartic of
+Solving ``z(ψ) = z`` is a polynomial equation of degree ``2p`` (a naive derivation has the
+spurious factor ``R1 + ψ``, which cancels exactly because ``b = a (R1 − 1)``).  For
+``p = 2`` (``ψ = R2 ψ₂`` with ``ψ₂`` the ψ-transform of the N×N product) it is the quartic of
 docs/theory.md §4.2 after the change of variable ``u = −m`` (checked: identical root sets).
-A naive derivation gives a quintic with the spurious factor ``(1 + φψ)``; it cancels
-exactly because ``b = a (R1 − 1)``.  Roots are found by companion matrices in four
-charts ``ψ = A + s η`` (``A ∈ {0, −1, −1/φ, −1/R2}``, ``s = Δ`` for the three poles),
-polished by Newton in the factored form (so that the clusters of width ``O(Δ)`` that
-appear at small Δ keep full relative accuracy); the physical root is the one with
-``Im m ≥ 0``, ``Im m_H ≥ 0``, ``Im ζ ≥ 0`` of largest ``Im m``.  The symmetrized
+Roots are found by companion matrices in charts ``ψ = A + s η`` anchored at the roots
+``A ∈ {0, −1, −R1, −N_i/M}`` of the linear factors (``s = Δ min_i N_i/M`` at the poles),
+polished by Newton in the factored form, every factor that vanishes at the anchor being
+exactly ``β s η`` (so that the clusters of width ``O(Δ)`` that appear at small Δ keep full
+relative accuracy).  The physical root has ``Im m ≥ 0``, ``Im m_H ≥ 0``, ``Im ζ ≥ 0``,
+``Im ψ ≤ 0`` and, for ``p >= 3`` where these no longer single it out, satisfies the
+subordination constraint of free multiplicative convolution (Biane 1998): ``ζ/Π_{i∈J} e_i``
+stays in the upper half-plane for every subset ``J`` of factors, i.e. the winding
+``arg ζ − Σ_i arg e_i ≤ π``; among those, the root of largest ``Im m``.  The symmetrized
 singular-value law ``μ_Y`` has ``G(x) = ∫ dμ_Y(t)/(x − t) = −x m(x²)`` and density
 ``ρ(x) = |x| Im m(x² + i0)/π``.  Support edges are the critical values of ``z(ψ)``.
+Checks of the p-factor law (tests/test_hciz_product.py): ``∫ρ = 1``,
+``∫x² dμ_Y = sqrt(R1)(1 + Δ)`` and ``∫x⁴ dμ_Y = (R1 + 1)(1 + Δ)² + R1 Σ_{i<p} M/N_i``
+(Wick) to 1e-10; an inner dimension ``N → ∞`` gives the ``p − 1``-factor channel.
 
 **MMSE without finite differences.**  The optimal estimator is the posterior mean, so
 Tweedie's formula holds exactly at every size: ``Ŝ = Y + (Δ/sqrt(MP)) ∇ ln p(Y)`` and
@@ -50,8 +68,10 @@ give ``∫ (Re G)² dμ_Y = (π²/3) ∫ ρ³ dx`` and ``∫ Re G(x)/x dμ_Y = 0
 
     mmse(Δ) = Δ − (4 Δ² / R1^{3/2}) [ (π²/3) ∫ ρ_Y(x)³ dx + ((R1 − 1)²/4) E_ν[1/t] ],
 
-with the closed form ``E_ν[1/t] = m(0) = −κ ψ₀ / D(ψ₀)``, ``ψ₀`` the root of
-``f1 f3 + Δ R2 ψ = 0`` in ``(−1, 0)`` closest to 0.  ``∫ ρ³`` is a tanh–sinh quadrature on
+with the closed form ``E_ν[1/t] = m(0) = −sqrt(R1) ψ₀ / ((R1 − 1) E'(ψ₀))``, ``ψ₀`` the
+largest negative root of ``C`` (there ``D = (R1 − 1) E'``).  The prior is
+bi-rotation-invariant for every p, so the posterior mean is a rotation-invariant estimator
+and these formulas, which only involve ``μ_Y``, hold for products of any number of factors.  ``∫ ρ³`` is a tanh–sinh quadrature on
 each support interval (double-exponential clustering at the square-root edges); where two
 bulks have just merged (e.g. R1 = 2, R2 = 0.2 at Δ ≈ 1.289) the density has a narrow dip
 at the real part of the nearby complex critical value, and the interval is cut there
@@ -59,8 +79,8 @@ at the real part of the nearby complex critical value, and the interval is cut t
 
 At large Δ the formula above cancels (``mmse → 1``, ``overlap = O(1/Δ)``).  In the
 parametrization the shrinkage itself is cancellation-free:
-``x f(x) = Re[(f1² f2 f3 − Δ² R2 φ ψ²)/(κ ψ f1)]`` (the terms linear in Δ cancel
-identically), and ``overlap = 1 − mmse = R1^{-1/2} ∫ f² dμ_Y`` (orthogonality of the
+``x f(x) = Re[((1 + ψ)(R1 + ψ) E'² − Δ² ψ²)/(sqrt(R1) ψ E')]`` (the terms linear in Δ
+cancel identically), and ``overlap = 1 − mmse = R1^{-1/2} ∫ f² dμ_Y`` (orthogonality of the
 posterior mean) is then accurate to ~1e-16 *absolute*; it is used for Δ >= 1.
 This is the Δ-derivative form of Troiani et al. (docs/theory.md §4.2),
 ``Δ − (2Δ²/R1) d/dΔ[Σ(μ_Y) + (R1 − 1) ∫ ln|x| dμ_Y]`` in closed form.  Checks (tests):
@@ -79,13 +99,20 @@ which is the form used by the deep theory (docs/theory.md §6.2, ``ι_rect`` per
 ``W₂:₁``; multiply by ``k₂ d / d²`` for a per-d² quantity).  ``overlap(λ) = 1 − mmse(λ)``
 (signal power 1, so ``overlap(0) = 0``).
 
-**Asymptotics.**  Small λ: ``overlap = λ − λ² + (1 + R1/R2²) λ³ + O(λ⁴)``; the first
-two terms are those of any prior with uncorrelated unit-variance entries, the λ³
-coefficient is a numerical observation (checked to ~1e-3 for several (R1, R2); it only
-serves below λ = 1e-6, where it is below double precision).  Large λ:
-``mmse = c₁/λ + c₂/λ² + …`` with ``c₁ = r (M + P − r)/(M P)``, ``r = min(M, N, P)`` the
+**Asymptotics.**  Small λ: ``overlap = λ − λ² + c₃ λ³ + O(λ⁴)`` with
+``c₃ = 1 + R1 (Σ_{i<p} M/N_i)²`` (``1 + R1/R2²`` for two factors); the first two terms are
+those of any prior with uncorrelated unit-variance entries, the excess of ``c₃`` over its
+Gaussian value 1 is the sum of the squared fourth cumulants
+``κ(S̃_ij, S̃_ij', S̃_i'j, S̃_i'j') ≈ Σ_i 1/N_i`` over the ``M²P²`` quadruples, per entry
+(a leading-order count, checked to ~1e-3 for several shapes; it only serves below
+λ = 1e-6, where it is below double precision).  Large λ:
+``mmse = c₁/λ + …`` with ``c₁ = r (M + P − r)/(M P)``, ``r = min(M, N_1, …, P)`` the
 rank of ``S`` (dimension of the manifold of rank-r matrices), i.e.
-``c₁ = min(1, R2)(1 + R1 − min(1, R2))/R1``; the expansion is analytic in Δ (checked).
+``c₁ = min(1, R2)(1 + R1 − min(1, R2))/R1`` with ``R2 = min_i N_i/M``.  The next order is
+``c₂/λ²`` (analytic in Δ, checked) when no two of ``M, N_i`` coincide; a square inner
+factor (``N_i = M``) gives a correction ``∝ Δ^{1/2}`` (p = 2) or ``∝ Δ^{1/3}`` (two of them),
+because the prior density diverges at 0.  The tables use ``c₁/λ + c₂/λ²`` only beyond
+λ = 1e8, where the difference is below 1e-11 absolute.
 
 **Tables.**  ``RectangularChannel`` tabulates ``ln(overlap/λ)`` (λ <= 1) and ``ln mmse``
 (λ >= 1) in ``t = ln λ`` on adaptive piecewise Chebyshev panels (order 16), with
@@ -108,6 +135,17 @@ References
    (2007) 678–694.
 .. [4] D. Guo, S. Shamai, S. Verdú, "Mutual information and minimum mean-square error in
    Gaussian channels", IEEE Trans. Inf. Theory 51 (2005) 1261–1282 (I-MMSE).
+.. [5] Z. Burda, A. Jarosz, G. Livan, M. A. Nowak, A. Swiech, "Eigenvalues and singular
+   values of products of rectangular Gaussian random matrices", Phys. Rev. E 82 (2010)
+   061114 (S-transform of a product of rectangular Gaussian factors).
+.. [6] P. Biane, "Processes with free increments", Math. Z. 227 (1998) 143–174
+   (subordination for free multiplicative convolution).
+
+Why one module of this size: the rectangular channel is one computation — the
+Stieltjes curve of its spectral law (:class:`_Curve`), the RIE and MMSE derived from it, and
+the adaptive piecewise-Chebyshev tables of :class:`RectangularChannel` built from those
+functions and cached — whose pieces share the private curve parametrization and tolerances;
+splitting it would expose them (docs/architecture.md, "Module size").
 """
 
 from __future__ import annotations
@@ -127,6 +165,7 @@ __all__ = [
     "rectangular_channel",
     "signal_power",
     "low_snr_slope",
+    "low_snr_cubic",
     "high_snr_coefficient",
     "stieltjes",
     "density",
@@ -140,9 +179,10 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 _QUAD_STEP = 1.0 / 16.0  # tanh-sinh step: converged to ~1e-15 on the checks (1/8: ~1e-11)
+_GEOMETRIC_CUT = 8.0  # ratio of the extra quadrature cuts above a small lower edge (p >= 3 factors)
 
 
-def signal_power(aspect_ratio_p: float = 1.0, aspect_ratio_n: float = 1.0) -> float:
+def signal_power(aspect_ratio_p: float = 1.0, aspect_ratio_n=1.0) -> float:
     """Signal power ``E‖S‖_F²/sqrt(MP)`` of the product channel.
 
     Returns
@@ -155,32 +195,64 @@ def signal_power(aspect_ratio_p: float = 1.0, aspect_ratio_n: float = 1.0) -> fl
     return 1.0
 
 
-def high_snr_coefficient(aspect_ratio_p: float, aspect_ratio_n: float) -> float:
+def high_snr_coefficient(aspect_ratio_p: float, aspect_ratio_n) -> float:
     """Leading large-λ coefficient ``c₁`` in ``mmse(λ) = c₁/λ + O(λ⁻²)``.
 
-    ``c₁ = r(M + P − r)/(MP)`` with ``r = min(M, N, P)/M``-scaled rank, i.e.
-    ``min(1, R2)(1 + R1 − min(1, R2))/R1`` (dimension of the manifold of rank-r M×P
-    matrices per entry).
+    ``c₁ = r(M + P − r)/(MP)`` with ``r = min(M, N_1, …, N_{p−1}, P)`` the rank of ``S``,
+    i.e. ``min(1, R2)(1 + R1 − min(1, R2))/R1`` with ``R2`` the smallest inner ratio
+    (dimension of the manifold of rank-r M×P matrices per entry).
     """
     r1, r2 = _check_ratios(aspect_ratio_p, aspect_ratio_n)
-    r = min(1.0, r2)
+    r = min(1.0, min(_inner_tuple(r2)))
     return r * (1.0 + r1 - r) / r1
 
 
-def low_snr_slope(aspect_ratio_p: float = 1.0, aspect_ratio_n: float = 1.0) -> float:
+def low_snr_cubic(aspect_ratio_p: float, aspect_ratio_n) -> float:
+    """Coefficient ``c₃`` of ``overlap(λ) = λ − λ² + c₃ λ³ + O(λ⁴)``: ``1 + R1 (Σ_i M/N_i)²``.
+
+    The excess over the Gaussian value 1 is the sum of squared fourth cumulants of the
+    entries of ``S̃`` per entry: ``κ(S̃_ij, S̃_ij', S̃_i'j, S̃_i'j') = Σ_i 1/N_i`` to leading
+    order, over ``M²P²`` quadruples (module Notes).  Two factors: ``1 + R1/R2²``.  Checked
+    against the direct overlap at λ ~ 1e-4 (tests); used only below λ = 1e-6.
+    """
+    r1, r2 = _check_ratios(aspect_ratio_p, aspect_ratio_n)
+    return 1.0 + r1 * sum(1.0 / n for n in _inner_tuple(r2)) ** 2
+
+
+def low_snr_slope(aspect_ratio_p: float = 1.0, aspect_ratio_n=1.0) -> float:
     """``d overlap/dλ`` at λ = 0, equal to 1 (uncorrelated unit-variance entries of S̃)."""
     _check_ratios(aspect_ratio_p, aspect_ratio_n)
     return 1.0
 
 
+def _inner_tuple(r2):
+    """Inner ratios ``N_i/M`` as a sorted tuple (a float is one inner dimension)."""
+    if isinstance(r2, tuple):
+        return r2
+    return tuple(sorted(float(x) for x in np.atleast_1d(np.asarray(r2, dtype=float))))
+
+
+def _inner_poly(inner):
+    """Coefficients (increasing degree) of ``E'(ψ) = Π_i (1 + ψ/n_i)``."""
+    e = np.array([1.0])
+    for n in inner:
+        e = _P.polymul(e, np.array([1.0, 1.0 / n]))
+    return e
+
+
 def _check_ratios(r1, r2):
+    """``(R1, R2)`` validated; ``R2`` a float (two factors) or a sorted tuple of the inner
+    ratios ``N_i/M`` (p ≥ 3 factors; a one-element sequence becomes a float)."""
     r1 = float(r1)
-    r2 = float(r2)
     if not (np.isfinite(r1) and r1 >= 1.0):
         raise ValueError(f"aspect_ratio_p = P/M must be finite and >= 1, got {r1!r}")
-    if not (np.isfinite(r2) and r2 > 0.0):
-        raise ValueError(f"aspect_ratio_n = N/M must be finite and > 0, got {r2!r}")
-    return r1, r2
+    try:
+        inner = tuple(sorted(float(x) for x in np.atleast_1d(np.asarray(r2, dtype=float))))
+    except (TypeError, ValueError):
+        raise ValueError(f"aspect_ratio_n = N/M must be a number or a list of numbers, got {r2!r}") from None
+    if not inner or not all(np.isfinite(x) and x > 0.0 for x in inner) or np.ndim(r2) > 1:
+        raise ValueError(f"aspect_ratio_n = N/M must be finite and > 0 (one per inner dimension), got {r2!r}")
+    return r1, (inner[0] if len(inner) == 1 else inner)
 
 
 def _check_delta(delta):
@@ -194,64 +266,95 @@ def _check_delta(delta):
 # spectral curve at fixed (R1, R2, Δ)
 # ---------------------------------------------------------------------------------------
 class _Curve:
-    """Rational parametrization of the spectral curve of ``Y Yᵀ`` (see module Notes)."""
+    """Rational parametrization of the spectral curve of ``Y Yᵀ`` (see module Notes).
 
-    def __init__(self, r1: float, r2: float, delta: float):
-        self.r1, self.r2, self.delta = r1, r2, delta
-        self.phi = r2 / r1
-        self.kap = r2 / math.sqrt(r1)
-        self.anchors = np.array([0.0, -1.0, -1.0 / self.phi, -1.0 / r2])
-        self._charts = [self._chart(0, 1.0)] + [self._chart(i, delta) for i in (1, 2, 3)]
+    ``inner`` holds the inner widths ``N_i/M`` of ``S = U_1 ⋯ U_p`` (a float for two
+    factors).  All polynomials are products of the linear factors ``ψ``, ``1 + ψ``,
+    ``R1 + ψ`` and ``1 + ψ/n_i``, kept in factored form in charts ``ψ = A + s η`` anchored
+    at their roots (so that a factor vanishing at the anchor is exactly ``β s η``).
+    """
+
+    def __init__(self, r1: float, inner, delta: float):
+        inner = _inner_tuple(inner)
+        self.r1, self.inner, self.delta = float(r1), inner, float(delta)
+        self.sr1 = math.sqrt(self.r1)
+        self.roots = np.array([0.0, -1.0, -self.r1] + [-n for n in inner])
+        self.betas = np.array([1.0, 1.0, 1.0] + [1.0 / n for n in inner])
+        anchors = []
+        for r in self.roots:
+            if not any(abs(r - a) <= 1e-12 * max(1.0, abs(a)) for a in anchors):
+                anchors.append(r)
+        self.anchors = np.array(anchors)
+        vanish = (np.abs(self.roots[None, :] - self.anchors[:, None])
+                  <= 1e-12 * np.maximum(1.0, np.abs(self.anchors[:, None])))
+        # constants of the linear factors at each anchor, exactly 0 where they vanish
+        self.consts = np.where(vanish, 0.0, self.betas * (self.anchors[:, None] - self.roots))
+        self.degree = 2 * (len(inner) + 1)
+        # chart scale Δ·min N_i/M at the poles (roots cluster within O(Δ) of them at small Δ;
+        # for two factors this is the scale Δ of the N×N ψ-transform)
+        scale = delta * min(inner)
+        self._charts = [self._chart(ia, 1.0 if ia == 0 else scale) for ia in range(self.anchors.size)]
         self._support = None
         self._near = np.empty(0)
         self._quad = None
 
     # charts ψ = A + s η with exact linear factors -----------------------------------
     def _chart(self, ia, s):
-        A = self.anchors[ia]
-        psi = np.array([A, s])
-        f1 = np.array([0.0 if ia == 1 else 1.0 + A, s])
-        f2 = np.array([0.0 if ia == 2 else 1.0 + self.phi * A, self.phi * s])
-        f3 = np.array([0.0 if ia == 3 else 1.0 + self.r2 * A, self.r2 * s])
+        """(ia, s, N(η), K(η)) with ``z(ψ) = N/K``, polynomial coefficients in η."""
+        lin = [np.array([c, b * s]) for c, b in zip(self.consts[ia], self.betas)]
+        e = np.array([1.0])
+        for f in lin[3:]:
+            e = _P.polymul(e, f)
         d = self.delta
-        dw = _P.polyadd(_P.polymul(f1, f2), d * self.phi * psi)
-        c2 = _P.polyadd(_P.polymul(f1, f3), d * self.r2 * psi)
-        return ia, s, _P.polymul(dw, c2), self.kap * _P.polymul(psi, f1)
+        dw = _P.polyadd(_P.polymul(lin[2], e), d * lin[0])
+        c2 = _P.polyadd(_P.polymul(lin[1], e), d * lin[0])
+        return ia, s, _P.polymul(dw, c2), self.sr1 * _P.polymul(lin[0], e)
 
-    def _factors(self, ia, eps):
-        psi = self.anchors[ia] + eps
-        f1 = np.where(ia == 1, eps, 1.0 + psi)
-        f2 = np.where(ia == 2, self.phi * eps, 1.0 + self.phi * psi)
-        f3 = np.where(ia == 3, self.r2 * eps, 1.0 + self.r2 * psi)
-        return psi, f1, f2, f3
+    def _pieces(self, ia, eps, values=False):
+        """``(ψ, P0 = ψ, P1 = 1 + ψ, PR = R1 + ψ, E', dE'/dψ)`` at ``ψ = A_ia + eps``
+        (with ``values``: ``(ψ, P0, P1, PR, all linear factors)``)."""
+        ia = np.asarray(ia)
+        eps = np.asarray(eps)
+        vals = self.consts[ia] + self.betas * eps[..., None]
+        if values:
+            return self.anchors[ia] + eps, vals[..., 0], vals[..., 1], vals[..., 2], vals
+        inner = vals[..., 3:]
+        e = np.prod(inner, axis=-1)
+        de = np.zeros_like(e)
+        for j in range(inner.shape[-1]):
+            de = de + self.betas[3 + j] * np.prod(np.delete(inner, j, axis=-1), axis=-1)
+        return self.anchors[ia] + eps, vals[..., 0], vals[..., 1], vals[..., 2], e, de
 
     def _residual(self, ia, eps, z):
-        psi, f1, f2, f3 = self._factors(ia, eps)
-        d, phi, r2, kap = self.delta, self.phi, self.r2, self.kap
-        dw = f1 * f2 + d * phi * psi
-        c2 = f1 * f3 + d * r2 * psi
+        psi, p0, p1, pr, e, de = self._pieces(ia, eps)
+        d, sr1 = self.delta, self.sr1
+        dw = pr * e + d * p0
+        c2 = p1 * e + d * p0
         t1 = dw * c2
-        t2 = z * kap * psi * f1
-        dF = (f2 + phi * f1 + d * phi) * c2 + dw * (f3 + r2 * f1 + d * r2) - z * kap * (f1 + psi)
-        return t1 - t2, dF, np.abs(t1) + np.abs(t2), psi, f1, f2, f3, dw
+        t2 = z * sr1 * p0 * e
+        ddw = e + pr * de + d
+        dc2 = e + p1 * de + d
+        dF = ddw * c2 + dw * dc2 - z * sr1 * (e + p0 * de)
+        return t1 - t2, dF, np.abs(t1) + np.abs(t2), psi, p0, p1, pr, e, dw
 
     def _nearest_anchor(self, psi):
         ia = np.abs(psi[..., None] - self.anchors).argmin(-1)
         return ia, psi - self.anchors[ia]
 
     def candidates(self, z, newton=6):
-        """All polished roots at the points ``z`` (1-D complex), shape (n, 16)."""
+        """All polished roots at the points ``z`` (1-D complex), shape (n, charts·2p)."""
         z = np.asarray(z, complex).ravel()
         dtype = float if np.all(z.imag == 0) else complex  # real companions are ~2x faster
         zc = z.real if dtype is float else z
+        n = self.degree
         blocks = []
         for ia, s, N, K in self._charts:
-            coef = np.empty((z.size, 5), dtype)
+            coef = np.empty((z.size, n + 1), dtype)
             coef[:] = N
             coef[:, : K.size] -= zc[:, None] * K
-            comp = np.zeros((z.size, 4, 4), dtype)
-            comp[:, 1:, :-1] = np.eye(3)
-            comp[:, :, -1] = -coef[:, :4] / coef[:, 4:5]
+            comp = np.zeros((z.size, n, n), dtype)
+            comp[:, 1:, :-1] = np.eye(n - 1)
+            comp[:, :, -1] = -coef[:, :n] / coef[:, n:n + 1]
             blocks.append(self.anchors[ia] + s * np.linalg.eigvals(comp))
         psi = np.concatenate(blocks, axis=1)
         ia, eps = self._nearest_anchor(psi)
@@ -261,13 +364,22 @@ class _Curve:
                 F, dF = self._residual(ia, eps, zz)[:2]
                 step = F / dF
                 eps = eps - np.where(np.isfinite(step), step, 0.0)
-            F, _, scale, psi, f1, f2, f3, dw = self._residual(ia, eps, zz)
+            F, _, scale, psi, p0, p1, pr, e, dw = self._residual(ia, eps, zz)
             res = np.abs(F) / scale
-            m = -self.kap * psi / dw
-            q = f1 * f2
-            m_h = -self.kap * psi / q
-            zeta = q * f3 / (self.kap * psi)
-        good = np.isfinite(m) & np.isfinite(m_h) & np.isfinite(zeta) & (res < 1e-9)
+            m = -self.sr1 * p0 / dw
+            m_h = -self.sr1 * p0 / (e * pr)
+            zeta = p1 * e * pr / (self.sr1 * p0)
+            # subordination (Biane): ζ/Π_{i∈J} e_i stays in the upper half-plane for every
+            # subset J of the factors e_i = 1 + ψ M/N_i (and R1 + ψ), i.e. the winding
+            # arg ζ − Σ_i arg e_i (each arg e_i in (−π, 0] on the physical branch) is <= π
+            # (ψ itself is in the lower half-plane; real ψ, i.e. real z outside the
+            # support, is not constrained here)
+            vals = self._pieces(ia, eps, values=True)[-1][..., 2:]
+            tol = 1e-9 * (1.0 + np.abs(psi))
+            args = np.arctan2(np.minimum(vals.imag, 0.0), vals.real)
+            wind = np.angle(zeta) - np.sum(args, axis=-1)
+            sub = (psi.imag <= tol) & ((psi.imag >= -tol) | (wind <= math.pi * (1.0 + 1e-9)))
+        good = np.isfinite(m) & np.isfinite(m_h) & np.isfinite(zeta) & (res < 1e-9) & sub
         return m, m_h, zeta, good, psi
 
     def m_upper(self, z, tol=1e-10, return_psi=False):
@@ -332,13 +444,15 @@ class _Curve:
         ia, eps = self._nearest_anchor(r)
 
         def crit(e):
-            psi, f1, f2, f3 = self._factors(ia, e)
-            d, phi, r2 = self.delta, self.phi, self.r2
-            dw = f1 * f2 + d * phi * psi
-            c2 = f1 * f3 + d * r2 * psi
+            _, p0, p1, pr, ee, de = self._pieces(ia, e)
+            d, sr1 = self.delta, self.sr1
+            dw = pr * ee + d * p0
+            c2 = p1 * ee + d * p0
             num = dw * c2
-            dnum = (f2 + phi * f1 + d * phi) * c2 + dw * (f3 + r2 * f1 + d * r2)
-            return dnum * psi * f1 - num * (f1 + psi), num / (self.kap * psi * f1)
+            dnum = (ee + pr * de + d) * c2 + dw * (ee + p1 * de + d)
+            k = sr1 * p0 * ee
+            dk = sr1 * (ee + p0 * de)
+            return dnum * k - num * dk, num / k
 
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             eps = eps.astype(complex)
@@ -365,7 +479,10 @@ class _Curve:
         """Support of ``ν`` (law of the squared singular values) as (k, 2) intervals."""
         if self._support is None:
             edges, near = self.critical_values()
-            self._near = near
+            # cut the quadrature at complex critical values close to the axis and at real
+            # ones inside the support (cusps, near-merging bulks; spurious ones are harmless)
+            # (p >= 3 factors only; two-factor products keep the cuts of the quartic)
+            self._near = np.sort(np.concatenate([near, edges])) if len(self.inner) > 1 else near
             pts = np.concatenate([[0.0], edges])
             mids = 0.5 * (pts[:-1] + pts[1:])
             m = self.m_upper(mids.astype(complex))
@@ -379,7 +496,7 @@ class _Curve:
                         ints.append([lo, hi])
             if not ints:
                 raise RuntimeError(
-                    f"no support found for R1={self.r1}, R2={self.r2}, delta={self.delta}"
+                    f"no support found for R1={self.r1}, inner={self.inner}, delta={self.delta}"
                 )
             self._support = np.array(ints)
         return self._support
@@ -391,7 +508,15 @@ class _Curve:
             xs, ws = [], []
             pieces = []
             for lo, hi in self.support_lambda():
-                cuts = self._near[(self._near > lo * (1 + 1e-9)) & (self._near < hi * (1 - 1e-9))]
+                near = self._near
+                if len(self.inner) > 1:
+                    # products of >= 3 factors: the prior density diverges at 0 (faster than
+                    # for two factors), so the density of Y rises steeply just above a small
+                    # lower edge (or near 0 when R1 = 1); geometric cuts resolve that peak
+                    powers = _GEOMETRIC_CUT ** np.arange(1, 40)
+                    extra = lo * powers if lo > 0 else hi / powers[hi / powers > 1e-3 * self.delta * hi]
+                    near = np.concatenate([near, extra])
+                cuts = near[(near > lo * (1 + 1e-9)) & (near < hi * (1 - 1e-9))]
                 cuts = np.sort(cuts)
                 if cuts.size > 1:
                     cuts = cuts[np.concatenate([[True], np.diff(cuts) > 1e-10 * cuts[1:]])]
@@ -409,33 +534,39 @@ class _Curve:
             rho = xe * m.imag / math.pi
             if not np.all(np.isfinite(rho)):
                 raise RuntimeError(
-                    f"root selection failed for R1={self.r1}, R2={self.r2}, delta={self.delta}"
+                    f"root selection failed for R1={self.r1}, inner={self.inner}, delta={self.delta}"
                 )
             self._quad = (x, w, rho, m, psi, xe)
         return self._quad
 
     def inverse_moment(self):
-        """``E_ν[1/t] = m(0)`` in closed form (R1 > 1)."""
-        d, r2, phi, kap = self.delta, self.r2, self.phi, self.kap
-        # u = 1 + ψ solves r2 u² + (1 − r2 + d r2) u − d r2 = 0, positive root
-        bq = 1.0 - r2 + d * r2
-        disc = math.sqrt(bq * bq + 4.0 * d * r2 * r2)
-        u = 2.0 * d * r2 / (bq + disc) if bq > 0 else (disc - bq) / (2.0 * r2)
-        psi0 = u - 1.0
-        dw = u * (1.0 + phi * psi0) + d * phi * psi0
-        return -kap * psi0 / dw
+        """``E_ν[1/t] = m(0) = −√R1 ψ₀/((R1 − 1) E'(ψ₀))`` (R1 > 1).
+
+        ``ψ₀`` is the largest negative root of ``C = (1 + ψ) E' + Δψ`` (the branch of ``m``
+        on ``(−∞, 0]`` starts at ψ = 0⁻), where ``D = C + (R1 − 1) E'``.
+        """
+        c_poly = _P.polyadd(_P.polymul(np.array([1.0, 1.0]), _inner_poly(self.inner)),
+                            self.delta * np.array([0.0, 1.0]))
+        roots = np.roots(c_poly[::-1])
+        real = roots.real[(np.abs(roots.imag) <= 1e-8 * (1 + np.abs(roots))) & (roots.real < 0)]
+        ia, eps = self._nearest_anchor(np.array([real.max()]))
+        for _ in range(8):
+            _, p0, p1, _, e, de = self._pieces(ia, eps)
+            eps = eps - (p1 * e + self.delta * p0) / (e + p1 * de + self.delta)
+        _, p0, _, _, e, _ = self._pieces(ia, eps)
+        return float(-self.sr1 * p0[0] / ((self.r1 - 1.0) * e[0]))
 
     def overlap(self):
         """``1 − mmse`` as ``R1^{-1/2} ∫ f² dμ_Y`` with the cancellation-free form of ``f``.
 
-        ``x f(x) = Re[(f1² f2 f3 − Δ² R2 φ ψ²)/(κ ψ f1)]`` on the support (module Notes);
-        accurate in relative terms as λ = 1/Δ → 0.
+        ``x f(x) = Re[((1 + ψ)(R1 + ψ) E'² − Δ² ψ²)/(√R1 ψ E')]`` on the support (module
+        Notes); accurate in relative terms as λ = 1/Δ → 0.
         """
         x, w, rho, m, psi, xe = self.quadrature()
         ia, eps = self._nearest_anchor(psi)
-        p, f1, f2, f3 = self._factors(ia, eps)
+        _, p0, p1, pr, e, _ = self._pieces(ia, eps)
         d = self.delta
-        xf = (f1 * f1 * f2 * f3 - d * d * self.r2 * self.phi * p * p) / (self.kap * p * f1)
+        xf = (p1 * pr * e * e - d * d * p0 * p0) / (self.sr1 * p0 * e)
         f = xf.real / xe
         return 2.0 * float(np.sum(w * rho * f * f)) / math.sqrt(self.r1)
 
@@ -466,7 +597,7 @@ def _curve(r1, r2, delta):
 # ---------------------------------------------------------------------------------------
 # public direct (uncached-table) functions
 # ---------------------------------------------------------------------------------------
-def stieltjes(x, delta: float, *, aspect_ratio_p: float, aspect_ratio_n: float):
+def stieltjes(x, delta: float, *, aspect_ratio_p: float, aspect_ratio_n):
     """Stieltjes transform ``G(x) = ∫ dμ_Y(t)/(x − t)`` of the symmetrized singular-value law.
 
     Parameters
@@ -476,7 +607,8 @@ def stieltjes(x, delta: float, *, aspect_ratio_p: float, aspect_ratio_n: float):
     delta : float
         Noise variance Δ > 0.
     aspect_ratio_p, aspect_ratio_n : float
-        ``R1 = P/M >= 1`` and ``R2 = N/M > 0``.
+        ``R1 = P/M >= 1`` and ``R2 = N/M > 0`` (or the sequence of inner ratios ``N_i/M`` of a product of
+        p ≥ 3 factors).
 
     Returns
     -------
@@ -513,7 +645,7 @@ def stieltjes(x, delta: float, *, aspect_ratio_p: float, aspect_ratio_n: float):
     return out.reshape(shape)
 
 
-def density(x, delta: float, *, aspect_ratio_p: float, aspect_ratio_n: float):
+def density(x, delta: float, *, aspect_ratio_p: float, aspect_ratio_n):
     """Density of the symmetrized singular-value law ``μ_Y`` of ``Y``.
 
     Parameters
@@ -521,7 +653,8 @@ def density(x, delta: float, *, aspect_ratio_p: float, aspect_ratio_n: float):
     x : array_like of float
         Points (any shape); the law is symmetric, ``ρ(−x) = ρ(x)``.
     delta, aspect_ratio_p, aspect_ratio_n : float
-        Δ > 0, ``R1 = P/M >= 1``, ``R2 = N/M > 0``.
+        Δ > 0, ``R1 = P/M >= 1``, ``R2 = N/M > 0`` (or the sequence of inner ratios ``N_i/M`` of a product of
+        p ≥ 3 factors).
 
     Returns
     -------
@@ -538,21 +671,21 @@ def density(x, delta: float, *, aspect_ratio_p: float, aspect_ratio_n: float):
     return rho.reshape(x.shape)
 
 
-def support(delta: float, *, aspect_ratio_p: float, aspect_ratio_n: float):
+def support(delta: float, *, aspect_ratio_p: float, aspect_ratio_n):
     """Support of ``μ_Y`` on the positive half-line (the law is symmetric).
 
     Returns
     -------
     ndarray of float, shape (k, 2)
-        Disjoint intervals ``[lo, hi]`` of singular values, increasing; ``k`` is 1 or 2
-        (a separate bulk near 0 appears when ``R2 < 1`` and Δ is small).  The full
+        Disjoint intervals ``[lo, hi]`` of singular values, increasing; for two factors
+        ``k`` is 1 or 2 (a separate bulk near 0 appears when ``R2 < 1`` and Δ is small).  The full
         support is their union with the mirror images.
     """
     r1, r2 = _check_ratios(aspect_ratio_p, aspect_ratio_n)
     return np.sqrt(_curve(r1, r2, _check_delta(delta)).support_lambda())
 
 
-def shrinkage(sigma, delta: float, *, aspect_ratio_p: float, aspect_ratio_n: float):
+def shrinkage(sigma, delta: float, *, aspect_ratio_p: float, aspect_ratio_n):
     """Optimal singular-value shrinkage ``f(σ) = σ − (2Δ/√R1)(Re G(σ) + (R1 − 1)/(2σ))``.
 
     Parameters
@@ -580,7 +713,7 @@ def shrinkage(sigma, delta: float, *, aspect_ratio_p: float, aspect_ratio_n: flo
     return np.maximum(sigma - 2.0 * delta / math.sqrt(r1) * h, 0.0)
 
 
-def denoise(y, delta: float, *, aspect_ratio_p: float | None = None, aspect_ratio_n: float):
+def denoise(y, delta: float, *, aspect_ratio_p: float | None = None, aspect_ratio_n):
     """Apply the optimal rotationally invariant denoiser to an observed matrix.
 
     Parameters
@@ -634,7 +767,7 @@ def denoise(y, delta: float, *, aspect_ratio_p: float | None = None, aspect_rati
     return out.T if transpose else out
 
 
-def mmse_noise(delta: float, *, aspect_ratio_p: float, aspect_ratio_n: float) -> float:
+def mmse_noise(delta: float, *, aspect_ratio_p: float, aspect_ratio_n) -> float:
     """Direct (untabulated) MMSE per ``‖·‖_F²/sqrt(MP)`` at noise variance Δ.
 
     Parameters
@@ -642,7 +775,8 @@ def mmse_noise(delta: float, *, aspect_ratio_p: float, aspect_ratio_n: float) ->
     delta : float
         Δ > 0.
     aspect_ratio_p, aspect_ratio_n : float
-        ``R1 = P/M >= 1``, ``R2 = N/M > 0``.
+        ``R1 = P/M >= 1``, ``R2 = N/M > 0`` (or the sequence of inner ratios ``N_i/M`` of a product of
+        p ≥ 3 factors).
 
     Returns
     -------
@@ -815,8 +949,10 @@ class RectangularChannel:
     ----------
     aspect_ratio_p : float
         ``R1 = P/M >= 1`` (transpose the problem if ``P < M``).
-    aspect_ratio_n : float
-        ``R2 = N/M > 0`` (inner dimension of ``S = U_L U_R/sqrt(N sqrt(MP))``).
+    aspect_ratio_n : float or sequence of float
+        ``R2 = N/M > 0`` (inner dimension of ``S = U_L U_R/sqrt(N sqrt(MP))``), or the inner
+        ratios ``N_i/M > 0`` of a product of ``p = len + 1 >= 3`` Gaussian factors (any
+        order; stored sorted, as a tuple).
     resolution : int, optional
         Chebyshev order per table panel (>= 8, default 16).  Panels are refined until
         the trailing coefficients are below 1e-13 (or the rounding floor of the direct
@@ -837,10 +973,11 @@ class RectangularChannel:
     call of a table method (a few seconds; about 300–500 direct evaluations) on
     ``ln λ ∈ [ln 1e-6, ln 1e8]``, in two charts: ``ln(overlap/λ)`` for ``λ <= 1`` and
     ``ln mmse`` for ``λ >= 1``, so that both small overlaps and small errors keep full
-    relative accuracy.  Outside: ``overlap = λ − λ² + (1 + R1/R2²) λ³`` for
-    ``λ < 1e-6`` (the λ³ coefficient is a numerical observation, verified to ~1e-4 and
-    irrelevant there at double precision) and ``mmse = c₁/λ + c₂/λ²`` for ``λ > 1e8``
-    (``c₁`` exact, ``c₂`` matched to the table end).
+    relative accuracy.  Outside: ``overlap = λ − λ² + c₃ λ³`` for ``λ < 1e-6``
+    (:func:`low_snr_cubic`, verified to ~1e-4 and irrelevant there at double precision) and
+    ``mmse = c₁/λ + c₂/λ²`` for ``λ > 1e8`` (``c₁`` exact, ``c₂`` matched to the table end).
+    A product of ``p >= 3`` factors (``aspect_ratio_n`` a sequence) costs about 10 s of
+    table building per shape (direct evaluations 5–20× slower than for two factors).
 
     References
     ----------
@@ -851,7 +988,7 @@ class RectangularChannel:
     def __init__(
         self,
         aspect_ratio_p: float,
-        aspect_ratio_n: float,
+        aspect_ratio_n,
         *,
         resolution: int = 16,
         use_disk_cache: bool = True,
@@ -865,7 +1002,8 @@ class RectangularChannel:
         self._transition_lambdas = None
         self.signal_power = 1.0
         self.high_snr_coefficient = high_snr_coefficient(self.aspect_ratio_p, self.aspect_ratio_n)
-        self.low_snr_cubic = 1.0 + self.aspect_ratio_p / self.aspect_ratio_n**2
+        self.low_snr_cubic = low_snr_cubic(self.aspect_ratio_p, self.aspect_ratio_n)
+        self.n_factors = len(_inner_tuple(self.aspect_ratio_n)) + 1
         self._tables = None
 
     def __repr__(self):
@@ -957,7 +1095,7 @@ class RectangularChannel:
             tol=lambda a, b: _TABLE_TOL,
         )
         logger.info(
-            "RectangularChannel(R1=%g, R2=%g): tables with %d+%d panels, %d direct evaluations",
+            "RectangularChannel(R1=%g, R2=%s): tables with %d+%d panels, %d direct evaluations",
             self.aspect_ratio_p, self.aspect_ratio_n, len(ea) - 1, len(eb) - 1, na + nb,
         )
         return dict(
@@ -994,8 +1132,11 @@ class RectangularChannel:
         return tab
 
     def _table_name(self):
-        return (f"rectangular_table_R1_{self.aspect_ratio_p!r}_R2_{self.aspect_ratio_n!r}"
-                f"_res{self.resolution}.npz")
+        if self.n_factors == 2:
+            inner = f"R2_{self.aspect_ratio_n!r}"
+        else:  # products of >= 3 factors: all inner ratios
+            inner = "N_" + "_".join(repr(x) for x in self.aspect_ratio_n)
+        return f"rectangular_table_R1_{self.aspect_ratio_p!r}_{inner}_res{self.resolution}.npz"
 
     def table_path(self):
         """Path of the shipped table for this (R1, R2, resolution) under ``data/``."""
@@ -1041,7 +1182,8 @@ class RectangularChannel:
                 ok = (
                     int(f["format_version"]) == _TABLE_FORMAT
                     and float(f["aspect_ratio_p"]) == self.aspect_ratio_p
-                    and float(f["aspect_ratio_n"]) == self.aspect_ratio_n
+                    and np.array_equal(np.atleast_1d(f["aspect_ratio_n"]),
+                                       np.asarray(_inner_tuple(self.aspect_ratio_n)))
                     and int(f["resolution"]) == self.resolution
                     and float(f["lam_small"]) == _LAM_SMALL
                     and float(f["lam_large"]) == _LAM_LARGE
@@ -1060,7 +1202,7 @@ class RectangularChannel:
         raw = self._load()
         if raw is None:
             where = self.user_table_path() if self.use_disk_cache else None
-            logger.info("building the tables of the rectangular channel (R1=%g, R2=%g): done once, %s",
+            logger.info("building the tables of the rectangular channel (R1=%g, R2=%s): done once, %s",
                         self.aspect_ratio_p, self.aspect_ratio_n,
                         f"then read from the cache {where}" if where is not None else "not cached")
             raw = self._build_raw()
@@ -1421,17 +1563,23 @@ def table_cache_dir():
     return cache_dir()
 
 
-@functools.lru_cache(maxsize=32)
-def rectangular_channel(r1: float, r2: float, *, resolution: int = 16) -> RectangularChannel:
+def rectangular_channel(r1: float, r2, *, resolution: int = 16) -> RectangularChannel:
     """Cached :class:`RectangularChannel` for ``(R1, R2, resolution)`` (tables built once).
 
     Parameters
     ----------
     r1 : float
         ``R1 = P/M >= 1``.
-    r2 : float
-        ``R2 = N/M > 0``.
+    r2 : float or sequence of float
+        ``R2 = N/M > 0`` for a product of two factors; the inner ratios ``N_i/M`` (any order)
+        for a product of ``p = len(r2) + 1 >= 3`` Gaussian factors.
     resolution : int, optional
         Chebyshev order per panel.
     """
-    return RectangularChannel(float(r1), float(r2), resolution=resolution)
+    r1, r2 = _check_ratios(r1, r2)
+    return _rectangular_channel(r1, r2, int(resolution))
+
+
+@functools.lru_cache(maxsize=32)
+def _rectangular_channel(r1, r2, resolution):
+    return RectangularChannel(r1, r2, resolution=resolution)

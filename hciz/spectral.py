@@ -32,14 +32,20 @@ References
 Barbier, Camilli, Nguyen, Pastore, Skerk, arXiv 2501.18530 (HCIZ channel of shallow networks).
 Maillard, Troiani, Martin, Krzakala, Zdeborová, arXiv 2408.03733 (case ``v ≡ 1``).
 J. W. Silverstein, S.-I. Choi, J. Multivariate Anal. 54 (1995) (support from ``z'(m) > 0``).
+
+Why one module of this size: :class:`SpectralEngine` is one algorithm — the
+self-consistent equation of the generalized Wishart ⊞ semicircle law, its band edges, and the
+quadratures over the bands that the symmetric channel's tables need — whose numba kernels and
+band bookkeeping are private to it (docs/architecture.md, "Module size").
 """
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
 
-import numba
 import numpy as np
+
+from priors._kernels import kernel
 
 __all__ = [
     "generalized_wishart_inverse_stieltjes",
@@ -158,7 +164,7 @@ def _check_lam(lam):
     return lam
 
 
-@numba.njit(cache=True, error_model='numpy')
+@kernel(cache=True, error_model='numpy')
 def _z_and_derivs(m, t, gw):
     """z(m), z'(m), z''(m) for complex m; gw = γ·w."""
     s0 = 0.0 + 0.0j
@@ -177,7 +183,7 @@ def _z_and_derivs(m, t, gw):
     return z, zp, zpp
 
 
-@numba.njit(cache=True, error_model='numpy')
+@kernel(cache=True, error_model='numpy')
 def _newton(m, x, t, gw, maxit):
     """Newton for z(m) = x keeping Im m > 0.  Returns (m, converged).
 
@@ -796,7 +802,7 @@ class SpectralEngine:
         return res.reshape(z.shape)
 
 
-@numba.njit(cache=True, error_model='numpy')
+@kernel(cache=True, error_model='numpy')
 def _eta_solve(x, lam_idx, tt, gw, out):
     """m(x + i0) at real nodes x[p, :] (law tt[lam_idx[p]]) by η-continuation.
 
@@ -810,7 +816,7 @@ def _eta_solve(x, lam_idx, tt, gw, out):
             out[p, i] = _stieltjes_point(complex(x[p, i], 0.0), t, gw)
 
 
-@numba.njit(cache=True, error_model='numpy')
+@kernel(cache=True, error_model='numpy')
 def _stieltjes_point(z, t, gw):
     """m(z) for Im z ≥ 0 by Newton continuation in η = Im z (geometric from 10 + |z|).
 
@@ -875,7 +881,7 @@ def _initial_theta_panels(d_lo, d_hi):
     return np.unique(np.array(br))
 
 
-@numba.njit(cache=True, error_model='numpy')
+@kernel(cache=True, error_model='numpy')
 def _panel_stieltjes(theta, a, b, lam_idx, tt, gw, P0, Q, out):
     """``m(x + i0)`` at ``x = a_p + (b_p − a_p)(1 − cos θ)/2`` for every node of every panel.
 
@@ -922,7 +928,7 @@ def _panel_stieltjes(theta, a, b, lam_idx, tt, gw, P0, Q, out):
             prev = m
 
 
-@numba.njit(cache=True)
+@kernel(cache=True)
 def _companion_root(coef):
     """Root of largest imaginary part of the polynomial ``coef`` (highest degree first)."""
     lead = 0

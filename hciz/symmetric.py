@@ -37,8 +37,9 @@ import functools
 import logging
 import time
 
-import numba
 import numpy as np
+
+from priors._kernels import kernel
 
 from . import cache, spectral
 from ._continuous import ContinuousEngine
@@ -60,7 +61,7 @@ _SMALL_FIT = 0.04
 # numba evaluation kernels (piecewise Chebyshev in s)
 # ----------------------------------------------------------------------------------------
 
-@numba.njit(cache=True)
+@kernel(cache=True, warmup=True)
 def _piece(s, br):
     lo = 0
     hi = br.shape[0] - 1
@@ -73,7 +74,7 @@ def _piece(s, br):
     return lo
 
 
-@numba.njit(cache=True)
+@kernel(cache=True, warmup=True)
 def _clenshaw(c, x):
     b1 = 0.0
     b2 = 0.0
@@ -83,7 +84,7 @@ def _clenshaw(c, x):
     return c[0] + x * b1 - b2
 
 
-@numba.njit(cache=True)
+@kernel(cache=True, warmup=True)
 def _eval(s, br, C):
     p = _piece(s, br)
     a = br[p]
@@ -92,7 +93,7 @@ def _eval(s, br, C):
     return _clenshaw(C[p], x)
 
 
-@numba.njit(cache=True)
+@kernel(cache=True, warmup=True)
 def _mmse_s(lam, br, C):
     if lam == np.inf:
         return 0.0
@@ -103,7 +104,7 @@ def _mmse_s(lam, br, C):
     return min(_eval(np.sqrt(s2), br, C) * s2, 1.0)
 
 
-@numba.njit(cache=True)
+@kernel(cache=True, warmup=True)
 def _dmmse_s(lam, br, C, D):
     """−mmse'(λ) = (g' s² + 2 g s) s³ / 2."""
     if lam == np.inf:
@@ -114,7 +115,7 @@ def _dmmse_s(lam, br, C, D):
     return 0.5 * (dg * s * s + 2.0 * g * s) * s * s * s
 
 
-@numba.njit(cache=True)
+@kernel(cache=True, warmup=True)
 def _iota_s(lam, br, K, Ktot, A):
     if lam == np.inf:
         return np.inf
@@ -124,7 +125,7 @@ def _iota_s(lam, br, K, Ktot, A):
     return 0.5 * (0.5 * A * np.log1p(lam) + Ktot - _eval(s, br, K))
 
 
-@numba.njit(cache=True)
+@kernel(cache=True, warmup=True)
 def _inverse_s(m, br, C, D, A):
     """λ with 1 − g(s)s² = m (Newton in s, bisection safeguard on [0, 1])."""
     q = 1.0 - m
@@ -162,25 +163,25 @@ def _inverse_s(m, br, C, D, A):
     return lam
 
 
-@numba.njit(cache=True)
+@kernel(cache=True, warmup=True, loop_arg=0)
 def _vec_mmse(lam, br, C, out):
     for i in range(lam.shape[0]):
         out[i] = _mmse_s(lam[i], br, C)
 
 
-@numba.njit(cache=True)
+@kernel(cache=True, warmup=True, loop_arg=0)
 def _vec_dmmse(lam, br, C, D, out):
     for i in range(lam.shape[0]):
         out[i] = _dmmse_s(lam[i], br, C, D)
 
 
-@numba.njit(cache=True)
+@kernel(cache=True, warmup=True, loop_arg=0)
 def _vec_iota(lam, br, K, Ktot, A, out):
     for i in range(lam.shape[0]):
         out[i] = _iota_s(lam[i], br, K, Ktot, A)
 
 
-@numba.njit(cache=True)
+@kernel(cache=True, warmup=True, loop_arg=0)
 def _vec_inverse(m, br, C, D, A, out):
     for i in range(m.shape[0]):
         out[i] = _inverse_s(m[i], br, C, D, A)

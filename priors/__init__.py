@@ -8,7 +8,6 @@ ContinuousLaw, GaussianLaw, UniformLaw, DensityLaw (exact continuous readout law
 quadrature rules)
 """
 
-from . import _numba_cache  # noqa: F401 - numba cache fallback for read-only installs, before any kernel
 from .continuous_laws import ContinuousLaw, DensityLaw, GaussianLaw, UniformLaw
 from .readout_laws import (
     DEFAULT_GRID_SIZE,

@@ -10,7 +10,8 @@ temporary directory, or, when even that is not writable, no cache at all (kernel
 on every run). Either fallback is announced by one INFO line. ``NUMBA_CACHE_DIR`` still takes
 precedence, as always in numba.
 
-Every package of the project with ``cache=True`` kernels imports this module first.
+The lazy kernels of :mod:`priors._kernels` import this module before wrapping their first
+kernel; code that uses numba directly (``simulations/sgd.py``) imports it first.
 """
 
 from __future__ import annotations

@@ -26,7 +26,10 @@ import functools
 import math
 
 import numpy as np
-from scipy import special
+
+from ._lazy import lazy_import
+
+special = lazy_import("scipy.special")  # ~0.1-0.3 s: loaded when first used
 
 __all__ = ["ContinuousLaw", "GaussianLaw", "UniformLaw", "DensityLaw", "CONTINUOUS_LAWS"]
 
@@ -169,21 +172,6 @@ class ContinuousLaw(abc.ABC):
         jac[gb] = 0.5 * width[gb] * (np.pi * np.sin(np.pi * t) * wt)[None, :]
         nodes = nodes.ravel()
         return nodes, (jac.ravel() * self.pdf(nodes))
-
-    def readout_law(self, grid_size=None, *, default_size):
-        """The :class:`priors.ReadoutLaw` of this law on its quantile grid.
-
-        ``grid_size=None``: ``default_size`` nodes that only report ``Q(v)`` (the solver
-        integrates adaptively); an integer: a fixed grid (``fixed_grid=True``).
-        """
-        import dataclasses
-
-        from .readout_laws import discrete_readout_law
-
-        n = default_size if grid_size is None else int(grid_size)
-        values, weights = self.quantile_rule(n)
-        law = discrete_readout_law(values, weights, name=self.name, exact=False)
-        return dataclasses.replace(law, law=self, fixed_grid=grid_size is not None)
 
     def __repr__(self):
         return f"{type(self).__name__}({self.name!r})"

@@ -33,6 +33,7 @@ from .continuous_laws import CONTINUOUS_LAWS, DensityLaw
 
 __all__ = [
     "ReadoutLaw",
+    "continuous_readout_law",
     "READOUT_LAWS",
     "DEFAULT_GRID_SIZE",
     "get_readout_law",
@@ -258,7 +259,7 @@ def density_readout_law(pdf, support, *, name="density", grid_size=None, breakpo
     solver, a discretization for the spectrum of ``S⁰``.
     """
     law = DensityLaw(pdf, support, name=name, breakpoints=breakpoints)
-    return law.readout_law(_check_grid_size(grid_size), default_size=DEFAULT_GRID_SIZE)
+    return continuous_readout_law(law, _check_grid_size(grid_size), default_size=DEFAULT_GRID_SIZE)
 
 
 def _check_grid_size(grid_size):
@@ -320,6 +321,26 @@ def get_readout_law(spec, *, grid_size=None):
     if key == "4point":
         return discrete_readout_law([-3.0, -1.0, 1.0, 3.0], [0.25] * 4, name="4point")
     if key in CONTINUOUS_LAWS:
-        return CONTINUOUS_LAWS[key].readout_law(n, default_size=DEFAULT_GRID_SIZE)
+        return continuous_readout_law(CONTINUOUS_LAWS[key], n, default_size=DEFAULT_GRID_SIZE)
     raise ValueError(f"unknown readout law {spec!r}; valid: " + ", ".join(READOUT_LAWS)
                      + ", or discrete:VALUE=WEIGHT,...")
+
+
+def continuous_readout_law(law, grid_size=None, *, default_size):
+    """The :class:`ReadoutLaw` of a continuous law on its quantile grid.
+
+    ``grid_size=None``: ``default_size`` nodes that only report ``Q(v)`` (the solver
+    integrates adaptively); an integer: a fixed grid (``fixed_grid=True``).
+
+    Parameters
+    ----------
+    law : priors.continuous_laws.ContinuousLaw
+    grid_size : int or None
+    default_size : int, keyword-only
+    """
+    import dataclasses
+
+    n = default_size if grid_size is None else int(grid_size)
+    values, weights = law.quantile_rule(n)
+    out = discrete_readout_law(values, weights, name=law.name, exact=False)
+    return dataclasses.replace(out, law=law, fixed_grid=grid_size is not None)

@@ -24,10 +24,13 @@ from __future__ import annotations
 import abc
 import math
 
-import numba
 import numpy as np
 from numpy.polynomial import chebyshev as _cheb
-from scipy import special
+
+from ._kernels import kernel
+from ._lazy import lazy_import
+
+special = lazy_import("scipy.special")  # ~0.1-0.3 s: loaded when first used
 
 __all__ = [
     "WeightPrior",
@@ -49,7 +52,7 @@ def _as_snr(r):
     return r
 
 
-@numba.njit(cache=True)
+@kernel(cache=True)
 def _piecewise_clenshaw(x, edges, coef):  # pragma: no cover - compiled
     """Evaluate the piecewise Chebyshev series ``coef[panel]`` at the points ``x`` (1-D)."""
     n_panels = edges.size - 1

@@ -12,6 +12,18 @@ sweep
     Every branch, the equilibrium and the transitions on an α grid.
 get_activation
     Activations by name with Hermite coefficients and dual kernels.
+
+Layout (docs/architecture.md)
+-----------------------------
+``replica/*.py``
+    Architecture-free numerics: the solver protocol (:mod:`replica.interface`), continuation
+    and phases (:mod:`replica.branches`), the damped iteration (:mod:`replica.engine`),
+    activations, readout profiles, root finding.
+``replica/models/``
+    One module per architecture and the registry that builds them (:mod:`replica.models`).
+``replica/workflow/``
+    Command lines, configuration, HDF5 files, the write protocol, plots, phase diagrams,
+    spectra, reference figures.
 """
 
 __version__ = "0.1.0"
@@ -22,15 +34,15 @@ __all__ = ["ShallowModel", "DeepModel", "DeepLinearModel", "sweep", "get_activat
 def __getattr__(name):
     # lazy imports keep `import replica` (and the CLI's --help) fast
     if name == "ShallowModel":
-        from .shallow import ShallowModel
+        from .models.shallow import ShallowModel
 
         return ShallowModel
     if name == "DeepModel":
-        from .deep import DeepModel
+        from .models.deep import DeepModel
 
         return DeepModel
     if name == "DeepLinearModel":
-        from .deep_linear import DeepLinearModel
+        from .models.deep_linear import DeepLinearModel
 
         return DeepLinearModel
     if name == "sweep":
@@ -42,7 +54,7 @@ def __getattr__(name):
 
         return get_activation
     if name in ("read_sweep", "write_sweep"):
-        from . import io
+        from .workflow import io
 
         return getattr(io, name)
     raise AttributeError(f"module 'replica' has no attribute {name!r}")

@@ -2,6 +2,6 @@
 
 import sys
 
-from .cli import sweep_main
+from .workflow.cli import sweep_main
 
 sys.exit(sweep_main())

@@ -38,10 +38,12 @@ import functools
 import math
 import re
 
-import numba
 import numpy as np
-import priors._numba_cache  # noqa: F401 - numba cache fallback for read-only installs, before any kernel
-from scipy import special
+
+from priors._kernels import kernel
+from priors._lazy import lazy_import
+
+special = lazy_import("scipy.special")  # ~0.1-0.3 s: loaded when first used
 
 __all__ = ["Activation", "ACTIVATIONS", "get_activation"]
 
@@ -120,7 +122,7 @@ class _ThetaInterpolant:
         return _theta_clenshaw(q.ravel(), self.coef).reshape(q.shape)
 
 
-@numba.njit(cache=True)
+@kernel(cache=True)
 def _theta_clenshaw(q, coef):  # pragma: no cover - compiled
     """Evaluate the piecewise Chebyshev series in ``theta = arccos q`` (equal panels)."""
     n_panels = coef.shape[0]
@@ -220,13 +222,24 @@ def _erf_d_kernel(q):
     return 4.0 / math.pi / np.sqrt(9.0 - 4.0 * np.clip(q, -1.0, 1.0) ** 2)
 
 
+def _erf(x):
+    return special.erf(x)
+
+
+def _factorial(n):
+    """``n!`` as float64 (exact integers correctly rounded), elementwise; no scipy import."""
+    n = np.asarray(n)
+    out = np.array([float(math.factorial(int(k))) for k in n.ravel()], dtype=float).reshape(n.shape)
+    return out if out.ndim else float(out)
+
+
 # name: (sigma, sigma', kernel or None, kernel of sigma' or None, inner or None, inner')
 _BUILTINS = {
     "relu": (_relu, _relu_d, _relu_kernel, _relu_d_kernel, None, None),
     "elu": (_elu, _elu_d, None, None, _elu_inner, _elu_d_inner),
     "tanh": (np.tanh, _tanh_d, None, None, None, None),
     "tanh2": (_tanh2, _tanh2_d, None, None, None, None),
-    "erf": (special.erf, _erf_d, _erf_kernel, _erf_d_kernel, None, None),
+    "erf": (_erf, _erf_d, _erf_kernel, _erf_d_kernel, None, None),
     "sigmoid": (_sigmoid, _sigmoid_d, None, None, None, None),
     "softplus": (_softplus, _sigmoid, None, None, None, None),
 }
@@ -314,14 +327,14 @@ class Activation:
             return mu
         u, wu = _hermite_rule()
         h = _normalized_hermite(u, _HERMITE_MAX_DEGREE)
-        sqrt_fact = np.sqrt(special.factorial(np.arange(_HERMITE_MAX_DEGREE + 1)))
+        sqrt_fact = np.sqrt(_factorial(np.arange(_HERMITE_MAX_DEGREE + 1)))
         return (h @ (wu * self._func(u))) * sqrt_fact
 
     @functools.cached_property
     def _base_nu(self):
         if self._base_mu is not None:
             ell = np.arange(len(self._base_mu))
-            return float(np.sum(np.asarray(self._base_mu) ** 2 / special.factorial(ell)))
+            return float(np.sum(np.asarray(self._base_mu) ** 2 / _factorial(ell)))
         u, wu = _hermite_rule()
         return float(wu @ self._func(u) ** 2)
 
@@ -504,7 +517,7 @@ class Activation:
 def _hermite_kernels(mu):
     mu = np.asarray(mu, dtype=np.float64)
     ell = np.arange(len(mu))
-    a = mu ** 2 / special.factorial(ell)
+    a = mu ** 2 / _factorial(ell)
 
     def kernel(q):
         return np.polynomial.polynomial.polyval(q, a)
@@ -515,7 +528,7 @@ def _hermite_kernels(mu):
     def func(x):
         x = np.asarray(x, dtype=np.float64)
         h = _normalized_hermite(x.ravel(), len(mu) - 1)
-        c = mu / np.sqrt(special.factorial(ell))
+        c = mu / np.sqrt(_factorial(ell))
         return (c @ h).reshape(x.shape)
 
     def derivative(x):
@@ -523,7 +536,7 @@ def _hermite_kernels(mu):
         if len(mu) < 2:
             return np.zeros_like(x)
         h = _normalized_hermite(x.ravel(), len(mu) - 2)
-        c = mu[1:] / np.sqrt(special.factorial(ell[:-1]))
+        c = mu[1:] / np.sqrt(_factorial(ell[:-1]))
         return (c @ h).reshape(x.shape)
 
     return func, derivative, kernel, derivative_kernel
@@ -554,7 +567,7 @@ def _parse_hermite(spec, body):
     for ell, c in coeffs.items():
         mu[ell] = c
     with np.errstate(over="ignore"):
-        nu = float(np.sum(mu ** 2 / special.factorial(np.arange(mu.size))))
+        nu = float(np.sum(mu ** 2 / _factorial(np.arange(mu.size))))
     if not math.isfinite(nu):
         raise ValueError(f"activation {spec!r}: infinite variance E sigma^2")
     return mu

@@ -81,17 +81,21 @@ When ``model.universal_only_reason()`` is not None (one hidden layer with ``g �
 Gaussian weights, docs/theory.md §5.4) only the universal branch is reported, the reason is
 logged and returned in :attr:`SweepResult.universal_only_reason`, and the stability stored
 is that of the map restricted to ``Q ≡ 0``.
+
+Why one module of this size: continuation, stability, equilibrium selection and
+transition location are one algorithm on the same branch records (:class:`BranchData`,
+the pass curves, the Newton corrector they share); each step needs the others' intermediate
+state, so they are kept together (docs/architecture.md, "Module size").
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import sys
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import optimize
-from tqdm.auto import tqdm
 
 from .engine import STATUS_MESSAGES, FixedPointResult
 
@@ -357,6 +361,7 @@ def _correct(model, alpha, x_pred, solve_kw):
 
     with np.errstate(all="ignore"):
         try:
+            from scipy import optimize  # lazy: start-up (docs/architecture.md)
             sol = optimize.root(lambda z: (np.asarray(model.update(alpha, full(z)), dtype=float) - full(z))[idx],
                                 x_pred[idx], method="hybr",
                                 options={"xtol": 1e-13, "maxfev": CORRECTOR_MAXFEV * (idx.size + 1)})
@@ -550,6 +555,7 @@ def _locate_bifurcation(model, a_last, r_last, direction, solve_kw):
             if np.isfinite(gb) and gb * g0 <= 0:
                 lo, hi = (a_last, b) if a_last < b else (b, a_last)
                 try:
+                    from scipy import optimize  # lazy: start-up (docs/architecture.md)
                     return float(optimize.brentq(g, lo, hi, xtol=1e-14, rtol=ROOT_RTOL))
                 except ValueError:  # pragma: no cover - defensive
                     return a_last
@@ -794,6 +800,7 @@ def _equilibrium_changes(model, alphas, curves, names, solve_kw):
                 return fe(cq, a) - fe(cp, a)
 
             try:
+                from scipy import optimize  # lazy: start-up (docs/architecture.md)
                 a_c = float(optimize.brentq(diff, a_left, a_right, xtol=1e-14, rtol=ROOT_RTOL))
             except ValueError:
                 logger.info("equilibrium change %s -> %s in [%g, %g] not bracketed", left, right, a_left, a_right)
@@ -847,6 +854,7 @@ def _alpha_instability(model, alphas, universal, indices):
                 return stability(model, al, model.solve_universal(al).x, indices=indices) - 1.0
 
             try:
+                from scipy import optimize  # lazy: start-up (docs/architecture.md)
                 return float(optimize.brentq(g, alphas[i - 1], alphas[i], xtol=1e-14, rtol=ROOT_RTOL))
             except ValueError:  # pragma: no cover - defensive
                 return math.nan
@@ -882,6 +890,26 @@ def _add_curve(model, alphas, a0, seed, curves, solve_kw):
             curves.append(c)
             queue.append(c)
     return new
+
+
+class _NoProgress:
+    def update(self, n=1):
+        pass
+
+    def close(self):
+        pass
+
+
+def _progress_bar(total, progress):
+    """A tqdm bar, or a no-op one without importing tqdm (start-up, docs/architecture.md)."""
+    if not progress:
+        return _NoProgress()
+    if "ipykernel" in sys.modules:  # a notebook: its widget bar
+        from tqdm.auto import tqdm
+    else:  # what tqdm.auto gives in a terminal, without importing asyncio (~50 ms)
+        from tqdm.std import tqdm
+
+    return tqdm(total=total, desc="α sweep", unit="solve", leave=False)
 
 
 def _pass(model, alphas, order, overlaps0, start, key, curves, solve_kw, pbar, cache):
@@ -958,7 +986,7 @@ def sweep(model, alphas, *, branches="all", progress=True, solve_kw=None, locate
         ``"<start>:<down|up>"``, ``i`` the index in the sorted grid and ``compute()``
         performs the solve (with the warm start of the pass); the hook returns a
         :class:`FixedPointResult` — stored or freshly computed — and may record it
-        (see :class:`replica.io.SweepCheckpoint`). The continuation (Newton steps from the
+        (see :class:`replica.workflow.io.SweepCheckpoint`). The continuation (Newton steps from the
         seeds), stability and transitions are deterministic and always recomputed.
 
     Returns
@@ -983,7 +1011,7 @@ def sweep(model, alphas, *, branches="all", progress=True, solve_kw=None, locate
             passes.append((name, overlaps0, range(n - 1, -1, -1), f"{name}:down"))
         if direction in ("up", "both"):
             passes.append((name, overlaps0, range(n), f"{name}:up"))
-    pbar = tqdm(total=n * (1 + len(passes)), disable=not progress, desc="α sweep", unit="solve", leave=False)
+    pbar = _progress_bar(n * (1 + len(passes)), progress)
 
     # universal branch, with its stability (restricted to its own subspace under the ruling)
     uni_indices = model.universal_indices() if reason and hasattr(model, "universal_indices") else None

@@ -1,10 +1,10 @@
 """The interface every solver implements (one hidden layer, deep, two hidden layers).
 
 Continuation, branch naming, stability, equilibrium selection (:mod:`replica.branches`),
-storage (:mod:`replica.io`), plots and phase diagrams use the solvers only through
+storage (:mod:`replica.workflow.io`), plots and phase diagrams use the solvers only through
 :class:`ReplicaModel` and the states they return only through :class:`ReplicaState`, so
-that the continuation is written once. :class:`replica.shallow.ShallowModel`,
-:class:`replica.deep.DeepModel` and :class:`replica.two_layer.TwoLayerModel` implement it
+that the continuation is written once. :class:`replica.models.shallow.ShallowModel`,
+:class:`replica.models.deep.DeepModel` and :class:`replica.models.two_layer.TwoLayerModel` implement it
 (``tests/test_branches.py`` checks it with ``isinstance(model, ReplicaModel)``).
 
 Packed points

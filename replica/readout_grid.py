@@ -25,7 +25,7 @@ The integrals over ``v`` of the equations (``E_v[v² Q²]``, ``E_v[v²(g(1) − 
 entropic term of the free entropy) then use a composite rule whose panels end at the
 non-smooth points ``v = ±√s_k`` (:meth:`priors.continuous_laws.ContinuousLaw.panel_rule`),
 graded towards them: the rule converges exponentially in the number of nodes per panel. The
-solver of :class:`replica.shallow.ShallowModel` iterates only on the two global unknowns
+solver of :class:`replica.models.shallow.ShallowModel` iterates only on the two global unknowns
 ``(D, M = E_v[v² Q²])`` (``τ = m_S⁻¹(M)``, ``R̂₂ = α μ₂²/D``); the cost of one evaluation is a
 few hundred vectorized scalar evaluations, whatever the number of nodes.
 
@@ -45,7 +45,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import optimize
+
+from priors.readout_laws import continuous_readout_law
 
 __all__ = ["OverlapProfile", "ProfileSolver", "SELECT_LARGEST", "SELECT_LOW", "SELECT_ZERO", "selection_from_overlaps",
            "DEFAULT_TARGET", "BASE_NODES", "MAX_LEVEL"]
@@ -140,6 +141,7 @@ class OverlapProfile:
             is_min = T[j] < T[j - 1]
             sign = 1.0 if is_min else -1.0
             lo, hi = r[j - 1], r[j + 1]
+            from scipy import optimize  # lazy: start-up (docs/architecture.md)
             res = optimize.minimize_scalar(lambda x: sign * float(self.T(np.array([x]))[0]), bounds=(lo, hi),
                                            method="bounded", options={"xatol": 1e-13 * (1.0 + hi)})
             x = float(res.x)
@@ -261,7 +263,7 @@ class OverlapProfile:
 class ProfileSolver:
     """Solver of the one-hidden-layer equations through ``(D, M)`` and readout profiles.
 
-    Used by :class:`replica.shallow.ShallowModel` for continuous readout laws and for
+    Used by :class:`replica.models.shallow.ShallowModel` for continuous readout laws and for
     discrete laws with many atoms. The packed point of a solution is ``x = (D, M,
     s_threshold, level, discretization_error)``: ``D = Δ + K_d − K*``, ``M = E_v[v² Q(v)²]``,
     the selection (module docstring), the rule it was solved on and its error estimate. Only
@@ -305,7 +307,7 @@ class ProfileSolver:
             return m.readout_values, m.readout_weights
         if not self.adaptive:
             if self._fine_atoms is None:
-                fine = self.law.readout_law(2 * m.n_readout, default_size=m.n_readout)
+                fine = continuous_readout_law(self.law, 2 * m.n_readout, default_size=m.n_readout)
                 self._fine_atoms = (np.asarray(fine.values), np.asarray(fine.weights))
             return self._fine_atoms
         s_pts = profile.breakpoints() if profile is not None else np.zeros(0)
@@ -367,13 +369,11 @@ class ProfileSolver:
 
     # ------------------------------------------------------------------ state
     def state(self, alpha, x):
-        """:class:`replica.shallow.ShallowState` at the packed point ``x``.
+        """The model's state (``model.state_type``: :class:`replica.models.shallow.ShallowState`) at ``x``.
 
         ``x = (D, M, s_threshold[, level[, discretization_error]])`` (level 0 and error 0 when
         absent).
         """
-        from .shallow import ShallowState
-
         m = self.model
         x = np.asarray(x, dtype=float)
         s_threshold = float(x[2])
@@ -393,7 +393,7 @@ class ProfileSolver:
         # the profile on the reporting grid (the law's atoms)
         rv = m.readout_values
         snr_r = e["profile"].snr(rv * rv, s_threshold) if e["profile"] is not None else np.zeros(rv.size)
-        return ShallowState(
+        return m.state_type(
             alpha=float(alpha), overlap_W=np.clip(m.weight_prior.overlap(snr_r), 0.0, 1.0),
             overlap_W_hat=snr_r, R2=e["R2"], R2_hat=R2_hat, tau=tau, mmse=D - m.delta, free_entropy=f,
             mutual_information=m.mutual_information(alpha, f), discretization_error=error)

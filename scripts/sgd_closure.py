@@ -66,7 +66,8 @@ def build_parser():
 
 def run_or_load(act, seed, args):
     from simulations.closure import closure_for_run, write_closure
-    from simulations.sgd import SGDConfig, read_sgd, run_sgd, write_sgd
+    from simulations.sgd import SGDConfig, run_sgd
+    from simulations.sgd_results import read_sgd, write_sgd
 
     path = Path(args.dir) / f"{act}_d{args.dim}_s{seed}.h5"
     if not path.exists():
@@ -180,7 +181,8 @@ def table(args):
 def control_runs(args):
     """t_spec of SGD without the quadratic part (drop_hermite=(2,)), measured and predicted."""
     from simulations.closure import specialization_time_prediction
-    from simulations.sgd import SGDConfig, run_sgd, specialization_time
+    from simulations.sgd import SGDConfig, run_sgd
+    from simulations.sgd_results import specialization_time
 
     act = args.control_activation
     rows = []

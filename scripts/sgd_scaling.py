@@ -4,7 +4,7 @@ For each activation and width ``k`` (``d = round(k/γ)``) and several seeds, run
 (:func:`simulations.sgd.run_sgd`, time ``t = n/(kd)``) until the fraction of specialized
 student neurons (``|cos| > threshold`` with the best-matched teacher neuron) has reached
 ``level`` (plus a margin) or ``t = max_time``; the specialization time ``t_spec`` is the
-crossing of ``level`` (:func:`simulations.sgd.specialization_time`).  Then fit
+crossing of ``level`` (:func:`simulations.sgd_results.specialization_time`).  Then fit
 
     log t_spec = c + b log k            (raw exponent b)
     log t_spec + (r−2) log log k = c + b' log k     (exponent with the predicted log factor)
@@ -100,9 +100,10 @@ def _write_json(path, payload):
 
 
 def run_one(activation, k, seed, args):
-    from simulations.sgd import SGDConfig, run_sgd, specialization_time
+    from simulations.sgd import SGDConfig, run_sgd
+    from simulations.sgd_results import specialization_time
 
-    from simulations.sgd import predicted_exponent
+    from simulations.sgd_results import predicted_exponent
 
     d = max(1, int(round(k / args.gamma)))
     gamma = k / d
@@ -135,7 +136,7 @@ def run_one(activation, k, seed, args):
 
 
 def fit(runs, activations):
-    from simulations.sgd import fit_power_law, predicted_exponent
+    from simulations.sgd_results import fit_power_law, predicted_exponent
 
     out = {}
     for act in activations:

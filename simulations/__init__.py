@@ -17,6 +17,8 @@ activations
     JAX versions of the activations of :mod:`replica.activations`.
 samplers
     HMC/NUTS, Metropolis and Adam runners.
+chains
+    :class:`~simulations.chains.ChainResult`, the output of a sampler or GAMP-RIE run.
 measurements
     Errors, matched overlaps, ``R₂``, histograms, Nishimori statistics.
 experiment

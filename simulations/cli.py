@@ -29,8 +29,8 @@ import sys
 import time
 from pathlib import Path
 
-from replica.cli import _raise_terminated, _Terminated, warn_readout_rescaling
-from replica.config import LIMITS, CommandParser, UsageError, check_memory, number_type
+from replica.workflow.cli import _raise_terminated, _Terminated, warn_readout_rescaling
+from replica.workflow.config import LIMITS, CommandParser, UsageError, check_memory, number_type
 
 __all__ = ["main", "build_parser"]
 
@@ -148,7 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _parse_alpha(text: str):
-    from replica.cli import parse_alpha_grid
+    from replica.workflow.cli import parse_alpha_grid
 
     return tuple(float(a) for a in parse_alpha_grid(text))
 
@@ -259,7 +259,7 @@ def main(argv=None) -> int:
     argv : list of str, optional
         Arguments (default ``sys.argv[1:]``).
     """
-    from replica.cli import parse_command_line
+    from replica.workflow.cli import parse_command_line
 
     args, status = parse_command_line(PROG, build_parser, argv)
     if args is None:
@@ -284,14 +284,14 @@ def main(argv=None) -> int:
               "otherwise)", file=sys.stderr)
         return 3
     except KeyboardInterrupt as exc:
-        from replica.cli import close_progress_bars
+        from replica.workflow.cli import close_progress_bars
 
         close_progress_bars()
         what = "terminated" if isinstance(exc, _Terminated) else "interrupted"
         print(f"{PROG}: {what}; {getattr(exc, 'note', 'nothing written')}", file=sys.stderr)
         return 143 if isinstance(exc, _Terminated) else 130
     except MemoryError:
-        from replica.cli import OUT_OF_MEMORY
+        from replica.workflow.cli import OUT_OF_MEMORY
 
         print(f"{PROG}: error: {OUT_OF_MEMORY}", file=sys.stderr)
         return 2
@@ -304,7 +304,7 @@ def main(argv=None) -> int:
 
 
 def _run(args) -> int:
-    from replica.safe_write import SafeOutput
+    from replica.workflow.safe_write import SafeOutput
 
     output = Path(args.output)
     config = config_from_args(args)  # every option is checked before the output and before JAX starts
@@ -325,7 +325,7 @@ def _run(args) -> int:
 
     with SafeOutput(output, overwrite=args.overwrite, resume=args.resume) as target:
         if target.finished:
-            from replica.io import read_root_attrs
+            from replica.workflow.io import read_root_attrs
 
             stored = read_root_attrs(output, kinds=("experiment",), option="--resume").get("parameters", {})
             target.refuse_other_options(stored, json.loads(config.to_json()), source=output)
@@ -352,7 +352,7 @@ def _run(args) -> int:
             total = len(config.alpha) * config.teachers * len(config.init)
             exc.note = target.interrupted_note(f"{len(done)} of {total} chains" if done else None)
             raise
-        from replica.config import resolved_configuration
+        from replica.workflow.config import resolved_configuration
 
         write_experiment(output, config, results, overwrite=True, configuration=resolved_configuration(args))
         target.commit()

@@ -36,6 +36,10 @@ B. Widrow, M. Hoff (1960) and S. Haykin, *Adaptive filter theory* (LMS misadjust
 R. Couillet, Z. Liao, *Random matrix methods for machine learning*, CUP 2022, §2.2
 (deterministic equivalent of ``Xᵀ(I + XFXᵀ)^{-1}X``); docs/theory.md §1–§2, §4.1 (``S⁰``),
 ``docs/dynamics.md`` (all equations of this module).
+
+Why one module of this size: the closure is one ODE system with its moments, integrator
+and stored predictions, sharing the private Gaussian-moment helpers (docs/architecture.md,
+"Module size").
 """
 
 from __future__ import annotations
@@ -105,7 +109,8 @@ def closure_coefficients(activation, *, drop_hermite=(), unit_variance=False, no
     ValueError
         Unknown activation (message of :func:`simulations.sgd.activation_functions`).
     """
-    from .sgd import activation_functions, predicted_exponent
+    from .sgd import activation_functions
+    from .sgd_results import predicted_exponent
 
     act, der = activation_functions(activation, drop_hermite=drop_hermite,
                                     unit_variance=unit_variance)
@@ -721,7 +726,7 @@ def refinement_fixed_points(activation, *, lr=0.5, noise=0.1, drop_hermite=(),
 def write_closure(path, result: ClosureResult):
     """Add (or replace) the group ``closure/`` of a ``replica-sgd`` file, atomically.
 
-    The file is rebuilt with :class:`replica.io.atomic_h5` (copy of every other dataset and
+    The file is rebuilt with :class:`replica.workflow.io.atomic_h5` (copy of every other dataset and
     attribute, the new group, rename over the original), so an interrupted write leaves the
     original intact.  Datasets: ``CLOSURE_DATASETS`` (each with a ``description``) and
     ``noise``; attributes ``parameters`` (JSON), ``success``, ``message``, ``reference``.
@@ -731,7 +736,7 @@ def write_closure(path, result: ClosureResult):
 
     import h5py
 
-    from replica.io import atomic_h5
+    from replica.workflow.io import atomic_h5
 
     path = Path(path)
     with atomic_h5(path) as f:

@@ -500,7 +500,7 @@ def make_gamp_rie_runner(*, activation, delta, steps, readout_law=None, spectrum
         iterate no longer moves).  ``key`` and ``start_weights`` are unused: the algorithm
         starts at the prior mean.
     """
-    from .samplers import ChainResult
+    from .chains import ChainResult
 
     parts = hermite_parts(activation)
     if parts["mu2"] == 0.0:

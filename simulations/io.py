@@ -50,7 +50,7 @@ with :func:`os.replace`, so a reader never sees a partial file.  Root attributes
 "experiment"`` and ``complete = 1`` mark a finished file.
 
 Checkpoint (``X.checkpoint.h5`` while ``replica-experiment -o X.h5`` runs, see
-:mod:`replica.safe_write`): root attributes ``kind = "experiment"``, ``complete = 0``,
+:mod:`replica.workflow.safe_write`): root attributes ``kind = "experiment"``, ``complete = 0``,
 ``parameters``; one group ``chains/<i_alpha>/<teacher>/<init>`` per finished chain holding
 its measurements (:func:`simulations.experiment.run_experiment`, ``on_chain``), rewritten
 atomically after every chain.  ``replica-experiment --resume`` reuses them.
@@ -113,7 +113,7 @@ def write_experiment(path, config, results: dict, *, overwrite: bool = False, co
     FileExistsError
         ``path`` exists and ``overwrite`` is False.
     """
-    from replica.io import atomic_h5, git_revision
+    from replica.workflow.io import atomic_h5, git_revision
 
     path = Path(path)
     if path.exists() and not overwrite:
@@ -181,7 +181,7 @@ def write_experiment_checkpoint(path, config, chains: dict) -> Path:
     -------
     Path
     """
-    from replica.io import atomic_h5, git_revision
+    from replica.workflow.io import atomic_h5, git_revision
 
     path = Path(path)
     with atomic_h5(path) as f:
@@ -213,13 +213,13 @@ def read_experiment_checkpoint(path, config) -> dict:
 
     Raises
     ------
-    replica.config.UsageError
+    replica.workflow.config.UsageError
         The checkpoint was computed with other options (``--resume`` names them).
-    replica.safe_write.ResultFileError
+    replica.workflow.safe_write.ResultFileError
         Unreadable file (locked, truncated, not HDF5, another command's, another version's).
     """
-    from replica.config import UsageError
-    from replica.safe_write import open_h5
+    from replica.workflow.config import UsageError
+    from replica.workflow.safe_write import open_h5
 
     chains = {}
     with open_h5(path, option="--resume", kinds=("experiment",)) as f:

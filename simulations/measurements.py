@@ -26,7 +26,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
 
 __all__ = [
     "OVERLAP_BIN_EDGES",
@@ -83,6 +82,8 @@ def matched_overlaps(student, teacher, readout, *, tolerance: float = 1e-9):
             v = np.asarray(readout, float)
             forbidden = np.abs(v[:, None] - v[None, :]) > tolerance
             gain[forbidden] = -1e6
+        from scipy.optimize import linear_sum_assignment  # lazy: start-up (docs/architecture.md)
+
         teacher_index, student_index = linear_sum_assignment(-gain.T)
         permutation = student_index[np.argsort(teacher_index)]
         matrix = q[permutation, :]

@@ -2,7 +2,7 @@
 
 Same model options as ``replica-sweep``/``replica-experiment`` (``--gamma --activation
 --prior --readout --delta``) plus the SGD options.  Writes one HDF5 file (layout in
-:func:`simulations.sgd.write_sgd`).  Conventions (:mod:`simulations.sgd`): time
+:func:`simulations.sgd_results.write_sgd`).  Conventions (:mod:`simulations.sgd`): time
 ``t = n/(k d)`` with ``n`` the samples seen (``α = n/d² = γ t``), learning rate ``η`` per
 sample with the update ``W += η Σ_b e_b (v ⊙ σ'(h_b)) x_bᵀ/√(dk)``.
 
@@ -24,8 +24,8 @@ import signal
 import sys
 from pathlib import Path
 
-from replica.cli import warn_readout_rescaling
-from replica.config import LIMITS, CommandParser, UsageError, check_memory, number_type
+from replica.workflow.cli import warn_readout_rescaling
+from replica.workflow.config import LIMITS, CommandParser, UsageError, check_memory, number_type
 
 __all__ = ["main", "build_parser"]
 
@@ -181,9 +181,9 @@ def _parse_drop(text):
 
 
 def _store_reference(path, args, *, locked=False):
-    from replica.safe_write import SafeOutput
+    from replica.workflow.safe_write import SafeOutput
 
-    from .sgd import store_reference_levels
+    from .sgd_results import store_reference_levels
 
     if not locked:  # the file is rewritten: same lock as any writer of it
         with SafeOutput(path, overwrite=True, checkpoints=False, option="--plot"):
@@ -204,10 +204,10 @@ def _store_reference(path, args, *, locked=False):
 def _store_closure(path, *, locked=False, option="--closure", overwrite=False):
     """Add the group ``closure/`` to an SGD file (rewritten atomically under its lock). Adding it to a
     finished file is allowed without ``--overwrite``; replacing an existing ``closure/`` needs it."""
-    from replica.safe_write import SafeOutput
+    from replica.workflow.safe_write import SafeOutput
 
     from .closure import closure_for_run, write_closure
-    from .sgd import read_sgd
+    from .sgd_results import read_sgd
 
     path = Path(path)
     if not locked:  # the file is rewritten: same lock as any writer of it
@@ -244,9 +244,9 @@ def _figure_prefix(prefix, path):
 
 
 def _plot(path, prefix, args, *, store_reference=True):
-    from replica.safe_write import check_output_directory
+    from replica.workflow.safe_write import check_output_directory
 
-    from .sgd import read_sgd
+    from .sgd_results import read_sgd
     from .sgd_plots import make_figures
 
     path = Path(path)
@@ -269,13 +269,13 @@ def _plot(path, prefix, args, *, store_reference=True):
 
 def main(argv=None) -> int:
     """Entry point of ``replica-sgd``; returns the exit status."""
-    from replica.cli import parse_command_line
+    from replica.workflow.cli import parse_command_line
 
     args, status = parse_command_line(PROG, build_parser, argv)
     if args is None:
         return status
     _configure_logging(args)
-    from replica.cli import _raise_terminated
+    from replica.workflow.cli import _raise_terminated
 
     previous = None
     try:  # SIGTERM ends the run like Ctrl-C: the old file stays, one line says so
@@ -293,9 +293,10 @@ def main(argv=None) -> int:
             return 0
         if args.closure is True and args.readout.strip().lower() != "ones":
             raise UsageError("--closure is implemented for --readout ones only")
-        from replica.safe_write import SafeOutput
+        from replica.workflow.safe_write import SafeOutput
 
-        from .sgd import SGDConfig, run_sgd, specialization_time, write_sgd
+        from .sgd import SGDConfig, run_sgd
+        from .sgd_results import specialization_time, write_sgd
 
         output = Path(args.output or "sgd.h5")
         try:
@@ -331,7 +332,7 @@ def main(argv=None) -> int:
                         config.num_steps * config.batch / (config.width * config.dim),
                         config.num_steps * config.batch)
             result = run_sgd(config, progress=not args.quiet, backend=args.backend)
-            from replica.config import resolved_configuration
+            from replica.workflow.config import resolved_configuration
 
             write_sgd(result, output, overwrite=True, configuration=resolved_configuration(args))
             t_spec = specialization_time(result.time, result.specialized_fraction)
@@ -349,7 +350,7 @@ def main(argv=None) -> int:
         print(f"{PROG}: error: {message}", file=sys.stderr)
         return 2
     except MemoryError:
-        from replica.cli import OUT_OF_MEMORY
+        from replica.workflow.cli import OUT_OF_MEMORY
 
         print(f"{PROG}: error: {OUT_OF_MEMORY}", file=sys.stderr)
         return 2
@@ -357,7 +358,7 @@ def main(argv=None) -> int:
         print(f"{PROG}: error: cannot write {exc.filename or args.output}: {exc.strerror or exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt as exc:
-        from replica.cli import _Terminated, close_progress_bars
+        from replica.workflow.cli import _Terminated, close_progress_bars
 
         close_progress_bars()
         target = args.output or "sgd.h5"

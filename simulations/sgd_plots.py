@@ -1,4 +1,4 @@
-"""Figures of ``replica-sgd`` runs (reads the HDF5 written by :func:`simulations.sgd.write_sgd`).
+"""Figures of ``replica-sgd`` runs (reads the HDF5 written by :func:`simulations.sgd_results.write_sgd`).
 
 * :func:`plot_overlap_histograms` — histograms of the ``k²`` teacher–student cosines at four
   times (initialization, Gaussian closure, specialization, refinement), logarithmic counts so
@@ -23,8 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["stage_times", "plot_overlap_histograms", "plot_test_error", "make_figures",
-           "reference_levels_with_timeout"]
+__all__ = ["stage_times", "plot_overlap_histograms", "plot_test_error", "make_figures"]
 
 logger = logging.getLogger(__name__)
 
@@ -33,7 +32,7 @@ STAGES = ("initialization", "Gaussian closure", "specialization", "refinement")
 
 def _load(data):
     if isinstance(data, (str, Path)):
-        from .sgd import read_sgd
+        from .sgd_results import read_sgd
 
         return read_sgd(data)
     return data
@@ -45,7 +44,7 @@ def stage_times(data):
     Parameters
     ----------
     data : dict or path
-        Output of :func:`simulations.sgd.read_sgd`.
+        Output of :func:`simulations.sgd_results.read_sgd`.
 
     Returns
     -------
@@ -55,12 +54,12 @@ def stage_times(data):
     Notes
     -----
     ``t_half`` = time at which the specialized fraction reaches half its final value
-    (:func:`simulations.sgd.specialization_time` with ``relative=True``); ``t_onset`` = the
+    (:func:`simulations.sgd_results.specialization_time` with ``relative=True``); ``t_onset`` = the
     same with a tenth of it.  Gaussian closure: ``t_onset/3`` (the quadratic part is being
     learned, no outlier yet); specialization: ``t_half``; refinement: the last record.
     Without specialization the three later times are spread log-uniformly.
     """
-    from .sgd import specialization_time
+    from .sgd_results import specialization_time
 
     data = _load(data)
     times = np.asarray(data["histogram_times"], dtype=float)
@@ -89,7 +88,7 @@ def plot_overlap_histograms(data, *, indices=None, threshold=None, ax=None):
     Parameters
     ----------
     data : dict or path
-        Output of :func:`simulations.sgd.read_sgd`.
+        Output of :func:`simulations.sgd_results.read_sgd`.
     indices : list of (str, int), optional, keyword-only
         Panels as ``(label, row of overlap_histograms)``; default :func:`stage_times`.
     threshold : float, optional, keyword-only
@@ -161,50 +160,16 @@ def plot_overlap_histograms(data, *, indices=None, threshold=None, ax=None):
     return fig
 
 
-def _levels_worker(queue, params, alphas, bayes):
-    from .sgd import reference_levels
-
-    try:
-        queue.put(reference_levels(params, alphas, bayes=bayes))
-    except BaseException as exc:  # pragma: no cover - reported to the parent
-        queue.put({"alpha": alphas, "errors": [f"{type(exc).__name__}: {exc}"]})
-
-
-def reference_levels_with_timeout(params, alphas, *, timeout=300.0, bayes=True):
-    """:func:`simulations.sgd.reference_levels` in a child process, abandoned after ``timeout`` s.
-
-    The replica solvers can take minutes for a new (activation, γ, Δ); a figure should not
-    hang on them.  Returns the same dict (with an entry in ``errors`` on timeout).
-    """
-    import multiprocessing as mp
-    import queue as _queue
-
-    ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
-    q = ctx.Queue()
-    proc = ctx.Process(target=_levels_worker, args=(q, params, np.asarray(alphas), bayes),
-                       daemon=True)
-    proc.start()
-    try:
-        result = q.get(timeout=timeout)
-    except _queue.Empty:
-        result = {"alpha": np.asarray(alphas), "errors": [f"replica levels not ready after {timeout:g} s"]}
-    finally:
-        if proc.is_alive():
-            proc.terminate()
-        proc.join(5)
-    return result
-
-
 def plot_test_error(data, *, theory=True, theory_timeout=300.0, ax=None):
     """Test error against ``t`` with the replica levels, and the order parameters.
 
     Parameters
     ----------
     data : dict or path
-        Output of :func:`simulations.sgd.read_sgd`.
+        Output of :func:`simulations.sgd_results.read_sgd`.
     theory : bool, keyword-only
         Draw the universal-branch and Bayes-optimal ``mmse`` at ``α = (k/d) t``
-        (:func:`simulations.sgd.reference_levels`); skipped with a warning when the solver
+        (:func:`simulations.sgd_results.reference_levels`); skipped with a warning when the solver
         is unavailable, fails or takes longer than ``theory_timeout`` seconds.
     theory_timeout : float, keyword-only
         Seconds allowed to the replica solver (run in a child process).
@@ -219,7 +184,7 @@ def plot_test_error(data, *, theory=True, theory_timeout=300.0, ax=None):
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
 
-    from .sgd import specialization_time
+    from .sgd_results import specialization_time
 
     data = _load(data)
     params = data["parameters"]
@@ -258,6 +223,8 @@ def plot_test_error(data, *, theory=True, theory_timeout=300.0, ax=None):
         lo = max(t[pos][0] * ratio, 1e-2)
         hi = t[pos][-1] * ratio
         alphas = np.exp(np.linspace(math.log(lo), math.log(max(hi, lo * 1.01)), 24))
+        from .sgd_results import reference_levels_with_timeout
+
         levels = reference_levels_with_timeout(params, alphas, timeout=theory_timeout)
     if theory and np.any(pos):
         for message in levels["errors"][:3]:
@@ -322,7 +289,7 @@ def make_figures(path, prefix, *, theory=True, theory_timeout=300.0, dpi=150, ov
     Parameters
     ----------
     path : str, Path or dict
-        File written by :func:`simulations.sgd.write_sgd`, or its contents (:func:`~simulations.sgd.read_sgd`).
+        File written by :func:`simulations.sgd_results.write_sgd`, or its contents (:func:`~simulations.sgd_results.read_sgd`).
     prefix : str or Path
         Figure names are ``PREFIX_histograms`` and ``PREFIX_error``.
     suffix : str, keyword-only

@@ -8,10 +8,10 @@ import pytest
 from scipy.optimize import brentq
 
 from replica.branches import stability, sweep
-from replica.deep import DeepModel
+from replica.models.deep import DeepModel
 from replica.interface import ReplicaModel
-from replica.shallow import ShallowModel
-from replica.two_layer import TwoLayerModel
+from replica.models.shallow import ShallowModel
+from replica.models.two_layer import TwoLayerModel
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
@@ -204,8 +204,8 @@ def test_deep_branches_go_through_the_same_continuation():
 def test_sweep_files_hold_stability_changes_and_every_dataset(tmp_path, capsys):
     import h5py
 
-    from replica.cli import plot_main, sweep_main
-    from replica.io import read_sweep
+    from replica.workflow.cli import plot_main, sweep_main
+    from replica.workflow.io import read_sweep
 
     out = tmp_path / "q.h5"
     argv = ["--activation", "quadratic", "--gamma", "0.5", "--delta", "1.25", "--prior", "rademacher",
@@ -224,7 +224,7 @@ def test_sweep_files_hold_stability_changes_and_every_dataset(tmp_path, capsys):
     # the unstable part of the universal branch (above α ≈ 0.583) is drawn dotted
     png = tmp_path / "q.png"
     assert plot_main([str(out), "-o", str(png), "--quiet"]) == 0
-    from replica import plotting
+    from replica.workflow import plotting
 
     fig = plotting.plot_file(out, kind="curve")
     dotted = [ln for ln in fig.axes[0].get_lines() if ln.get_gid() == "unstable:universal"]
@@ -243,8 +243,8 @@ def test_free_entropy_at_perfect_recovery_is_infinite_not_an_error():
 @pytest.mark.parametrize("prior", ["gaussian", pytest.param("rademacher", marks=pytest.mark.slow)])
 def test_perfect_recovery_at_zero_noise_writes_a_file(tmp_path, capsys, prior):
     # issue 12 item 4: ln(Δ + error) at Δ = 0 once the error reaches 0 stopped the sweep
-    from replica.cli import sweep_main
-    from replica.io import read_sweep
+    from replica.workflow.cli import sweep_main
+    from replica.workflow.io import read_sweep
 
     out = tmp_path / "d0.h5"
     argv = ["--activation", "quadratic", "--gamma", "0.5", "--delta", "0", "--prior", prior,

@@ -16,10 +16,10 @@ import h5py
 import numpy as np
 import pytest
 
-from replica.cli import parse_alpha_grid, parse_number_grid, sweep_main
-from replica.config import UsageError
-from replica.io import read_root_attrs, read_sweep
-from replica.safe_write import checkpoint_path
+from replica.workflow.cli import parse_alpha_grid, parse_number_grid, sweep_main
+from replica.workflow.config import UsageError
+from replica.workflow.io import read_root_attrs, read_sweep
+from replica.workflow.safe_write import checkpoint_path
 
 DEEP = ["--layers", "2", "--gamma", "1,1", "--activation", "tanh2", "--drop-hermite", "0,1,2", "--unit-variance",
         "--quiet"]
@@ -258,9 +258,9 @@ TWO_LAYER = ["--layers", "2", "--gamma", "0.7,1.3", "--activation", "tanh2", "--
 
 
 def test_two_layer_sweep_writes_per_layer_datasets(capsys, tmp_path):
-    from replica.cli import build_model, plot_main
-    from replica.deep import DeepModel
-    from replica.two_layer import TwoLayerModel
+    from replica.workflow.cli import build_model, plot_main
+    from replica.models.deep import DeepModel
+    from replica.models.two_layer import TwoLayerModel
 
     out = tmp_path / "two.h5"
     rc, _, err = run_cli(capsys, TWO_LAYER + ["--alpha", "4,5.5", "-o", str(out)])
@@ -297,9 +297,9 @@ def test_two_layer_sweep_writes_per_layer_datasets(capsys, tmp_path):
 
 
 def test_three_layer_sweep_writes_every_layer_and_product(capsys, tmp_path):
-    from replica.cli import build_model, plot_main
-    from replica.deep import DeepModel
-    from replica.deep_linear import DeepLinearModel
+    from replica.workflow.cli import build_model, plot_main
+    from replica.models.deep import DeepModel
+    from replica.models.deep_linear import DeepLinearModel
 
     out = tmp_path / "three.h5"
     rc, _, err = run_cli(capsys, ["--layers", "3", "--gamma", "0.5", "--activation", "tanh2", "--unit-variance",

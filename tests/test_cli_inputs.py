@@ -7,7 +7,7 @@ import os
 import numpy as np
 import pytest
 
-from replica.cli import sweep_main
+from replica.workflow.cli import sweep_main
 
 DEEP = ["--layers", "2", "--gamma", "1,1", "--activation", "tanh2", "--drop-hermite", "0,1,2", "--unit-variance",
         "--quiet"]
@@ -79,7 +79,7 @@ def test_option_errors_come_before_the_existing_output(tmp_path, capsys, command
 
         rc, option = cli.main(["--init", "foo", "-o", str(out)]), "--init"
     else:
-        from replica.spectrum import main
+        from replica.workflow.spectrum import main
 
         rc, option = main(["--lambda", "-1", "-o", str(out), "--quiet"]), "--lambda"
     assert rc == 2
@@ -122,7 +122,7 @@ def test_rescaled_discrete_readout_is_announced(tmp_path, capsys):
 
 
 def test_spectrum_huge_lambda_is_one_line(tmp_path, capsys):
-    from replica.spectrum import MAX_LAMBDA, main
+    from replica.workflow.spectrum import MAX_LAMBDA, main
 
     assert main(["--gamma", "1", "--readout", "ones", "--lambda", "1e60", "--density-grid", "5", "--quiet",
                  "-o", str(tmp_path / "s.h5")]) == 2
@@ -160,7 +160,7 @@ def test_quadratic_activation_has_exactly_zero_g():
 
 def test_quadratic_noiseless_mmse_is_zero_past_perfect_recovery():
     """Δ = 0, universal branch: past perfect recovery mmse = g(1) = 0, never negative."""
-    from replica.shallow import ShallowModel
+    from replica.models.shallow import ShallowModel
 
     model = ShallowModel("quadratic", 0.5, 0.0)
     below, above = (model.solve_universal(a).info["state"] for a in (0.1, 1.0))

@@ -3,8 +3,8 @@ of the configuration file), exit 2, nothing allocated or written."""
 
 import pytest
 
-from replica.cli import plot_main, sweep_main
-from replica.config import LIMITS, UsageError, check_memory
+from replica.workflow.cli import plot_main, sweep_main
+from replica.workflow.config import LIMITS, UsageError, check_memory
 
 
 def one_line(err):
@@ -14,7 +14,7 @@ def one_line(err):
 
 
 def _spectrum(argv):
-    from replica.spectrum import main
+    from replica.workflow.spectrum import main
 
     return main(argv)
 
@@ -74,7 +74,7 @@ def test_check_memory_compares_with_the_machine():
 
 
 def test_grid_cap_is_the_documented_one(capsys):
-    from replica.cli import parse_number_grid
+    from replica.workflow.cli import parse_number_grid
 
     assert parse_number_grid(f"1:2:{LIMITS['grid_points']}", "--alpha").size == LIMITS["grid_points"]
     with pytest.raises(UsageError, match="at most"):
@@ -100,8 +100,8 @@ def test_shared_config_list_names_the_key_in_the_file(tmp_path, capsys, run, tab
 
 def test_per_command_table_serves_both(tmp_path, capsys):
     """The README's remedy works: the list under [sweep], one value under [spectrum]."""
-    from replica.spectrum import build_parser
-    from replica.config import parse_with_config
+    from replica.workflow.spectrum import build_parser
+    from replica.workflow.config import parse_with_config
 
     cfg = tmp_path / "run.toml"
     cfg.write_text("[sweep]\ngamma = [1.0, 1.0]\n[spectrum]\ngamma = 1.0\n")

@@ -171,7 +171,7 @@ def test_cli_closure_group_and_plot(tmp_path, capsys):
                  "--closure"]) == 0
     group = read_closure(out)
     assert group is not None and set(closure.CLOSURE_DATASETS) <= set(group)
-    from simulations.sgd import read_sgd
+    from simulations.sgd_results import read_sgd
 
     data = read_sgd(out)
     np.testing.assert_array_equal(group["time"], data["time"])

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from replica.branches import sweep
-from replica.deep import DeepModel
+from replica.models.deep import DeepModel
 
 MOD = {"drop_hermite": (0, 1, 2), "unit_variance": True}
 

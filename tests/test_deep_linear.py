@@ -1,12 +1,12 @@
-"""Deep networks with linear parts, any depth (replica/deep_linear.py, docs/deep_linear.md)."""
+"""Deep networks with linear parts, any depth (replica/models/deep_linear.py, docs/deep_linear.md)."""
 
 import numpy as np
 import pytest
 
 from replica.branches import sweep
-from replica.deep import DeepModel
-from replica.deep_linear import DeepLinearModel, matrix_keys, phase_label, product_channel_shape
-from replica.two_layer import TwoLayerModel, product_channel
+from replica.models.deep import DeepModel
+from replica.models.deep_linear import DeepLinearModel, matrix_keys, phase_label, product_channel_shape
+from replica.models.two_layer import TwoLayerModel, product_channel
 from finite_differences import gradient as _fd_gradient
 from test_two_layer import _validation_module  # shared helper
 
@@ -26,16 +26,20 @@ def test_matrix_keys_and_channel_shapes():
     for gam in [(0.7, 1.3), (1.3, 0.7), (0.5, 0.5)]:
         ch = product_channel(gam)
         assert product_channel_shape(gam, 2, 1) == pytest.approx((ch.aspect_ratio_p, ch.aspect_ratio_n))
-    # W₃:₂ is k₃ × k₁ with inner k₂; W₃:₁ (k₃ × d) uses the smallest inner width
+    # W₃:₂ is k₃ × k₁ with inner k₂; W₃:₁ (k₃ × d) is the exact three-factor channel with
+    # inner widths k₁, k₂ (sorted ratios to the small side k₃)
     assert product_channel_shape((0.7, 1.3, 0.9), 3, 2) == pytest.approx((0.9 / 0.7, 1.3 / 0.7))
-    assert product_channel_shape((0.7, 1.3, 0.9), 3, 1) == pytest.approx((1 / 0.9, 0.7 / 0.9))
+    r1, inner = product_channel_shape((0.7, 1.3, 0.9), 3, 1)
+    assert r1 == pytest.approx(1 / 0.9) and inner == pytest.approx((0.7 / 0.9, 1.3 / 0.9))
+    r1, inner = product_channel_shape((0.5,) * 4, 4, 1)
+    assert r1 == 2.0 and inner == (1.0, 1.0, 1.0)
     assert phase_label([1, 2], False) == "layers_1_2" and phase_label([1], True) == "layer_1+product"
     assert phase_label([], False) == "universal" and phase_label([], True) == "product"
 
 
 @pytest.mark.parametrize("gammas", [(0.7, 1.3), (1.3, 0.7)])
 def test_two_layers_reduce_to_the_two_layer_solver(gammas):
-    # L = 2: the same packing, map, free entropy and starts as replica.two_layer (to 1e-8)
+    # L = 2: the same packing, map, free entropy and starts as replica.models.two_layer (to 1e-8)
     acts = ("tanh2", "erf")
     two = TwoLayerModel(acts, gammas, 0.1, s_grid=5)
     deep = DeepLinearModel(acts, gammas, 0.1, s_grid=5)
@@ -197,3 +201,21 @@ def test_four_layers_specialize_with_every_product():
     assert r.converged and model.phase(st) == "layers_1_2_3_4"
     assert min(st.mean_overlaps.values()) > 0.9 and st.mmse < 0.1 * model.mmse_universal
     assert model.solve_universal(8.0).info["state"].mmse == pytest.approx(model.mmse_universal, rel=1e-14)
+
+
+def test_discretization_error_is_the_change_under_a_doubled_grid():
+    # L = 3: the estimate at a point of the n_s = 3 model equals the relative change of mmse and
+    # free entropy against the n_s = 6 model solved independently from the informed start
+    # (same branch: the fully specialized fixed point is unique there); 0 on Q ≡ 0
+    coarse = DeepLinearModel("tanh2", (0.5, 0.5, 0.5), 0.1, s_grid=3)
+    fine = DeepLinearModel("tanh2", (0.5, 0.5, 0.5), 0.1, s_grid=6)
+    alpha = 4.0
+    a = coarse.solve_from(alpha, coarse.starts()["informed"][0])
+    b = fine.solve_from(alpha, fine.starts()["informed"][0])
+    sa, sb = a.info["state"], b.info["state"]
+    assert coarse.phase(sa) == fine.phase(sb) == "layers_1_2_3"
+    expected = max(abs(sa.mmse - sb.mmse) / sb.mmse, abs(sa.free_entropy - sb.free_entropy) / abs(sb.free_entropy))
+    assert coarse.discretization_error(alpha, a.x) == pytest.approx(expected, rel=1e-5)
+    assert 1e-7 < expected < 1e-2
+    assert coarse.refined().n_s == 6 and coarse.refined() is coarse.refined()
+    assert coarse.discretization_error(alpha, np.zeros(coarse.size)) == 0.0

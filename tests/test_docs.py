@@ -32,9 +32,9 @@ GENERATED = {"api.md"}   # docs/api.md is generated from the docstrings (docs/ma
 
 
 def _parsers():
-    from replica.cli import build_phase_diagram_parser, build_plot_parser, build_sweep_parser
-    from replica.figures import build_parser as figures
-    from replica.spectrum import build_parser as spectrum
+    from replica.workflow.cli import build_phase_diagram_parser, build_plot_parser, build_sweep_parser
+    from replica.workflow.figures import build_parser as figures
+    from replica.workflow.spectrum import build_parser as spectrum
     from simulations.cli import build_parser as experiment
     from simulations.sgd_cli import build_parser as sgd
 

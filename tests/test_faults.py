@@ -1,4 +1,4 @@
-"""Fault injection: results are never lost (the write protocol of :mod:`replica.safe_write`).
+"""Fault injection: results are never lost (the write protocol of :mod:`replica.workflow.safe_write`).
 
 Signals (SIGINT, SIGTERM, SIGKILL) at seeded random points of sweep, phase-diagram and
 experiment runs, with and without ``--overwrite``; two concurrent writers; a file locked by
@@ -26,9 +26,9 @@ import h5py
 import numpy as np
 import pytest
 
-from replica.cli import phase_diagram_main, plot_main, sweep_main
-from replica.io import read_phase_diagram, read_sweep
-from replica.safe_write import checkpoint_path, lock_path
+from replica.workflow.cli import phase_diagram_main, plot_main, sweep_main
+from replica.workflow.io import read_phase_diagram, read_sweep
+from replica.workflow.safe_write import checkpoint_path, lock_path
 
 DEEP = ["--layers", "2", "--gamma", "1,1", "--activation", "tanh2", "--drop-hermite", "0,1,2", "--unit-variance",
         "--quiet"]
@@ -135,7 +135,7 @@ def test_sweep_signal_keeps_previous_and_resumes_exactly(request, tmp_path, caps
 
 def test_resume_overwrite_never_discards_a_checkpoint(tmp_path, capsys, reference, previous, monkeypatch):
     """``--resume --overwrite`` on a real checkpoint resumes it (the issue: it started anew)."""
-    from replica.io import SweepCheckpoint
+    from replica.workflow.io import SweepCheckpoint
 
     out = tmp_path / "x.h5"
     shutil.copy(previous, out)
@@ -259,7 +259,7 @@ def test_disk_full_file_size_limit(tmp_path, previous):
 # ----------------------------------------------------------------------------- corrupted checkpoint
 @pytest.mark.parametrize("damage,reason", [("truncate", "truncated"), ("text", "not an HDF5 file")])
 def test_corrupted_checkpoint(tmp_path, capsys, reference, previous, monkeypatch, damage, reason):
-    from replica.io import SweepCheckpoint
+    from replica.workflow.io import SweepCheckpoint
 
     out = tmp_path / "x.h5"
     shutil.copy(previous, out)
@@ -292,13 +292,13 @@ def test_corrupted_checkpoint(tmp_path, capsys, reference, previous, monkeypatch
 
 # ----------------------------------------------------------------------------- phase diagram
 PHASE = DEEP + ["--alpha", "1:8:12", "--delta", "0.05,0.1,0.2,0.3", "--workers", "1"]
-PHASE_CODE = "import sys; from replica.cli import phase_diagram_main; sys.exit(phase_diagram_main())"
+PHASE_CODE = "import sys; from replica.workflow.cli import phase_diagram_main; sys.exit(phase_diagram_main())"
 
 
 def test_phase_diagram_interrupt_is_quiet_keeps_lines_and_resumes(request, tmp_path, capsys):
-    from replica.cli import _line_options, build_phase_diagram_parser, phase_diagram_options
-    from replica.io import write_phase_diagram
-    from replica.phase_diagram import assemble, solve_line
+    from replica.workflow.cli import _line_options, build_phase_diagram_parser, phase_diagram_options
+    from replica.workflow.io import write_phase_diagram
+    from replica.workflow.phase_diagram import assemble, solve_line
 
     args = build_phase_diagram_parser().parse_args(PHASE + ["-o", "x.h5"])
     vary, values, base, alphas = phase_diagram_options(args)

@@ -5,7 +5,7 @@ import csv
 import numpy as np
 import pytest
 
-from replica import figures
+from replica.workflow import figures
 
 
 def test_quick_figures_run_and_agree_with_the_published_numbers(tmp_path, capsys):

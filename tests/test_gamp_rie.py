@@ -1,6 +1,6 @@
 """GAMP-RIE (simulations.gamp_rie): state evolution, finite-size runs, experiment integration.
 
-References: the universal branch of :class:`replica.shallow.ShallowModel` (docs/theory.md §5.1,
+References: the universal branch of :class:`replica.models.shallow.ShallowModel` (docs/theory.md §5.1,
 an independent implementation of the same fixed point), the published GAMP-RIE points of
 Maillard et al. (arXiv 2408.03733, files AMP_<d>_0.5_<σ>.csv of their code) and identities
 (damping invariance, error = 1 − overlap for the quadratic activation).
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from replica.activations import get_activation
-from replica.shallow import ShallowModel
+from replica.models.shallow import ShallowModel
 from simulations.gamp_rie import gamp_rie, hermite_parts, state_evolution
 
 

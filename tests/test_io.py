@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from replica.branches import sweep
-from replica.deep import DeepModel
-from replica.io import (
+from replica.models.deep import DeepModel
+from replica.workflow.io import (
     IncompleteFileError,
     SweepCheckpoint,
     atomic_h5,

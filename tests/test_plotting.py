@@ -9,11 +9,11 @@ import pytest
 matplotlib = pytest.importorskip("matplotlib")
 matplotlib.use("Agg")
 
-from replica import plotting  # noqa: E402
+from replica.workflow import plotting  # noqa: E402
 from replica.branches import sweep  # noqa: E402
-from replica.cli import plot_main  # noqa: E402
-from replica.deep import DeepModel  # noqa: E402
-from replica.io import write_phase_diagram, write_sweep  # noqa: E402
+from replica.workflow.cli import plot_main  # noqa: E402
+from replica.models.deep import DeepModel  # noqa: E402
+from replica.workflow.io import write_phase_diagram, write_sweep  # noqa: E402
 
 ALPHAS = np.linspace(1.0, 8.0, 8)
 
@@ -28,7 +28,7 @@ def deep_file(tmp_path_factory):
 
 
 def _fake_shallow(path, n_readout=4, experiments=True):
-    """A one-hidden-layer sweep file written by hand (layout of replica.io), with a
+    """A one-hidden-layer sweep file written by hand (layout of replica.workflow.io), with a
     specialized branch that appears at α = 3 and wins at α = 4, and a readout law with
     several atoms (Q(v) profiles)."""
     alpha = np.linspace(0.5, 6.0, 12)
@@ -180,7 +180,7 @@ def test_plot_cli_errors(deep_file, tmp_path, capsys):
 
 
 def test_plot_spectrum_file(tmp_path):
-    from replica.spectrum import main as spectrum_main
+    from replica.workflow.spectrum import main as spectrum_main
 
     spec = tmp_path / "spec.h5"
     assert spectrum_main(["--gamma", "0.5", "--readout", "rademacher", "--lambda", "0.1:10:6",

@@ -11,10 +11,10 @@ import pytest
 matplotlib = pytest.importorskip("matplotlib")
 matplotlib.use("Agg")
 
-from replica import plotting  # noqa: E402
+from replica.workflow import plotting  # noqa: E402
 from replica.branches import sweep  # noqa: E402
-from replica.deep import DeepModel  # noqa: E402
-from replica.io import read_sweep, write_sweep  # noqa: E402
+from replica.models.deep import DeepModel  # noqa: E402
+from replica.workflow.io import read_sweep, write_sweep  # noqa: E402
 
 
 @pytest.fixture(scope="module")

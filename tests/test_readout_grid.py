@@ -14,10 +14,10 @@ from hciz import readout_channel
 from priors import GaussianLaw, get_readout_law, get_weight_prior
 from priors.readout_laws import ReadoutLaw
 from replica.activations import get_activation
-from replica.cli import sweep_main
+from replica.workflow.cli import sweep_main
 from replica.readout_grid import (BASE_NODES, SELECT_LARGEST, SELECT_LOW, OverlapProfile, ProfileSolver,
                                   selection_from_overlaps)
-from replica.shallow import ShallowModel
+from replica.models.shallow import ShallowModel
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
@@ -172,7 +172,7 @@ def test_two_layer_s_grid_error_estimate():
     """The estimate is the change of the solution on the doubled grid: equal to an independent
     solve on that grid from the informed start; small where Q₁(s) is smooth (both layers
     specialized), about 1% on the layer-1-only phase where Q₁(s) jumps (docs/two_layer.md)."""
-    from replica.two_layer import TwoLayerModel
+    from replica.models.two_layer import TwoLayerModel
 
     model = TwoLayerModel("tanh2", (0.5, 0.5), 0.1, s_grid=12)
     fine = TwoLayerModel("tanh2", (0.5, 0.5), 0.1, s_grid=24)

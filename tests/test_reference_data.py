@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from replica import plotting, reference
+from replica.workflow import plotting, reference
 
 ROOT = Path(__file__).resolve().parents[1] / "data" / "reference"
 FILES = sorted(str(p.relative_to(ROOT)) for p in ROOT.rglob("*.csv"))

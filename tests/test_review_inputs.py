@@ -8,7 +8,7 @@ import h5py
 import numpy as np
 import pytest
 
-from replica.cli import plot_main, sweep_main
+from replica.workflow.cli import plot_main, sweep_main
 
 SGD_SMALL = ["--dim", "12", "--time", "3", "--record-every", "log:3", "--n-test", "200", "--quiet"]
 DEEP = ["--layers", "2", "--gamma", "1,1", "--activation", "tanh2", "--drop-hermite", "0,1,2", "--unit-variance",
@@ -39,7 +39,7 @@ def sweep_file(tmp_path_factory):
 
 # ----------------------------------------------------------------------------- accepted and ignored
 def _spectrum(argv):
-    from replica.spectrum import main
+    from replica.workflow.spectrum import main
 
     return main(argv)
 
@@ -81,7 +81,7 @@ def test_ignored_or_conflicting_options_are_refused(tmp_path, capsys, run, argv,
 
 
 def test_readout_grid_still_applies_to_continuous_laws(tmp_path, capsys):
-    from replica.cli import build_model
+    from replica.workflow.cli import build_model
 
     model = build_model({"layers": 1, "gamma": [0.5], "activation": "relu", "readout": "gaussian",
                          "readout_grid": 10, "delta": 0.1, "prior": "gaussian"})
@@ -182,13 +182,13 @@ def test_figures_version(capsys):
 @pytest.mark.parametrize("where", ["start-up", "run"])
 def test_sgd_interrupt_prints_one_line(tmp_path, capsys, monkeypatch, where):
     """`timeout -s INT 4 replica-sgd …` exited 130 without a word."""
-    import replica.cli
+    import replica.workflow.cli
     import simulations.sgd as sgd
 
     def interrupt(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(replica.cli, "_all_option_keys", interrupt) if where == "start-up" else \
+    monkeypatch.setattr(replica.workflow.cli, "_all_option_keys", interrupt) if where == "start-up" else \
         monkeypatch.setattr(sgd, "run_sgd", interrupt)
     out = tmp_path / "si.h5"
     assert _sgd(SGD_SMALL + ["-o", str(out)]) == 130
@@ -269,7 +269,7 @@ def test_interrupt_inside_a_gc_callback_is_delivered_again(monkeypatch):
     import signal
     import sys
 
-    import replica.cli as cli
+    import replica.workflow.cli as cli
 
     sent = []
     monkeypatch.setattr(cli, "_resend_later", sent.append)

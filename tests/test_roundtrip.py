@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 
 from replica.branches import sweep
-from replica.deep import DeepModel
-from replica.io import read_experiments, read_phase_diagram, read_sweep, write_phase_diagram, write_sweep
-from replica.shallow import ShallowModel
+from replica.models.deep import DeepModel
+from replica.workflow.io import read_experiments, read_phase_diagram, read_sweep, write_phase_diagram, write_sweep
+from replica.models.shallow import ShallowModel
 
 
 # --------------------------------------------------------------------------- comparison helpers
@@ -107,7 +107,7 @@ def test_shallow_sweep_roundtrip(tmp_path, shallow_result):
 
 
 def test_replica_sweep_writes_what_the_solver_computes(tmp_path, shallow_result):
-    from replica.cli import sweep_main
+    from replica.workflow.cli import sweep_main
 
     out = tmp_path / "cli.h5"
     argv = ["--activation", "tanh2", "--gamma", "0.5", "--delta", "0.1",
@@ -133,8 +133,8 @@ def test_deep_sweep_roundtrip(tmp_path):
 
 
 def test_two_layer_sweep_roundtrip_through_the_command_line(tmp_path):
-    from replica.cli import sweep_main
-    from replica.two_layer import TwoLayerModel
+    from replica.workflow.cli import sweep_main
+    from replica.models.two_layer import TwoLayerModel
 
     alphas = np.array([3.0, 7.0])  # equilibrium layer_1 at α = 3, layers_1_2 at α = 7
     out = tmp_path / "two.h5"
@@ -144,7 +144,7 @@ def test_two_layer_sweep_roundtrip_through_the_command_line(tmp_path):
     model = TwoLayerModel(("tanh2", "erf"), (0.7, 1.3), 0.1, s_grid=3)
     result = sweep(model, alphas, progress=False, solve_kw={"damping": 0.5})
     # ... and the per-point discretization error of the s grid (dataset discretization_error)
-    from replica.cli import _grid_errors
+    from replica.workflow.cli import _grid_errors
 
     _grid_errors(model, result, {"damping": 0.5})
     assert "discretization_error" in result.branches["layers_1_2"].fields
@@ -155,7 +155,7 @@ def test_two_layer_sweep_roundtrip_through_the_command_line(tmp_path):
 
 # --------------------------------------------------------------------------- phase diagram
 def test_phase_diagram_roundtrip(tmp_path):
-    from replica.phase_diagram import assemble, solve_line
+    from replica.workflow.phase_diagram import assemble, solve_line
 
     alphas = [2.0, 3.0, 4.0, 5.0, 6.0]
     base = dict(layers=2, gamma=[1.0, 1.0], activation="tanh2", drop_hermite=[0, 1, 2], unit_variance=True,
@@ -187,7 +187,7 @@ def test_phase_diagram_roundtrip(tmp_path):
 
 # --------------------------------------------------------------------------- spectrum
 def test_spectrum_roundtrip_and_command_line(tmp_path):
-    from replica.spectrum import main, read_spectrum, spectrum, write_spectrum
+    from replica.workflow.spectrum import main, read_spectrum, spectrum, write_spectrum
 
     lambdas = np.array([0.0, 0.5, 2.0, 9.0])
     res = spectrum(0.5, "4point", lambdas, density_grid=40)
@@ -234,13 +234,13 @@ def test_experiment_roundtrip(tmp_path):
 
 # --------------------------------------------------------------------------- SGD
 def test_sgd_roundtrip(tmp_path):
-    from simulations import sgd
+    from simulations import sgd, sgd_results
 
     result = sgd.run_sgd(sgd.SGDConfig(activation="elu", dim=16, lr=0.3, batch=2, time=1.0, record="log:3",
                                        seed=3, n_test=300))
-    sgd.write_sgd(result, tmp_path / "r.h5")
-    back = sgd.read_sgd(tmp_path / "r.h5")
-    for name in sgd._DATASETS:
+    sgd_results.write_sgd(result, tmp_path / "r.h5")
+    back = sgd_results.read_sgd(tmp_path / "r.h5")
+    for name in sgd_results._DATASETS:
         assert_same(back[name], getattr(result, name), name)
     assert back["parameters"] == result.config.to_dict()
     assert back["wall_time"] == result.wall_time and bool(back["completed"]) == bool(result.completed)

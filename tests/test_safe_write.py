@@ -1,4 +1,4 @@
-"""The write protocol (:class:`replica.safe_write.SafeOutput`) and the one-line HDF5 open errors."""
+"""The write protocol (:class:`replica.workflow.safe_write.SafeOutput`) and the one-line HDF5 open errors."""
 
 import ctypes
 import json
@@ -10,9 +10,9 @@ import h5py
 import numpy as np
 import pytest
 
-from replica.config import UsageError
-from replica.io import atomic_h5
-from replica.safe_write import (
+from replica.workflow.config import UsageError
+from replica.workflow.io import atomic_h5
+from replica.workflow.safe_write import (
     OutputBusy,
     ResultFileError,
     SafeOutput,
@@ -58,7 +58,7 @@ def test_fresh_output(tmp_path):
     ({"resume": True}, False, False, "new"),
 ])
 def test_decisions(tmp_path, caplog, flags, existing, checkpoint, expect):
-    caplog.set_level("INFO", logger="replica.safe_write")
+    caplog.set_level("INFO", logger="replica.workflow.safe_write")
     out = tmp_path / "a.h5"
     if existing:
         _h5(out)
@@ -106,7 +106,7 @@ def test_second_writer_and_stale_lock(tmp_path, caplog):
 
 def test_lock_held_by_another_process(tmp_path):
     out = tmp_path / "a.h5"
-    code = ("import sys, time; from replica.safe_write import SafeOutput\n"
+    code = ("import sys, time; from replica.workflow.safe_write import SafeOutput\n"
             f"with SafeOutput({str(out)!r}):\n    print('held', flush=True); time.sleep(60)")
     holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     try:
@@ -201,7 +201,7 @@ def _drop_dac_capabilities():  # pragma: no cover - runs in the child
 def test_permission_denied(tmp_path):
     good = _h5(tmp_path / "good.h5")
     good.chmod(0)
-    code = ("from replica.safe_write import open_h5, ResultFileError\n"
+    code = ("from replica.workflow.safe_write import open_h5, ResultFileError\n"
             f"try:\n    open_h5({str(good)!r}).__enter__()\nexcept ResultFileError as e:\n    print(e.reason, e)")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          preexec_fn=_drop_dac_capabilities)

@@ -9,9 +9,9 @@ import math
 import numpy as np
 import pytest
 
-from simulations import sgd
-from simulations.sgd import (SGDConfig, activation_functions, fit_power_law, loss_and_gradient,
-                             predicted_exponent, run_sgd, specialization_time)
+from simulations import sgd, sgd_results
+from simulations.sgd import SGDConfig, activation_functions, loss_and_gradient, run_sgd
+from simulations.sgd_results import fit_power_law, predicted_exponent, specialization_time
 
 ACTIVATIONS = ["relu", "elu", "tanh", "tanh2", "erf", "sigmoid", "softplus", "quadratic",
                "hermite:1=0.5,2=1.4142,3=1", "hermite:0=0.5,4=0.3"]
@@ -198,7 +198,7 @@ def test_cli_writes_file_and_refuses_to_overwrite(tmp_path, capsys):
 
     out = tmp_path / "run.h5"
     assert sgd_cli.main(["--activation", "elu", "--seed", "1", "-o", str(out)] + SMALL) == 0
-    data = sgd.read_sgd(out)
+    data = sgd_results.read_sgd(out)
     for name in REQUIRED:
         assert name in data, name
     assert data["overlap_histograms"].shape == (data["histogram_times"].size, data["overlap_bin_edges"].size - 1)
@@ -244,7 +244,7 @@ def test_cli_reads_a_config_file(tmp_path, capsys):
     out = tmp_path / "cfg.h5"
     cfg.write_text(f'activation = "elu"\ndim = 12\n[sgd]\noutput = "{out}"\nseed = 3\n')
     assert sgd_cli.main(["--config", str(cfg), "--time", "1", "--n-test", "200", "--quiet"]) == 0
-    params = sgd.read_sgd(out)["parameters"]
+    params = sgd_results.read_sgd(out)["parameters"]
     assert params["activation"] == "elu" and params["dim"] == 12 and params["seed"] == 3
     cfg.write_text("step_size = 0.1\n")
     assert sgd_cli.main(["--config", str(cfg), "-o", str(tmp_path / "never.h5")]) == 2
@@ -285,9 +285,9 @@ def test_reference_levels_are_stored_and_plotted(tmp_path, monkeypatch):
         return {"alpha": alphas, "universal": 0.05 + 0 * alphas, "bayes": 0.01 / (1 + alphas),
                 "bayes_alpha": alphas, "errors": []}
 
-    monkeypatch.setattr(sgd, "reference_levels", fake_levels)
-    sgd.store_reference_levels(out, num=5)
-    data = sgd.read_sgd(out)
+    monkeypatch.setattr(sgd_results, "reference_levels", fake_levels)
+    sgd_results.store_reference_levels(out, num=5)
+    data = sgd_results.read_sgd(out)
     np.testing.assert_allclose(data["reference_universal_mmse"], 0.05)
     assert data["reference_alpha"].shape == (5,)
     assert data["test_error"].shape == data["time"].shape          # the run is untouched
@@ -303,11 +303,11 @@ def test_missing_solver_does_not_break_reference_levels(monkeypatch):
     real_import = builtins.__import__
 
     def fail(name, *args, **kwargs):
-        if name.startswith("replica.shallow"):
+        if name.startswith("replica.models.shallow"):
             raise ImportError("solver not installed")
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", fail)
-    levels = sgd.reference_levels({"activation": "elu", "gamma": 0.5, "dim": 10, "delta": 0.1,
+    levels = sgd_results.reference_levels({"activation": "elu", "gamma": 0.5, "dim": 10, "delta": 0.1,
                                    "prior": "gaussian", "readout": "ones"}, [0.1, 1.0])
     assert "universal" not in levels and levels["errors"]

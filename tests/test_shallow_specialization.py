@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from replica.branches import sweep
-from replica.shallow import ShallowModel
+from replica.models.shallow import ShallowModel
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from replica.shallow import ShallowModel
+from replica.models.shallow import ShallowModel
 
 # Maillard, Troiani, Martin, Krzakala, Zdeborová (arXiv 2408.03733), public code,
 # files data/reference/maillard2024_quadratic/line_no_noise_<kappa>.csv: (alpha, error normalized to 1 at alpha = 0); these

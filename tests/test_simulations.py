@@ -249,7 +249,7 @@ def test_config_file_sets_options_and_names_unknown_keys(tmp_path, capsys):
     assert cli.main(["--config", str(bad)]) == 2
     err = capsys.readouterr().err.strip()
     assert "unknown key 'dimension'" in err and len(err.splitlines()) == 1
-    from replica.cli import parse_command_line
+    from replica.workflow.cli import parse_command_line
 
     good.write_text('gamma = 0.5\n[experiment]\nsampler = "metropolis"\ndim = 24\n')
     args, status = parse_command_line("replica-experiment", cli.build_parser(),

@@ -1,4 +1,4 @@
-"""``replica-spectrum`` and :func:`replica.spectrum.spectrum`.
+"""``replica-spectrum`` and :func:`replica.workflow.spectrum.spectrum`.
 
 Identities checked on the *written* file: ``m + mmse = 1``, I-MMSE ``4ι' = mmse`` by
 central differences, the density integrates to 1 and reproduces ``mmse_S`` through
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from replica import __version__
-from replica.spectrum import main, read_spectrum, spectrum
+from replica.workflow.spectrum import main, read_spectrum, spectrum
 
 GAMMA = 0.5
 # λ grid of the written file: away from the band split of v ≡ 1, γ = 0.5 (λ ≈ 25–58)
@@ -91,7 +91,7 @@ PUBLISHED_M_S = {
 @pytest.mark.parametrize("readout", sorted(PUBLISHED_M_S))
 def test_spectrum_and_solver_against_published_tables(readout):
     # replica-spectrum and the solver's channel are each compared with the published m_S(λ)
-    from replica.shallow import ShallowModel
+    from replica.models.shallow import ShallowModel
 
     lam, m_ref = np.array(PUBLISHED_M_S[readout]).T
     res = spectrum(GAMMA, readout, lam)

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from replica.branches import sweep
-from replica.shallow import ShallowModel
+from replica.models.shallow import ShallowModel
 
 
 CASES = {"tanh2": np.array([1.0, 1.7, 3.5]), "hermite:2=0.4,3=1": np.array([0.5, 0.81, 2.0])}

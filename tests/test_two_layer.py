@@ -1,4 +1,4 @@
-"""Two hidden layers with linear parts (docs/theory.md §6.2; derivation in replica/two_layer.py)."""
+"""Two hidden layers with linear parts (docs/theory.md §6.2; derivation in replica/models/two_layer.py)."""
 
 import numpy as np
 import pytest
@@ -6,8 +6,8 @@ from finite_differences import gradient
 from optional import require
 
 from replica.branches import sweep
-from replica.deep import DeepModel
-from replica.two_layer import TwoLayerModel, effective_readout_grid, product_channel
+from replica.models.deep import DeepModel
+from replica.models.two_layer import TwoLayerModel, effective_readout_grid, product_channel
 
 GAMMAS = (0.7, 1.3)
 
@@ -238,7 +238,7 @@ def test_validation_against_hmc_d30():
 
 
 def test_branches_are_named_by_phase_with_transitions_per_branch(model, tmp_path):
-    from replica.io import read_sweep, write_sweep
+    from replica.workflow.io import read_sweep, write_sweep
 
     res = sweep(model, np.array([3.0, 4.0, 5.0, 9.0]), progress=False)
     assert set(res.branches) == {"universal", "layer_1", "layers_1_2"}

@@ -24,8 +24,8 @@ import pytest
 from finite_differences import gradient
 
 from replica.activations import get_activation
-from replica.cli import build_model, split_activations, sweep_main
-from replica.two_layer import TwoLayerModel, product_channel
+from replica.workflow.cli import build_model, split_activations, sweep_main
+from replica.models.two_layer import TwoLayerModel, product_channel
 
 GAMMAS = (0.7, 1.3)
 PAIR = ("tanh2", "erf")
@@ -195,7 +195,7 @@ def test_build_model_takes_one_activation_per_layer(model):
     (dict(activation="tanh2,"), "empty"),
 ])
 def test_build_model_rejects_bad_activation_lists(kw, message):
-    from replica.cli import UsageError
+    from replica.workflow.cli import UsageError
 
     with pytest.raises(UsageError, match=message) as info:
         build_model(_options(**kw))
@@ -203,7 +203,7 @@ def test_build_model_rejects_bad_activation_lists(kw, message):
 
 
 def test_command_line_and_config_file(tmp_path, capsys):
-    from replica.io import read_sweep
+    from replica.workflow.io import read_sweep
 
     args = ["--layers", "2", "--gamma", "0.7,1.3", "--unit-variance", "--s-grid", "3", "--alpha", "2",
             "--branches", "universal", "--quiet"]

@@ -33,7 +33,7 @@ ACTIVATION = "hermite:2=1.4142135623730951,3=1"
 def main(argv=None) -> int:
     from replica.branches import sweep
     from replica.readout_grid import BASE_NODES, ProfileSolver
-    from replica.shallow import ShallowModel
+    from replica.models.shallow import ShallowModel
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--laws", default="gaussian,uniform")

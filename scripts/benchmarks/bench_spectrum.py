@@ -143,7 +143,7 @@ def main(argv=None) -> int:
     print(f"gamma = {args.gamma}, {grid.size} lambdas in [{grid[0]:g}, {grid[-1]:g}]")
 
     from hciz import symmetric_channel
-    from replica.spectrum import read_spectrum
+    from replica.workflow.spectrum import read_spectrum
 
     for readout in args.readout.split(","):
         print(f"\n=== readout {readout}")

@@ -3,7 +3,7 @@
 * one hidden layer: ``replica.branches.sweep`` on ``ShallowModel(activation, 0.5, 0.1)``
   (``v ≡ 1``, Gaussian W), 201 values of α in [0.01, 8], every start, equilibrium and
   transitions (target: under 5 s on 2 cores);
-* two hidden layers, when ``replica.two_layer`` exists: ``TwoLayerModel("tanh2", (1, 1), 0.1)``,
+* two hidden layers, when ``replica.models.two_layer`` exists: ``TwoLayerModel("tanh2", (1, 1), 0.1)``,
   51 values of α in [0.1, 8], every start (printed as skipped otherwise).
 
 Usage::
@@ -39,7 +39,7 @@ def main(argv=None) -> int:
     p.add_argument("--skip-two-layer", action="store_true", help="do not time the two-hidden-layer sweep")
     args = p.parse_args(argv)
 
-    from replica.shallow import ShallowModel
+    from replica.models.shallow import ShallowModel
 
     alphas = np.linspace(0.01, 8, 201)
     for activation in args.activations.split(","):
@@ -51,10 +51,10 @@ def main(argv=None) -> int:
 
     if args.skip_two_layer:
         return 0
-    if importlib.util.find_spec("replica.two_layer") is None:
-        print("two hidden layers: skipped (replica.two_layer not available)")
+    if importlib.util.find_spec("replica.models.two_layer") is None:
+        print("two hidden layers: skipped (replica.models.two_layer not available)")
         return 0
-    from replica.two_layer import TwoLayerModel
+    from replica.models.two_layer import TwoLayerModel
 
     alphas = np.linspace(0.1, 8, 51)
     first, warm, result = timed_sweeps(TwoLayerModel("tanh2", (1.0, 1.0), 0.1), alphas)

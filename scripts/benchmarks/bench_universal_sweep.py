@@ -40,11 +40,11 @@ def main(argv=None) -> int:
         cold = time.perf_counter() - t0
         # start-up alone (imports + argument parsing)
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "import replica.cli, replica.shallow, replica.branches"], check=True)
+        subprocess.run([sys.executable, "-c", "import replica.workflow.cli, replica.models.shallow, replica.branches"], check=True)
         startup = time.perf_counter() - t0
 
     from replica.branches import sweep
-    from replica.shallow import ShallowModel
+    from replica.models.shallow import ShallowModel
 
     t0 = time.perf_counter()
     model = ShallowModel(args.activation, gamma, 0.1, readout_law=args.readout)

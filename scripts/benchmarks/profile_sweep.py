@@ -32,7 +32,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
 
     from replica.branches import sweep
-    from replica.shallow import ShallowModel
+    from replica.models.shallow import ShallowModel
 
     model = ShallowModel(args.activation, args.gamma, args.delta, readout_law=args.readout)
     alphas = np.linspace(0.01, 8, args.points)

@@ -24,7 +24,7 @@ from simulations.io import read_experiment
 def _theory(parameters, alphas):
     try:
         from replica.branches import sweep
-        from replica.shallow import ShallowModel
+        from replica.models.shallow import ShallowModel
     except ImportError as exc:  # solver not installed
         print(f"theory unavailable: {exc}", file=sys.stderr)
         return None

@@ -1,6 +1,6 @@
 """L hidden layers with linear parts (docs/deep_linear.md): replica theory vs HMC at small d.
 
-Runs :class:`replica.deep_linear.DeepLinearModel` (every branch, equilibrium, mean overlap of every
+Runs :class:`replica.models.deep_linear.DeepLinearModel` (every branch, equilibrium, mean overlap of every
 layer and product) and the teacher–student HMC experiment of :mod:`simulations.experiment` from
 informed (teacher) and uninformed (prior draw) starts, for ``tanh(2x)`` rescaled to unit variance
 with its linear part kept, and prints/writes a comparison table. The sampling part is that of
@@ -46,7 +46,7 @@ def theory_table(alphas, gammas, delta, *, s_grid=8):
         ``mmse_universal``, ``matrices`` (labels ``1``, ``2``, …, ``2:1``, … of the mean overlaps).
     """
     from replica.branches import sweep
-    from replica.deep_linear import DeepLinearModel
+    from replica.models.deep_linear import DeepLinearModel
 
     model = DeepLinearModel(ACTIVATION, gammas, delta, s_grid=s_grid)
     res = sweep(model, np.asarray(alphas, dtype=float), progress=False, locate=False)

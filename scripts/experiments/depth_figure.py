@@ -27,7 +27,7 @@ import numpy as np
 
 def layer_rows(branch, readout_weights=None):
     """Mean overlap of every layer (then product) of a branch, with labels."""
-    from replica.plotting import _layer_labels, _layer_overlaps
+    from replica.workflow.plotting import _layer_labels, _layer_overlaps
 
     rows = _layer_overlaps(branch, readout_weights if readout_weights is not None
                            else branch.get("readout_weights", [1.0]))
@@ -108,8 +108,8 @@ def layer_thresholds(data, level=0.5) -> dict:
 
 
 def main(argv=None) -> int:
-    from replica.io import read_sweep
-    from replica.plotting import ALPHA_LABEL, MMSE_LABEL, _mpl
+    from replica.workflow.io import read_sweep
+    from replica.workflow.plotting import ALPHA_LABEL, MMSE_LABEL, _mpl
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("files", nargs="+", help="replica-sweep files, one per depth")

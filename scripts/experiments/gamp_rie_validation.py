@@ -53,7 +53,7 @@ CASES = {
 
 def theory(activation, delta, alpha, gamma=0.5):
     """(universal mmse, specialized mmse or NaN, finite-d state evolution at d) for one α."""
-    from replica.shallow import ShallowModel
+    from replica.models.shallow import ShallowModel
 
     model = ShallowModel(activation, gamma, delta)
     universal = model.solve_universal(alpha).info["state"].mmse

@@ -1,6 +1,6 @@
 """Two hidden layers with linear parts (docs/theory.md §6.2): replica theory vs HMC at small d.
 
-Runs :class:`replica.two_layer.TwoLayerModel` (every branch, equilibrium, per-layer mean
+Runs :class:`replica.models.two_layer.TwoLayerModel` (every branch, equilibrium, per-layer mean
 overlaps) and the teacher–student HMC experiment of :mod:`simulations.experiment` from
 informed (teacher) and uninformed (prior draw) starts, for ``tanh(2x)`` rescaled to unit
 variance with its linear part kept, and prints/writes a comparison table.
@@ -52,7 +52,7 @@ def theory_table(alphas, gammas, delta, *, s_grid=16, transitions=True):
         12-point grid up to 1.2 max α, empty when ``transitions`` is False).
     """
     from replica.branches import sweep
-    from replica.two_layer import TwoLayerModel, phase_name
+    from replica.models.two_layer import TwoLayerModel, phase_name
 
     model = TwoLayerModel(ACTIVATION, gammas, delta, s_grid=s_grid)
     res = sweep(model, np.asarray(alphas, dtype=float), progress=False, locate=False)

@@ -7,16 +7,16 @@ along α needs the points in order, while the lines are independent, so the line
 parallel on a ``dask.distributed`` cluster (a local cluster of processes on loopback by
 default, or an existing scheduler). The transition lines are the spinodal ``α_sp`` and
 the thermodynamic transition ``α_c`` as functions of the second parameter; the grid of the
-equilibrium mmse and branch is stored too (layout in :mod:`replica.io`).
+equilibrium mmse and branch is stored too (layout in :mod:`replica.workflow.io`).
 
 Finished lines are written to the checkpoint ``<output stem>.checkpoint.h5`` as they arrive
 (atomically), and the output file appears (or is replaced) only when every line is done, so
 an interrupted run keeps its finished lines and ``resume=True`` computes only the missing
-ones (:mod:`replica.safe_write`).
+ones (:mod:`replica.workflow.safe_write`).
 
 Example
 -------
->>> from replica.phase_diagram import run_phase_diagram          # doctest: +SKIP
+>>> from replica.workflow.phase_diagram import run_phase_diagram          # doctest: +SKIP
 >>> base = dict(layers=1, gamma=[1.0], activation="tanh2", drop_hermite=[0, 1, 2],
 ...             unit_variance=True, prior="gaussian", readout="ones", readout_grid=None,
 ...             branches="all", damping=0.5)
@@ -58,7 +58,7 @@ def solve_line(options: dict, alphas) -> dict:
     Parameters
     ----------
     options : dict
-        Resolved model options (see :func:`replica.cli.build_model`), plus ``branches`` and
+        Resolved model options (see :func:`replica.workflow.model_options.build_model`), plus ``branches`` and
         ``damping``.
     alphas : array_like, shape (n_alpha,)
 
@@ -71,8 +71,8 @@ def solve_line(options: dict, alphas) -> dict:
         ``branches`` {name: {``mmse``, ``free_entropy``, ``exists``}},
         ``seconds`` (wall time of the sweep).
     """
-    from .branches import sweep
-    from .cli import build_model
+    from ..branches import sweep
+    from .model_options import build_model
 
     t0 = time.perf_counter()
     model = build_model(options)
@@ -226,7 +226,7 @@ def run_phase_diagram(path, parameter, values, lines_options, base, alphas, *, c
                       scheduler=None, resume=False, overwrite=False, progress=True) -> dict:
     """Compute a phase diagram on a dask cluster and write it to ``path``.
 
-    Follows the write protocol of :mod:`replica.safe_write`: ``path`` is locked, finished
+    Follows the write protocol of :mod:`replica.workflow.safe_write`: ``path`` is locked, finished
     lines go to the checkpoint ``<path stem>.checkpoint.h5`` as they arrive (rewritten
     atomically), and ``path`` is replaced only when every line is done.
 
@@ -239,7 +239,7 @@ def run_phase_diagram(path, parameter, values, lines_options, base, alphas, *, c
     values : array_like, shape (n_param,)
         Its grid.
     lines_options : list of dict, length n_param
-        Resolved model options of each line (:func:`replica.cli.build_model`).
+        Resolved model options of each line (:func:`replica.workflow.model_options.build_model`).
     base : dict
         Options common to all lines (stored as the ``parameters`` attribute).
     alphas : array_like, shape (n_alpha,)
@@ -267,7 +267,7 @@ def run_phase_diagram(path, parameter, values, lines_options, base, alphas, *, c
         ``resume`` with a file computed for other options or grids.
     ClusterError
         The cluster cannot be started or reached.
-    replica.config.UsageError
+    replica.workflow.config.UsageError
         The output is refused by the write protocol (exists, locked, …).
     KeyboardInterrupt
         Interrupted; the finished lines are in the checkpoint (attribute ``note`` says so).

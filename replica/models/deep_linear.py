@@ -41,16 +41,16 @@ products), with ``B_ℓ(ρ) = ∂K*/∂c_ℓ(ρ)`` per unit weight and ``w(·) =
     B_m(κ)  = g_m'(c_m(κ)) [A_{L+1,m+1} κ² + Σ_{ℓ>m} A_{ℓ,m+1} E_ρ[B_ℓ(ρ) Q_{ℓ:m+1}(ρ, κ)]]
 
 (``w_X`` = number of entries of X in units of d²). With L = 2 these are exactly the equations of
-:mod:`replica.two_layer` (docs/theory.md §6.2 with ``a`` in ``r₂:₁`` and ``α/γ₁``); with ``μ₁ = 0``
-every product decouples (``r = 0``, ``Q = t``) and they are those of :mod:`replica.deep`.
+:mod:`replica.models.two_layer` (docs/theory.md §6.2 with ``a`` in ``r₂:₁`` and ``α/γ₁``); with ``μ₁ = 0``
+every product decouples (``r = 0``, ``Q = t``) and they are those of :mod:`replica.models.deep`.
 
 Approximations (docs/deep_linear.md): the effective readouts of different layers are
 independent standard Gaussians; each group of a product (row label × column label) uses the
 homogeneous rectangular channel at its own SNR (the per-readout-group ansatz of the L = 2
-code); the tilt of a product of ≥ 3 factors uses one split into two learned factors; a product
-of ≥ 3 Gaussian factors uses the two-factor channel with the smallest inner width (same
-rank, same small- and large-SNR behaviour; checked against the oracle rotation-invariant
-estimator on sampled matrices in docs/deep_linear.md).
+code); the tilt of a product of ≥ 3 factors uses one split into two learned factors. The
+channel of a product of p ≥ 3 Gaussian factors is exact (free multiplicative convolution of
+the factors' Marchenko–Pastur laws, :mod:`hciz.rectangular`; checked against the RIE on sampled
+matrices in docs/deep_linear.md §5).
 
 References
 ----------
@@ -68,11 +68,11 @@ import numpy as np
 
 from hciz.rectangular import rectangular_channel
 
-from .activations import get_activation
+from ..activations import get_activation
 from .deep import layer_priors_and_readout
-from .engine import STATUS_MESSAGES, FixedPointResult, solve_fixed_point
+from ..engine import STATUS_MESSAGES, FixedPointResult, solve_fixed_point
 from .two_layer import (DEFAULT_S_GRID, PHASE_THRESHOLD, channel_tilt, channel_tilt_gain,
-                        effective_readout_grid, phase_transitions)
+                        effective_readout_grid, grid_change, phase_transitions)
 
 __all__ = ["DeepLinearModel", "DeepLinearState", "matrix_keys", "product_channel_shape", "phase_label"]
 
@@ -105,13 +105,14 @@ def matrix_keys(n_layers: int) -> list:
 
 
 def product_channel_shape(gammas, ell: int, m: int) -> tuple:
-    """Aspect ratios ``(R1, R2)`` of the rectangular channel used for ``W_{ℓ:m}``, ``m < ℓ``.
+    """Aspect ratios ``(R1, R2)`` of the rectangular channel of ``W_{ℓ:m}``, ``m < ℓ``.
 
-    ``W_{ℓ:m}`` is ``k_ℓ × k_{m−1}`` (``k₀ = d``) with inner widths ``k_m … k_{ℓ−1}``. A product
-    of two factors is exactly the channel of :mod:`hciz.rectangular` with ``N = k_m``
-    (``(M, P)`` the smaller and larger outer dimension, so ``R1 = P/M ≥ 1``, ``R2 = N/M``);
-    for three or more factors the inner width is ``N = min(k_m … k_{ℓ−1})`` (rank-matched
-    surrogate, docs/deep_linear.md §5).
+    ``W_{ℓ:m}`` is ``k_ℓ × k_{m−1}`` (``k₀ = d``) with inner widths ``k_m … k_{ℓ−1}``; with
+    ``(M, P)`` the smaller and larger outer dimension, ``R1 = P/M ≥ 1`` and ``R2 = N/M`` for
+    the inner widths ``N``. A product of two factors is the channel of :mod:`hciz.rectangular`
+    with ``N = k_m`` (``R2`` a float); for three or more factors ``R2`` is the tuple of all
+    inner ratios, sorted, and :func:`hciz.rectangular.rectangular_channel` builds the exact
+    channel of the product (free multiplicative convolution, docs/deep_linear.md §5).
 
     Parameters
     ----------
@@ -121,7 +122,7 @@ def product_channel_shape(gammas, ell: int, m: int) -> tuple:
 
     Returns
     -------
-    (float, float)
+    (float, float or tuple of float)
         ``(R1, R2)``.
 
     Raises
@@ -133,9 +134,9 @@ def product_channel_shape(gammas, ell: int, m: int) -> tuple:
     if not (1 <= m < ell <= len(g) - 1):
         raise ValueError(f"product indices must satisfy 1 <= m < ell <= L, got ({ell}, {m})")
     rows, cols = g[ell], g[m - 1]
-    inner = min(g[m:ell])
     lo, hi = min(rows, cols), max(rows, cols)
-    return hi / lo, inner / lo
+    inner = tuple(sorted(x / lo for x in g[m:ell]))
+    return hi / lo, (inner[0] if len(inner) == 1 else inner)
 
 
 def phase_label(learned_layers, extra_products: bool) -> str:
@@ -153,7 +154,7 @@ def phase_label(learned_layers, extra_products: bool) -> str:
     str
         ``universal``, ``product`` (only products), ``layer_ℓ`` / ``layers_ℓ_ℓ'_…`` with a
         ``+product`` suffix when ``extra_products`` (the names of
-        :func:`replica.two_layer.phase_name` for L = 2).
+        :func:`replica.models.two_layer.phase_name` for L = 2).
     """
     layers = sorted(set(int(x) for x in learned_layers))
     if not layers:
@@ -226,7 +227,7 @@ class DeepLinearModel:
     ----------
     activation : str, Activation, or a sequence of L of them (σ₁ … σ_L)
         Odd activations (``μ₀ = μ₂ = 0``); σ₁ … σ_{L−1} need ``E σ² = 1`` (names are built with
-        ``unit_variance``). ``μ₁ = 0`` is allowed (then this is :class:`replica.deep.DeepModel`).
+        ``unit_variance``). ``μ₁ = 0`` is allowed (then this is :class:`replica.models.deep.DeepModel`).
     gammas : sequence of L floats
         ``γ_ℓ = k_ℓ/d > 0``.
     delta : float
@@ -527,7 +528,7 @@ class DeepLinearModel:
         return phase_label(learned, extra)
 
     def phase_transitions(self, result, **kw) -> list:
-        """Changes of the equilibrium phase along a sweep (:func:`replica.two_layer.phase_transitions`)."""
+        """Changes of the equilibrium phase along a sweep (:func:`replica.models.two_layer.phase_transitions`)."""
         return phase_transitions(self, result, **kw)
 
     @property
@@ -543,6 +544,55 @@ class DeepLinearModel:
     def universal_indices(self) -> np.ndarray:
         """No packed entry is free on the universal branch (``Q ≡ 0``)."""
         return np.array([], dtype=int)
+
+    # ------------------------------------------------------- grid error estimate
+    def refined(self) -> "DeepLinearModel":
+        """The same model on an s-grid of twice as many nodes (built once)."""
+        if getattr(self, "_refined_model", None) is None:
+            self._refined_model = DeepLinearModel(
+                list(self.activations), tuple(self.gammas), self.delta, weight_prior=list(self.weight_priors),
+                readout_law=self.readout_law, s_grid=2 * self.n_s, tilt_split=self.tilt_split)
+        return self._refined_model
+
+    def _interpolate_to(self, fine, x) -> np.ndarray:
+        """Packed point ``x`` of this model carried onto the s-grid of ``fine``: every profile
+        is interpolated piecewise linearly along its inner-layer (s-labelled) axes."""
+        coarse_s, fine_s = self.s_values, fine.s_values
+        out = {}
+        for (ell, m), q in self.unpack(x).items():
+            if 1 <= ell <= self.L - 1:  # rows labelled by s_ℓ
+                q = np.array([np.interp(fine_s, coarse_s, col) for col in q.T]).T
+            if 1 <= m - 1 <= self.L - 1:  # columns labelled by s_{m−1}
+                q = np.array([np.interp(fine_s, coarse_s, row) for row in q])
+            out[(ell, m)] = q
+        return fine.pack(out)
+
+    def discretization_error(self, alpha, x, **solver_options) -> float:
+        """Change of the solution at ``x`` when the s-grid of every inner layer is doubled.
+
+        The profiles at ``x`` are interpolated (piecewise linearly in each s label) onto the
+        nodes of :meth:`refined` and the equations are solved there from that start, as
+        :meth:`replica.models.two_layer.TwoLayerModel.discretization_error` does for L = 2.
+
+        Parameters
+        ----------
+        alpha : float
+        x : ndarray, shape (size,)
+            A converged packed point of this model.
+        **solver_options
+            As :meth:`solve_from`.
+
+        Returns
+        -------
+        float
+            ``max(|Δ mmse|/mmse, |Δ f|/|f|)`` between the two grids; 0 at ``Q ≡ 0`` (exact on
+            any grid); NaN when the refined solve fails or lands in another phase.
+        """
+        x = np.asarray(x, dtype=float)
+        if not np.any(x):
+            return 0.0
+        fine = self.refined()
+        return grid_change(self, fine, alpha, x, self._interpolate_to(fine, x), **solver_options)
 
     # ----------------------------------------------------------------- solving
     def _result(self, alpha, res: FixedPointResult) -> FixedPointResult:
@@ -590,7 +640,7 @@ class DeepLinearModel:
         dict[str, tuple[ndarray, str]]
             ``informed`` (every overlap .99, both directions); for every depth ``k < L``,
             ``layers_1_to_k`` (layers ≤ k and the products inside them at .99; ``layer_1`` for
-            k = 1, as in :meth:`replica.two_layer.TwoLayerModel.starts`); ``product`` (every
+            k = 1, as in :meth:`replica.models.two_layer.TwoLayerModel.starts`); ``product`` (every
             product at .99) and ``layer_1+product``; ``partial_s_q50`` (all matrices at .99 only
             for columns/rows of inner layers with ``|s|`` above its median). All but
             ``informed`` sweep downwards. The universal start is :meth:`solve_universal`.

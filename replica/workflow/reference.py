@@ -60,7 +60,7 @@ def reference_dir() -> Path:
         The directory does not exist (e.g. a non-editable install without the source tree).
     """
     env = os.environ.get("REPLICA_HCIZ_REFERENCE")
-    root = Path(env) if env else Path(__file__).resolve().parents[1] / "data" / "reference"
+    root = Path(env) if env else Path(__file__).resolve().parents[2] / "data" / "reference"
     if not root.is_dir():
         raise FileNotFoundError(
             f"reference data directory {root} not found: run from a clone of the repository "

@@ -13,7 +13,7 @@ Every command that writes a result file (``replica-sweep``, ``replica-phase-diag
    (:func:`checkpoint_path`), always written atomically (temporary file + rename), never to
    ``X.h5``.
 3. **Commit.** The result is written to a temporary file and renamed onto ``X.h5`` only when
-   the run has finished (:class:`replica.io.atomic_h5`); then the checkpoint is removed.
+   the run has finished (:class:`replica.workflow.io.atomic_h5`); then the checkpoint is removed.
    ``--overwrite`` therefore keeps the previous ``X.h5`` intact until the new one is complete.
 4. **Resume.** ``--resume`` continues from ``X.checkpoint.h5`` (or from an ``X.h5`` with
    ``complete = 0`` left by older versions); with a finished ``X.h5`` and no checkpoint it
@@ -268,7 +268,7 @@ def open_h5(path, mode="r", *, option="", kinds=None):
             version = h5.attrs.get("version", "unknown")
             if isinstance(version, bytes):
                 version = version.decode()
-            from . import __version__
+            from .. import __version__
 
             import re
 

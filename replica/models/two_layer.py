@@ -80,7 +80,7 @@ These are the equations of docs/theory.md §6.2 (with ``a`` in ``r₂:₁``). Th
 per weight parameter is ``α/(γ₁ + γ₁γ₂) (−½ ln(2πeΔ) − f)``.
 
 Special cases (tests): with ``μ₁ = 0`` (``drop_hermite=(0, 1, 2)``) one has ``a = b = 0``,
-``r₂:₁ = 0``, ``w = 0``, and the equations are those of :class:`replica.deep.DeepModel`
+``r₂:₁ = 0``, ``w = 0``, and the equations are those of :class:`replica.models.deep.DeepModel`
 with L = 2 (``Q₁`` independent of ``s``). ``Q ≡ 0`` is always a fixed point (``g_ℓ'(0) = 0``):
 the universal branch, with ``mmse = b g₁(1) + g₂(1)`` (only the linear part is learned).
 For readout laws with several ``|v|`` the per-group use of the homogeneous product channel
@@ -90,6 +90,10 @@ References
 ----------
 Barbier, Camilli, Nguyen, Pastore, Skerk, arXiv 2510.24616 (deep MLPs, two hidden layers).
 Troiani, Erba, Krzakala, Maillard, Zdeborová (2022), arXiv:2203.07752 (rectangular channel).
+
+Why one module of this size: the two-layer solver is one set of saddle-point equations —
+packing, the fixed-point map, the free entropy and its per-layer phases — over the same
+private s-grid and product-channel quantities (docs/architecture.md, "Module size").
 """
 
 from __future__ import annotations
@@ -102,12 +106,12 @@ import numpy as np
 
 from hciz.rectangular import rectangular_channel
 
-from .activations import get_activation
+from ..activations import get_activation
 from .deep import layer_priors_and_readout
-from .engine import STATUS_MESSAGES, FixedPointResult, solve_fixed_point
+from ..engine import STATUS_MESSAGES, FixedPointResult, solve_fixed_point
 
 __all__ = ["TwoLayerModel", "TwoLayerState", "product_channel", "effective_readout_grid", "phase_name",
-           "phase_transitions", "channel_tilt", "channel_tilt_gain"]
+           "phase_transitions", "channel_tilt", "channel_tilt_gain", "grid_change"]
 
 logger = logging.getLogger(__name__)
 
@@ -182,7 +186,7 @@ def channel_tilt_gain(channel, tau, r):
 
     Above τ = 50 the difference is ``∫_τ^{τ+r} m'`` by 16-point Gauss–Legendre in
     ``u = 1/λ`` (integrand ``m'(1/u)/u²`` tends to a constant), as in
-    :meth:`replica.shallow.ShallowModel.tilt_gain`.
+    :meth:`replica.models.shallow.ShallowModel.tilt_gain`.
 
     Parameters
     ----------
@@ -278,7 +282,7 @@ def phase_transitions(model, result, *, solve_kw=None, rtol=1e-7) -> list:
     (``layer_1`` → ``layers_1_2``), which this function locates. Every stored point is
     classified by ``model.phase`` of its state (:func:`phase_name` for this model; any model
     with ``phase``, ``state``, ``size``, ``solve_universal`` and ``solve_from`` works, e.g.
-    :class:`replica.deep_linear.DeepLinearModel`); where the equilibrium phase
+    :class:`replica.models.deep_linear.DeepLinearModel`); where the equilibrium phase
     changes from P at ``α_i`` to Q at ``α_{i+1}``, P is followed up from ``α_i`` and Q down
     from ``α_{i+1}`` (warm starts; where a phase ends inside the bracket, its spinodal is
     located by bisection on existence with Newton solves) and the crossing ``f_Q = f_P`` is
@@ -443,6 +447,39 @@ class TwoLayerState:
         }
 
 
+def grid_change(model, fine, alpha, x, fine_start, **solver_options) -> float:
+    """Relative change of the solution ``x`` of ``model`` when solved on the finer grid ``fine``.
+
+    Shared by the ``discretization_error`` of :class:`TwoLayerModel` and
+    :class:`replica.models.deep_linear.DeepLinearModel`.
+
+    Parameters
+    ----------
+    model, fine : models with ``solve_from``, ``state`` and ``phase``
+        The same equations on the grid of ``x`` and on a finer grid.
+    alpha : float
+    x : ndarray
+        A converged packed point of ``model``.
+    fine_start : ndarray
+        ``x`` carried onto the grid of ``fine`` (start of the refined solve).
+    **solver_options
+        Passed to ``fine.solve_from``.
+
+    Returns
+    -------
+    float
+        ``max(|Δ mmse|/mmse, |Δ f|/|f|)``; NaN when the refined solve fails or lands in
+        another phase.
+    """
+    r = fine.solve_from(alpha, fine_start, **solver_options)
+    a = model.state(alpha, x)
+    if not r.converged or fine.phase(r.info["state"]) != model.phase(a):
+        return math.nan
+    b = r.info["state"]
+    return max(abs(a.mmse - b.mmse) / max(abs(b.mmse), 1e-300),
+               abs(a.free_entropy - b.free_entropy) / max(abs(b.free_entropy), 1e-300))
+
+
 class TwoLayerModel:
     """Two-hidden-layer network with odd activations and linear parts (docs/theory.md §6.2).
 
@@ -451,7 +488,7 @@ class TwoLayerModel:
     activation : str, Activation, or a pair of them (σ₁, σ₂)
         Odd activations (``μ₀ = μ₂ = 0``); ``σ₁`` must have ``E σ₁² = 1`` (names are built
         with ``unit_variance``). ``μ₁ = 0`` is allowed (then this is the L = 2 case of
-        :class:`replica.deep.DeepModel`).
+        :class:`replica.models.deep.DeepModel`).
     gammas : sequence of two floats
         ``(γ₁, γ₂) = (k₁/d, k₂/d) > 0``.
     delta : float
@@ -569,13 +606,7 @@ class TwoLayerModel:
         sf = fine.s_values
         start = fine.pack(np.interp(sf, self.s_values, q1),
                           np.array([np.interp(sf, self.s_values, row) for row in q2]), q21)
-        r = fine.solve_from(alpha, start, **solver_options)
-        a = self.state(alpha, x)
-        if not r.converged or fine.phase(r.info["state"]) != self.phase(a):
-            return math.nan
-        b = r.info["state"]
-        return max(abs(a.mmse - b.mmse) / max(abs(b.mmse), 1e-300),
-                   abs(a.free_entropy - b.free_entropy) / max(abs(b.free_entropy), 1e-300))
+        return grid_change(self, fine, alpha, x, start, **solver_options)
 
     # ----------------------------------------------------------------- packing
     @property

@@ -12,6 +12,10 @@
 
 Symbols and units follow docs/theory.md (α = n/d², Δ the label-noise variance, γ = k/d, the
 error is the excess Bayes-optimal test error ``mmse``, dimensionless).
+
+Why one module of this size: one figure function per file kind (sweep, phase diagram,
+experiment, spectrum, SGD) sharing the style, colour and branch-segment helpers, and the
+dispatch :func:`plot_file` (docs/architecture.md, "Module size").
 """
 
 from __future__ import annotations
@@ -348,7 +352,7 @@ def _layer_overlaps(branch: dict, readout_weights) -> list:
     """Per-layer overlaps of a branch, list of (n_alpha,): readout-averaged for readout-resolved
     layers; for two-layer files (with ``s_weights``) ``Q₁(s)`` and ``Q₂(v, s)`` are averaged over
     ``s`` (and ``v``) and the product overlap ``Q₂:₁`` is appended (see :func:`_layer_labels`)."""
-    if "overlap_mean_layer_1" in branch:  # replica.deep_linear: stored label averages, layers then products
+    if "overlap_mean_layer_1" in branch:  # replica.models.deep_linear: stored label averages, layers then products
         return [np.asarray(branch[k], dtype=float) for k in _mean_overlap_keys(branch)]
     out = []
     ell = 1
@@ -370,7 +374,7 @@ def _layer_overlaps(branch: dict, readout_weights) -> list:
 
 def _mean_overlap_keys(branch: dict) -> list:
     """``overlap_mean_layer_<ℓ>`` then ``overlap_mean_product_<ℓ>_<m>`` datasets of a branch
-    (:mod:`replica.deep_linear`), products by number of factors and then ℓ."""
+    (:mod:`replica.models.deep_linear`), products by number of factors and then ℓ."""
     layers = sorted((k for k in branch if k.startswith("overlap_mean_layer_")), key=lambda k: int(k.rsplit("_", 1)[1]))
     prods = [k for k in branch if k.startswith("overlap_mean_product_")]
 
@@ -596,7 +600,7 @@ def _draw_overlap_panel(ax, data):
 
 # --------------------------------------------------------------------------- figures
 def plot_sweep(data: dict, *, experiments=None, references=None, kind="auto", title=None, logy=False):
-    """Figure of a sweep (dict from :func:`replica.io.read_sweep`).
+    """Figure of a sweep (dict from :func:`replica.workflow.io.read_sweep`).
 
     Parameters
     ----------
@@ -753,7 +757,7 @@ def plot_experiments(experiments: dict, *, parameters=None, title=None, logy=Fal
 
 
 def plot_phase_diagram(data: dict, *, title=None, logy=False):
-    """Figure of a phase diagram (dict from :func:`replica.io.read_phase_diagram`).
+    """Figure of a phase diagram (dict from :func:`replica.workflow.io.read_phase_diagram`).
 
     The equilibrium mmse is a colour map on α × parameter (logarithmic colours); the
     transition lines ``α_sp`` (spinodal, where the specialized branch appears) and
@@ -830,7 +834,7 @@ def plot_spectrum(data: dict, *, title=None, logy=False):
     Parameters
     ----------
     data : dict
-        Output of :func:`replica.spectrum.read_spectrum` (``lambda``, ``m``, ``mmse``, ``iota``,
+        Output of :func:`replica.workflow.io.read_spectrum` (``lambda``, ``m``, ``mmse``, ``iota``,
         optionally ``x`` and ``density`` of shape (n_lambda, N)).
     title : str, optional, keyword-only
     logy : bool, keyword-only
@@ -960,7 +964,7 @@ def plot_file(path, *, experiments=(), references=(), kind="auto", title=None, l
             return plot_sweep(read_sweep(path), experiments=extra, references=references, kind=kind, title=title,
                               logy=logy)
         if fkind == "spectrum":
-            from .spectrum import read_spectrum
+            from .io import read_spectrum
 
             return plot_spectrum(read_spectrum(path), title=title, logy=logy)
         if fkind == "sgd":

@@ -11,7 +11,7 @@ Layout
     (n_alpha × n_readout); ``readout_values`` and ``readout_weights`` (n_readout).
     Values are NaN where the branch does not exist. Deep networks (docs/theory.md §6.1) store
     ``overlap_layer_<ℓ>`` and ``overlap_hat_layer_<ℓ>`` instead of the ``overlap_W``/``R2``
-    fields. Two hidden layers with linear parts (docs/theory.md §6.2, :mod:`replica.two_layer`)
+    fields. Two hidden layers with linear parts (docs/theory.md §6.2, :mod:`replica.models.two_layer`)
     store ``overlap_layer_1`` (n_alpha × n_s), ``overlap_layer_2`` (n_alpha × n_readout ×
     n_s), ``overlap_product_2_1`` and ``tau_product_2_1`` (n_alpha × n_readout), their
     ``overlap_hat_*`` conjugates, and the effective-readout grid ``s_values``,
@@ -23,7 +23,7 @@ Layout
     finding; NaN at the edge of the grid), ``start_kind``, ``end_kind`` (``fold``,
     ``bifurcation``, ``grid``; empty for the universal branch) and ``seed`` (the start that
     found it). Branch names and the continuation are described in :mod:`replica.branches`.
-    Deeper networks with linear parts (:mod:`replica.deep_linear`,
+    Deeper networks with linear parts (:mod:`replica.models.deep_linear`,
     docs/deep_linear.md) store ``overlap_layer_<ℓ>`` and ``overlap_product_<ℓ>_<m>``
     (n_alpha × row labels × column labels, the input axis dropped), ``tau_product_<ℓ>_<m>``,
     the conjugates and the label averages ``overlap_mean_layer_<ℓ>``,
@@ -64,7 +64,7 @@ the full resolved command-line configuration, ``--config`` file included).
 Checkpoints (interrupted sweeps)
 --------------------------------
 While ``replica-sweep -o X.h5`` runs, the checkpoint ``X.checkpoint.h5`` (the write protocol of
-:mod:`replica.safe_write`; ``X.h5`` itself appears only when the sweep has finished) holds the
+:mod:`replica.workflow.safe_write`; ``X.h5`` itself appears only when the sweep has finished) holds the
 root attributes above with ``complete = 0`` and a group ``/checkpoint/<k>`` per solve pass
 (attribute ``key``: ``universal`` or ``<start>:<down|up>``) with ``done``, ``has_state``,
 ``converged``, ``iterations``, ``residual``, ``status``, ``start`` (n_alpha) and ``x``
@@ -83,6 +83,10 @@ Root attributes ``kind = "phase_diagram"``, ``parameter``, ``parameters``,
 ``configuration``, ``version``, ``git_revision``, ``complete``. Unfinished diagrams
 (``complete = 0``, ``done`` false on the missing lines) are the checkpoints
 ``X.checkpoint.h5`` of ``replica-phase-diagram -o X.h5``.
+
+Why one module of this size: the HDF5 layout of every file kind, each writer next to
+its reader so that they cannot drift apart (tests/test_roundtrip.py), with the shared atomic
+write and attribute helpers (docs/architecture.md, "Module size").
 """
 
 from __future__ import annotations
@@ -97,10 +101,13 @@ import tempfile
 import time
 from pathlib import Path
 
-import h5py
 import numpy as np
 
-from . import __version__
+from priors._lazy import lazy_import
+
+from .. import __version__
+
+h5py = lazy_import("h5py")  # loaded at the first file read or written (start-up: --help, parsing)
 
 __all__ = [
     "write_sweep",
@@ -120,8 +127,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-_STR = h5py.string_dtype()
 
 #: ``long_name`` and ``units`` attributes of the stored variables (docs/theory.md symbols)
 VARIABLE_ATTRS = {
@@ -265,7 +270,7 @@ def write_error(err: OSError, path) -> OSError:
 def _write_array(group, name, value):
     arr = np.asarray(value)
     if arr.dtype == object or arr.dtype.kind in "US":
-        ds = group.create_dataset(name, data=np.asarray([str(s) for s in arr.ravel()], dtype=_STR).reshape(arr.shape))
+        ds = group.create_dataset(name, data=np.asarray([str(s) for s in arr.ravel()], dtype=h5py.string_dtype()).reshape(arr.shape))
     else:
         ds = group.create_dataset(name, data=arr)
     base = name
@@ -282,7 +287,7 @@ def _write_array(group, name, value):
         ds.attrs["units"] = "1"
     elif base not in VARIABLE_ATTRS and name.startswith(("overlap_product_", "overlap_hat_product_", "tau_product_",
                                                           "overlap_mean_")):
-        # replica.deep_linear: products W_{ℓ:m} and label-averaged overlaps (docs/deep_linear.md)
+        # replica.models.deep_linear: products W_{ℓ:m} and label-averaged overlaps (docs/deep_linear.md)
         tag = name.split("_product_")[-1].replace("_", ":") if "_product_" in name else name.rsplit("_", 1)[-1]
         kind = ("overlap" if name.startswith("overlap_product") else "conjugate r" if name.startswith("overlap_hat")
                 else "tilt τ" if name.startswith("tau") else "label-averaged overlap")
@@ -435,7 +440,7 @@ def file_kind(path) -> str:
 
     Raises
     ------
-    replica.safe_write.ResultFileError
+    replica.workflow.safe_write.ResultFileError
         The file cannot be opened as HDF5 (locked, unreadable, not HDF5, truncated; one line).
     """
     from .safe_write import file_kind_of, open_h5
@@ -512,7 +517,7 @@ def read_experiments(path, *, option="--experiment") -> dict:
     """Experiment groups ``experiments/<sampler>/<init>`` of a file (written by ``replica-experiment``).
 
     ``option`` names the file in the one-line error of an unreadable file
-    (:class:`replica.safe_write.ResultFileError`).
+    (:class:`replica.workflow.safe_write.ResultFileError`).
 
     Returns
     -------
@@ -630,7 +635,7 @@ class SweepCheckpoint:
         self._dirty = True
 
     def _rebuild(self, rec, i, alpha):
-        from .engine import STATUS_MESSAGES, FixedPointResult
+        from ..engine import STATUS_MESSAGES, FixedPointResult
 
         x = np.array(rec["x"][i], dtype=float)
         status = str(rec["status"][i])
@@ -674,7 +679,7 @@ class SweepCheckpoint:
         ------
         ValueError
             The file holds no checkpoint or its α grid differs from ``alphas``.
-        replica.safe_write.ResultFileError
+        replica.workflow.safe_write.ResultFileError
             The file cannot be opened (locked, truncated, not HDF5, …).
         """
         from .safe_write import open_h5
@@ -717,13 +722,13 @@ def read_root_attrs(path, *, kinds=None, option="") -> dict:
     ----------
     path : str or Path
     kinds : iterable of str, optional, keyword-only
-        Accepted file kinds (``sweep``, ``phase_diagram``, …); see :func:`replica.safe_write.open_h5`.
+        Accepted file kinds (``sweep``, ``phase_diagram``, …); see :func:`replica.workflow.safe_write.open_h5`.
     option : str, keyword-only
         Option named in error messages.
 
     Raises
     ------
-    replica.safe_write.ResultFileError
+    replica.workflow.safe_write.ResultFileError
         Locked, unreadable, not HDF5, truncated, or of another kind (one-line message).
     """
     from .safe_write import open_h5
@@ -800,7 +805,7 @@ def read_phase_diagram(path, *, allow_incomplete=False, option="FILE.h5") -> dic
     ------
     IncompleteFileError
         Unfinished file and ``allow_incomplete`` is False.
-    replica.safe_write.ResultFileError
+    replica.workflow.safe_write.ResultFileError
         Unreadable file or not a phase diagram (one-line message naming ``option``).
     """
     from .safe_write import open_h5
@@ -820,4 +825,38 @@ def read_phase_diagram(path, *, allow_incomplete=False, option="FILE.h5") -> dic
             if isinstance(ds, h5py.Dataset):
                 out[k] = (np.asarray(ds.asstr()[()], dtype=object) if h5py.check_string_dtype(ds.dtype)
                           else ds[()])
+    return out
+
+
+def read_spectrum(path) -> dict:
+    """Read a ``replica-spectrum`` file.
+
+    Parameters
+    ----------
+    path : str or Path
+
+    Returns
+    -------
+    dict
+        Datasets by name (``lambda``, ``m``, ``mmse``, ``iota`` and, when present, ``x``,
+        ``density``) and ``attrs`` (root attributes; ``parameters`` and ``configuration``
+        decoded from JSON).
+
+    Raises
+    ------
+    replica.workflow.safe_write.ResultFileError
+        Unreadable file (locked, not HDF5, truncated, …) or not a ``replica-spectrum`` file
+        (one-line message; a ``ValueError``-like usage error).
+    """
+    import h5py
+
+    from .safe_write import open_h5
+
+    with open_h5(path, kinds=("spectrum",)) as h5:
+        out = {name: h5[name][()] for name in h5 if isinstance(h5[name], h5py.Dataset)}
+        attrs = dict(h5.attrs)
+    for key in ("parameters", "configuration"):
+        if key in attrs:
+            attrs[key] = json.loads(attrs[key])
+    out["attrs"] = attrs
     return out

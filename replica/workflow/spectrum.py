@@ -9,7 +9,7 @@ For a width ratio γ and a readout law ``P_v`` the channel ``Y = √λ S⁰ + Z`
 
 They are computed by the channel the solver uses: :func:`hciz.symmetric_channel` with the
 readout law of :func:`priors.get_readout_law`, built exactly as in
-:class:`replica.shallow.ShallowModel` (continuous ``gaussian``/``uniform`` laws enter the
+:class:`replica.models.shallow.ShallowModel` (continuous ``gaussian``/``uniform`` laws enter the
 channel exactly, not through their grid), so the numbers written here are the ones the
 learning curves use.
 
@@ -52,8 +52,9 @@ from pathlib import Path
 
 import numpy as np
 
-from . import __version__
+from .. import __version__
 from .config import LIMITS, CommandParser, UsageError, check_memory, number_type, parse_with_config, resolved_configuration
+from .io import read_spectrum  # noqa: F401 - spectrum files are read in replica.workflow.io
 
 __all__ = ["SpectrumResult", "spectrum", "write_spectrum", "read_spectrum", "build_parser", "main", "MAX_LAMBDA"]
 
@@ -259,40 +260,6 @@ def write_spectrum(path, result: SpectrumResult, parameters: dict, *, configurat
     return path
 
 
-def read_spectrum(path) -> dict:
-    """Read a ``replica-spectrum`` file.
-
-    Parameters
-    ----------
-    path : str or Path
-
-    Returns
-    -------
-    dict
-        Datasets by name (``lambda``, ``m``, ``mmse``, ``iota`` and, when present, ``x``,
-        ``density``) and ``attrs`` (root attributes; ``parameters`` and ``configuration``
-        decoded from JSON).
-
-    Raises
-    ------
-    replica.safe_write.ResultFileError
-        Unreadable file (locked, not HDF5, truncated, …) or not a ``replica-spectrum`` file
-        (one-line message; a ``ValueError``-like usage error).
-    """
-    import h5py
-
-    from .safe_write import open_h5
-
-    with open_h5(path, kinds=("spectrum",)) as h5:
-        out = {name: h5[name][()] for name in h5 if isinstance(h5[name], h5py.Dataset)}
-        attrs = dict(h5.attrs)
-    for key in ("parameters", "configuration"):
-        if key in attrs:
-            attrs[key] = json.loads(attrs[key])
-    out["attrs"] = attrs
-    return out
-
-
 # --------------------------------------------------------------------------- command line
 def build_parser() -> argparse.ArgumentParser:
     """Argument parser of ``replica-spectrum``."""
@@ -302,7 +269,7 @@ def build_parser() -> argparse.ArgumentParser:
             "Overlap m_S(λ), MMSE mmse_S(λ) = 1 − m_S(λ), mutual information ι(λ) = ¼∫₀^λ mmse_S and "
             "optionally the spectral density ρ_λ of Y = √λ S + Z (S = Wᵀdiag(v)W/√(kd), GOE noise with "
             "semicircle on [−2, 2]; docs/theory.md §4.1) on a grid of λ, computed by the HCIZ channel the "
-            "solver uses. Writes one HDF5 file (layout: python -m pydoc replica.spectrum)."
+            "solver uses. Writes one HDF5 file (layout: python -m pydoc replica.workflow.spectrum)."
         ),
     )
     g = p.add_argument_group("channel (docs/theory.md §4.1)")

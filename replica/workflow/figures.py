@@ -105,7 +105,7 @@ def figure_quadratic(outdir: Path, quick: bool, report: _Report):
     """x²/√2 at Δ = 0: the universal branch against Maillard et al. (curves and GAMP-RIE)."""
     from .plotting import _mpl, save_figure
     from .reference import read
-    from .shallow import ShallowModel
+    from ..models.shallow import ShallowModel
 
     _, plt = _mpl()
     fig, ax = plt.subplots(figsize=(6.4, 4.4))
@@ -152,7 +152,7 @@ def figure_quadratic(outdir: Path, quick: bool, report: _Report):
 def figure_relu(outdir: Path, quick: bool, report: _Report):
     """ReLU, γ = 0.5, Δ = 0.1: every branch, the published universal curve and HMC at d = 150."""
     from .reference import path, read
-    from .shallow import ShallowModel
+    from ..models.shallow import ShallowModel
 
     grid = "0.2:8:9" if quick else "0.2:8:79"
     h5 = outdir / "relu.h5"
@@ -206,7 +206,7 @@ def figure_rademacher(outdir: Path, quick: bool, report: _Report):
         a = table["alpha"]
         inside = (a >= curve["alpha"][0]) & (a <= curve["alpha"][-1])
         if branch == "universal":
-            from .shallow import ShallowModel
+            from ..models.shallow import ShallowModel
 
             model = ShallowModel(HE2_HE3, 0.5, 1.25, weight_prior="rademacher", readout_law=readout)
             ours = np.array([model.solve_universal(x).info["state"].mmse for x in a[inside]])
@@ -225,8 +225,8 @@ def deep_thresholds(L: int, *, points: int = 12):
     The grid brackets both transitions (they grow roughly linearly and quadratically with L);
     the transitions themselves are located by root finding, independently of the grid.
     """
-    from .branches import sweep
-    from .deep import DeepModel
+    from ..branches import sweep
+    from ..models.deep import DeepModel
 
     lo = 0.7 * (1.47 + 1.75 * (L - 1))
     hi = 1.3 * (1.6 + 2.6 * (L - 1) + 0.75 * (L - 1) ** 2)

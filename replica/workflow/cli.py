@@ -2,14 +2,14 @@
 ``replica-phase-diagram``.
 
 * ``replica-sweep`` sweeps the sample ratio α and writes every branch, the equilibrium and
-  the transitions to one HDF5 file (layout in :mod:`replica.io`); the file is a valid
+  the transitions to one HDF5 file (layout in :mod:`replica.workflow.io`); the file is a valid
   checkpoint while the sweep runs, and ``--resume`` continues an interrupted sweep.
 * ``replica-plot`` draws the figures of a sweep, phase-diagram or experiment file
-  (:mod:`replica.plotting`).
+  (:mod:`replica.workflow.plotting`).
 * ``replica-phase-diagram`` computes a grid α × (Δ, γ or another numeric option) in
-  parallel with ``dask.distributed`` (:mod:`replica.phase_diagram`).
+  parallel with ``dask.distributed`` (:mod:`replica.workflow.phase_diagram`).
 
-Every command takes ``--config FILE.toml`` (:mod:`replica.config`), ``--quiet``, and
+Every command takes ``--config FILE.toml`` (:mod:`replica.workflow.config`), ``--quiet``, and
 reports bad input as one line naming the option, with exit status 2. Logging is
 configured here only.
 """
@@ -26,8 +26,10 @@ from pathlib import Path
 
 import numpy as np
 
-from . import __version__
-from .config import LIMITS, CommandParser, UsageError, number_type, parse_with_config, resolved_configuration
+from .. import __version__
+from .config import (LIMITS, SHARED_OPTION_KEYS, CommandParser, UsageError, number_type, parse_with_config,
+                     resolved_configuration)
+from .model_options import build_model, check_readout_grid, split_activations  # noqa: F401 - part of this module's API
 
 __all__ = [
     "sweep_main",
@@ -189,7 +191,7 @@ def check_output_path(path, overwrite: bool, *, resume: bool = False, option="--
     """Refuse existing outputs (unless ``overwrite``/``resume``) and unwritable locations.
 
     For outputs that are not results under the write protocol (figures); result files go
-    through :class:`replica.safe_write.SafeOutput`, which also locks them. Raises
+    through :class:`replica.workflow.safe_write.SafeOutput`, which also locks them. Raises
     :class:`UsageError` with a one-line message naming ``option`` (empty name, a directory,
     an existing or interrupted file, a missing or unwritable directory)."""
     from .safe_write import _is_unfinished, check_output_directory
@@ -201,16 +203,6 @@ def check_output_path(path, overwrite: bool, *, resume: bool = False, option="--
             raise UsageError(f"{option}: {path} holds an interrupted run; pass --resume to continue it "
                              "or --overwrite to start again")
         raise UsageError(f"{option}: {path} exists; pass --overwrite to replace it")
-
-
-def check_readout_grid(readout, grid) -> None:
-    """Refuse ``--readout-grid`` with a readout law it does not apply to (only the continuous laws
-    ``gaussian`` and ``uniform`` are discretized; a discrete law would ignore it silently)."""
-    from priors.continuous_laws import CONTINUOUS_LAWS
-
-    if grid is not None and str(readout).strip().lower() not in CONTINUOUS_LAWS:
-        raise UsageError(f"--readout-grid: applies only to the continuous readout laws ("
-                         f"{', '.join(sorted(CONTINUOUS_LAWS))}), not to --readout {readout}")
 
 
 def warn_readout_rescaling(spec, option="--readout") -> None:
@@ -235,8 +227,8 @@ def add_model_options(p, *, grids=False):
                    default=1, help="number of hidden layers 1 <= L <= 100 (default 1). L >= 2 with an activation without Hermite "
                         "components of degree <= 2 (--drop-hermite 0,1,2 --unit-variance): docs/theory.md §6.1; L = 2 "
                         "with an odd activation that keeps its linear part (e.g. --activation tanh2 "
-                        "--unit-variance): the two-layer solver of docs/theory.md §6.2 (replica.two_layer); L >= 3 with "
-                        "a linear part: replica.deep_linear (docs/deep_linear.md)")
+                        "--unit-variance): the two-layer solver of docs/theory.md §6.2 (replica.models.two_layer); L >= 3 with "
+                        "a linear part: replica.models.deep_linear (docs/deep_linear.md)")
     g.add_argument("--gamma", default="0.5",
                    help="width ratio γ = k/d in [1e-4, 1e4], or one per layer 'γ1,...,γL' (default 0.5)"
                         + ("; or a grid 'start:stop:num' (the second axis)" if grids else ""))
@@ -276,7 +268,7 @@ def add_model_options(p, *, grids=False):
                    default=None,
                    help="L >= 2 with a linear part only: number (at most 1000) of positive nodes of the Gauss–Hermite grid of the "
                         "effective readout s ~ N(0, 1) of inner-layer neurons (s = (vᵀW₂)_j/√k₂ for L = 2; "
-                        "default 12); for L = 2 the error of the grid is estimated at every stored point by solving "
+                        "default 12); the error of the grid is estimated at every stored point by solving "
                         "on twice as many nodes (dataset discretization_error, warning above 1e-3)")
     s = p.add_argument_group("solver")
     s.add_argument("--alpha", default="0.01:8:101",
@@ -309,142 +301,6 @@ def add_output_options(p, *, default_output, resume=True, output=True, config_ex
     chatter.add_argument("--verbose", action="store_true", help="debug messages (not with --quiet)")
     o.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     return o
-
-
-def split_activations(text) -> list:
-    """Split ``--activation`` into one specification per layer.
-
-    Commas separate layers, except inside a Hermite specification, whose ``degree=value``
-    items continue it: ``"tanh2,erf"`` → ``["tanh2", "erf"]``,
-    ``"hermite:1=1,3=0.5,erf"`` → ``["hermite:1=1,3=0.5", "erf"]``.
-
-    Raises
-    ------
-    UsageError
-        An empty item.
-    """
-    import re
-
-    parts = []
-    for piece in str(text).split(","):
-        piece = piece.strip()
-        if parts and parts[-1].startswith("hermite:") and re.match(r"^\d+\s*=", piece):
-            parts[-1] += "," + piece
-        else:
-            parts.append(piece)
-    if any(not p for p in parts):
-        raise UsageError(f"--activation: empty activation name in {text!r}")
-    return parts
-
-
-def _activation(name, drop, unit_variance):
-    from .activations import get_activation
-
-    try:
-        act = get_activation(name, drop_hermite=drop, unit_variance=unit_variance)
-    except ValueError as exc:
-        msg = str(exc).splitlines()[0]
-        if "drop_hermite" in msg:
-            raise UsageError(f"--drop-hermite: {msg}") from None
-        if unit_variance and "normalised" in msg:
-            raise UsageError(f"--unit-variance: {msg}") from None
-        raise UsageError(f"--activation: {msg}") from None
-    with np.errstate(all="ignore"):
-        try:
-            values = {"μ₀": act.mu0, "μ₁": act.mu1, "μ₂": act.mu2, "E σ²": act.nu, "g(1)": act.g1}
-        except (ValueError, FloatingPointError, OverflowError, ZeroDivisionError) as exc:
-            raise UsageError(f"--activation: {name!r} cannot be evaluated ({exc})") from None
-    for sym, val in values.items():
-        val = float(val)
-        if math.isnan(val):
-            raise UsageError(f"--activation: {name!r} has a NaN Hermite coefficient or kernel ({sym} = nan)")
-        if not math.isfinite(val):
-            raise UsageError(f"--activation: {name!r} has infinite variance ({sym} = {val})")
-    return act
-
-
-def build_model(options: dict):
-    """Build the model described by resolved options (one value per option).
-
-    Parameters
-    ----------
-    options : dict
-        ``layers``, ``gamma`` (list, one per layer), ``activation`` (one specification, or one per
-        layer separated by commas, see :func:`split_activations`), ``drop_hermite`` (list),
-        ``unit_variance``, ``prior``, ``readout``, ``readout_grid`` (int or None), ``delta``;
-        optionally ``s_grid`` (layers >= 2 with a linear part).
-
-    Returns
-    -------
-    ShallowModel (layers = 1), TwoLayerModel (layers = 2 and ``μ₁ ≠ 0``: docs/theory.md §6.2),
-    DeepLinearModel (layers >= 3 and ``μ₁ ≠ 0``: docs/deep_linear.md) or DeepModel (otherwise,
-    docs/theory.md §6.1)
-
-    Raises
-    ------
-    UsageError
-        Invalid option, with the option's name (``--activation: unknown activation …``).
-    """
-    from priors import get_readout_law, get_weight_prior
-
-    layers = int(options["layers"])
-    gammas = [float(g) for g in options["gamma"]]
-    delta = float(options["delta"])
-    if not (math.isfinite(delta) and delta >= 0):
-        raise UsageError(f"--delta: must be a finite number >= 0, got {delta}")
-    if any(not (math.isfinite(g) and g > 0) for g in gammas):
-        raise UsageError(f"--gamma: width ratios must be finite numbers > 0, got {gammas}")
-    names = split_activations(options["activation"])
-    if len(names) not in (1, layers):
-        raise UsageError(f"--activation: give one activation, or one per layer ({layers} for --layers {layers}), "
-                         f"got {len(names)}: {options['activation']!r}")
-    acts = [_activation(name, tuple(options.get("drop_hermite") or ()), bool(options.get("unit_variance")))
-            for name in names]
-    act = acts[0]
-    if len(acts) > 1 and not (layers == 2 and any(abs(a.mu1) > 1e-10 for a in acts)):
-        if len(set(names)) > 1:
-            raise UsageError("--activation: one activation per layer needs the two-layer solver (--layers 2, "
-                             "activations with a linear part); the deep solver (docs/theory.md §6.1) takes one activation")
-    try:
-        prior = get_weight_prior(options["prior"])
-    except ValueError as exc:
-        raise UsageError(f"--prior: {str(exc).splitlines()[0]}") from None
-    grid = options.get("readout_grid")
-    check_readout_grid(options["readout"], grid)
-    try:
-        readout = get_readout_law(options["readout"], grid_size=grid)
-    except ValueError as exc:
-        msg = str(exc).splitlines()[0]
-        raise UsageError(f"--readout-grid: {msg}" if msg.startswith("grid_size") else f"--readout: {msg}") from None
-    try:
-        if layers == 1:
-            from .shallow import ShallowModel
-
-            return ShallowModel(act, gammas[0], delta, weight_prior=prior, readout_law=readout)
-        if layers == 2 and any(abs(a.mu1) > 1e-10 for a in acts):
-            from .two_layer import DEFAULT_S_GRID, TwoLayerModel
-
-            return TwoLayerModel(acts if len(acts) == 2 else act, gammas, delta, weight_prior=prior,
-                                 readout_law=readout,
-                                 s_grid=options.get("s_grid") or DEFAULT_S_GRID)
-        if layers >= 3 and abs(act.mu1) > 1e-10:
-            from .deep_linear import DeepLinearModel
-            from .two_layer import DEFAULT_S_GRID
-
-            return DeepLinearModel(act, gammas, delta, weight_prior=prior, readout_law=readout,
-                                   s_grid=options.get("s_grid") or DEFAULT_S_GRID)
-        if options.get("s_grid") is not None:
-            raise UsageError("--s-grid: only used with a linear part kept (--layers >= 2, activation with μ₁ ≠ 0)")
-        from .deep import DeepModel
-
-        return DeepModel(act, gammas, delta, weight_prior=prior, readout_law=readout)
-    except ValueError as exc:
-        msg = str(exc).splitlines()[0]
-        for key, opt in (("activation", "--activation"), ("prior", "--prior"), ("gamma", "--gamma"),
-                         ("delta", "--delta"), ("readout", "--readout")):
-            if msg.startswith(key):
-                raise UsageError(f"{opt}: {msg[len(key):].lstrip(' :')}") from None
-        raise UsageError(f"--layers {layers}: {msg}") from None
 
 
 # --------------------------------------------------------------------------- main wrapper
@@ -501,18 +357,7 @@ def _raise_interrupted(signum, frame):  # pragma: no cover - exercised by subpro
 
 def _all_option_keys() -> set:
     """Long-option names of every command (keys a shared configuration file may hold)."""
-    from simulations.cli import build_parser as build_experiment_parser
-    from simulations.sgd_cli import build_parser as build_sgd_parser
-
-    from .figures import build_parser as build_figures_parser
-    from .spectrum import build_parser as build_spectrum_parser
-
-    keys = set()
-    for build in (build_sweep_parser, build_plot_parser, build_phase_diagram_parser, build_spectrum_parser,
-                  build_experiment_parser, build_sgd_parser, build_figures_parser):
-        for action in build()._actions:
-            keys.add(action.dest)
-    return keys
+    return set(SHARED_OPTION_KEYS)
 
 
 def parse_command_line(prog, parser, argv):
@@ -636,7 +481,7 @@ def sweep_parameters(args) -> tuple:
 
 
 def _run_sweep(args) -> int:
-    from .branches import sweep
+    from ..branches import sweep
     from .io import SweepCheckpoint, read_root_attrs, write_sweep
     from .safe_write import SafeOutput
 
@@ -715,7 +560,8 @@ def _run_sweep(args) -> int:
 
 def _grid_errors(model, result, solve_kw):
     """Dataset ``discretization_error`` for models that estimate it per stored point
-    (two hidden layers: the s-grid doubled, :meth:`replica.two_layer.TwoLayerModel.discretization_error`)."""
+    (linear parts, L ≥ 2: the s-grid doubled, :meth:`replica.models.two_layer.TwoLayerModel.discretization_error`,
+    :meth:`replica.models.deep_linear.DeepLinearModel.discretization_error`)."""
     estimate = getattr(model, "discretization_error", None)
     if estimate is None:
         return
@@ -729,7 +575,7 @@ def _grid_errors(model, result, solve_kw):
 
 def _warn_discretization(result):
     """Warn when the readout-law discretization error of a branch exceeds its target."""
-    from .readout_grid import DEFAULT_TARGET
+    from ..readout_grid import DEFAULT_TARGET
 
     for name, branch in result.branches.items():
         err = branch.fields.get("discretization_error")

@@ -42,8 +42,8 @@ import numpy as np
 
 from priors import get_readout_law, get_weight_prior
 
-from .activations import get_activation
-from .engine import STATUS_MESSAGES, FixedPointResult, solve_fixed_point
+from ..activations import get_activation
+from ..engine import STATUS_MESSAGES, FixedPointResult, solve_fixed_point
 
 __all__ = ["DeepModel", "DeepState"]
 

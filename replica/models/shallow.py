@@ -32,14 +32,13 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize
 
 from hciz import readout_channel
 from priors import get_readout_law, get_weight_prior
 
-from .activations import get_activation
-from .engine import STATUS_MESSAGES, FixedPointResult, solve_fixed_point
-from .readout_grid import SELECT_ZERO, ProfileSolver
+from ..activations import get_activation
+from ..engine import STATUS_MESSAGES, FixedPointResult, solve_fixed_point
+from ..readout_grid import SELECT_ZERO, ProfileSolver
 
 __all__ = ["ShallowModel", "ShallowState"]
 
@@ -145,6 +144,9 @@ class ShallowModel:
     ValueError
         γ ≤ 0, Δ < 0 or non-finite, unknown names.
     """
+
+    #: class of the states (built by the profile solver of :mod:`replica.readout_grid` too)
+    state_type = ShallowState
 
     def __init__(
         self,
@@ -486,7 +488,9 @@ class ShallowModel:
         if alpha == 0.0:
             lam = 0.0
         else:
-            lam = optimize.brentq(h, 0.0, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=500)
+            from scipy.optimize import brentq  # imported here: --help and option errors never load it
+
+            lam = brentq(h, 0.0, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=500)
         return self._finish(alpha, np.concatenate([zeros, [lam]]), "universal", "exact")
 
     def _finish(self, alpha, x, start, status, result: FixedPointResult | None = None) -> FixedPointResult:

@@ -1,0 +1,149 @@
+"""Resolved command-line options → a model of :mod:`replica.models`.
+
+The commands (:mod:`replica.workflow.cli`), the phase-diagram workers
+(:mod:`replica.workflow.phase_diagram`) and the figures build their models here: the options are
+checked (one-line :class:`~replica.workflow.config.UsageError` naming the option), the
+activations, weight prior and readout law are looked up by name, and the architecture registry
+(:mod:`replica.models`) chooses and builds the solver.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .config import UsageError
+
+__all__ = ["build_model", "check_readout_grid", "split_activations"]
+
+
+def check_readout_grid(readout, grid) -> None:
+    """Refuse ``--readout-grid`` with a readout law it does not apply to (only the continuous laws
+    ``gaussian`` and ``uniform`` are discretized; a discrete law would ignore it silently)."""
+    from priors.continuous_laws import CONTINUOUS_LAWS
+
+    if grid is not None and str(readout).strip().lower() not in CONTINUOUS_LAWS:
+        raise UsageError(f"--readout-grid: applies only to the continuous readout laws ("
+                         f"{', '.join(sorted(CONTINUOUS_LAWS))}), not to --readout {readout}")
+
+
+def split_activations(text) -> list:
+    """Split ``--activation`` into one specification per layer.
+
+    Commas separate layers, except inside a Hermite specification, whose ``degree=value``
+    items continue it: ``"tanh2,erf"`` → ``["tanh2", "erf"]``,
+    ``"hermite:1=1,3=0.5,erf"`` → ``["hermite:1=1,3=0.5", "erf"]``.
+
+    Raises
+    ------
+    UsageError
+        An empty item.
+    """
+    import re
+
+    parts = []
+    for piece in str(text).split(","):
+        piece = piece.strip()
+        if parts and parts[-1].startswith("hermite:") and re.match(r"^\d+\s*=", piece):
+            parts[-1] += "," + piece
+        else:
+            parts.append(piece)
+    if any(not p for p in parts):
+        raise UsageError(f"--activation: empty activation name in {text!r}")
+    return parts
+
+
+def _activation(name, drop, unit_variance):
+    from ..activations import get_activation
+
+    try:
+        act = get_activation(name, drop_hermite=drop, unit_variance=unit_variance)
+    except ValueError as exc:
+        msg = str(exc).splitlines()[0]
+        if "drop_hermite" in msg:
+            raise UsageError(f"--drop-hermite: {msg}") from None
+        if unit_variance and "normalised" in msg:
+            raise UsageError(f"--unit-variance: {msg}") from None
+        raise UsageError(f"--activation: {msg}") from None
+    with np.errstate(all="ignore"):
+        try:
+            values = {"μ₀": act.mu0, "μ₁": act.mu1, "μ₂": act.mu2, "E σ²": act.nu, "g(1)": act.g1}
+        except (ValueError, FloatingPointError, OverflowError, ZeroDivisionError) as exc:
+            raise UsageError(f"--activation: {name!r} cannot be evaluated ({exc})") from None
+    for sym, val in values.items():
+        val = float(val)
+        if math.isnan(val):
+            raise UsageError(f"--activation: {name!r} has a NaN Hermite coefficient or kernel ({sym} = nan)")
+        if not math.isfinite(val):
+            raise UsageError(f"--activation: {name!r} has infinite variance ({sym} = {val})")
+    return act
+
+
+def build_model(options: dict):
+    """Build the model described by resolved options (one value per option).
+
+    Parameters
+    ----------
+    options : dict
+        ``layers``, ``gamma`` (list, one per layer), ``activation`` (one specification, or one per
+        layer separated by commas, see :func:`split_activations`), ``drop_hermite`` (list),
+        ``unit_variance``, ``prior``, ``readout``, ``readout_grid`` (int or None), ``delta``;
+        optionally ``s_grid`` (layers >= 2 with a linear part) and ``architecture`` (a name of
+        :func:`replica.models.architectures`; default: the automatic choice of
+        :func:`replica.models.select`).
+
+    Returns
+    -------
+    ShallowModel (layers = 1), TwoLayerModel (layers = 2 and ``μ₁ ≠ 0``: docs/theory.md §6.2),
+    DeepLinearModel (layers >= 3 and ``μ₁ ≠ 0``: docs/deep_linear.md) or DeepModel (otherwise,
+    docs/theory.md §6.1)
+
+    Raises
+    ------
+    UsageError
+        Invalid option, with the option's name (``--activation: unknown activation …``).
+    """
+    from priors import get_readout_law, get_weight_prior
+
+    layers = int(options["layers"])
+    gammas = [float(g) for g in options["gamma"]]
+    delta = float(options["delta"])
+    if not (math.isfinite(delta) and delta >= 0):
+        raise UsageError(f"--delta: must be a finite number >= 0, got {delta}")
+    if any(not (math.isfinite(g) and g > 0) for g in gammas):
+        raise UsageError(f"--gamma: width ratios must be finite numbers > 0, got {gammas}")
+    names = split_activations(options["activation"])
+    if len(names) not in (1, layers):
+        raise UsageError(f"--activation: give one activation, or one per layer ({layers} for --layers {layers}), "
+                         f"got {len(names)}: {options['activation']!r}")
+    acts = [_activation(name, tuple(options.get("drop_hermite") or ()), bool(options.get("unit_variance")))
+            for name in names]
+    if len(acts) > 1 and not (layers == 2 and any(abs(a.mu1) > 1e-10 for a in acts)):
+        if len(set(names)) > 1:
+            raise UsageError("--activation: one activation per layer needs the two-layer solver (--layers 2, "
+                             "activations with a linear part); the deep solver (docs/theory.md §6.1) takes one activation")
+    try:
+        prior = get_weight_prior(options["prior"])
+    except ValueError as exc:
+        raise UsageError(f"--prior: {str(exc).splitlines()[0]}") from None
+    grid = options.get("readout_grid")
+    check_readout_grid(options["readout"], grid)
+    try:
+        readout = get_readout_law(options["readout"], grid_size=grid)
+    except ValueError as exc:
+        msg = str(exc).splitlines()[0]
+        raise UsageError(f"--readout-grid: {msg}" if msg.startswith("grid_size") else f"--readout: {msg}") from None
+    from ..models import ModelRequest, build
+
+    request = ModelRequest(layers, tuple(acts), tuple(gammas), delta, prior, readout, dict(options))
+    try:
+        return build(request, options.get("architecture"))
+    except ValueError as exc:
+        msg = str(exc).splitlines()[0]
+        for key, opt in (("activation", "--activation"), ("prior", "--prior"), ("gamma", "--gamma"),
+                         ("delta", "--delta"), ("readout", "--readout"), ("s_grid", "--s-grid"),
+                         ("architecture", "architecture")):
+            if msg.startswith(key):
+                raise UsageError(f"{opt}: {msg[len(key):].lstrip(' :')}") from None
+        raise UsageError(f"--layers {layers}: {msg}") from None

@@ -1,0 +1,443 @@
+"""Results of ``replica-sgd`` runs: HDF5 files, specialization times, power laws, replica levels.
+
+Split from :mod:`simulations.sgd` (the dynamics) along the seam between running SGD and
+reading what it produced: :func:`write_sgd`/:func:`read_sgd` (the file layout),
+:func:`specialization_time` and :func:`fit_power_law` (the analysis of a run),
+:func:`predicted_exponent`/:func:`predicted_scaling` (the closure's scaling law), and the
+Bayes-optimal levels of the replica solver drawn with the runs (:func:`reference_levels`,
+:func:`store_reference_levels`, :func:`reference_levels_with_timeout`). Reading a file needs
+neither numba nor the dynamics.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import subprocess
+from pathlib import Path
+
+import numpy as np
+
+__all__ = [
+    "write_sgd",
+    "read_sgd",
+    "specialization_time",
+    "fit_power_law",
+    "predicted_exponent",
+    "predicted_scaling",
+    "reference_levels",
+    "store_reference_levels",
+    "reference_levels_with_timeout",
+]
+
+
+_DATASETS = ("time", "samples", "alpha", "test_error", "train_error", "linear_overlap",
+             "quadratic_overlap", "overlap_histograms", "overlap_bin_edges", "histogram_times",
+             "matched_overlap", "matched_teacher", "specialized_fraction",
+             "match_sign_positive_fraction", "student_norm", "final_overlap_matrix", "readout")
+
+_DESCRIPTIONS = {
+    "time": "t = n/(k d), n = samples seen",
+    "samples": "n, samples seen",
+    "alpha": "n/d^2 = (k/d) t",
+    "test_error": "E_x (lambda(x;W_t) - lambda(x;W0))^2 on fixed noiseless test inputs",
+    "train_error": "mean e^2 (noisy labels) over the samples since the previous record",
+    "linear_overlap": "cosine of W^T v with W0^T v",
+    "quadratic_overlap": "Frobenius cosine of traceless W^T diag(v) W with the teacher's",
+    "overlap_histograms": "counts of the k^2 cosines w_i.w0_j/(|w_i||w0_j|) per bin, one row per histogram_times",
+    "overlap_bin_edges": "histogram bin edges on [-1, 1]",
+    "histogram_times": "times t of the rows of overlap_histograms",
+    "matched_overlap": "signed cosine of each student neuron with its best-matched teacher neuron",
+    "matched_teacher": "index of that teacher neuron",
+    "specialized_fraction": "fraction of student neurons with |matched_overlap| > threshold",
+    "match_sign_positive_fraction": "fraction of specialized neurons with a positive match (NaN if none)",
+    "student_norm": "mean_i |w_i|^2/d",
+    "final_overlap_matrix": "cosines q_ij at the last time",
+    "readout": "readout v",
+}
+
+
+def _package_version():
+    try:
+        from importlib.metadata import version
+
+        return version("replica-hciz")
+    except Exception:  # pragma: no cover - not installed
+        from . import __version__
+
+        return __version__
+
+
+def _git_revision():
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).resolve().parent,
+                             capture_output=True, text=True, timeout=5)
+        return out.stdout.strip() if out.returncode == 0 else "unknown"
+    except Exception:  # pragma: no cover
+        return "unknown"
+
+
+def write_sgd(result, path, *, overwrite=False, configuration=None):
+    """Write a run to HDF5 atomically (temporary file in the target folder + ``os.replace``).
+
+    Parameters
+    ----------
+    result : simulations.sgd.SGDResult
+    path : str or Path
+    overwrite : bool, keyword-only
+        Replace an existing file (otherwise ``FileExistsError``).
+    configuration : dict, optional, keyword-only
+        Resolved command-line options (root attribute ``configuration``, JSON).
+
+    Notes
+    -----
+    Layout: one dataset per field of :class:`~simulations.sgd.SGDResult` (names in ``_DATASETS``, each with a
+    ``description`` attribute); root attributes ``parameters`` (JSON of
+    :meth:`~simulations.sgd.SGDConfig.to_dict`), ``version``, ``git_revision``, ``created``, ``wall_time``,
+    ``completed``, ``time_convention``.
+    """
+    from .sgd import SGD_TIME_CONVENTION
+
+    from replica.workflow.io import atomic_h5
+
+    path = Path(path)
+    if path.exists() and not overwrite:
+        raise FileExistsError(f"{path} exists (use --overwrite to replace it)")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_h5(path) as f:  # temporary file, fsync, permissions of a normal file (umask), rename
+        f.attrs["kind"] = "sgd"
+        f.attrs["parameters"] = json.dumps(result.config.to_dict(), sort_keys=True)
+        if configuration is not None:
+            f.attrs["configuration"] = json.dumps(configuration, sort_keys=True)
+        f.attrs["version"] = _package_version()
+        f.attrs["git_revision"] = _git_revision()
+        f.attrs["created"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+        f.attrs["wall_time"] = float(result.wall_time)
+        f.attrs["completed"] = bool(result.completed)
+        f.attrs["time_convention"] = SGD_TIME_CONVENTION
+        for name in _DATASETS:
+            ds = f.create_dataset(name, data=np.asarray(getattr(result, name)))
+            ds.attrs["description"] = _DESCRIPTIONS[name]
+
+
+def read_sgd(path, *, option=""):
+    """Read a file written by :func:`write_sgd`.
+
+    Parameters
+    ----------
+    path : str or Path
+    option : str, keyword-only
+        Option named in error messages (``--plot``).
+
+    Returns
+    -------
+    dict
+        Every dataset as an array, plus ``parameters`` (dict) and the other root attributes;
+        a group (``closure/``, :func:`simulations.closure.write_closure`) as a dict of arrays.
+
+    Raises
+    ------
+    replica.workflow.safe_write.ResultFileError
+        Locked, unreadable, not HDF5, truncated, or written by another command (one line).
+    """
+    from replica.workflow.safe_write import open_h5
+
+    out = {}
+    with open_h5(path, option=option, kinds=("sgd",)) as f:
+        for name in f:
+            if not hasattr(f[name], "shape"):               # a group, e.g. closure/ (simulations.closure)
+                out[name] = {key: f[name][key][()] for key in f[name]}
+                continue
+            out[name] = f[name][()]
+        for key, value in f.attrs.items():
+            out[key] = value
+        out["parameters"] = json.loads(f.attrs["parameters"])
+        if "configuration" in f.attrs:
+            out["configuration"] = json.loads(f.attrs["configuration"])
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# time-scale estimation
+# ---------------------------------------------------------------------------------------------
+def specialization_time(time, fraction, *, level=0.5, relative=False, window=3):
+    """Time at which the specialized fraction first reaches ``level`` (and stays there).
+
+    Parameters
+    ----------
+    time : array_like (T,)
+        Increasing times (``t = n/(kd)``); ``t = 0`` allowed.
+    fraction : array_like (T,)
+        Specialized fraction (or any curve rising from ≈0 to a plateau).
+    level : float, keyword-only
+        Crossing level in ``(0, 1)``.
+    relative : bool, keyword-only
+        If True the level is ``level ×`` the final plateau (median of the last 10% of the
+        points, at least 3 of them); otherwise absolute.
+    window : int, keyword-only
+        Odd width of the running median applied first (removes isolated spikes of a noisy
+        curve); 1 disables it.
+
+    Returns
+    -------
+    float
+        The last upward crossing of ``level`` by the smoothed curve, after which it never
+        falls below, interpolated linearly in ``log t`` between the bracketing records;
+        NaN if the curve never ends above ``level``.
+
+    Notes
+    -----
+    Using the *last* upward crossing makes the estimate insensitive to early excursions
+    of a noisy curve; for a monotone curve it is the first crossing.
+    """
+    t = np.asarray(time, dtype=float)
+    f = np.asarray(fraction, dtype=float)
+    if t.shape != f.shape or t.ndim != 1:
+        raise ValueError("time and fraction must be 1-D arrays of the same length")
+    if not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1), got {level!r}")
+    ok = np.isfinite(t) & np.isfinite(f) & (t > 0)
+    t, f = t[ok], f[ok]
+    if t.size < 2:
+        return float("nan")
+    window = max(1, int(window))
+    if window > 1 and t.size >= window:
+        half = window // 2
+        padded = np.pad(f, half, mode="edge")
+        f = np.median(np.lib.stride_tricks.sliding_window_view(padded, window), axis=1)
+    target = level
+    if relative:
+        tail = max(3, int(math.ceil(0.1 * f.size)))
+        target = level * float(np.median(f[-tail:]))
+        if target <= 0:
+            return float("nan")
+    above = f >= target
+    if not above[-1]:
+        return float("nan")
+    below = np.nonzero(~above)[0]
+    if below.size == 0:
+        return float(t[0])
+    i = below[-1]                       # last point below; i+1 is above
+    lt0, lt1 = math.log(t[i]), math.log(t[i + 1])
+    f0, f1 = f[i], f[i + 1]
+    w = (target - f0) / (f1 - f0) if f1 != f0 else 1.0
+    return float(math.exp(lt0 + w * (lt1 - lt0)))
+
+
+def fit_power_law(k, times, *, log_power=0.0):
+    """Fit ``t = C k^b / (log k)^p`` by least squares on ``log t`` (``p`` fixed).
+
+    Parameters
+    ----------
+    k : array_like (N,)
+        Widths (one entry per run; repeated k for several seeds).
+    times : array_like (N,)
+        Specialization times (NaN entries are dropped).
+    log_power : float, keyword-only
+        ``p``: the fit is of ``log t + p log log k`` against ``log k``.
+
+    Returns
+    -------
+    dict
+        ``exponent`` b, ``stderr`` (standard error of b from the residual scatter about the
+        line, which includes the seed-to-seed scatter; NaN with only two runs), ``intercept``,
+        ``n_runs``, ``n_widths``, ``residual_std``.
+
+    Raises
+    ------
+    ValueError
+        Fewer than two distinct widths with finite times.
+    """
+    k = np.asarray(k, dtype=float)
+    t = np.asarray(times, dtype=float)
+    ok = np.isfinite(t) & (t > 0) & (k > 1)
+    k, t = k[ok], t[ok]
+    if np.unique(k).size < 2:
+        raise ValueError("need finite times at two or more distinct widths")
+    x = np.log(k)
+    y = np.log(t) + log_power * np.log(np.log(k))
+    design = np.column_stack([np.ones_like(x), x])
+    coef, *_ = np.linalg.lstsq(design, y, rcond=None)
+    resid = y - design @ coef
+    dof = x.size - 2
+    sigma2 = float(resid @ resid) / dof if dof > 0 else float("nan")
+    cov = sigma2 * np.linalg.inv(design.T @ design)
+    return {"exponent": float(coef[1]), "stderr": float(math.sqrt(max(cov[1, 1], 0.0))) if dof > 0 else float("nan"),
+            "intercept": float(coef[0]), "n_runs": int(x.size), "n_widths": int(np.unique(k).size),
+            "residual_std": float(math.sqrt(sigma2)), "log_power": float(log_power)}
+
+
+def predicted_exponent(activation, **modifiers):
+    """``r``: the lowest Hermite degree above two present in the activation.
+
+    Returns
+    -------
+    int or None
+        ``r`` (``|μ_r| > 1e-10``, searched up to degree 60), None for a polynomial of degree ≤ 2.
+    """
+    from replica.activations import get_activation
+
+    act = get_activation(activation, **modifiers)
+    scale = max(math.sqrt(max(act.nu, 0.0)), 1e-300)
+    for ell in range(3, 61):
+        if abs(act.hermite(ell)) > 1e-10 * scale:
+            return ell
+    return None
+
+
+def predicted_scaling(k, r):
+    """Shape of the predicted specialization time ``k^r/(log k)^(r−2)`` (arbitrary units)."""
+    k = np.asarray(k, dtype=float)
+    return k ** r / np.log(k) ** (r - 2)
+
+
+# ---------------------------------------------------------------------------------------------
+# replica reference levels (optional)
+# ---------------------------------------------------------------------------------------------
+def reference_levels(parameters, alphas, *, bayes=True):
+    """Replica-theory errors at the given ``α = n/d²`` (universal branch and Bayes-optimal).
+
+    Parameters
+    ----------
+    parameters : dict
+        ``activation``, ``gamma``, ``delta``, ``prior``, ``readout`` (and optionally
+        ``drop_hermite``, ``unit_variance``) as in :meth:`~simulations.sgd.SGDConfig.to_dict`.  The width
+        ratio used is the realized ``k/d``.
+    alphas : array_like
+        Positive sample ratios.
+    bayes : bool, keyword-only
+        Also compute the equilibrium (Bayes-optimal) curve with
+        :func:`replica.branches.sweep` (slower).
+
+    Returns
+    -------
+    dict
+        ``alpha``, ``universal`` (mmse of the universal branch, NaN where it failed) and,
+        if requested and available, ``bayes``; plus ``errors`` (list of one-line messages for
+        what could not be computed).  Never raises for a missing or failing solver.
+    """
+    alphas = np.asarray(alphas, dtype=float)
+    out = {"alpha": alphas, "errors": []}
+    try:
+        from replica.activations import get_activation
+        from replica.models.shallow import ShallowModel
+
+        act = parameters["activation"]
+        if parameters.get("drop_hermite") or parameters.get("unit_variance"):
+            act = get_activation(act, drop_hermite=parameters.get("drop_hermite", ()),
+                                 unit_variance=bool(parameters.get("unit_variance", False)))
+        gamma = parameters.get("width", parameters["gamma"] * parameters["dim"]) / parameters["dim"]
+        model = ShallowModel(act, gamma, parameters["delta"], weight_prior=parameters["prior"],
+                             readout_law=parameters["readout"])
+    except Exception as exc:  # optional: the solver may be missing or incomplete
+        out["errors"].append(f"replica model unavailable: {type(exc).__name__}: {exc}")
+        return out
+    universal = np.full(alphas.shape, np.nan)
+    for i, a in enumerate(alphas):
+        try:
+            universal[i] = float(model.solve_universal(float(a)).info["state"].mmse)
+        except Exception as exc:
+            out["errors"].append(f"universal branch at alpha={a:.3g}: {type(exc).__name__}: {exc}")
+    out["universal"] = universal
+    if bayes:
+        try:
+            from replica.branches import sweep
+
+            result = sweep(model, alphas, progress=False)
+            out["bayes"] = np.asarray(result.equilibrium["mmse"], dtype=float)
+            out["bayes_alpha"] = np.sort(alphas)
+        except Exception as exc:
+            out["errors"].append(f"Bayes-optimal curve: {type(exc).__name__}: {exc}")
+    return out
+
+
+def store_reference_levels(path, *, num=24, timeout=None, bayes=True):
+    """Compute the replica reference levels of a run and store them in its HDF5 file.
+
+    Parameters
+    ----------
+    path : str or Path
+        File written by :func:`write_sgd`; rewritten atomically (copy, add, ``os.replace``).
+    num : int, keyword-only
+        Number of log-spaced ``α`` between ``max((k/d) t_1, 0.01)`` and ``(k/d) t_max``.
+    timeout : float, optional, keyword-only
+        Seconds allowed to the solver (child process); None waits.
+    bayes : bool, keyword-only
+        Also the Bayes-optimal (equilibrium) curve.
+
+    Returns
+    -------
+    dict
+        The levels (see :func:`reference_levels`).  Datasets written: ``reference_alpha``,
+        ``reference_universal_mmse`` and (if available) ``reference_bayes_mmse``; attribute
+        ``reference_errors`` (JSON list of messages).  Existing ones are replaced.
+    """
+    import h5py
+
+    from replica.workflow.io import atomic_h5
+
+    data = read_sgd(path)
+    params = data["parameters"]
+    t = np.asarray(data["time"], dtype=float)
+    t = t[t > 0]
+    ratio = params["width"] / params["dim"]
+    lo = max(t[0] * ratio, 1e-2)
+    hi = max(t[-1] * ratio, lo * 1.01)
+    alphas = np.exp(np.linspace(math.log(lo), math.log(hi), int(num)))
+    if timeout is None:
+        levels = reference_levels(params, alphas, bayes=bayes)
+    else:
+        levels = reference_levels_with_timeout(params, alphas, timeout=timeout, bayes=bayes)
+    path = Path(path)
+    with atomic_h5(path) as f:  # copy of the file with the levels added, renamed over it
+        with h5py.File(path, "r") as src:
+            for key, value in src.attrs.items():
+                f.attrs[key] = value
+            for name in src:
+                if name not in ("reference_alpha", "reference_universal_mmse", "reference_bayes_mmse"):
+                    src.copy(src[name], f, name=name)
+        f.create_dataset("reference_alpha", data=alphas).attrs["description"] = "alpha = n/d^2"
+        if "universal" in levels:
+            ds = f.create_dataset("reference_universal_mmse", data=levels["universal"])
+            ds.attrs["description"] = "replica mmse of the universal branch (docs/theory.md §5.1)"
+        if "bayes" in levels:
+            order = np.argsort(alphas)
+            values = np.empty_like(alphas)
+            values[order] = levels["bayes"]
+            ds = f.create_dataset("reference_bayes_mmse", data=values)
+            ds.attrs["description"] = "replica Bayes-optimal (equilibrium) mmse"
+        f.attrs["reference_errors"] = json.dumps(levels["errors"])
+    return levels
+
+
+def _levels_worker(queue, params, alphas, bayes):
+    try:
+        queue.put(reference_levels(params, alphas, bayes=bayes))
+    except BaseException as exc:  # pragma: no cover - reported to the parent
+        queue.put({"alpha": alphas, "errors": [f"{type(exc).__name__}: {exc}"]})
+
+
+def reference_levels_with_timeout(params, alphas, *, timeout=300.0, bayes=True):
+    """:func:`simulations.sgd_results.reference_levels` in a child process, abandoned after ``timeout`` s.
+
+    The replica solvers can take minutes for a new (activation, γ, Δ); a figure should not
+    hang on them.  Returns the same dict (with an entry in ``errors`` on timeout).
+    """
+    import multiprocessing as mp
+    import queue as _queue
+
+    ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
+    q = ctx.Queue()
+    proc = ctx.Process(target=_levels_worker, args=(q, params, np.asarray(alphas), bayes),
+                       daemon=True)
+    proc.start()
+    try:
+        result = q.get(timeout=timeout)
+    except _queue.Empty:
+        result = {"alpha": np.asarray(alphas), "errors": [f"replica levels not ready after {timeout:g} s"]}
+    finally:
+        if proc.is_alive():
+            proc.terminate()
+        proc.join(5)
+    return result

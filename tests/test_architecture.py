@@ -1,0 +1,331 @@
+"""The architecture of the package: the model registry, the import graph and the layer rule.
+
+* A toy architecture registered from outside :mod:`replica.models` is built by the command
+  line's option resolver and swept, stored, read back and plotted by the generic machinery
+  (continuation, stability, equilibrium, HDF5, figures) without any of it naming the model.
+  The toy is the Gaussian spiked-Wigner channel, whose replica-symmetric free entropy
+  ``f(m) = ψ(αm) − αm²/4`` with ``ψ(r) = (r − ln(1 + r))/2`` (Gaussian prior, I-MMSE
+  ``ψ' = m_P/2``) has the stationary points ``m = 0`` and ``m = 1 − 1/α``: the zero branch is
+  linearly unstable beyond ``α = 1`` (``F'(0) = α``), where the informative branch takes over
+  continuously, and the equilibrium error is ``1 − m²``. Those closed forms are what the
+  machinery must reproduce.
+* No import cycle among the modules of the four packages (imports inside functions
+  included), and the layer rule of docs/architecture.md.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from replica import models
+from replica.engine import STATUS_MESSAGES, FixedPointResult, solve_fixed_point
+from replica.interface import ReplicaModel, ReplicaState
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("hciz", "priors", "replica", "simulations")
+
+
+# --------------------------------------------------------------------------- a toy architecture
+class ToyState:
+    def __init__(self, alpha, m):
+        self.alpha = float(alpha)
+        self.m = float(m)
+        r = alpha * m
+        self.free_entropy = 0.5 * (r - np.log1p(r)) - alpha * m * m / 4.0
+        self.mmse = 1.0 - m * m
+
+    @property
+    def overlaps(self):
+        return np.array([self.m])
+
+    def record(self):
+        return {"mmse": self.mmse, "free_entropy": self.free_entropy, "overlap": self.m}
+
+
+class ToyModel:
+    """Gaussian spiked Wigner: ``F(m) = αm/(1 + αm)``."""
+
+    readout_values = np.array([1.0])
+    readout_weights = np.array([1.0])
+
+    def update(self, alpha, x):
+        m = np.clip(np.asarray(x, float), 0.0, None)
+        return alpha * m / (1.0 + alpha * m)
+
+    def state(self, alpha, x):
+        return ToyState(alpha, float(np.asarray(x)[0]))
+
+    def _result(self, alpha, res):
+        res.info["state"] = self.state(alpha, res.x)
+        return res
+
+    def starts(self):
+        return {"informed": (np.array([1.0]), "both"), "uninformed": (np.array([1e-4]), "up")}
+
+    def solve_universal(self, alpha):
+        x = np.zeros(1)
+        return self._result(alpha, FixedPointResult(x, True, "exact", STATUS_MESSAGES["exact"], 0, 0.0, 0.0,
+                                                    "universal"))
+
+    def solve_from(self, alpha, overlaps, warm=None, *, start="", **solver_options):
+        x0 = np.asarray(warm if warm is not None else overlaps, dtype=float)
+        res = solve_fixed_point(lambda x: self.update(alpha, x), x0, start=start, **solver_options)
+        return res if res.status == "nan" else self._result(alpha, res)
+
+    def phase(self, state):
+        return "universal" if abs(state.m) < 1e-6 else "specialized"
+
+    def specialization(self, state):
+        return state.m ** 2
+
+    def universal_only_reason(self):
+        return None
+
+    def universal_indices(self):
+        return np.array([], dtype=int)
+
+
+@pytest.fixture
+def toy_registered():
+    def build(request):
+        if request.delta != 0.0:
+            raise ValueError("delta: the toy channel is noiseless")
+        return ToyModel()
+
+    models.register(models.Architecture("toy_spiked", build, lambda layers, acts: False, priority=-1,
+                                        summary="Gaussian spiked Wigner (test)"))
+    yield
+    models.unregister("toy_spiked")
+
+
+def _options(**kw):
+    return {"layers": 1, "gamma": [0.5], "activation": "relu", "drop_hermite": [], "unit_variance": False,
+            "prior": "gaussian", "readout": "ones", "readout_grid": None, "delta": 0.0, **kw}
+
+
+def test_toy_architecture_runs_through_the_generic_machinery(toy_registered, tmp_path):
+    from replica.branches import sweep
+    from replica.workflow.io import read_sweep, write_sweep
+    from replica.workflow.model_options import build_model
+    from replica.workflow.plotting import plot_file
+
+    model = build_model(_options(architecture="toy_spiked"))
+    assert isinstance(model, ToyModel) and isinstance(model, ReplicaModel)
+    assert isinstance(model.state(0.5, np.array([0.2])), ReplicaState)
+    # without the name the automatic choice is unchanged: one hidden layer
+    assert type(build_model(_options(delta=0.1))).__name__ == "ShallowModel"
+
+    alphas = np.linspace(0.2, 3.0, 15)
+    res = sweep(model, alphas, progress=False)
+    m = np.where(alphas > 1.0, 1.0 - 1.0 / alphas, 0.0)
+    np.testing.assert_allclose(res.equilibrium["mmse"], 1.0 - m ** 2, atol=1e-6)
+    assert res.branch_transitions["universal"]["alpha_instability"] == pytest.approx(1.0, abs=1e-3)
+
+    path = write_sweep(tmp_path / "toy.h5", res, {"architecture": "toy_spiked"})
+    back = read_sweep(path)
+    np.testing.assert_allclose(back["equilibrium"]["mmse"], 1.0 - m ** 2, atol=1e-6)
+    spec = back["branches"]["specialized"]
+    ok = np.asarray(spec["exists"], bool)
+    np.testing.assert_allclose(np.asarray(spec["overlap"])[ok], (1.0 - 1.0 / np.asarray(spec["alpha"]))[ok],
+                               atol=1e-6)
+    fig = plot_file(path)
+    drawn = [line.get_data() for line in fig.axes[0].get_lines() if len(line.get_xdata()) > 2]
+    assert drawn  # every curve drawn lies on a stationary branch: 1 or 1 − (1 − 1/α)²
+    for x, y in drawn:
+        x, y = np.asarray(x, float), np.asarray(y, float)
+        ok = np.isfinite(y)
+        closest = np.minimum(np.abs(y - 1.0), np.abs(y - (1.0 - (1.0 - 1.0 / x) ** 2)))
+        assert np.all(closest[ok] < 1e-6)
+
+
+def test_registry_errors_are_one_line_usage_errors(toy_registered):
+    from replica.workflow.config import UsageError
+    from replica.workflow.model_options import build_model
+
+    with pytest.raises(UsageError, match=r"^architecture: unknown architecture 'toy_spikd'; valid names: .*toy_spiked"):
+        build_model(_options(architecture="toy_spikd"))
+    with pytest.raises(UsageError, match=r"^--delta: the toy channel is noiseless$"):
+        build_model(_options(architecture="toy_spiked", delta=0.1))
+    with pytest.raises(ValueError, match="already registered"):
+        models.register(models.Architecture("toy_spiked", ToyModel, lambda layers, acts: False))
+
+
+def test_a_new_module_in_the_models_folder_registers_itself(tmp_path, monkeypatch):
+    (tmp_path / "toy_folder_model.py").write_text(
+        "from . import Architecture, register\n"
+        "register(Architecture('toy_folder', lambda request: 'built', lambda layers, acts: layers == 77,"
+        " priority=99))\n")
+    monkeypatch.setattr(models, "__path__", [*models.__path__, str(tmp_path)])
+    monkeypatch.setattr(models, "_DISCOVERED", False)
+    try:
+        known = models.architectures()
+        assert "toy_folder" in known and list(known)[0] == "toy_folder"  # priority order
+        assert models.select(77, ()).name == "toy_folder"
+        assert models.select(1, ()).name == "shallow"
+    finally:
+        models.unregister("toy_folder")
+        sys.modules.pop("replica.models.toy_folder_model", None)
+
+
+def test_builtin_architectures_are_chosen_without_importing_their_modules():
+    import subprocess
+
+    code = ("import sys; from replica import models; from replica.activations import get_activation;"
+            "a = get_activation('relu'); h = get_activation('tanh2', drop_hermite=(0, 1, 2));"
+            "print(models.select(1, (a,)).name, models.select(2, (a,)).name, models.select(4, (a,)).name,"
+            " models.select(3, (h,)).name);"
+            "print(sorted(m for m in sys.modules if m.startswith('replica.models.')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
+    assert out[0].split() == ["shallow", "two_layer", "deep_linear", "deep"]
+    assert out[1] == "[]"
+
+
+# --------------------------------------------------------------------------- the import graph
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _imports(path: Path) -> set:
+    """Every module of the four packages that ``path`` imports, at any depth of its code."""
+    name = _module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - node.level + 1]
+                mod = ".".join(base + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            targets = [mod] + [f"{mod}.{a.name}" for a in node.names]
+        else:
+            continue
+        for t in targets:
+            if t.split(".")[0] in PACKAGES:
+                out.add(t)
+    return out
+
+
+def _graph() -> dict:
+    files = [p for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py")]
+    modules = {_module_name(p): p for p in files}
+    graph = {}
+    for mod, path in modules.items():
+        edges = set()
+        for t in _imports(path):
+            while t and t not in modules:  # `from pkg import name` names an attribute, not a module
+                t = t.rpartition(".")[0]
+            # a package's __init__ is not an edge to its submodules' importers
+            if t and t != mod and not mod.startswith(t + "."):
+                edges.add(t)
+        graph[mod] = edges
+    return graph
+
+
+def test_graph_sees_known_edges():
+    graph = _graph()
+    assert "replica.engine" in graph["replica.branches"]
+    assert "replica.workflow.model_options" in graph["replica.workflow.phase_diagram"]  # a lazy import
+    assert "hciz.rectangular" in graph["replica.models.two_layer"]
+
+
+def test_no_import_cycles():
+    graph = _graph()
+    index, low, stack, on_stack, cycles = {}, {}, [], set(), []
+
+    def connect(v):  # Tarjan's strongly connected components
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph[v]:
+            if w not in index:
+                connect(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                cycles.append(sorted(comp))
+
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
+    for v in graph:
+        if v not in index:
+            connect(v)
+    assert not cycles, f"import cycles: {cycles}"
+
+
+# Layer rule of docs/architecture.md: a module may import only the layers listed for it.
+LAYERS = [  # (prefix, layer); the first matching prefix wins
+    ("priors", "foundations"),
+    ("hciz", "foundations"),
+    ("replica.workflow", "workflow"),
+    ("replica.__main__", "workflow"),
+    ("replica.models", "models"),
+    ("replica", "numerics"),
+    ("simulations", "simulations"),
+]
+ALLOWED = {
+    "foundations": {"foundations"},
+    "numerics": {"foundations", "numerics"},
+    "models": {"foundations", "numerics", "models"},
+    "workflow": {"foundations", "numerics", "models", "workflow", "simulations"},
+    "simulations": {"foundations", "numerics", "models", "workflow", "simulations"},
+}
+EXCEPTIONS = set()  # (importer, imported) pairs allowed against the rule: none
+
+
+def _layer(mod):
+    for prefix, layer in LAYERS:
+        if mod == prefix or mod.startswith(prefix + "."):
+            return layer
+    raise AssertionError(mod)
+
+
+def test_layer_rule():
+    bad = []
+    for mod, edges in _graph().items():
+        if mod == "replica":  # the package's lazy front door re-exports from every layer
+            continue
+        for t in edges:
+            if _layer(t) not in ALLOWED[_layer(mod)] and (mod, t) not in EXCEPTIONS:
+                bad.append(f"{mod} ({_layer(mod)}) imports {t} ({_layer(t)})")
+    assert not bad, "layer rule of docs/architecture.md broken:\n" + "\n".join(sorted(bad))
+
+
+def test_foundations_know_nothing_of_networks():
+    graph = _graph()
+    for mod, edges in graph.items():
+        if mod.split(".")[0] in ("hciz", "priors"):
+            assert not {t for t in edges if t.split(".")[0] in ("replica", "simulations")}, mod
+
+
+def test_shared_option_keys_are_the_options_of_every_command():
+    from simulations.cli import build_parser as build_experiment_parser
+    from simulations.sgd_cli import build_parser as build_sgd_parser
+
+    from replica.workflow import cli, figures, spectrum
+    from replica.workflow.config import SHARED_OPTION_KEYS
+
+    keys = {action.dest
+            for build in (cli.build_sweep_parser, cli.build_plot_parser, cli.build_phase_diagram_parser,
+                          spectrum.build_parser, build_experiment_parser, build_sgd_parser, figures.build_parser)
+            for action in build()._actions}
+    assert SHARED_OPTION_KEYS == keys
