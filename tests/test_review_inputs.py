@@ -57,7 +57,7 @@ def _experiment(argv):
 
 
 def _figures(argv):
-    from replica import figures
+    from replica.workflow import figures
 
     return figures.main(argv)
 
@@ -154,7 +154,7 @@ def test_closure_on_a_locked_file_names_the_file_argument(tmp_path, capsys, sgd_
 
 def test_figures_output_from_the_config_table(tmp_path, capsys, monkeypatch):
     """`output` in [figures] satisfies -o (it used to say '-o/--output required')."""
-    from replica import figures
+    from replica.workflow import figures
 
     seen = {}
     monkeypatch.setattr(figures, "_BUILDERS", {**figures._BUILDERS, "deep": lambda out, quick, report: seen.setdefault("out", out)})
@@ -225,7 +225,7 @@ def test_closure_adds_a_group_once_and_replaces_it_only_with_overwrite(tmp_path,
 # ----------------------------------------------------------------------------- SGD figures
 def test_sgd_error_axis_ignores_non_positive_train_excess(sgd_file):
     """One running train error below Δ put 1e-314 on the log axis (axis 1e-314 … 1e14)."""
-    from simulations.sgd import read_sgd
+    from simulations.sgd_results import read_sgd
     from simulations.sgd_plots import plot_test_error
 
     data = read_sgd(sgd_file)

@@ -317,7 +317,7 @@ def build_parser():
     g = p.add_mutually_exclusive_group()
     g.add_argument("--quiet", action="store_true", help="only warnings and the deviation table")
     g.add_argument("--verbose", action="store_true", help="debug messages")
-    from . import __version__
+    from .. import __version__
 
     p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     return p
