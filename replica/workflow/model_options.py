@@ -15,7 +15,17 @@ import numpy as np
 
 from .config import UsageError
 
-__all__ = ["build_model", "split_activations"]
+__all__ = ["build_model", "check_readout_grid", "split_activations"]
+
+
+def check_readout_grid(readout, grid) -> None:
+    """Refuse ``--readout-grid`` with a readout law it does not apply to (only the continuous laws
+    ``gaussian`` and ``uniform`` are discretized; a discrete law would ignore it silently)."""
+    from priors.continuous_laws import CONTINUOUS_LAWS
+
+    if grid is not None and str(readout).strip().lower() not in CONTINUOUS_LAWS:
+        raise UsageError(f"--readout-grid: applies only to the continuous readout laws ("
+                         f"{', '.join(sorted(CONTINUOUS_LAWS))}), not to --readout {readout}")
 
 
 def split_activations(text) -> list:
@@ -118,6 +128,7 @@ def build_model(options: dict):
     except ValueError as exc:
         raise UsageError(f"--prior: {str(exc).splitlines()[0]}") from None
     grid = options.get("readout_grid")
+    check_readout_grid(options["readout"], grid)
     try:
         readout = get_readout_law(options["readout"], grid_size=grid)
     except ValueError as exc:
