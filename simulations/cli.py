@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 from replica.workflow.cli import _raise_terminated, _Terminated, warn_readout_rescaling
-from replica.workflow.config import CommandParser, UsageError, number_type
+from replica.workflow.config import LIMITS, CommandParser, UsageError, check_memory, number_type
 
 __all__ = ["main", "build_parser"]
 
@@ -58,8 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
                "for GPU settings.",
     )
     model = p.add_argument_group("model (as replica-sweep)")
-    model.add_argument("--layers", type=number_type("--layers", minimum=0, strict=True, integer=True), default=1,
-                       help="number of hidden layers L (default 1)")
+    model.add_argument("--layers", type=number_type("--layers", minimum=0, strict=True, maximum=100, upper_strict=False,
+                                                    integer=True), default=1,
+                       help="number of hidden layers 1 <= L <= 100 (default 1)")
     model.add_argument("--gamma", default="0.5",
                        help="width ratios γ_ℓ = k_ℓ/d, a comma list with one value per layer "
                             "(one value is used for every layer; default 0.5)")
@@ -77,8 +78,8 @@ def build_parser() -> argparse.ArgumentParser:
     model.add_argument("--readout", default="ones",
                        help="readout law P_v (E v² = 1): ones, rademacher, uniform (±√3), gaussian, "
                             "4point ({±1,±3}/√5) or 'discrete:v=w,...' (default ones)")
-    model.add_argument("--delta", type=number_type("--delta", minimum=0), default=0.1,
-                       help="label-noise variance Δ (> 0 for the samplers; default 0.1)")
+    model.add_argument("--delta", type=number_type("--delta", minimum=0, maximum=LIMITS["delta"][1], upper_strict=False),
+                       default=0.1, help="label-noise variance Δ <= 1e4 (> 0 for the samplers; default 0.1)")
     model.add_argument("--alpha", default="1,6",
                        help="sample ratios α = n/d²: 'a,b,c' or inclusive 'start:stop:num' (default 1,6)")
 
@@ -112,12 +113,14 @@ def build_parser() -> argparse.ArgumentParser:
                      help="random seed (default 0)")
     sim.add_argument("--leapfrog-steps", type=number_type("--leapfrog-steps", minimum=0, strict=True, integer=True),
                      default=10, help="HMC leapfrog steps per transition (default 10)")
-    sim.add_argument("--target-acceptance", type=number_type("--target-acceptance", minimum=0, strict=True),
-                     default=0.8, help="target acceptance rate of the step-size adaptation (default 0.8)")
+    sim.add_argument("--target-acceptance", type=number_type("--target-acceptance", minimum=0, strict=True,
+                                                             maximum=1), default=0.8,
+                     help="target acceptance rate in (0, 1) of the step-size adaptation (default 0.8)")
     sim.add_argument("--initial-step-size", type=number_type("--initial-step-size", minimum=0, strict=True),
                      default=0.05, help="initial HMC/NUTS step size (default 0.05)")
-    sim.add_argument("--max-doublings", type=number_type("--max-doublings", minimum=0, strict=True, integer=True),
-                     default=8, help="NUTS: at most 2^N leapfrog steps per transition (default 8)")
+    sim.add_argument("--max-doublings", type=number_type("--max-doublings", minimum=0, strict=True, maximum=20,
+                                                         upper_strict=False, integer=True),
+                     default=8, help="NUTS: at most 2^N leapfrog steps per transition, N <= 20 (default 8)")
     sim.add_argument("--learning-rate", type=number_type("--learning-rate", minimum=0, strict=True), default=0.01,
                      help="Adam learning rate (default 0.01)")
     sim.add_argument("--batch-fraction", type=number_type("--batch-fraction", minimum=0, strict=True), default=0.25,
@@ -137,7 +140,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="read options from a TOML file with the same keys as the long options (e.g. "
                           "dim = 40, init = 'informed,uninformed'; a table [experiment] for this command "
                           "only); the command line overrides it")
-    out.add_argument("--quiet", action="store_true", help="no progress bar, warnings only")
+    chatter = out.add_mutually_exclusive_group()
+    chatter.add_argument("--quiet", action="store_true", help="no progress bar, warnings only")
+    chatter.add_argument("--verbose", action="store_true", help="debug messages (not with --quiet)")
     out.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     return p
 
@@ -163,6 +168,7 @@ _FIELD_OPTIONS = {
     "init": "--init", "delta": "--delta", "posterior": "--delta", "steps": "--steps",
     "warmup_fraction": "--warmup-fraction", "num_kept": "--kept", "num_integration_steps": "--leapfrog-steps",
     "target_acceptance": "--target-acceptance", "learning_rate": "--learning-rate", "gamp-rie": "--sampler",
+    "initial_step_size": "--initial-step-size",
 }
 
 
@@ -177,6 +183,9 @@ def config_from_args(args):
     from .experiment import DEFAULT_STEPS, INITS, ExperimentConfig
 
     gamma = _parse_list("--gamma", args.gamma, float)
+    lo, hi = LIMITS["gamma"]
+    if any(not lo <= g <= hi for g in gamma):
+        raise UsageError(f"--gamma: width ratios must be in [{lo:g}, {hi:g}], got {args.gamma!r}")
     if len(gamma) == 1:
         gamma = gamma * args.layers
     if len(gamma) != args.layers:
@@ -207,8 +216,21 @@ def config_from_args(args):
         option = _FIELD_OPTIONS.get(message.split(" ", 1)[0])
         raise UsageError(f"{option}: {message}" if option else message) from None
     _check_model_names(config)
+    _check_experiment_memory(config)
     warn_readout_rescaling(config.readout)
     return config
+
+
+def _check_experiment_memory(config) -> None:
+    """Refuse before allocating when the data of the largest α (n = α d² inputs of dimension d,
+    and the test set) or the kept samples do not fit in memory."""
+    d = config.dim
+    n = max(config.architecture.num_samples(a) for a in config.alpha)
+    itemsize = 8 if config.x64 else 4
+    params = sum(w * p for w, p in zip(config.architecture.widths, (d,) + tuple(config.architecture.widths)))
+    nbytes = itemsize * ((n + config.n_test) * (d + 2) + (config.num_kept + 4) * params)
+    check_memory(nbytes, "--alpha/--dim", f"n = α d² = {n:.3g} samples of dimension d = {d} "
+                 f"(plus {config.n_test} test inputs and {config.num_kept} kept samples)")
 
 
 def _check_model_names(config) -> None:
@@ -239,10 +261,10 @@ def main(argv=None) -> int:
     """
     from replica.workflow.cli import parse_command_line
 
-    args, status = parse_command_line(PROG, build_parser(), argv)
+    args, status = parse_command_line(PROG, build_parser, argv)
     if args is None:
         return status
-    logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO,
+    logging.basicConfig(level=logging.WARNING if args.quiet else (logging.DEBUG if args.verbose else logging.INFO),
                         format="%(levelname)s %(name)s: %(message)s", force=True)
     for noisy in ("jax", "absl"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
@@ -262,9 +284,17 @@ def main(argv=None) -> int:
               "otherwise)", file=sys.stderr)
         return 3
     except KeyboardInterrupt as exc:
+        from replica.workflow.cli import close_progress_bars
+
+        close_progress_bars()
         what = "terminated" if isinstance(exc, _Terminated) else "interrupted"
         print(f"{PROG}: {what}; {getattr(exc, 'note', 'nothing written')}", file=sys.stderr)
         return 143 if isinstance(exc, _Terminated) else 130
+    except MemoryError:
+        from replica.workflow.cli import OUT_OF_MEMORY
+
+        print(f"{PROG}: error: {OUT_OF_MEMORY}", file=sys.stderr)
+        return 2
     except OSError as exc:
         print(f"{PROG}: error: cannot write {exc.filename or args.output}: {exc.strerror or exc}", file=sys.stderr)
         return 1
@@ -322,7 +352,9 @@ def _run(args) -> int:
             total = len(config.alpha) * config.teachers * len(config.init)
             exc.note = target.interrupted_note(f"{len(done)} of {total} chains" if done else None)
             raise
-        write_experiment(output, config, results, overwrite=True)
+        from replica.workflow.config import resolved_configuration
+
+        write_experiment(output, config, results, overwrite=True, configuration=resolved_configuration(args))
         target.commit()
     logger.info("wrote %s in %.1f s", output, time.perf_counter() - begin)
     for init, result in results.items():

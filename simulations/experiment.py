@@ -161,8 +161,10 @@ class ExperimentConfig:
             raise ValueError("num_kept and n_test must be >= 1")
         if self.num_integration_steps < 1 or self.max_num_doublings < 1:
             raise ValueError("num_integration_steps and max_num_doublings must be >= 1")
-        if not 0 < self.target_acceptance < 1 or not self.initial_step_size > 0:
-            raise ValueError("target_acceptance must be in (0, 1) and initial_step_size > 0")
+        if not 0 < self.target_acceptance < 1:
+            raise ValueError(f"target_acceptance must be in (0, 1), got {self.target_acceptance!r}")
+        if not self.initial_step_size > 0:
+            raise ValueError(f"initial_step_size must be > 0, got {self.initial_step_size!r}")
         if not self.learning_rate > 0 or not 0 < self.batch_fraction <= 1:
             raise ValueError("learning_rate must be > 0 and batch_fraction in (0, 1]")
 
@@ -310,12 +312,16 @@ def _run_chain(config, runner, teacher, test, train, alpha, t, i, init) -> dict:
     key = jax.random.key(int(np.random.default_rng(
         [config.seed, t, 4, _alpha_key(alpha), i]).integers(2**31)))
     begin = time.perf_counter()
-    chain = runner(key, start, teacher.readout, train.inputs, train.labels,
-                   test.inputs, test.labels)
-    elapsed = time.perf_counter() - begin
-    m = measure_chain(chain.samples, chain.test_outputs, teacher.weights, test.labels,
-                      teacher.readout, point_estimate=config.sampler in POINT_ESTIMATES,
-                      matrix_estimate=chain.matrix_estimate)
+    with np.errstate(all="ignore"):  # a diverging chain is reported below, not by numpy warnings
+        chain = runner(key, start, teacher.readout, train.inputs, train.labels,
+                       test.inputs, test.labels)
+        elapsed = time.perf_counter() - begin
+        m = measure_chain(chain.samples, chain.test_outputs, teacher.weights, test.labels,
+                          teacher.readout, point_estimate=config.sampler in POINT_ESTIMATES,
+                          matrix_estimate=chain.matrix_estimate)
+    if not np.isfinite(m.error):
+        logger.warning("alpha=%g teacher=%d %s: diverged after %d steps (error %s); left out of the teacher "
+                       "averages", alpha, t, init, int(chain.steps), m.error)
     logger.info("alpha=%g teacher=%d %s: error %.5f (replica %.5f) overlap %s "
                 "acceptance %.3f step %.4g [%.1f s]", alpha, t, init, m.error,
                 m.replica_error, np.array2string(m.overlap, precision=3),
@@ -373,15 +379,41 @@ def _density(counts):
         return np.where(total > 0, counts / (total * widths), 0.0)
 
 
+def excluded_chains(scalars) -> np.ndarray:
+    """Chains left out of the teacher averages: those whose error is not finite (diverged).
+
+    A GAMP-RIE run that stops at ``--steps`` without passing its convergence test
+    (``converged == 0``) but with a finite error is kept (near perfect recovery the scaled
+    residual stalls above 1 while the error is already small) and reported by a warning.
+
+    Parameters
+    ----------
+    scalars : dict
+        Per-chain array ``error``, shape ``(n_alpha, teachers)``.
+
+    Returns
+    -------
+    ndarray of bool, shape (n_alpha, teachers)
+    """
+    return ~np.isfinite(np.asarray(scalars["error"], float))
+
+
 def _summarize(init, config, architecture, entry) -> InitResult:
     s = entry["scalars"]
-    mmse_mean, mmse_sem = mean_and_sem(s["error"], axis=1)
-    pm_mean, pm_sem = mean_and_sem(s["posterior_mean_error"], axis=1)
-    overlap_mean, overlap_sem = mean_and_sem(entry["overlap"], axis=1)
-    r2_mean, r2_sem = mean_and_sem(s["r2"], axis=1)
-    rep_err_mean, rep_err_sem = mean_and_sem(s["replica_error"], axis=1)
-    rep_ov_mean, rep_ov_sem = mean_and_sem(entry["replica_overlap"], axis=1)
-    rep_r2_mean, rep_r2_sem = mean_and_sem(s["replica_r2"], axis=1)
+    excluded = excluded_chains(s)
+    keep = ~excluded
+    if np.any(excluded):
+        where = ", ".join(f"alpha={config.alpha[a]:g} teacher={t}" for a, t in zip(*np.nonzero(excluded)))
+        logger.warning("%s %s: %d of %d chains diverged (%s); left out of the teacher "
+                       "averages (*_mean, *_sem; datasets excluded, chains_used)", config.sampler, init,
+                       int(excluded.sum()), excluded.size, where)
+    mmse_mean, mmse_sem = mean_and_sem(s["error"], axis=1, keep=keep)
+    pm_mean, pm_sem = mean_and_sem(s["posterior_mean_error"], axis=1, keep=keep)
+    overlap_mean, overlap_sem = mean_and_sem(entry["overlap"], axis=1, keep=keep)
+    r2_mean, r2_sem = mean_and_sem(s["r2"], axis=1, keep=keep)
+    rep_err_mean, rep_err_sem = mean_and_sem(s["replica_error"], axis=1, keep=keep)
+    rep_ov_mean, rep_ov_sem = mean_and_sem(entry["replica_overlap"], axis=1, keep=keep)
+    rep_r2_mean, rep_r2_sem = mean_and_sem(s["replica_r2"], axis=1, keep=keep)
     traces = np.array([[np.asarray(tr) for tr in row] for row in entry["trace"]])
     datasets = {
         "mmse_mean": mmse_mean, "mmse_sem": mmse_sem, "mmse": s["error"],
@@ -402,6 +434,7 @@ def _summarize(init, config, architecture, entry) -> InitResult:
         "acceptance_rate": s["acceptance_rate"], "step_size": s["step_size"],
         "divergences": s["divergences"], "mean_integration_steps": s["mean_integration_steps"],
         "wall_time": s["wall_time"], "converged": s["converged"], "iterations": s["iterations"],
+        "excluded": excluded.astype(np.int8), "chains_used": keep.sum(axis=1),
         "trace_steps": np.asarray(entry["trace_steps"]), "trace_error": traces,
         "widths": np.asarray(architecture.widths),
     }

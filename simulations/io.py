@@ -3,8 +3,10 @@
 Layout
 ------
 Root attributes: ``parameters`` (JSON of every option of :class:`ExperimentConfig`),
-``version`` (package version), ``git_revision`` (if known), ``created`` (UTC, ISO 8601),
-``error_convention`` (one line).
+``configuration`` (JSON of every resolved command-line option, when written by
+``replica-experiment``), ``version`` (package version), ``git_revision`` (if known),
+``created`` (UTC, ISO 8601), ``error_convention`` (one line), ``averages`` (one line: which
+chains enter the ``*_mean``/``*_sem`` datasets).
 
 Group ``experiments/<sampler>/<init>`` with datasets (α axis first, ``T`` teachers, ``L``
 layers, ``B`` histogram bins):
@@ -16,7 +18,8 @@ name                               shape               meaning
 ``num_samples``                    (A,)                n
 ``mmse_mean``, ``mmse_sem``        (A,)                half Gibbs error (Adam, GAMP-RIE: test
                                                        error of the point estimate), mean and
-                                                       standard error over teachers
+                                                       standard error over the teachers whose
+                                                       chain is not ``excluded``
 ``mmse``                           (A, T)              per teacher
 ``posterior_mean_error_*``         (A,)                E(⟨λ⟩ − λ⁰)² over kept samples
 ``overlap_mean``, ``overlap_sem``  (A, L)              matched per-neuron overlap per layer
@@ -33,6 +36,11 @@ name                               shape               meaning
 ``converged``, ``iterations``      (A, T)              GAMP-RIE: convergence test passed (1/0;
                                                        NaN for samplers) and iterations run
                                                        (samplers: steps run)
+``excluded``                       (A, T)              1 for a chain left out of every
+                                                       ``*_mean``/``*_sem``: non-finite error
+                                                       (diverged); its own per-teacher values
+                                                       are kept as measured
+``chains_used``                    (A,)                chains entering the averages
 ``trace_steps``, ``trace_error``   (S,), (A, T, S)     error along the run
 ``widths``                         (L,)                hidden widths k_ℓ
 =================================  ==================  ==========================================
@@ -76,7 +84,12 @@ def package_version() -> str:
         return __version__
 
 
-def write_experiment(path, config, results: dict, *, overwrite: bool = False) -> Path:
+AVERAGES = ("*_mean and *_sem average the chains with excluded = 0; chains that diverged (non-finite error) are "
+            "excluded, their per-teacher values kept as measured; chains with converged = 0 and a finite error "
+            "are kept")
+
+
+def write_experiment(path, config, results: dict, *, overwrite: bool = False, configuration=None) -> Path:
     """Write the results of :func:`simulations.experiment.run_experiment` atomically.
 
     Parameters
@@ -88,6 +101,8 @@ def write_experiment(path, config, results: dict, *, overwrite: bool = False) ->
         ``{init: InitResult}``.
     overwrite : bool
         Replace an existing file.
+    configuration : dict, optional, keyword-only
+        Resolved command-line options (root attribute ``configuration``, JSON).
 
     Returns
     -------
@@ -110,6 +125,9 @@ def write_experiment(path, config, results: dict, *, overwrite: bool = False) ->
         f.attrs["git_revision"] = git_revision()
         f.attrs["created"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
         f.attrs["error_convention"] = ERROR_CONVENTION
+        f.attrs["averages"] = AVERAGES
+        if configuration is not None:
+            f.attrs["configuration"] = json.dumps(configuration, sort_keys=True)
         f.attrs["kind"] = "experiment"
         f.attrs["complete"] = np.int8(1)
         for init, result in results.items():

@@ -266,7 +266,7 @@ def _histogram(values, bin_edges):
     return np.histogram(clipped, bins=bin_edges)[0]
 
 
-def mean_and_sem(values, axis: int = 0):
+def mean_and_sem(values, axis: int = 0, keep=None):
     """Mean and standard error of the mean over teachers.
 
     Parameters
@@ -274,13 +274,29 @@ def mean_and_sem(values, axis: int = 0):
     values : array_like
         Per-teacher values, teachers along ``axis``.
     axis : int
+    keep : array_like of bool, optional
+        Which entries enter (broadcast against ``values``, trailing axes added); the others
+        (diverged or non-converged chains) are left out of both statistics.
 
     Returns
     -------
     mean, sem : ndarray
-        ``sem = std(ddof=1)/√T``; NaN when only one teacher was run.
+        ``sem = std(ddof=1)/√T`` over the ``T`` entries kept; the mean is NaN when none is
+        kept, the sem when fewer than two are.
     """
     values = np.asarray(values, float)
+    if keep is not None:
+        keep = np.asarray(keep, bool)
+        keep = keep.reshape(keep.shape + (1,) * (values.ndim - keep.ndim))
+        kept = np.broadcast_to(keep, values.shape)
+        count = kept.sum(axis=axis)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            total = np.where(kept, values, 0.0).sum(axis=axis)
+            mean = np.where(count > 0, total / np.maximum(count, 1), np.nan)
+            dev = np.where(kept, values - np.expand_dims(mean, axis), 0.0)
+            var = (dev ** 2).sum(axis=axis) / np.maximum(count - 1, 1)
+            sem = np.where(count >= 2, np.sqrt(var / np.maximum(count, 1)), np.nan)
+        return mean, sem
     count = values.shape[axis]
     mean = np.mean(values, axis=axis)
     if count < 2:

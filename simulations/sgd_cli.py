@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import argparse
 import logging
+import signal
 import sys
 from pathlib import Path
 
 from replica.workflow.cli import warn_readout_rescaling
-from replica.workflow.config import CommandParser, UsageError, number_type
+from replica.workflow.config import LIMITS, CommandParser, UsageError, check_memory, number_type
 
 __all__ = ["main", "build_parser"]
 
@@ -50,8 +51,9 @@ def build_parser() -> argparse.ArgumentParser:
                "cores.  --plot FILE.h5 draws the figures of an existing file.",
     )
     m = p.add_argument_group("model (as replica-sweep)")
-    m.add_argument("--gamma", type=number_type("--gamma", minimum=0, strict=True), default=0.5,
-                   help="width ratio γ = k/d; k = round(γ d) (default 0.5)")
+    m.add_argument("--gamma", type=number_type("--gamma", minimum=LIMITS["gamma"][0], maximum=LIMITS["gamma"][1],
+                                               upper_strict=False), default=0.5,
+                   help="width ratio γ = k/d in [1e-4, 1e4]; k = round(γ d) (default 0.5)")
     m.add_argument("--activation", default="relu",
                    help="relu, elu, tanh, tanh2 (= tanh 2x), erf, sigmoid, softplus, quadratic "
                         "(= x²/√2) or 'hermite:2=1.4142,3=1' (σ = Σ μ_ℓ He_ℓ/ℓ!) (default relu)")
@@ -65,14 +67,14 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--readout", default="ones",
                    help="readout law P_v (E v² = 1): ones, rademacher, uniform (±√3), gaussian, "
                         "4point ({±1,±3}/√5) or 'discrete:v=w,...' (default ones)")
-    m.add_argument("--delta", type=number_type("--delta", minimum=0), default=0.1,
-                   help="label-noise variance Δ (default 0.1)")
+    m.add_argument("--delta", type=number_type("--delta", minimum=0, maximum=LIMITS["delta"][1], upper_strict=False),
+                   default=0.1, help="label-noise variance 0 <= Δ <= 1e4 (default 0.1)")
 
     s = p.add_argument_group("SGD")
     s.add_argument("--dim", type=number_type("--dim", minimum=0, strict=True, integer=True), default=64,
                    help="input dimension d (default 64)")
-    s.add_argument("--lr", type=number_type("--lr", minimum=0), default=0.5,
-                   help="learning rate η per sample: W += η Σ_b e_b (v⊙σ'(h_b)) x_bᵀ/√(dk) "
+    s.add_argument("--lr", type=number_type("--lr", minimum=0, strict=True), default=0.5,
+                   help="learning rate η > 0 per sample: W += η Σ_b e_b (v⊙σ'(h_b)) x_bᵀ/√(dk) "
                         "(gradients of the batch summed); O(1) values are d-independent in t "
                         "(default 0.5)")
     s.add_argument("--batch", type=number_type("--batch", minimum=0, strict=True, integer=True), default=4,
@@ -90,7 +92,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="fixed noiseless test inputs for the test error (default 4000)")
     s.add_argument("--init-scale", type=number_type("--init-scale", minimum=0, strict=True), default=1.0,
                    help="initial rows = scale × a draw from the prior (|w_i|² ≈ scale² d; default 1)")
-    s.add_argument("--bins", type=number_type("--bins", minimum=0, strict=True, integer=True), default=100,
+    s.add_argument("--bins", type=number_type("--bins", minimum=2, maximum=100_000, upper_strict=False, integer=True),
+                   default=100,
                    help="histogram bins on [-1, 1] (default 100)")
     s.add_argument("--threshold", type=number_type("--threshold", minimum=0, strict=True, maximum=1), default=0.7,
                    help="|cosine with the best-matched teacher neuron| above which a student neuron "
@@ -112,27 +115,54 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--reference", action="store_true",
                    help="compute the replica reference levels (universal branch and Bayes-optimal "
                         "mmse at α = n/d²) and store them in the HDF5 file (after the run, or in "
-                        "FILE.h5 with --plot); slow the first time for a new (activation, γ, Δ)")
+                        "FILE.h5 with --plot; stored levels are replaced only with --overwrite); slow the "
+                        "first time for a new (activation, γ, Δ)")
     o.add_argument("--closure", nargs="?", const=True, default=None, metavar="FILE.h5",
                    help="add the Gaussian-closure prediction (docs/dynamics.md: test error, "
                         "linear/quadratic overlaps, bulk width vs t) to the run's HDF5 file as "
                         "group closure/ (after the run, or in FILE.h5 of --plot); with FILE.h5 and "
-                        "no run: only compute it for that file's parameters (readout ones only)")
+                        "no run: only compute it for that file's parameters (readout ones only); the file "
+                        "is rewritten atomically, and an existing closure/ is replaced only with --overwrite")
     o.add_argument("--no-theory", action="store_true",
                    help="figures without the replica reference levels (they need the solver)")
     o.add_argument("--theory-timeout", type=number_type("--theory-timeout", minimum=0, strict=True), default=300.0,
                    help="seconds allowed to the replica solver for the reference levels; "
                         "without them after that (default 300)")
-    o.add_argument("--dpi", type=number_type("--dpi", minimum=0, strict=True, integer=True), default=150,
-                   help="figure resolution (default 150)")
+    o.add_argument("--dpi", type=number_type("--dpi", minimum=LIMITS["dpi"][0], maximum=LIMITS["dpi"][1],
+                                             upper_strict=False, integer=True), default=150,
+                   help="figure resolution, 10 to 2400 (default 150)")
     o.add_argument("--config", metavar="FILE.toml", default=None,
                    help="read options from a TOML file with the same keys as the long options (e.g. "
                         "dim = 64, activation = 'elu'; a table [sgd] for this command only); the command "
                         "line overrides it")
-    o.add_argument("--quiet", action="store_true", help="no progress bar, warnings only")
-    o.add_argument("--verbose", action="store_true", help="debug messages")
+    chatter = o.add_mutually_exclusive_group()
+    chatter.add_argument("--quiet", action="store_true", help="no progress bar, warnings only")
+    chatter.add_argument("--verbose", action="store_true", help="debug messages (not with --quiet)")
     o.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     return p
+
+
+#: first word of an SGDConfig message → the option it is about
+_CONFIG_OPTIONS = {
+    "dim": "--dim", "gamma": "--gamma", "delta": "--delta", "lr": "--lr", "batch": "--batch", "steps": "--steps",
+    "time": "--time", "n_test": "--n-test", "init_scale": "--init-scale", "bins": "--bins",
+    "threshold": "--threshold", "seed": "--seed", "record": "--record-every",
+}
+
+
+def _check_sgd_memory(config, args):
+    """Refuse runs whose arrays (test set, weights, overlap matrices, records) exceed the memory."""
+    import math
+
+    d, k = config.dim, config.width
+    text = str(config.record).strip().lower()
+    if text.startswith("log:"):
+        records = int(text[4:]) * (math.log10(config.num_steps) + 1) + 2
+    else:
+        records = config.num_steps * config.batch / (k * d) / float(text) + 2
+    nbytes = 8.0 * (config.n_test * (d + 2 * k) + 4 * k * d + 3 * k * k + records * (2 * k + config.bins + 10))
+    check_memory(nbytes, "--dim/--gamma/--n-test/--record-every",
+                 f"d = {d}, k = {k}, {config.n_test} test inputs and about {records:.3g} records")
 
 
 def _configure_logging(args):
@@ -157,6 +187,13 @@ def _store_reference(path, args, *, locked=False):
 
     if not locked:  # the file is rewritten: same lock as any writer of it
         with SafeOutput(path, overwrite=True, checkpoints=False, option="--plot"):
+            import h5py
+
+            with h5py.File(path, "r") as h5:
+                stored = "reference_alpha" in h5
+            if stored and not args.overwrite:  # adding levels is allowed; replacing them needs --overwrite
+                raise UsageError(f"--reference: {path} already holds reference levels; pass --overwrite to "
+                                 "recompute and replace them")
             return _store_reference(path, args, locked=True)
     logger.info("computing the replica reference levels (limit %g s)", args.theory_timeout)
     levels = store_reference_levels(path, timeout=args.theory_timeout)
@@ -164,7 +201,9 @@ def _store_reference(path, args, *, locked=False):
         logger.warning("reference levels: %s", message)
 
 
-def _store_closure(path, *, locked=False, option="--closure"):
+def _store_closure(path, *, locked=False, option="--closure", overwrite=False):
+    """Add the group ``closure/`` to an SGD file (rewritten atomically under its lock). Adding it to a
+    finished file is allowed without ``--overwrite``; replacing an existing ``closure/`` needs it."""
     from replica.workflow.safe_write import SafeOutput
 
     from .closure import closure_for_run, write_closure
@@ -175,8 +214,10 @@ def _store_closure(path, *, locked=False, option="--closure"):
         if not path.is_file():
             raise ValueError(f"{option}: no such file: {path}")
         with SafeOutput(path, overwrite=True, checkpoints=False, option=option):
-            return _store_closure(path, locked=True, option=option)
+            return _store_closure(path, locked=True, option=option, overwrite=overwrite)
     data = read_sgd(path, option=option)
+    if isinstance(data.get("closure"), dict) and not overwrite:
+        raise UsageError(f"{option}: {path} already has a closure/ group; pass --overwrite to replace it")
     result = closure_for_run(data["parameters"], times=data["time"])
     if not result.success:
         logger.warning("closure: integration stopped early: %s", result.message)
@@ -196,6 +237,9 @@ def _figure_prefix(prefix, path):
     prefix = Path(prefix)
     if prefix.suffix.lower() in FIGURE_SUFFIXES:
         return prefix.with_suffix(""), prefix.suffix.lower()
+    if prefix.suffix:
+        raise UsageError(f"-o/--output: unknown figure format {prefix.suffix!r} in {prefix} (give a prefix without "
+                         f"a suffix, or a name ending in {', '.join(FIGURE_SUFFIXES)})")
     return prefix, ".png"
 
 
@@ -215,7 +259,7 @@ def _plot(path, prefix, args, *, store_reference=True):
         _store_reference(path, args)
         data = read_sgd(path, option="--plot")
     if args.closure is True and store_reference:
-        _store_closure(path, option="--plot")
+        _store_closure(path, option="--plot", overwrite=args.overwrite)
         data = read_sgd(path, option="--plot")
     outputs = make_figures(data, prefix, theory=not args.no_theory, dpi=args.dpi,
                            theory_timeout=args.theory_timeout, overwrite=args.overwrite, suffix=suffix)
@@ -227,10 +271,17 @@ def main(argv=None) -> int:
     """Entry point of ``replica-sgd``; returns the exit status."""
     from replica.workflow.cli import parse_command_line
 
-    args, status = parse_command_line(PROG, build_parser(), argv)
+    args, status = parse_command_line(PROG, build_parser, argv)
     if args is None:
         return status
     _configure_logging(args)
+    from replica.workflow.cli import _raise_terminated
+
+    previous = None
+    try:  # SIGTERM ends the run like Ctrl-C: the old file stays, one line says so
+        previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    except ValueError:  # pragma: no cover - not in the main thread
+        pass
     try:
         if args.plot is not None:
             if isinstance(args.closure, str):
@@ -238,7 +289,7 @@ def main(argv=None) -> int:
             _plot(args.plot, args.output, args)
             return 0
         if isinstance(args.closure, str):               # prediction only, for an existing file
-            _store_closure(args.closure)
+            _store_closure(args.closure, overwrite=args.overwrite)
             return 0
         if args.closure is True and args.readout.strip().lower() != "ones":
             raise UsageError("--closure is implemented for --readout ones only")
@@ -248,13 +299,19 @@ def main(argv=None) -> int:
         from .sgd_results import specialization_time, write_sgd
 
         output = Path(args.output or "sgd.h5")
-        config = SGDConfig(activation=args.activation, gamma=args.gamma, delta=args.delta,
-                           prior=args.prior, readout=args.readout, dim=args.dim, lr=args.lr,
-                           batch=args.batch, steps=args.steps, time=args.time,
-                           record=args.record_every, seed=args.seed, n_test=args.n_test,
-                           init_scale=args.init_scale, bins=args.bins, threshold=args.threshold,
-                           drop_hermite=_parse_drop(args.drop_hermite),
-                           unit_variance=args.unit_variance)
+        try:
+            config = SGDConfig(activation=args.activation, gamma=args.gamma, delta=args.delta,
+                               prior=args.prior, readout=args.readout, dim=args.dim, lr=args.lr,
+                               batch=args.batch, steps=args.steps, time=args.time,
+                               record=args.record_every, seed=args.seed, n_test=args.n_test,
+                               init_scale=args.init_scale, bins=args.bins, threshold=args.threshold,
+                               drop_hermite=_parse_drop(args.drop_hermite),
+                               unit_variance=args.unit_variance)
+        except ValueError as exc:
+            message = str(exc).splitlines()[0]
+            option = _CONFIG_OPTIONS.get(message.split(" ", 1)[0])
+            raise UsageError(f"{option}: {message}" if option and not message.startswith("--") else message) from None
+        _check_sgd_memory(config, args)
         # validate every model option before the output and before spending time
         from .sgd import _sample_readout, activation_functions
         import numpy as np
@@ -275,7 +332,9 @@ def main(argv=None) -> int:
                         config.num_steps * config.batch / (config.width * config.dim),
                         config.num_steps * config.batch)
             result = run_sgd(config, progress=not args.quiet, backend=args.backend)
-            write_sgd(result, output, overwrite=True)
+            from replica.workflow.config import resolved_configuration
+
+            write_sgd(result, output, overwrite=True, configuration=resolved_configuration(args))
             t_spec = specialization_time(result.time, result.specialized_fraction)
             logger.info("wrote %s in %.1f s: final test error %.4g, specialized fraction %.2f, "
                         "t_spec %.4g (first time the specialized fraction stays >= 0.5)", output, result.wall_time,
@@ -290,14 +349,26 @@ def main(argv=None) -> int:
         message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         print(f"{PROG}: error: {message}", file=sys.stderr)
         return 2
+    except MemoryError:
+        from replica.workflow.cli import OUT_OF_MEMORY
+
+        print(f"{PROG}: error: {OUT_OF_MEMORY}", file=sys.stderr)
+        return 2
     except OSError as exc:
         print(f"{PROG}: error: cannot write {exc.filename or args.output}: {exc.strerror or exc}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
+        from replica.workflow.cli import _Terminated, close_progress_bars
+
+        close_progress_bars()
         target = args.output or "sgd.h5"
         state = "unchanged" if Path(target).exists() else "not written"
-        print(f"{PROG}: interrupted; nothing saved; {target} {state}", file=sys.stderr)
-        return 130
+        what = "terminated" if isinstance(exc, _Terminated) else "interrupted"
+        print(f"{PROG}: {what}; nothing saved; {target} {state}", file=sys.stderr)
+        return 143 if isinstance(exc, _Terminated) else 130
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
     return 0
 
 

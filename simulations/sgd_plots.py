@@ -115,7 +115,8 @@ def plot_overlap_histograms(data, *, indices=None, threshold=None, ax=None):
     matched = np.asarray(data["matched_overlap"], dtype=float)
     indices = stage_times(data) if indices is None else indices
     if ax is None:
-        fig, axes = plt.subplots(1, len(indices), figsize=(3.4 * len(indices), 3.3), sharey=True)
+        fig, axes = plt.subplots(1, len(indices), figsize=(3.4 * len(indices), 3.5), sharey=True,
+                                 layout="constrained")  # two-line titles, suptitle and labels never overlap
     else:
         axes = np.asarray(ax).ravel()
         fig = axes[0].figure
@@ -154,7 +155,8 @@ def plot_overlap_histograms(data, *, indices=None, threshold=None, ax=None):
     k, d = params.get("width"), params.get("dim")
     fig.suptitle(f"SGD overlap histograms: {params['activation']}, d = {d}, k = {k}, "
                  f"η = {params['lr']}, Δ = {params['delta']}, seed {params['seed']}", fontsize=10)
-    fig.tight_layout()
+    if fig.get_layout_engine() is None:
+        fig.tight_layout()
     return fig
 
 
@@ -196,9 +198,10 @@ def plot_test_error(data, *, theory=True, theory_timeout=300.0, ax=None):
         fig = a0.figure
     a0.loglog(t[pos], data["test_error"][pos], color="tab:blue", lw=1.5, label="SGD test error")
     train = np.asarray(data.get("train_error", np.full_like(t, np.nan)), dtype=float)
-    if np.any(np.isfinite(train[pos])):
-        a0.loglog(t[pos], np.maximum(train[pos] - params["delta"], np.nan_to_num(1e-300)),
-                  color="tab:blue", lw=0.6, alpha=0.4, label="running train error − Δ")
+    excess = train[pos] - params["delta"]
+    excess = np.where(excess > 0, excess, np.nan)   # log axis: non-positive values (noise) are not drawn
+    if np.any(np.isfinite(excess)):
+        a0.loglog(t[pos], excess, color="tab:blue", lw=0.6, alpha=0.4, label="running train error − Δ (> 0)")
     if t.size and not pos[0]:
         a0.axhline(data["test_error"][0], color="tab:blue", lw=0.6, ls=":",
                    label=f"at t = 0: {data['test_error'][0]:.3g}")
@@ -244,6 +247,7 @@ def plot_test_error(data, *, theory=True, theory_timeout=300.0, ax=None):
             a1.annotate(f"{number}", (hist_times[i], 1.0), xytext=(0, 2), textcoords="offset points",
                         ha="center", va="bottom", fontsize=7, color="purple")
             a1.axvline(hist_times[i], color="purple", lw=0.5, alpha=0.4)
+    _error_limits(a0, skip=("running train error − Δ (> 0)",))
     a0.set_ylabel(r"$E_x(\lambda(x;W_t)-\lambda(x;W^0))^2$")
     a0.legend(fontsize=7, loc="lower left")
     a0.set_title(f"online SGD: {params['activation']}, d = {params['dim']}, k = {params['width']}, "
@@ -265,6 +269,18 @@ def plot_test_error(data, *, theory=True, theory_timeout=300.0, ax=None):
                 ha="right")
     fig.tight_layout()
     return fig
+
+
+def _error_limits(ax, *, skip=()):
+    """Log-axis limits from the drawn curves except ``skip`` (labels; the noisy running train error):
+    a factor 3 around them, at most 8 decades below the largest value."""
+    values = [np.asarray(line.get_ydata(), dtype=float) for line in ax.get_lines() if line.get_label() not in skip]
+    ok = np.concatenate([v[np.isfinite(v) & (v > 0)] for v in values]) if values else np.array([])
+    if ok.size == 0:
+        return
+    hi = float(ok.max()) * 3.0
+    lo = max(float(ok.min()) / 3.0, hi * 1e-8)
+    ax.set_ylim(lo, hi)
 
 
 def make_figures(path, prefix, *, theory=True, theory_timeout=300.0, dpi=150, overwrite=True, suffix=".png"):
@@ -293,7 +309,8 @@ def make_figures(path, prefix, *, theory=True, theory_timeout=300.0, dpi=150, ov
     outputs = [Path(f"{prefix}_histograms{suffix}"), Path(f"{prefix}_error{suffix}")]
     for out in outputs:
         if out.exists() and not overwrite:
-            raise FileExistsError(f"{out} exists (use --overwrite to replace it)")
+            raise FileExistsError(f"-o/--output: {out} exists; pass --overwrite to replace it, or -o PREFIX "
+                                  "for other names")
     fig = plot_overlap_histograms(data)
     fig.savefig(outputs[0], dpi=dpi)
     plt.close(fig)

@@ -78,7 +78,7 @@ def _git_revision():
         return "unknown"
 
 
-def write_sgd(result, path, *, overwrite=False):
+def write_sgd(result, path, *, overwrite=False, configuration=None):
     """Write a run to HDF5 atomically (temporary file in the target folder + ``os.replace``).
 
     Parameters
@@ -87,6 +87,8 @@ def write_sgd(result, path, *, overwrite=False):
     path : str or Path
     overwrite : bool, keyword-only
         Replace an existing file (otherwise ``FileExistsError``).
+    configuration : dict, optional, keyword-only
+        Resolved command-line options (root attribute ``configuration``, JSON).
 
     Notes
     -----
@@ -106,6 +108,8 @@ def write_sgd(result, path, *, overwrite=False):
     with atomic_h5(path) as f:  # temporary file, fsync, permissions of a normal file (umask), rename
         f.attrs["kind"] = "sgd"
         f.attrs["parameters"] = json.dumps(result.config.to_dict(), sort_keys=True)
+        if configuration is not None:
+            f.attrs["configuration"] = json.dumps(configuration, sort_keys=True)
         f.attrs["version"] = _package_version()
         f.attrs["git_revision"] = _git_revision()
         f.attrs["created"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
@@ -149,6 +153,8 @@ def read_sgd(path, *, option=""):
         for key, value in f.attrs.items():
             out[key] = value
         out["parameters"] = json.loads(f.attrs["parameters"])
+        if "configuration" in f.attrs:
+            out["configuration"] = json.loads(f.attrs["configuration"])
     return out
 
 

@@ -176,8 +176,9 @@ def test_cli_closure_group_and_plot(tmp_path, capsys):
     data = read_sgd(out)
     np.testing.assert_array_equal(group["time"], data["time"])
     assert group["test_error"][0] == pytest.approx(data["test_error"][0], rel=0.5)
-    # prediction only, on an existing file (replaces the group), then the figures
-    assert main(["--closure", str(out), "--quiet"]) == 0
+    # prediction only, on an existing file (replacing the group needs --overwrite), then the figures
+    assert main(["--closure", str(out), "--quiet"]) == 2
+    assert main(["--closure", str(out), "--overwrite", "--quiet"]) == 0
     assert main(["--plot", str(out), "--no-theory", "--quiet"]) == 0
     assert (tmp_path / "run_error.png").exists()
     assert main(["--closure", str(tmp_path / "missing.h5"), "--quiet"]) == 2

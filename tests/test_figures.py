@@ -15,9 +15,14 @@ def test_quick_figures_run_and_agree_with_the_published_numbers(tmp_path, capsys
                  "two_layer"):
         assert (out / f"{name}.png").stat().st_size > 10_000, name
     rows = list(csv.DictReader(open(out / "deviations.csv")))
-    dev = {(r["figure"], r["comparison"]): float(r["max_relative_deviation"]) for r in rows}
+    dev = {(r["figure"], r["comparison"]): float(r["max_deviation"]) for r in rows}
+    measure = {(r["figure"], r["comparison"]): r["measure"] for r in rows}
     printed = capsys.readouterr().out
-    assert "max rel dev" in printed and "deviations.csv" in printed
+    assert "max dev" in printed and "deviations.csv" in printed
+    # each row says what its number measures (the first one is absolute, not relative)
+    assert measure[("quadratic", "universal mmse vs published curves, all rows")] == "absolute"
+    assert measure[("relu", "universal mmse vs published curve")] == "relative"
+    assert {m for k, m in measure.items() if "GAMP-RIE" in k[1]} == {"std"}
     # independent published numbers (data/reference/): the agreements the theory must keep
     assert dev[("quadratic", "same, rows with published error >= 0.05")] < 3e-3
     assert dev[("relu", "universal mmse vs published curve")] < 1e-5

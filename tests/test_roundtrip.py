@@ -193,7 +193,8 @@ def test_spectrum_roundtrip_and_command_line(tmp_path):
     res = spectrum(0.5, "4point", lambdas, density_grid=40)
     back = read_spectrum(write_spectrum(tmp_path / "s.h5", res, {"gamma": 0.5}))
     expected = {"lambda": res.lambdas, "m": res.overlap, "mmse": res.mmse, "iota": res.mutual_information,
-                "x": res.x, "density": res.density}
+                "x": res.x, "density": res.density,
+                "node": 0.5 * (1 - np.cos(np.pi * np.arange(40) / 39))}   # scale of the density columns
     assert set(back) - {"attrs"} == set(expected)
     for key, val in expected.items():
         assert_same(back[key], val, key)

@@ -164,3 +164,21 @@ def test_config_file(capsys, tmp_path):
     cfg.write_text("gama = 0.5\n")
     rc, _, err = run(capsys, ["--config", str(cfg), "-o", str(tmp_path / "t.h5"), "--quiet"])
     assert rc == 2 and "gama" in err and not (tmp_path / "t.h5").exists()
+
+
+def test_density_file_opens_with_xarray(tmp_path, capsys):
+    """``density`` and ``x`` carry dimension scales on both axes (λ rows, node columns): xarray used to
+    refuse the file ("mixing of labeled and unlabeled dimensions")."""
+    xr = pytest.importorskip("xarray")
+    pytest.importorskip("h5netcdf")
+    path = tmp_path / "d.h5"
+    assert main(["--lambda", "0.5,2,8", "--density-grid", "9", "-o", str(path), "--quiet"]) == 0
+    with xr.open_dataset(path, engine="h5netcdf") as ds:
+        assert ds["density"].dims == ("lambda", "node") and ds["x"].dims == ("lambda", "node")
+        # the node coordinate is the Chebyshev–Lobatto fraction: x = a + (b − a) u
+        u = ds["node"].values
+        np.testing.assert_allclose(u, 0.5 * (1 - np.cos(np.pi * np.arange(9) / 8)), rtol=0, atol=1e-15)
+        x = ds["x"].values
+        np.testing.assert_allclose(x, x[:, :1] + (x[:, -1:] - x[:, :1]) * u, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(ds["density"].sel({"lambda": 2.0}),
+                                   read_spectrum(path)["density"][1], rtol=0, atol=0)

@@ -27,9 +27,9 @@ from pathlib import Path
 import numpy as np
 
 from .. import __version__
-from .config import (SHARED_OPTION_KEYS, CommandParser, UsageError, number_type, parse_with_config,
+from .config import (LIMITS, SHARED_OPTION_KEYS, CommandParser, UsageError, number_type, parse_with_config,
                      resolved_configuration)
-from .model_options import build_model, s_grid_type, split_activations  # noqa: F401 - part of this module's API
+from .model_options import build_model, check_readout_grid, s_grid_type, split_activations  # noqa: F401 - part of this module's API
 
 __all__ = [
     "sweep_main",
@@ -51,6 +51,8 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_OUTPUT = "replica_sweep.h5"
 DEFAULT_PHASE_OUTPUT = "phase_diagram.h5"
+#: one-line message of a MemoryError (every command)
+OUT_OF_MEMORY = "out of memory; use smaller grids or sizes (nothing written, existing files unchanged)"
 
 
 # --------------------------------------------------------------------------- parsing helpers
@@ -62,11 +64,12 @@ def parse_alpha_grid(text: str) -> np.ndarray:
     UsageError
         Malformed numbers, non-positive or non-finite values, num < 1, repeated values.
     """
-    return parse_number_grid(text, "--alpha", minimum=0.0, strict=True, meaning="α = n/d²")
+    return parse_number_grid(text, "--alpha", minimum=0.0, strict=True, maximum=LIMITS["alpha"][1],
+                             meaning="α = n/d²")
 
 
 def parse_number_grid(text: str, option: str, *, minimum=None, strict=False, integer=False,
-                      meaning="") -> np.ndarray:
+                      meaning="", maximum=None) -> np.ndarray:
     """Parse a grid of numbers: a comma list ``a,b,c`` or an inclusive range ``start:stop:num``.
 
     Parameters
@@ -82,6 +85,8 @@ def parse_number_grid(text: str, option: str, *, minimum=None, strict=False, int
         Values must be integers (returned as int64).
     meaning : str, keyword-only
         Symbol shown in the bound message.
+    maximum : float, optional, keyword-only
+        Upper bound (inclusive) of the values.
 
     Returns
     -------
@@ -90,9 +95,11 @@ def parse_number_grid(text: str, option: str, *, minimum=None, strict=False, int
     Raises
     ------
     UsageError
-        Malformed, non-finite, out-of-range or repeated values, or ``num < 1``.
+        Malformed, non-finite, out-of-range or repeated values, ``num < 1``, or more than
+        ``LIMITS["grid_points"]`` (1e5) values.
     """
     text = str(text).strip()
+    most = LIMITS["grid_points"]
     try:
         if ":" in text:
             parts = text.split(":")
@@ -102,10 +109,14 @@ def parse_number_grid(text: str, option: str, *, minimum=None, strict=False, int
             num = int(parts[2])
             if num < 1:
                 raise UsageError(f"{option}: the number of points must be >= 1 in {text!r}")
+            if num > most:
+                raise UsageError(f"{option}: at most {most} points, got {num} in {text!r}")
             if num > 1 and stop <= start:
                 raise UsageError(f"{option}: stop must be larger than start in {text!r}")
             grid = np.linspace(start, stop, num)
         else:
+            if text.count(",") >= most:
+                raise UsageError(f"{option}: at most {most} values, got {text.count(',') + 1}")
             grid = np.array([float(s) for s in text.split(",")])
     except UsageError:
         raise
@@ -119,6 +130,9 @@ def parse_number_grid(text: str, option: str, *, minimum=None, strict=False, int
             rel = ">" if strict else ">="
             what = f" ({meaning})" if meaning else ""
             raise UsageError(f"{option}: values must be {rel} {minimum:g}{what}, got {text!r}")
+    if maximum is not None and np.any(grid > maximum):
+        what = f" ({meaning})" if meaning else ""
+        raise UsageError(f"{option}: values must be <= {maximum:g}{what}, got {_short(text)}")
     if integer:
         if np.any(grid != np.round(grid)):
             raise UsageError(f"{option}: values must be integers, got {text!r}")
@@ -126,6 +140,11 @@ def parse_number_grid(text: str, option: str, *, minimum=None, strict=False, int
     if np.unique(grid).size != grid.size:
         raise UsageError(f"{option}: values must be distinct, got {text!r}")
     return grid
+
+
+def _short(text, width=40):
+    text = str(text)
+    return repr(text) if len(text) <= width else repr(text[:width] + "…")
 
 
 def _positive_float(name):
@@ -157,6 +176,9 @@ def parse_gammas(text: str, layers: int) -> list:
         raise UsageError(f"--gamma: expected a number or a comma list of numbers, got {text!r}") from None
     if any(not math.isfinite(v) or v <= 0 for v in vals):
         raise UsageError(f"--gamma: width ratios must be finite numbers > 0, got {text!r}")
+    lo, hi = LIMITS["gamma"]
+    if any(not lo <= v <= hi for v in vals):
+        raise UsageError(f"--gamma: width ratios must be in [{lo:g}, {hi:g}], got {text!r}")
     if len(vals) == 1:
         vals = vals * layers
     if len(vals) != layers:
@@ -201,14 +223,14 @@ def add_model_options(p, *, grids=False):
     are kept as text, so that one of them can be a grid.
     """
     g = p.add_argument_group("model (docs/theory.md §1)")
-    g.add_argument("--layers", type=number_type("--layers", minimum=1, integer=True), default=1,
-                   help="number of hidden layers L >= 1 (default 1). L >= 2 with an activation without Hermite "
+    g.add_argument("--layers", type=number_type("--layers", minimum=1, maximum=100, upper_strict=False, integer=True),
+                   default=1, help="number of hidden layers 1 <= L <= 100 (default 1). L >= 2 with an activation without Hermite "
                         "components of degree <= 2 (--drop-hermite 0,1,2 --unit-variance): docs/theory.md §6.1; L = 2 "
                         "with an odd activation that keeps its linear part (e.g. --activation tanh2 "
                         "--unit-variance): the two-layer solver of docs/theory.md §6.2 (replica.models.two_layer); L >= 3 with "
                         "a linear part: replica.models.deep_linear (docs/deep_linear.md)")
     g.add_argument("--gamma", default="0.5",
-                   help="width ratio γ = k/d > 0, or one per layer 'γ1,...,γL' (default 0.5)"
+                   help="width ratio γ = k/d in [1e-4, 1e4], or one per layer 'γ1,...,γL' (default 0.5)"
                         + ("; or a grid 'start:stop:num' (the second axis)" if grids else ""))
     g.add_argument("--activation", default="relu",
                    help="activation σ: relu, elu, tanh, tanh2 (= tanh 2x), erf, sigmoid, softplus, quadratic "
@@ -226,20 +248,22 @@ def add_model_options(p, *, grids=False):
                         "({±1,±3}/√5) or 'discrete:v=w,v=w,...' (default ones)")
     if grids:
         g.add_argument("--readout-grid", default=None,
-                       help="continuous readout laws (gaussian, uniform): a fixed grid of this many nodes (2 to "
+                       help="continuous readout laws (gaussian, uniform) only: a fixed grid of this many nodes (2 to "
                             "1000000, Gauss–Legendre in the quantile of the law) instead of the default adaptive "
-                            "rule converged to 1e-3; or a grid 'a,b,c' of sizes (the second axis)")
+                            "rule (target 1e-4 between refinements, warning above 1e-3); or a grid 'a,b,c' of sizes "
+                            "(the second axis)")
         g.add_argument("--delta", default="0.1",
                        help="label-noise variance Δ >= 0, or a grid 'start:stop:num' / 'a,b,c' (default 0.1)")
     else:
         g.add_argument("--readout-grid", type=number_type("--readout-grid", minimum=2, maximum=1_000_000,
                                                           upper_strict=False, integer=True), default=None,
-                       help="continuous readout laws (gaussian, uniform): a fixed grid of this many nodes (2 to "
+                       help="continuous readout laws (gaussian, uniform) only: a fixed grid of this many nodes (2 to "
                             "1000000, Gauss–Legendre in the quantile of the law) instead of the default adaptive rule, "
-                            "which is refined until mmse and free entropy are converged to 1e-3 (per-α estimate in "
-                            "the dataset discretization_error)")
-        g.add_argument("--delta", type=_nonnegative_float("--delta"), default=0.1,
-                       help="label-noise variance Δ >= 0 (default 0.1)")
+                            "which refines the grid until mmse and free entropy change by less than 1e-4 between "
+                            "refinements (per-α estimate in the dataset discretization_error, warning above 1e-3)")
+        g.add_argument("--delta", type=number_type("--delta", minimum=0.0, maximum=LIMITS["delta"][1],
+                                                   upper_strict=False), default=0.1,
+                       help="label-noise variance 0 <= Δ <= 1e4 (default 0.1)")
     g.add_argument("--s-grid", type=s_grid_type, default=None,
                    help="L >= 2 with a linear part only: rule for the effective readout s ~ N(0, 1) of inner-layer "
                         "neurons (s = (vᵀW₂)_j/√k₂ for L = 2): N (1 to 150) for a fixed Gauss–Hermite grid of N "
@@ -251,7 +275,8 @@ def add_model_options(p, *, grids=False):
                         "in the root attribute s_grid_rule")
     s = p.add_argument_group("solver")
     s.add_argument("--alpha", default="0.01:8:101",
-                   help="sample ratios α = n/d² > 0: 'a,b,c' or inclusive 'start:stop:num' (default 0.01:8:101)")
+                   help="sample ratios 0 < α = n/d² <= 1e8: 'a,b,c' or inclusive 'start:stop:num', at most 100000 "
+                        "values (default 0.01:8:101)")
     s.add_argument("--branches", choices=["all", "universal"], default="all",
                    help="'all' traces universal, specialized and partial branches, equilibrium and transitions; "
                         "'universal' only the Q ≡ 0 branch (default all)")
@@ -274,8 +299,9 @@ def add_output_options(p, *, default_output, resume=True, output=True, config_ex
     o.add_argument("--config", metavar="FILE.toml", default=None,
                    help="read options from a TOML file with the same keys as the long options "
                         f"(e.g. {config_example}); the command line overrides it")
-    o.add_argument("--quiet", action="store_true", help="no progress bar, warnings only")
-    o.add_argument("--verbose", action="store_true", help="debug messages")
+    chatter = o.add_mutually_exclusive_group()
+    chatter.add_argument("--quiet", action="store_true", help="no progress bar, warnings only")
+    chatter.add_argument("--verbose", action="store_true", help="debug messages (not with --quiet)")
     o.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     return o
 
@@ -293,8 +319,43 @@ class _Terminated(KeyboardInterrupt):
     """SIGTERM, handled like Ctrl-C (checkpoint, then exit)."""
 
 
+def _in_gc_callback(frame) -> bool:
+    """Whether ``frame`` runs a ``gc.callbacks`` function (JAX registers one): an exception raised
+    there is swallowed by the garbage collector ("Exception ignored in …"), so an interrupt would
+    be lost."""
+    import gc
+
+    codes = {getattr(cb, "__code__", None) for cb in gc.callbacks}
+    while frame is not None:
+        if frame.f_code in codes:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _resend_later(signum):
+    """Deliver ``signum`` again shortly, outside the garbage collector's callback."""
+    import os
+    import threading
+
+    timer = threading.Timer(0.05, os.kill, (os.getpid(), signum))
+    timer.daemon = True
+    timer.start()
+
+
 def _raise_terminated(signum, frame):  # pragma: no cover - exercised by subprocess tests
+    if _in_gc_callback(frame):
+        _resend_later(signum)
+        return
     raise _Terminated()
+
+
+def _raise_interrupted(signum, frame):  # pragma: no cover - exercised by subprocess tests
+    """SIGINT → KeyboardInterrupt, as Python's default handler, but never inside a gc callback."""
+    if _in_gc_callback(frame):
+        _resend_later(signum)
+        return
+    raise KeyboardInterrupt
 
 
 def _all_option_keys() -> set:
@@ -305,23 +366,48 @@ def _all_option_keys() -> set:
 def parse_command_line(prog, parser, argv):
     """Parse ``argv`` with ``--config`` support for any command of the package.
 
+    ``parser`` is an ``ArgumentParser`` or a function building one (called here, so that Ctrl-C
+    while its modules load gives the one-line interrupt note, exit 130).
+
     Returns
     -------
     (argparse.Namespace or None, int or None)
         The arguments, or None and the exit status (0 after ``--help``/``--version``, 2 after
-        a one-line error already printed).
+        a one-line error already printed, 130/143 after an interrupt).
     """
     try:
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            signal.signal(signal.SIGINT, _raise_interrupted)
+    except ValueError:  # pragma: no cover - not in the main thread
+        pass
+    try:
+        if not isinstance(parser, argparse.ArgumentParser):  # a builder: its imports are interruptible too
+            parser = parser()
         return parse_with_config(parser, argv, shared_keys=_all_option_keys()), None
     except UsageError as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return None, 2
+    except KeyboardInterrupt as exc:  # while the modules load: nothing started yet
+        what = "terminated" if isinstance(exc, _Terminated) else "interrupted"
+        print(f"{prog}: {what}; nothing written", file=sys.stderr)
+        return None, 143 if isinstance(exc, _Terminated) else 130
     except SystemExit as exc:  # argparse: --help, --version, or a one-line error (exit 2)
         return None, (exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2))
 
 
+def close_progress_bars():
+    """Close the tqdm bars still on screen, so that the one-line interrupt note after them stays visible."""
+    try:
+        from tqdm import tqdm
+
+        for bar in list(getattr(tqdm, "_instances", ())):
+            bar.close()
+    except Exception:  # noqa: BLE001 - cosmetic only
+        pass
+
+
 def _main(prog, build_parser, run, argv):
-    args, status = parse_command_line(prog, build_parser(), argv)
+    args, status = parse_command_line(prog, build_parser, argv)
     if args is None:
         return status
     _configure_logging(args)
@@ -336,10 +422,14 @@ def _main(prog, build_parser, run, argv):
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as exc:
+        close_progress_bars()
         what = "terminated" if isinstance(exc, _Terminated) else "interrupted"
         note = getattr(exc, "note", "nothing written")
         print(f"{prog}: {what}; {note}", file=sys.stderr)
         return 143 if isinstance(exc, _Terminated) else 130
+    except MemoryError:
+        print(f"{prog}: error: {OUT_OF_MEMORY}", file=sys.stderr)
+        return 2
     except OSError as exc:
         target = exc.filename or getattr(args, "output", "")
         print(f"{prog}: error: cannot write {target}: {exc.strerror or exc}", file=sys.stderr)
@@ -357,8 +447,9 @@ def build_sweep_parser() -> argparse.ArgumentParser:
         description=(
             "Bayes-optimal learning curve of a network with L hidden layers (teacher–student, "
             "width k = γd, n = αd² samples) from the replica/HCIZ theory. Writes every branch "
-            "(universal, specialized, partial), the equilibrium and the transitions to HDF5. The output "
-            "is a valid checkpoint while the sweep runs: after Ctrl-C or a kill, rerun with --resume."
+            "(universal, specialized, partial), the equilibrium and the transitions to HDF5. While the "
+            "sweep runs, finished solves go to the checkpoint OUTPUT-stem.checkpoint.h5 (the output itself "
+            "is written only at the end): after Ctrl-C or a kill, rerun with --resume."
         ),
     )
     add_model_options(p)
@@ -517,10 +608,12 @@ def build_plot_parser() -> argparse.ArgumentParser:
     p = CommandParser(
         prog="replica-plot",
         description=(
-            "Figures of a replica-sweep, replica-phase-diagram or replica-experiment HDF5 file: learning curves "
-            "with every branch (metastable parts dashed) and the transitions α_sp, α_c; overlap profiles Q(v); "
-            "per-layer overlap maps of deep networks; phase diagrams with the transition lines; experiment "
-            "points (mean ± s.e.m.) overlaid when present."
+            "Figures of any HDF5 file of the package: replica-sweep (learning curves "
+            "with every branch, metastable parts dashed, and the transitions α_sp, α_c; overlap profiles Q(v); "
+            "per-layer overlap maps of deep networks), replica-phase-diagram (the equilibrium mmse with the "
+            "transition lines), replica-experiment (points, mean ± s.e.m., also overlaid on a sweep with "
+            "--experiment), replica-spectrum (m_S, mmse_S, ι against λ and the densities ρ_λ) and replica-sgd "
+            "(test error and order parameters against time, overlap histograms)."
         ),
     )
     p.add_argument("file", metavar="FILE.h5", nargs="?", default=None, help="HDF5 file to plot")
@@ -532,13 +625,14 @@ def build_plot_parser() -> argparse.ArgumentParser:
                    help="overlay a curve from a CSV file with an 'alpha' column: COLUMN (default: mmse, gen_error "
                         "or y_MMSEs) against α, with ERROR as error bars (repeatable)")
     p.add_argument("--kind", choices=["auto", "curve", "overlaps", "layers", "phase"], default="auto",
-                   help="what to draw: auto (everything the file allows), curve (learning curve only), overlaps "
-                        "(Q(v) profiles / overlaps vs α), layers (per-layer maps, deep networks), phase "
-                        "(phase diagram) (default auto)")
+                   help="what to draw: auto (everything the file allows; the only kind for experiment, spectrum "
+                        "and SGD files), curve (learning curve only), overlaps (Q(v) profiles / overlaps vs α), "
+                        "layers (per-layer maps, deep networks), phase (phase diagram) (default auto)")
     p.add_argument("--logy", action="store_true", help="logarithmic mmse axis")
     p.add_argument("--title", default=None, help="figure title (default: the model parameters)")
-    p.add_argument("--dpi", type=number_type("--dpi", minimum=10, integer=True), default=200,
-                   help="resolution of raster formats (default 200)")
+    p.add_argument("--dpi", type=number_type("--dpi", minimum=LIMITS["dpi"][0], maximum=LIMITS["dpi"][1],
+                                             upper_strict=False, integer=True), default=200,
+                   help="resolution of raster formats, 10 to 2400 (default 200)")
     add_output_options(p, default_output=None, resume=False, output=False)
     return p
 
@@ -645,11 +739,12 @@ def phase_diagram_options(args) -> tuple:
     if raw[vary] is None:
         raise UsageError(f"{option}: give its grid ('a,b,c') when it is the second axis")
     if vary == "delta":
-        values = parse_number_grid(raw[vary], option, minimum=0.0, meaning="Δ")
+        values = parse_number_grid(raw[vary], option, minimum=0.0, maximum=LIMITS["delta"][1], meaning="Δ")
     elif vary == "gamma":
-        values = parse_number_grid(raw[vary], option, minimum=0.0, strict=True, meaning="γ = k/d")
+        values = parse_number_grid(raw[vary], option, minimum=LIMITS["gamma"][0], maximum=LIMITS["gamma"][1],
+                                   meaning="γ = k/d")
     else:
-        values = parse_number_grid(raw[vary], option, minimum=2, integer=True)
+        values = parse_number_grid(raw[vary], option, minimum=2, maximum=1_000_000, integer=True)
     base = {
         "layers": args.layers, "activation": args.activation, "drop_hermite": list(drop),
         "unit_variance": args.unit_variance, "prior": args.prior, "readout": args.readout,
@@ -664,19 +759,19 @@ def phase_diagram_options(args) -> tuple:
             continue
         text = raw[k]
         if k == "delta":
-            base[k] = float(_single(text, "--delta", minimum=0.0))
+            base[k] = float(_single(text, "--delta", minimum=0.0, maximum=LIMITS["delta"][1]))
         elif k == "gamma":
             base[k] = parse_gammas(text, args.layers)
         elif text is not None:
-            base[k] = int(_single(text, "--readout-grid", integer=True, minimum=2))
+            base[k] = int(_single(text, "--readout-grid", integer=True, minimum=2, maximum=1_000_000))
         else:
             base[k] = None
     base["vary"] = vary
     return vary, values, base, alphas
 
 
-def _single(text, option, *, integer=False, minimum=0.0):
-    grid = parse_number_grid(text, option, minimum=minimum, integer=integer)
+def _single(text, option, *, integer=False, minimum=0.0, maximum=None):
+    grid = parse_number_grid(text, option, minimum=minimum, integer=integer, maximum=maximum)
     if grid.size != 1:
         raise UsageError(f"{option}: only one value allowed here (the grid is on --vary), got {text!r}")
     return grid[0]

@@ -8,14 +8,18 @@ key. A file may also group keys in a table named after the command (``[sweep]``,
 ``[plot]``, ``[phase-diagram]``): top-level keys are read first, then the command's table;
 the other commands' tables are ignored, so one file can serve every command.
 
-Example ``run.toml``::
+Example ``run.toml`` (``gamma`` as a list is one value per layer for ``replica-sweep``; the
+single-γ commands ``replica-spectrum`` and ``replica-sgd`` would refuse it at the top level,
+naming the key, so it sits in the ``[sweep]`` table)::
 
     activation = "tanh2"
     drop-hermite = [0, 1, 2]
     unit-variance = true
+    delta = 0.1
+
+    [sweep]
     layers = 2
     gamma = [1.0, 1.0]
-    delta = 0.1
     alpha = "1:8:15"
     output = "deep.h5"
 
@@ -40,6 +44,8 @@ __all__ = [
     "parse_with_config",
     "resolved_configuration",
     "COMMAND_TABLES",
+    "LIMITS",
+    "check_memory",
 ]
 
 #: table names accepted in a configuration file, per program name
@@ -52,6 +58,21 @@ COMMAND_TABLES = {
     "replica-sgd": ("sgd",),
     "replica-figures": ("figures",),
 }
+
+#: documented domains of the numeric options shared by several commands (README, "Commands"):
+#: values outside are refused in one line naming the option, before anything is computed
+LIMITS = {
+    "alpha": (0.0, 1e8),          # sample ratio α = n/d² (exclusive lower bound)
+    "gamma": (1e-4, 1e4),         # width ratio γ = k/d
+    "delta": (0.0, 1e4),          # label-noise variance Δ
+    "grid_points": 100_000,       # values of one grid ('start:stop:num' or 'a,b,c')
+    "dpi": (10, 2400),            # figure resolution
+    "resolution": (8, 1024),      # Chebyshev nodes per piece of an HCIZ table
+    "density_grid": (2, 100_000), # density points per λ
+}
+
+#: fraction of the physical memory a run may plan to allocate (checked before allocating)
+MEMORY_FRACTION = 0.5
 
 #: options that never come from a configuration file
 _NOT_CONFIGURABLE = {"help", "version", "config"}
@@ -134,6 +155,48 @@ def number_type(name, *, minimum=None, strict=False, maximum=None, upper_strict=
     return conv
 
 
+def physical_memory() -> int | None:
+    """Bytes of physical memory of this machine (None when unknown)."""
+    import os
+
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - not POSIX
+        return None
+
+
+def check_memory(nbytes, option, what):
+    """Refuse a run whose planned arrays need more than :data:`MEMORY_FRACTION` of the memory.
+
+    Parameters
+    ----------
+    nbytes : float
+        Planned allocation in bytes.
+    option : str
+        Option(s) to name in the message (``"--alpha/--dim"``).
+    what : str
+        What is allocated (``"n = α d² = 1e13 samples of d = 100 inputs"``).
+
+    Raises
+    ------
+    UsageError
+        ``nbytes`` above the limit (one line with the size and the limit).
+    """
+    total = physical_memory()
+    if total is None or nbytes <= MEMORY_FRACTION * total:
+        return
+    raise UsageError(f"{option}: {what} need {_size(nbytes)}, more than half of this machine's memory "
+                     f"({_size(total)}); use smaller values")
+
+
+def _size(nbytes) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if nbytes < 1024 or unit == "PiB":
+            return f"{nbytes:.3g} {unit}"
+        nbytes /= 1024
+    return f"{nbytes:.3g} EiB"  # pragma: no cover
+
+
 def _join_negative_values(parser, argv):
     """Rewrite ``--alpha -1:3:4`` as ``--alpha=-1:3:4`` so that values starting with ``-``
     followed by a digit (negative numbers and grids) reach the option's own check instead of
@@ -198,6 +261,8 @@ def load_config(path) -> dict:
         raise UsageError(f"--config: cannot read {str(path)!r}: {exc.strerror}") from None
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"--config: {str(path)!r} is not valid TOML: {str(exc).splitlines()[0]}") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"--config: {str(path)!r} is not a TOML text file (not UTF-8 text)") from None
 
 
 def _option_table(parser) -> dict:
@@ -299,6 +364,22 @@ def apply_config(parser, document: dict, *, source="the configuration file", sha
                 if item not in action.choices:
                     raise UsageError(f"--config: key {key!r} in {source}: invalid choice {item!r} (choose from "
                                      + ", ".join(map(str, action.choices)) + ")")
+        if callable(action.type):  # check here, so that the message names the key in the file
+            for item in (text if isinstance(text, list) else [text]):
+                try:
+                    action.type(item)
+                except (argparse.ArgumentTypeError, ValueError, TypeError) as exc:
+                    msg = str(exc)
+                    for opt in action.option_strings:
+                        if msg.startswith(opt + " "):
+                            msg = msg[len(opt) + 1:]
+                    hint = ""
+                    if isinstance(value, list) and action.nargs in (None, "?"):
+                        hint = (f"; {parser.prog} takes one value: put the list in the table of the command "
+                                f"that takes it (e.g. [sweep]) and this command's value in [{tables[0]}]"
+                                if tables else "")
+                    opt = next((o for o in action.option_strings if o.startswith("--")), "")
+                    raise UsageError(f"--config: key {key!r} in {source} ({opt}): {msg}{hint}") from None
         defaults[action.dest] = text
     parser.set_defaults(**defaults)
     return defaults

@@ -16,7 +16,7 @@ import numpy as np
 
 from .config import UsageError
 
-__all__ = ["build_model", "s_grid_type", "split_activations"]
+__all__ = ["build_model", "check_readout_grid", "s_grid_type", "split_activations"]
 
 
 def s_grid_type(text):
@@ -41,6 +41,16 @@ def s_grid_type(text):
         raise argparse.ArgumentTypeError(f"--s-grid must be in [1, {MAX_GAUSS_HERMITE_S_GRID}] (Gauss–Hermite "
                                          f"weights underflow beyond; use 'panels:P' for finer grids), got {text!r}")
     return n
+
+
+def check_readout_grid(readout, grid) -> None:
+    """Refuse ``--readout-grid`` with a readout law it does not apply to (only the continuous laws
+    ``gaussian`` and ``uniform`` are discretized; a discrete law would ignore it silently)."""
+    from priors.continuous_laws import CONTINUOUS_LAWS
+
+    if grid is not None and str(readout).strip().lower() not in CONTINUOUS_LAWS:
+        raise UsageError(f"--readout-grid: applies only to the continuous readout laws ("
+                         f"{', '.join(sorted(CONTINUOUS_LAWS))}), not to --readout {readout}")
 
 
 def split_activations(text) -> list:
@@ -143,6 +153,7 @@ def build_model(options: dict):
     except ValueError as exc:
         raise UsageError(f"--prior: {str(exc).splitlines()[0]}") from None
     grid = options.get("readout_grid")
+    check_readout_grid(options["readout"], grid)
     try:
         readout = get_readout_law(options["readout"], grid_size=grid)
     except ValueError as exc:

@@ -203,7 +203,9 @@ def read_reference(spec: str) -> dict:
     for c in (column, error):
         if c is not None and c not in header:
             raise ValueError(f"{path} has no column {c!r} (columns: {', '.join(header)})")
-    table = np.column_stack([columns[h] for h in header])
+    table = np.column_stack([np.atleast_1d(columns[h]) for h in header])
+    if table.shape[0] == 0:
+        raise ValueError(f"{path} has a header but no data rows")
     out = {"alpha": table[:, header.index("alpha")], "value": table[:, header.index(column)],
            "error": table[:, header.index(error)] if error else None,
            "label": (f"{path.parent.name}: {column}" if len(path.stem) > 24 and path.parent.name
@@ -315,6 +317,14 @@ def _draw_experiments(ax, experiments: dict, *, column="mmse_mean", error="mmse_
             y = y[:, -1 if layer is None else layer]
             e = e[:, -1 if layer is None else layer] if e is not None and e.ndim == 2 else None
         label = f"{sampler.upper() if len(sampler) <= 4 else sampler}, {init} start"
+        bad = ~np.isfinite(y)
+        if np.any(bad):
+            logger.warning("experiment %s/%s: %d of %d points not drawn (%s not finite at alpha = %s)", sampler, init,
+                           int(bad.sum()), y.size, column,
+                           ", ".join(f"{a:g}" for a in np.asarray(d["alpha"], float)[bad]))
+        if "excluded" in d and np.any(np.asarray(d["excluded"]) != 0):
+            logger.warning("experiment %s/%s: %d chains diverged and are left out of the means (dataset "
+                           "excluded)", sampler, init, int(np.sum(np.asarray(d["excluded"]) != 0)))
         ax.errorbar(np.asarray(d["alpha"], float), y, yerr=e, fmt=_EXPERIMENT_MARKERS[k % len(_EXPERIMENT_MARKERS)],
                     ms=4, mfc="white", mec=_EXPERIMENT_COLORS[k % len(_EXPERIMENT_COLORS)],
                     color=_EXPERIMENT_COLORS[k % len(_EXPERIMENT_COLORS)], elinewidth=0.8, capsize=2, lw=0,
@@ -703,7 +713,8 @@ def plot_experiments(experiments: dict, *, parameters=None, title=None, logy=Fal
     matplotlib, plt = _mpl()
     if not experiments:
         raise PlotError("the file has no experiments/<sampler>/<init> groups")
-    has_overlap = any("overlap_mean" in d for d in experiments.values())
+    has_overlap = any("overlap_mean" in d and np.any(np.isfinite(np.asarray(d["overlap_mean"], float)))
+                      for d in experiments.values())  # GAMP-RIE stores no weights: NaN overlaps
     with matplotlib.rc_context(_RC):
         ncols = 2 if has_overlap else 1
         fig, axes = plt.subplots(1, ncols, figsize=(3.4 * ncols, 2.75), layout="constrained", squeeze=False)
@@ -721,7 +732,7 @@ def plot_experiments(experiments: dict, *, parameters=None, title=None, logy=Fal
         if has_overlap:
             ax2 = axes[0, 1]
             for k, ((sampler, init), d) in enumerate(sorted(experiments.items())):
-                if "overlap_mean" not in d:
+                if "overlap_mean" not in d or not np.any(np.isfinite(np.asarray(d["overlap_mean"], float))):
                     continue
                 q = np.atleast_2d(np.asarray(d["overlap_mean"], dtype=float))
                 if q.shape[0] != np.size(d["alpha"]):
@@ -945,6 +956,10 @@ def plot_file(path, *, experiments=(), references=(), kind="auto", title=None, l
             return plot_phase_diagram(read_phase_diagram(path, allow_incomplete=True), title=title, logy=logy)
         if kind == "phase":
             raise PlotError(f"--kind phase: {path} is not a phase-diagram file")
+        if fkind in ("spectrum", "sgd", "experiment") and kind != "auto":
+            name = {"spectrum": "a spectrum", "sgd": "an SGD", "experiment": "an experiment"}[fkind]
+            raise PlotError(f"--kind {kind}: {path} is {name} file, drawn only with --kind auto "
+                            "(curve, overlaps and layers are parts of sweep figures)")
         if fkind == "sweep":
             return plot_sweep(read_sweep(path), experiments=extra, references=references, kind=kind, title=title,
                               logy=logy)

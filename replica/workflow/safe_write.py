@@ -120,6 +120,18 @@ def _command_line() -> str:
     return text if len(text) <= 300 else text[:297] + "..."
 
 
+#: suffixes of the HDF5 files the commands write
+H5_SUFFIXES = (".h5", ".hdf5")
+
+
+def check_h5_suffix(path, *, option="--output") -> None:
+    """Refuse an HDF5 output whose name does not end in ``.h5`` or ``.hdf5`` (``-o out.txt`` would
+    otherwise write an HDF5 file under a misleading name). One line naming ``option``."""
+    path = Path(path)
+    if path.suffix.lower() not in H5_SUFFIXES:
+        raise UsageError(f"{option}: {path} must end in .h5 or .hdf5 (the output is an HDF5 file)")
+
+
 def check_output_directory(path, *, option="--output") -> None:
     """Refuse an empty name, a directory, a missing or unwritable directory (one line, ``option``).
 
@@ -290,15 +302,15 @@ def file_kind_of(h5) -> str:
     return "unknown"
 
 
-def _is_unfinished(path) -> bool:
-    """Whether ``path`` is an HDF5 file with ``complete = 0``; lock errors are raised."""
+def _is_unfinished(path, option="--output") -> bool:
+    """Whether ``path`` is an HDF5 file with ``complete = 0``; lock errors are raised (naming ``option``)."""
     import h5py
 
     try:
         with h5py.File(path, "r") as h5:
             return int(h5.attrs.get("complete", 1)) == 0
     except OSError as exc:
-        err = classify_open_error(path, exc, option="--output")
+        err = classify_open_error(path, exc, option=option)
         if err.reason == "locked":
             raise err from None
         return False
@@ -460,6 +472,7 @@ class SafeOutput:
 
     # -- entry: validate, lock, decide
     def __enter__(self) -> "SafeOutput":
+        check_h5_suffix(self.path, option=self.option)
         check_output_directory(self.path, option=self.option)
         self._lock.acquire()
         try:
@@ -474,9 +487,9 @@ class SafeOutput:
         opt, path, ck = self.option, self.path, self.checkpoint
         has_ck = self.checkpoints and ck.exists()
         exists = path.exists()
-        legacy = exists and self.checkpoints and path.suffix.lower() in (".h5", ".hdf5") and _is_unfinished(path)
+        legacy = exists and self.checkpoints and path.suffix.lower() in (".h5", ".hdf5") and _is_unfinished(path, opt)
         if exists and not legacy and path.suffix.lower() in (".h5", ".hdf5"):
-            _is_unfinished(path)  # a target held open for writing by another program is refused
+            _is_unfinished(path, opt)  # a target held open for writing by another program is refused
         if self.resume:
             if has_ck:
                 if exists and not legacy and not self.overwrite:

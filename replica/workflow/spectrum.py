@@ -19,11 +19,15 @@ HDF5 layout (``replica-spectrum -o FILE.h5``)
     SNR grid λ ≥ 0 (dimension scale of the other datasets).
 ``m``, ``mmse``, ``iota`` (n_lambda)
     ``m_S``, ``mmse_S`` and ``ι`` at each λ.
+``node`` (N), only with ``--density-grid N``
+    The Chebyshev–Lobatto fractions ``u_k = (1 − cos(πk/(N−1)))/2`` (dimension scale of the
+    columns of ``x`` and ``density``).
 ``x``, ``density`` (n_lambda × N), only with ``--density-grid N``
     Row ``i`` is ``ρ_{λ_i}`` on its own grid: ``N`` Chebyshev–Lobatto points
     ``x_k = a + (b − a)(1 − cos(πk/(N−1)))/2`` between the left edge ``a`` of the lowest band
     and the right edge ``b`` of the highest (gaps between bands included, where ``ρ = 0``;
-    the points cluster at the outer square-root edges). For the ``gaussian`` readout law the
+    the points cluster at the outer square-root edges). Dimension scales ``lambda`` (rows) and
+    ``node`` (columns), so that xarray labels both axes. For the ``gaussian`` readout law the
     support is the real line and ``[a, b]`` covers ``ρ ≥ 1e-12``. The trapezoid rule on a
     row integrates to 1 up to ``O(N^{-2})``.
 root attributes
@@ -49,7 +53,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import __version__
-from .config import CommandParser, UsageError, number_type, parse_with_config, resolved_configuration
+from .config import LIMITS, CommandParser, UsageError, check_memory, number_type, parse_with_config, resolved_configuration
 from .io import read_spectrum  # noqa: F401 - spectrum files are read in replica.workflow.io
 
 __all__ = ["SpectrumResult", "spectrum", "write_spectrum", "read_spectrum", "build_parser", "main", "MAX_LAMBDA"]
@@ -70,6 +74,7 @@ _ATTRS = {
     "iota": ("mutual information ι(λ) = ¼ ∫₀^λ mmse_S per d²", "nats"),
     "x": ("spectral variable x (grid of row λ)", "1"),
     "density": ("spectral density ρ_λ(x) of √λ S + Z", "1"),
+    "node": ("Chebyshev–Lobatto node u_k = (1 − cos(πk/(N−1)))/2: x = a + (b − a) u_k", "1"),
 }
 
 
@@ -244,6 +249,13 @@ def write_spectrum(path, result: SpectrumResult, parameters: dict, *, configurat
         for name in data:
             if name != "lambda":
                 h5[name].dims[0].attach_scale(h5["lambda"])
+        if result.density is not None:  # second axis: the node index of the per-λ grids (a 1-D scale)
+            n = result.density.shape[1]
+            node = h5.create_dataset("node", data=0.5 * (1.0 - np.cos(np.pi * np.arange(n) / (n - 1))))
+            node.attrs["long_name"], node.attrs["units"] = _ATTRS["node"]
+            node.make_scale("node")
+            for name in ("x", "density"):
+                h5[name].dims[1].attach_scale(node)
     logger.info("wrote %s", path)
     return path
 
@@ -261,20 +273,20 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     g = p.add_argument_group("channel (docs/theory.md §4.1)")
-    g.add_argument("--gamma", type=number_type("--gamma", minimum=0, strict=True), default=0.5, help="width ratio γ = k/d > 0 (default 0.5)")
+    g.add_argument("--gamma", type=number_type("--gamma", minimum=LIMITS["gamma"][0], maximum=LIMITS["gamma"][1], upper_strict=False), default=0.5, help="width ratio γ = k/d in [1e-4, 1e4] (default 0.5)")
     g.add_argument("--readout", default="ones",
                    help="readout law P_v (E v² = 1): ones, rademacher, uniform (on ±√3), gaussian, 4point "
                         "({±1,±3}/√5) or 'discrete:v=w,v=w,...' (default ones)")
-    g.add_argument("--readout-grid", type=number_type("--readout-grid", minimum=2, integer=True), default=None,
+    g.add_argument("--readout-grid", type=number_type("--readout-grid", minimum=2, maximum=1_000_000, upper_strict=False, integer=True), default=None,
                    help="grid points of continuous readout laws, used for E v only: the spectrum of the "
                         "gaussian and uniform laws is exact (default 64)")
     g.add_argument("--lambda", dest="lambda_grid", default="0:100:201", metavar="GRID",
                    help="SNRs 0 <= λ <= 1e30: 'a,b,c' or inclusive 'start:stop:num' (default 0:100:201)")
-    g.add_argument("--density-grid", type=number_type("--density-grid", minimum=2, integer=True), default=None, metavar="N",
-                   help="also write ρ_λ on N points per λ spanning its support (Chebyshev–Lobatto, clustered "
-                        "at the edges; default: no density)")
-    g.add_argument("--resolution", type=number_type("--resolution", minimum=8, integer=True), default=None, metavar="R",
-                   help="Chebyshev nodes per piece of the channel table, >= 8 (default 24)")
+    g.add_argument("--density-grid", type=number_type("--density-grid", minimum=LIMITS["density_grid"][0], maximum=LIMITS["density_grid"][1], upper_strict=False, integer=True), default=None, metavar="N",
+                   help="also write ρ_λ on 2 <= N <= 100000 points per λ spanning its support (Chebyshev–Lobatto, "
+                        "clustered at the edges; default: no density)")
+    g.add_argument("--resolution", type=number_type("--resolution", minimum=LIMITS["resolution"][0], maximum=LIMITS["resolution"][1], upper_strict=False, integer=True), default=None, metavar="R",
+                   help="Chebyshev nodes per piece of the channel table, 8 to 1024 (default 24)")
     from .cli import add_output_options
 
     add_output_options(p, default_output=DEFAULT_OUTPUT, resume=False,
@@ -284,10 +296,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _shared_keys() -> set:
     """Option names of the package's other commands (keys a shared --config file may hold)."""
-    from .cli import build_phase_diagram_parser, build_plot_parser, build_sweep_parser
+    from .cli import _all_option_keys
 
-    return {a.dest for build in (build_sweep_parser, build_plot_parser, build_phase_diagram_parser)
-            for a in build()._actions}
+    return _all_option_keys()
 
 
 def _run(args) -> int:
@@ -299,6 +310,12 @@ def _run(args) -> int:
     if lambdas.max() > MAX_LAMBDA:
         raise UsageError(f"--lambda: values must be <= {MAX_LAMBDA:g} (band edges are not resolved in double "
                          f"precision beyond), got {lambdas.max():g}")
+    if args.density_grid is not None:  # x and density, n_λ × N doubles each
+        check_memory(16.0 * lambdas.size * args.density_grid, "--lambda/--density-grid",
+                     f"{lambdas.size} λ × {args.density_grid} density points")
+    from .cli import check_readout_grid
+
+    check_readout_grid(args.readout, args.readout_grid)
     try:
         get_readout_law(args.readout, grid_size=args.readout_grid)
     except ValueError as exc:
@@ -355,6 +372,11 @@ def main(argv=None) -> int:
         state = "unchanged" if Path(args.output).exists() else "not written"
         print(f"replica-spectrum: interrupted; nothing saved; {args.output} {state}", file=sys.stderr)
         return 130
+    except MemoryError:
+        from .cli import OUT_OF_MEMORY
+
+        print(f"replica-spectrum: error: {OUT_OF_MEMORY}", file=sys.stderr)
+        return 2
     except OSError as exc:
         print(f"replica-spectrum: error: cannot write {exc.filename or args.output}: {exc.strerror or exc}",
               file=sys.stderr)
