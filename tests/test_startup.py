@@ -28,14 +28,14 @@ def test_help_loads_no_heavy_module(tmp_path):
     assert not any(loaded.values()), loaded
 
 
-def test_short_universal_sweep_loads_only_h5py_and_the_root_finder(tmp_path):
+def test_short_universal_sweep_loads_only_h5py(tmp_path):
     code = ("from replica.workflow.cli import sweep_main\n"
             "sweep_main(['--branches', 'universal', '--alpha', '0.02:0.4:50', '--quiet', '--overwrite', '-o', 'u.h5'])")
     _loaded_after(code, tmp_path)  # warm caches: the HCIZ table (built with numba once) and numba's
     loaded = _loaded_after(code, tmp_path)
     assert (tmp_path / "u.h5").is_file()
-    # scipy.optimize (the universal root) loads scipy.special with it
-    assert {m for m, v in loaded.items() if v} == {"h5py", "scipy.optimize", "scipy.special"}, loaded
+    # the universal fixed point is found by the engine (replica.engine): no scipy.optimize, numba, ...
+    assert {m for m, v in loaded.items() if v} == {"h5py"}, loaded
 
 
 def _compiled(kernel):

@@ -458,9 +458,11 @@ class ShallowModel:
 
     # ------------------------------------------------------------------ solvers
     def solve_universal(self, alpha: float) -> FixedPointResult:
-        """Universal branch ``Q ≡ 0`` (docs/theory.md §5.1), solved by 1-D root finding.
+        """Universal branch ``Q ≡ 0`` (docs/theory.md §5.1): the fixed point of one order parameter.
 
-        ``R̂₂ = 2α/(Δ₂ + mmse_S(R̂₂))`` with ``Δ₂ = 2(Δ + g(1))/μ₂²``; for μ₂ = 0 the
+        ``R̂₂ = 2α/(Δ₂ + mmse_S(R̂₂))`` with ``Δ₂ = 2(Δ + g(1))/μ₂²``, solved by
+        :func:`replica.engine.solve_fixed_point` (damped iteration with guarded Newton steps, residual
+        below 4 ulp of R̂₂; the fixed point is unique and stable since λ·mmse_S(λ) increases); for μ₂ = 0 the
         branch is flat (``mmse = g(1)``). When Δ₂ = 0 and ``2α`` exceeds
         ``lim λ·mmse_S(λ)`` the quadratic part is recovered perfectly (mmse = g(1),
         ``R̂₂ = ∞``).
@@ -488,9 +490,15 @@ class ShallowModel:
         if alpha == 0.0:
             lam = 0.0
         else:
-            from scipy.optimize import brentq  # imported here: --help and option errors never load it
-
-            lam = brentq(h, 0.0, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=500)
+            # the fixed point of λ ↦ 2α/(Δ₂ + mmse_S(λ)) in [0, hi] is unique and stable (λ·mmse_S(λ)
+            # increases), so the engine's damped iteration with guarded Newton steps finds it; no
+            # bracketing root finder (scipy.optimize) is loaded for a universal sweep
+            res = solve_fixed_point(lambda x: np.minimum(2.0 * alpha / (delta2 + mmse_S(np.maximum(x, 0.0))), hi),
+                                    np.array([0.5 * hi]), damping=0.5, atol=1e-300, rtol=4 * np.finfo(float).eps,
+                                    guarded_newton=True, polish_below=None, max_iter=5000, start="universal")
+            if not res.converged:
+                return self._finish(alpha, np.concatenate([zeros, res.x]), "universal", res.status, res)
+            lam = float(res.x[0])
         return self._finish(alpha, np.concatenate([zeros, [lam]]), "universal", "exact")
 
     def _finish(self, alpha, x, start, status, result: FixedPointResult | None = None) -> FixedPointResult:
