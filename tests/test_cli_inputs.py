@@ -8,16 +8,11 @@ import numpy as np
 import pytest
 
 from replica.workflow.cli import sweep_main
+from commands import one_line
 
 DEEP = ["--layers", "2", "--gamma", "1,1", "--activation", "tanh2", "--drop-hermite", "0,1,2", "--unit-variance",
         "--quiet"]
 SGD_SMALL = ["--dim", "16", "--time", "2", "--record-every", "log:3", "--n-test", "300", "--quiet"]
-
-
-def one_line(err):
-    lines = [ln for ln in err.strip().splitlines() if ln.strip()]
-    assert len(lines) == 1 and "Traceback" not in err, err
-    return lines[0]
 
 
 @pytest.fixture(scope="module")

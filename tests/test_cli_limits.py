@@ -5,30 +5,8 @@ import pytest
 
 from replica.workflow.cli import plot_main, sweep_main
 from replica.workflow.config import LIMITS, UsageError, check_memory
-
-
-def one_line(err):
-    lines = [ln for ln in err.strip().splitlines() if ln.strip()]
-    assert len(lines) == 1 and "Traceback" not in err, err
-    return lines[0]
-
-
-def _spectrum(argv):
-    from replica.workflow.spectrum import main
-
-    return main(argv)
-
-
-def _sgd(argv):
-    from simulations import sgd_cli
-
-    return sgd_cli.main(argv)
-
-
-def _experiment(argv):
-    from simulations import cli
-
-    return cli.main(argv)
+from commands import (experiment_main as _experiment, one_line,
+                      sgd_main as _sgd, spectrum_main as _spectrum)
 
 
 @pytest.mark.parametrize("run, argv, option", [

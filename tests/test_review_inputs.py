@@ -9,16 +9,12 @@ import numpy as np
 import pytest
 
 from replica.workflow.cli import plot_main, sweep_main
+from commands import (experiment_main as _experiment, figures_main as _figures,
+                      one_line, sgd_main as _sgd, spectrum_main as _spectrum)
 
 SGD_SMALL = ["--dim", "12", "--time", "3", "--record-every", "log:3", "--n-test", "200", "--quiet"]
 DEEP = ["--layers", "2", "--gamma", "1,1", "--activation", "tanh2", "--drop-hermite", "0,1,2", "--unit-variance",
         "--quiet"]
-
-
-def one_line(err):
-    lines = [ln for ln in err.strip().splitlines() if ln.strip()]
-    assert len(lines) == 1 and "Traceback" not in err, err
-    return lines[0]
 
 
 @pytest.fixture(scope="module")
@@ -38,30 +34,6 @@ def sweep_file(tmp_path_factory):
 
 
 # ----------------------------------------------------------------------------- accepted and ignored
-def _spectrum(argv):
-    from replica.workflow.spectrum import main
-
-    return main(argv)
-
-
-def _sgd(argv):
-    from simulations import sgd_cli
-
-    return sgd_cli.main(argv)
-
-
-def _experiment(argv):
-    from simulations import cli
-
-    return cli.main(argv)
-
-
-def _figures(argv):
-    from replica.workflow import figures
-
-    return figures.main(argv)
-
-
 @pytest.mark.parametrize("run, argv, needle", [
     (sweep_main, ["--readout-grid", "10", "--readout", "ones", "--alpha", "1"], "--readout-grid"),
     (_spectrum, ["--readout-grid", "10", "--readout", "4point"], "--readout-grid"),
