@@ -88,3 +88,12 @@ def test_bad_options(tmp_path, capsys, extra, needle):
     assert rc == 2 and needle in err and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1
     assert not (tmp_path / "x.h5").exists()
+
+
+def test_s_grid_with_one_hidden_layer_is_refused(tmp_path, capsys):
+    # as replica-sweep does: one hidden layer has no s grid (was accepted and ignored)
+    rc = phase_diagram_main(["--gamma", "0.5", "--alpha", "1,2", "--delta", "0.1,0.2", "--workers", "1",
+                             "--s-grid", "5", "-o", str(tmp_path / "x.h5")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "--s-grid: only used with --layers >= 2" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "x.h5").exists()

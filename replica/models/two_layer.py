@@ -299,7 +299,9 @@ def effective_readout_panels(panels: int, nodes: int = S_PANEL_NODES):
     s_values : ndarray, shape (nodes · (panels + n_tail),)
         Increasing positive nodes (``n_tail`` ≈ 4 tail panels).
     s_weights : ndarray, same shape
-        Positive weights, normalized to sum to 1 (the mass beyond the last node is < 1e-13).
+        Positive weights with ``Σ w = 1`` and ``Σ w s² = 1`` exactly (the Gauss–Legendre weights
+        times ``2φ(s)``, multiplied by ``c₀ + c₁ s²`` with ``|c₁| ≲ 1e-2/panels²``; the mass
+        beyond the last node is < 1e-13).
 
     Raises
     ------
@@ -319,7 +321,11 @@ def effective_readout_panels(panels: int, nodes: int = S_PANEL_NODES):
     a, b = edges[:-1, None], edges[1:, None]
     s = (0.5 * (a + b) + 0.5 * (b - a) * x).ravel()
     p = (0.5 * (b - a) * w).ravel() * 2.0 * np.exp(-0.5 * s * s) / math.sqrt(2.0 * math.pi)
-    return s, p / p.sum()
+    # moment matching: w_i (c0 + c1 s_i²) integrates 1 and s² exactly (the universal branch depends
+    # on the rule only through E 1 and E s², so it is exact on every rule); c1 = O(1e-2/panels²)
+    m0, m2, m4 = p.sum(), p @ s**2, p @ s**4
+    c0, c1 = np.linalg.solve([[m0, m2], [m2, m4]], [1.0, 1.0])
+    return s, p * (c0 + c1 * s * s)
 
 
 def phase_name(overlap_layer_1, overlap_layer_2, overlap_product_2_1, *, threshold=PHASE_THRESHOLD) -> str:
@@ -535,11 +541,12 @@ def converge_s_grid(model, alphas, *, target=S_GRID_TARGET, max_panels=MAX_S_PAN
         if worst <= target:
             break
         if 2 * cur.s_panels > max_panels:
-            logger.warning("s grid: %d panels (the most allowed) change mmse or free entropy by %.2g > %g on the "
-                           "doubled grid at alpha in %s", cur.s_panels, worst, target, probe_alphas.tolist())
+            logger.warning("s grid: %d panels (the most --s-grid auto refines to; give --s-grid panels:P for more) "
+                           "change mmse or free entropy by %.3g > %g on the doubled grid at alpha in %s",
+                           cur.s_panels, worst, target, probe_alphas.tolist())
             break
         cur, points = cur.refined(), refined
-    logger.info("s grid: %s, change on the doubled grid %.2g at alpha = %s (levels %s)", cur.s_grid_rule, worst,
+    logger.info("s grid: %s, change on the doubled grid %.3g at alpha = %s (levels %s)", cur.s_grid_rule, worst,
                 probe_alphas.tolist(), levels)
     return cur, {"panels": cur.s_panels, "error": worst, "probes": probe_alphas.tolist(), "levels": levels}
 

@@ -270,9 +270,9 @@ def add_model_options(p, *, grids=False):
                         "positive nodes (default 12); L = 2 only: 'panels:P' for a fixed composite rule of P panels "
                         "(1 to 1024, 4 nodes each, graded where Q₁(s) jumps), or 'auto' (replica-sweep) for that rule "
                         "refined until mmse and free entropy change by < 1e-3 on the doubled grid at the sweep's α "
-                        "(accurate, but slower: docs/two_layer.md). For L = 2 the error of the grid is estimated at "
-                        "every stored point (dataset discretization_error, warning above 1e-3) and the rule is stored "
-                        "in the root attribute s_grid_rule")
+                        "(accurate, but slower: docs/two_layer.md). replica-sweep estimates the error of the grid at "
+                        "every stored point (dataset discretization_error, warning above 1e-3) and stores the rule of "
+                        "L = 2 runs in the root attribute s_grid_rule; replica-phase-diagram stores only the curves")
     s = p.add_argument_group("solver")
     s.add_argument("--alpha", default="0.01:8:101",
                    help="sample ratios 0 < α = n/d² <= 1e8: 'a,b,c' or inclusive 'start:stop:num', at most 100000 "
@@ -504,7 +504,9 @@ def _run_sweep(args) -> int:
             logger.info("%s is already complete; nothing to resume", out)
             print(out)
             return 0
-        if args.s_grid == "auto":
+        if args.s_grid == "auto" and args.branches == "universal":
+            logger.info("--s-grid auto: the universal branch is exact on every s rule; grid not refined")
+        elif args.s_grid == "auto":
             from ..models.two_layer import converge_s_grid
 
             model = converge_s_grid(model, alphas, solve_kw=solve_kw)[0]  # the default s-grid, per sweep
@@ -547,7 +549,7 @@ def _run_sweep(args) -> int:
             logger.info("the universal branch is linearly unstable above alpha = %.9g", instability)
         _grid_errors(model, result, solve_kw)
         elapsed = time.perf_counter() - t0
-        _warn_discretization(result)
+        _warn_discretization(result, "s grid" if args.layers >= 2 else "readout grid")
         try:
             rule = getattr(model, "s_grid_rule", None)
             write_sweep(out, result, parameters, configuration=configuration, grids=getattr(model, "grids", None),
@@ -582,8 +584,9 @@ def _grid_errors(model, result, solve_kw):
         branch.fields["discretization_error"] = err
 
 
-def _warn_discretization(result):
-    """Warn when the readout-law discretization error of a branch exceeds its target."""
+def _warn_discretization(result, grid="readout grid"):
+    """Warn when the discretization error (of the readout grid, or of the s grid for L >= 2) of a branch
+    exceeds its target."""
     from ..readout_grid import DEFAULT_TARGET
 
     for name, branch in result.branches.items():
@@ -595,11 +598,12 @@ def _warn_discretization(result):
         unknown = branch["exists"] & ~np.isfinite(err)
         if np.any(bad) or np.any(unknown):
             worst = float(np.max(err[ok])) if np.any(ok) else math.nan
-            logger.warning("branch %s: discretization error of the readout grid above %g at %d of %d α (largest "
-                           "%.2g)%s; use a finer --readout-grid / --s-grid (one hidden layer: or the default "
-                           "adaptive rule)", name, DEFAULT_TARGET,
+            advice = ("a finer --s-grid (L = 2: panels:P or auto)" if grid == "s grid" else
+                      "the default adaptive rule or a finer --readout-grid")
+            logger.warning("branch %s: discretization error of the %s above %g at %d of %d α (largest "
+                           "%.2g)%s; use %s", name, grid, DEFAULT_TARGET,
                            int(np.sum(bad)), int(np.sum(branch["exists"])), worst,
-                           f", not estimated at {int(np.sum(unknown))}" if np.any(unknown) else "")
+                           f", not estimated at {int(np.sum(unknown))}" if np.any(unknown) else "", advice)
 
 
 # --------------------------------------------------------------------------- replica-plot

@@ -39,7 +39,7 @@ def s_grid_type(text):
                                          f"'auto', got {text!r}") from None
     if not 1 <= n <= MAX_GAUSS_HERMITE_S_GRID:
         raise argparse.ArgumentTypeError(f"--s-grid must be in [1, {MAX_GAUSS_HERMITE_S_GRID}] (Gauss–Hermite "
-                                         f"weights underflow beyond; use 'panels:P' for finer grids), got {text!r}")
+                                         f"weights underflow beyond; L = 2: use 'panels:P' for finer grids), got {text!r}")
     return n
 
 
@@ -138,6 +138,8 @@ def build_model(options: dict):
         raise UsageError(f"--delta: must be a finite number >= 0, got {delta}")
     if any(not (math.isfinite(g) and g > 0) for g in gammas):
         raise UsageError(f"--gamma: width ratios must be finite numbers > 0, got {gammas}")
+    if options.get("s_grid") is not None and layers < 2:
+        raise UsageError(f"--s-grid: only used with --layers >= 2 (got --layers {layers})")
     names = split_activations(options["activation"])
     if len(names) not in (1, layers):
         raise UsageError(f"--activation: give one activation, or one per layer ({layers} for --layers {layers}), "
