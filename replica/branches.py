@@ -65,7 +65,9 @@ Several stationary points of the free entropy coexist over wide ranges of α
 7. **Transitions.** ``alpha_c`` is the first change of the equilibrium away from the
    universal branch — for models with a ``main_phase`` attribute (two hidden layers:
    ``layers_1_2``), the first change to a branch of that phase — and ``alpha_sp`` the first
-   α of the branch it goes to (where none: the smallest ``alpha_start`` of all branches); per branch, ``alpha_sp`` (= its
+   α of the branch it goes to (where there is no such change on the grid: the smallest
+   ``alpha_start`` of the branches of that phase, NaN when the equilibrium is already in it at the
+   first α, so that its spinodal lies below the grid); per branch, ``alpha_sp`` (= its
    ``alpha_start``), ``alpha_end`` and ``alpha_c`` (first α where it becomes the
    equilibrium). All are independent of the α grid (to ~1e-9 relative) as long as they lie
    inside it.
@@ -1060,8 +1062,16 @@ def sweep(model, alphas, *, branches="all", progress=True, solve_kw=None, locate
         if leave is not None:
             transitions = {"alpha_sp": float(out[leave["to"]].alpha_start), "alpha_c": leave["alpha"]}
         else:
-            starts_ = [out[nm].alpha_start for nm in names if np.isfinite(out[nm].alpha_start)]
-            transitions = {"alpha_sp": float(min(starts_)) if starts_ else math.nan, "alpha_c": math.nan}
+            # no change into the target phase (non-universal, or the model's main phase) on the grid:
+            # alpha_sp is where a target branch first appears inside the grid, NaN when the
+            # equilibrium is already in that phase at the first α (its spinodal lies below the grid)
+            def target(nm):
+                return nm != "universal" if main is None else nm.split("-")[0] == main
+
+            first = next((str(b) for b in equilibrium["branch"][equilibrium["free_entropy"] > -np.inf]), "")
+            starts_ = [out[nm].alpha_start for nm in names if target(nm) and np.isfinite(out[nm].alpha_start)]
+            alpha_sp = float(min(starts_)) if starts_ and not target(first) else math.nan
+            transitions = {"alpha_sp": alpha_sp, "alpha_c": math.nan}
     return SweepResult(alphas, out, equilibrium, transitions, np.asarray(model.readout_values),
                        np.asarray(model.readout_weights), per_branch, changes, reason)
 

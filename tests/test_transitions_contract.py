@@ -70,3 +70,24 @@ def test_thermodynamic_transition_is_the_free_entropy_crossing(solved):
     assert abs(diffs[1]) < 1e-9
     # the equilibrium on the grid follows: universal below α_c, specialized above
     assert list(result.equilibrium["branch"]) == ["universal", "universal", "specialized"]
+
+
+def test_no_spinodal_reported_when_the_grid_starts_past_the_transition():
+    # tanh(2x), 4point readouts: universal → partial (born at a fold, then a free-entropy crossing),
+    # and later a specialized branch born at its own fold. On a grid that starts past the onset the
+    # equilibrium is already non-universal: alpha_sp and alpha_c lie below the grid (NaN), not the
+    # birth of the later branch (which stays in the per-branch transitions, the same on another grid);
+    # on grids through the onset both are located, independently of the grid.
+    model = ShallowModel("tanh2", 0.5, 0.1, readout_law="4point")
+    late = sweep(model, np.linspace(2.0, 6.0, 9), progress=False)
+    assert late.equilibrium["branch"][0] == "partial"
+    assert np.isnan(late.transitions["alpha_sp"]) and np.isnan(late.transitions["alpha_c"])
+    born = late.branch_transitions["specialized"]["alpha_sp"]
+    assert 2.0 < born < 6.0
+    other = sweep(model, np.linspace(4.5, 6.5, 5), progress=False)
+    assert other.branch_transitions["specialized"]["alpha_sp"] == pytest.approx(born, rel=1e-7)
+    early = [sweep(model, grid, progress=False).transitions
+             for grid in (np.linspace(0.5, 2.0, 7), np.linspace(0.8, 1.3, 4))]
+    assert 0.8 < early[0]["alpha_sp"] < early[0]["alpha_c"] < 1.3
+    for key in ("alpha_sp", "alpha_c"):
+        assert early[1][key] == pytest.approx(early[0][key], rel=1e-7)
