@@ -74,6 +74,9 @@ class ReplicaModel(Protocol):
     grids : dict, optional
         Extra 1-D coordinates stored with every branch (two hidden layers: ``s_values``,
         ``s_weights``).
+    dataset_axes : dict, optional
+        ``{dataset: (scale, …)}``: dimension scales (``readout_values`` or ``grids`` entries) of the
+        axes after α of stored matrices (L ≥ 3: rows and columns of every ``W_{ℓ:m}``).
     moving_indices(x), optional
         Entries of the packed vector the map moves (default all): the unknowns of the
         continuation and of the stability Jacobian (one hidden layer with the profile solver

@@ -160,6 +160,25 @@ def test_sweep_names_branches_by_phase_and_stores_every_layer():
     assert res.equilibrium["branch"][-1] == "layers_1_2_3"
 
 
+def test_every_branch_group_opens_with_xarray(tmp_path):
+    # every axis of every matrix is a dimension (rows: layer ℓ's labels, columns: layer m − 1's);
+    # before, overlap_layer_2 mixed labelled and unlabelled axes and xarray refused the group
+    xr = pytest.importorskip("xarray")
+    pytest.importorskip("h5netcdf")
+    from replica.workflow.io import write_sweep
+
+    model = DeepLinearModel("tanh2", (0.5, 0.5, 0.5), 0.1, s_grid=3)
+    res = sweep(model, [4.0, 8.0], progress=False, locate=False)
+    path = write_sweep(tmp_path / "l3.h5", res, {"layers": 3}, grids=model.grids, axes=model.dataset_axes)
+    for name in res.branches:
+        ds = xr.open_dataset(path, engine="h5netcdf", group=f"branches/{name}")
+        assert ds["overlap_layer_2"].dims == ("alpha", "s_values_2", "s_values")
+        assert ds["overlap_layer_3"].dims == ("alpha", "readout_values", "s_values_2")
+        assert ds["overlap_product_3_2"].dims == ("alpha", "readout_values", "s_values")
+        assert ds["tau_product_2_1"].dims == ("alpha", "s_values_2")
+        np.testing.assert_array_equal(ds["overlap_layer_2"].values, res.branches[name]["overlap_layer_2"])
+
+
 def test_quick_seeded_validation_informed_chain_three_layers():
     # tiny seeded HMC run (L = 3, d = 12, one teacher, 200 steps, α = 5): the informed chain stays
     # on the all-layer branch; at this size only the order of magnitude is meaningful

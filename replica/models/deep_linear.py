@@ -312,8 +312,34 @@ class DeepLinearModel:
 
     @property
     def grids(self) -> dict:
-        """Extra coordinates stored with a sweep: ``s_values``, ``s_weights`` (n_s,)."""
-        return {"s_values": self.s_values, "s_weights": self.s_weights}
+        """Extra coordinates stored with a sweep: ``s_values``, ``s_weights`` (n_s,), and one copy
+        ``s_values_<ℓ>`` of the s grid per inner layer ℓ = 2 … L − 1 (a dimension of its own, so that
+        ``overlap_layer_2`` is labelled ``(alpha, s_values_2, s_values)``)."""
+        out = {"s_values": self.s_values, "s_weights": self.s_weights}
+        for ell in range(2, self.L):
+            out[f"s_values_{ell}"] = self.s_values
+        return out
+
+    def _label_axis(self, layer):
+        """Dimension scale labelling the neurons of ``layer`` (0: the input, no axis)."""
+        if layer == 0:
+            return None
+        if layer == self.L:
+            return "readout_values"
+        return "s_values" if layer == 1 else f"s_values_{layer}"
+
+    @property
+    def dataset_axes(self) -> dict:
+        """Dimension scales of the axes after α of every stored matrix dataset: rows label the
+        neurons of layer ℓ (effective readout s_ℓ, or v for the last layer), columns those of layer
+        m − 1 (none for m = 1), for ``overlap_*``, ``overlap_hat_*`` and ``tau_*`` of ``W_{ℓ:m}``."""
+        axes = {}
+        for (ell, m) in self.keys:
+            tag = f"layer_{ell}" if ell == m else f"product_{ell}_{m}"
+            names = tuple(a for a in (self._label_axis(ell), self._label_axis(m - 1)) if a is not None)
+            for prefix in ("overlap_", "overlap_hat_") + (("tau_",) if ell != m else ()):
+                axes[prefix + tag] = names
+        return axes
 
     @property
     def specialized_branch(self) -> str:

@@ -553,7 +553,8 @@ def _run_sweep(args) -> int:
         try:
             rule = getattr(model, "s_grid_rule", None)
             write_sweep(out, result, parameters, configuration=configuration, grids=getattr(model, "grids", None),
-                        attributes=None if rule is None else {"s_grid_rule": rule})
+                        attributes=None if rule is None else {"s_grid_rule": rule},
+                        axes=getattr(model, "dataset_axes", None))
         except OSError:  # e.g. a full disk: keep every solve for --resume if the checkpoint still fits
             if checkpoint.dirty:
                 try:

@@ -306,12 +306,20 @@ def _write_array(group, name, value):
 S_AXIS_DATASETS = ("overlap_layer_1", "overlap_hat_layer_1", "overlap_layer_2", "overlap_hat_layer_2")
 
 
-def _attach_scales(group, alpha, readout=None, s_scale=None):
+def _attach_scales(group, alpha, readout=None, s_scale=None, axes=None):
     """Attach the datasets of ``group`` to the dimension scales ``alpha`` (axis 0),
     ``readout`` (axis 1, and axis 0 of ``readout_weights``) and, for the datasets of
-    :data:`S_AXIS_DATASETS`, ``s_values`` (last axis; axis 0 of ``s_weights``)."""
+    :data:`S_AXIS_DATASETS`, ``s_values`` (last axis; axis 0 of ``s_weights``); a dataset named
+    in ``axes`` gets the scales listed there on its axes after α instead."""
+    axes = axes or {}
     for name, ds in group.items():
-        if not isinstance(ds, h5py.Dataset) or name in ("alpha", "readout_values", "s_values") or ds.ndim == 0:
+        if not isinstance(ds, h5py.Dataset) or name in ("alpha", "readout_values") or name.startswith("s_values") \
+                or ds.ndim == 0:
+            continue
+        if name in axes and ds.shape[0] == alpha.shape[0] and len(axes[name]) == ds.ndim - 1:
+            ds.dims[0].attach_scale(alpha)
+            for k, scale in enumerate(axes[name], start=1):
+                ds.dims[k].attach_scale(group[scale])
             continue
         if name == "readout_weights":
             if readout is not None:
@@ -342,7 +350,7 @@ def _root_attrs(h5, parameters, *, kind, complete, configuration=None):
 
 
 def write_sweep(path, result, parameters: dict, *, configuration: dict | None = None,
-                grids: dict | None = None, attributes: dict | None = None) -> Path:
+                grids: dict | None = None, attributes: dict | None = None, axes: dict | None = None) -> Path:
     """Write a :class:`replica.branches.SweepResult` to ``path`` atomically.
 
     Parameters
@@ -361,6 +369,11 @@ def write_sweep(path, result, parameters: dict, *, configuration: dict | None = 
     attributes : dict, optional, keyword-only
         Extra root attributes (strings or numbers), e.g. ``s_grid_rule`` (the two-layer rule
         in ``s`` that was used).
+    axes : dict, optional, keyword-only
+        ``{dataset: (scale, …)}``: the dimension scales of the axes after α of those datasets
+        (names of ``readout_values`` or of 1-D ``grids`` entries), e.g. the L ≥ 3 model's
+        :attr:`~replica.models.deep_linear.DeepLinearModel.dataset_axes`; every axis is then
+        labelled and the group opens with xarray.
 
     Returns
     -------
@@ -385,10 +398,10 @@ def write_sweep(path, result, parameters: dict, *, configuration: dict | None = 
             sv = None
             for key, val in (grids or {}).items():
                 ds = _write_array(gb, key, np.asarray(val, dtype=float))
-                if key == "s_values":
-                    ds.make_scale("s_values")
-                    sv = ds
-            _attach_scales(gb, alpha, rv, sv)
+                if key.startswith("s_values"):
+                    ds.make_scale(key)
+                    sv = ds if key == "s_values" else sv
+            _attach_scales(gb, alpha, rv, sv, axes or {})
             for key, val in (b.attributes() if hasattr(b, "attributes") else {}).items():
                 gb.attrs[key] = val
         reason = getattr(result, "universal_only_reason", None)
