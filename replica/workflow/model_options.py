@@ -138,8 +138,6 @@ def build_model(options: dict):
         raise UsageError(f"--delta: must be a finite number >= 0, got {delta}")
     if any(not (math.isfinite(g) and g > 0) for g in gammas):
         raise UsageError(f"--gamma: width ratios must be finite numbers > 0, got {gammas}")
-    if options.get("s_grid") is not None and layers < 2:
-        raise UsageError(f"--s-grid: only used with --layers >= 2 (got --layers {layers})")
     names = split_activations(options["activation"])
     if len(names) not in (1, layers):
         raise UsageError(f"--activation: give one activation, or one per layer ({layers} for --layers {layers}), "
@@ -150,6 +148,8 @@ def build_model(options: dict):
         if len(set(names)) > 1:
             raise UsageError("--activation: one activation per layer needs the two-layer solver (--layers 2, "
                              "activations with a linear part); the deep solver (docs/theory.md §6.1) takes one activation")
+    if options.get("s_grid") is not None and layers < 2:
+        raise UsageError(f"--s-grid: only used with --layers >= 2 (got --layers {layers})")
     try:
         prior = get_weight_prior(options["prior"])
     except ValueError as exc:
