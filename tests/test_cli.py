@@ -315,6 +315,7 @@ def test_three_layer_sweep_writes_every_layer_and_product(capsys, tmp_path):
     for key, shape in shapes.items():
         assert spec[key].shape == shape, key
     assert str(data["equilibrium"]["branch"][-1]) == "layers_1_2_3" and spec["overlap_mean_layer_3"][-1] > 0.9
+    assert spec["s_values"].shape == (2,) and read_root_attrs(out)["s_grid_rule"] == "gauss-hermite:2"
     base = {"layers": 3, "gamma": [0.5] * 3, "activation": "tanh2", "unit_variance": True, "prior": "gaussian",
             "readout": "ones", "readout_grid": None, "delta": 0.1}
     assert isinstance(build_model(base), DeepLinearModel)

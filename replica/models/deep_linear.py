@@ -320,6 +320,12 @@ class DeepLinearModel:
             out[f"s_values_{ell}"] = self.s_values
         return out
 
+    @property
+    def s_grid_rule(self) -> str:
+        """Rule in ``s`` of every inner layer, stored as the root attribute ``s_grid_rule``:
+        ``gauss-hermite:<n_s>`` (as :attr:`replica.models.two_layer.TwoLayerModel.s_grid_rule`)."""
+        return f"gauss-hermite:{self.s_values.size}"
+
     def _label_axis(self, layer):
         """Dimension scale labelling the neurons of ``layer`` (0: the input, no axis)."""
         if layer == 0:
