@@ -199,3 +199,18 @@ def test_plot_sgd_file(tmp_path):
     out = tmp_path / "sgd.png"
     assert plot_main([str(run), "-o", str(out), "--quiet"]) == 0
     assert out.stat().st_size > 10_000
+
+
+@pytest.mark.parametrize("n_extra", [3, 16, 21])
+def test_every_branch_gets_its_own_colour(n_extra):
+    # a long staircase of the s grid gives > 16 branches (22 for L = 3 on 16 α): no two may share
+    # a colour (layer_1 and the equilibrium layers_1_2_3 did), and the styled names keep theirs
+    from matplotlib.colors import to_hex
+
+    from replica.workflow.plotting import BRANCH_STYLE, _branch_color, _ordered_branches
+
+    branches = {name: {} for name in ["universal", "specialized"] + [f"layers_1_2-{k}" for k in range(n_extra)]}
+    order = _ordered_branches(branches)
+    colours = [to_hex(_branch_color(name, order)[0]) for name in order]
+    assert len(set(colours)) == len(order)
+    assert _branch_color("universal", order) == BRANCH_STYLE["universal"]

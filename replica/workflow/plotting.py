@@ -48,7 +48,11 @@ BRANCH_STYLE = {
     "partial": ("#2e8b57", "partially specialized"),
     "weak": ("#d68910", "weakly specialized"),
 }
-_EXTRA_COLORS = ("#8e44ad", "#d35400", "#16a085", "#7f8c8d")
+#: colours of branches without a style of their own, in order of appearance (distinct from
+#: BRANCH_STYLE's); beyond 16 such branches (a long staircase of the s grid) colours are spaced
+#: evenly along one colour map instead, so that no two branches share one
+_EXTRA_COLORS = ("#8e44ad", "#d35400", "#16a085", "#7f8c8d", "#e84393", "#2c3e50", "#b7950b", "#6c5ce7",
+                 "#00a8ff", "#a0522d", "#44bd32", "#c23616", "#273c75", "#e1b12c", "#8c7ae6", "#0097e6")
 _EXPERIMENT_MARKERS = ("o", "s", "^", "D", "v", "P", "X")
 _EXPERIMENT_COLORS = ("#000000", "#6c3483", "#b9770e", "#117a65", "#884ea0", "#5d6d7e")
 
@@ -163,10 +167,18 @@ def _segments(mask):
     return [np.arange(s, e + 1) for s, e in zip(starts, ends)]
 
 
-def _branch_color(name, k):
+def _branch_color(name, names):
+    """(colour, label) of branch ``name``; ``names``: every branch in drawing order (the k-th
+    branch without a style of its own gets the k-th extra colour, the same in every panel)."""
     if name in BRANCH_STYLE:
         return BRANCH_STYLE[name]
-    return _EXTRA_COLORS[k % len(_EXTRA_COLORS)], name
+    extras = [n for n in names if n not in BRANCH_STYLE]
+    k = extras.index(name)
+    if len(extras) <= len(_EXTRA_COLORS):
+        return _EXTRA_COLORS[k], name
+    from matplotlib import colormaps  # more branches than colours: evenly spaced along one colour map
+
+    return colormaps["turbo"](0.04 + 0.92 * k / (len(extras) - 1)), name
 
 
 # --------------------------------------------------------------------------- references
@@ -250,7 +262,8 @@ def _draw_curves(ax, data, *, logy=False):
         changes = np.array([a_c])
     drawn = []
     metastable = unstable_any = False
-    for k, name in enumerate(_ordered_branches(data["branches"])):
+    order = _ordered_branches(data["branches"])
+    for name in order:
         b = data["branches"][name]
         if "mmse" not in b:  # branch found nowhere on the grid (files of older versions)
             continue
@@ -259,7 +272,7 @@ def _draw_curves(ax, data, *, logy=False):
         ok = np.asarray(b["exists"], bool) & np.asarray(b["converged"], bool) & np.isfinite(mmse)
         if not ok.any():
             continue
-        color, label = _branch_color(name, k)
+        color, label = _branch_color(name, order)
         stab = np.asarray(b.get("stability", np.full(alpha.shape, np.nan)), dtype=float)
         unstable = ok & (stab > 1.0)
         is_eq = np.isin(alpha, eq_alpha[eq_branch == name]) & ok
@@ -551,12 +564,13 @@ def _draw_overlap_panel(ax, data):
     styled = set()  # deep networks: one legend entry per layer (line style); branches are coloured
     gamma = data.get("parameters", {}).get("gamma", 0.5)
     gamma = float(gamma[0] if isinstance(gamma, (list, tuple)) else gamma)
-    for k, name in enumerate(_ordered_branches(branches)):
+    order = _ordered_branches(branches)
+    for name in order:
         b = branches[name]
         ok = np.asarray(b["exists"], bool) & np.asarray(b["converged"], bool)
         if not ok.any() or "mmse" not in b:
             continue
-        color, label = _branch_color(name, k)
+        color, label = _branch_color(name, order)
         label = label.split(" (")[0]
         alpha = np.asarray(b["alpha"], dtype=float)
         w = np.asarray(b.get("readout_weights", [1.0]), dtype=float)
