@@ -238,3 +238,20 @@ def test_discretization_error_is_the_change_under_a_doubled_grid():
     assert 1e-7 < expected < 1e-2
     assert coarse.refined().n_s == 6 and coarse.refined() is coarse.refined()
     assert coarse.discretization_error(alpha, np.zeros(coarse.size)) == 0.0
+
+
+def test_command_line_takes_one_activation_per_layer_and_bounds_the_s_grid():
+    # --activation tanh2,erf,tanh reaches the L = 3 model layer by layer (it was refused as "needs the
+    # two-layer solver"); --s-grid above 75 is refused because its error estimate doubles the grid
+    from replica.workflow.config import UsageError
+    from replica.workflow.model_options import build_model
+
+    base = {"layers": 3, "gamma": [0.5] * 3, "activation": "tanh2,erf,tanh", "unit_variance": True,
+            "prior": "gaussian", "readout": "ones", "readout_grid": None, "delta": 0.1, "s_grid": 3}
+    model = build_model(base)
+    assert isinstance(model, DeepLinearModel)
+    direct = DeepLinearModel(["tanh2", "erf", "tanh"], (0.5, 0.5, 0.5), 0.1, s_grid=3)
+    assert [a.mu1 for a in model.activations] == pytest.approx([a.mu1 for a in direct.activations], rel=1e-14)
+    assert len({round(a.mu1, 12) for a in model.activations}) == 3
+    with pytest.raises(UsageError, match="--s-grid: at most 75"):
+        build_model({**base, "s_grid": 76})

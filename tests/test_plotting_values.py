@@ -37,7 +37,7 @@ def test_learning_curve_draws_the_stored_equilibrium(deep_file):
     drawn = [ln for ln in ax.get_lines() if len(ln.get_xdata())]
     solid = [ln for ln in drawn if ln.get_linewidth() >= 2.0 or ln.get_marker() == "o"]
     dashed = [ln for ln in drawn if ln.get_linewidth() == 1.0 and ln.get_linestyle() != "-"
-              and ln.get_marker() in ("None", "", None)]
+              and ln.get_marker() in ("None", "", None, "D")]  # "D": a metastable branch met at one α
     eq = data["equilibrium"]
     assert len(set(eq["branch"])) == 2  # the grid crosses α_c
     expected = {(float(a), float(m)) for a, m in zip(eq["alpha"], eq["mmse"])}
@@ -50,3 +50,26 @@ def test_learning_curve_draws_the_stored_equilibrium(deep_file):
         pts = {(float(a), float(m)) for a, m in zip(b["alpha"][ok], b["mmse"][ok])}
         assert pts <= _points(dashed), name
     matplotlib.pyplot.close(fig)
+
+
+def test_a_branch_met_at_one_alpha_is_drawn(deep_file, tmp_path):
+    # a metastable branch that exists at a single grid point was a one-point line (invisible)
+    import shutil
+
+    import h5py
+
+    path = tmp_path / "one.h5"
+    shutil.copy(deep_file, path)
+    eq = read_sweep(path)["equilibrium"]
+    with h5py.File(path, "r+") as h5:
+        b = h5["branches"]["universal"]
+        i = int(np.flatnonzero(np.asarray(eq["branch"]).astype(str) != "universal")[-1])
+        keep = np.zeros(b["exists"].shape, bool)
+        keep[i] = True  # the universal branch is metastable there; keep that point only
+        b["exists"][...] = keep
+    fig = plotting.plot_file(path, kind="curve")
+    marked = [ln for ln in fig.axes[0].get_lines() if ln.get_marker() == "D"]
+    assert len(marked) == 1 and len(marked[0].get_xdata()) == 1
+    assert float(marked[0].get_xdata()[0]) == pytest.approx(float(eq["alpha"][i]))
+    matplotlib.pyplot.close(fig)
+

@@ -190,7 +190,7 @@ def test_build_model_takes_one_activation_per_layer(model):
 @pytest.mark.parametrize("kw, message", [
     (dict(activation="tanh2,erf,tanh"), "one per layer"),
     (dict(layers=1, gamma=[0.5]), "one per layer"),
-    (dict(activation="tanh2,erf", drop_hermite=[0, 1, 2]), "two-layer solver"),
+    (dict(activation="tanh2,erf", drop_hermite=[0, 1, 2]), "linear part"),
     (dict(activation="tanh2,relu"), "odd"),
     (dict(activation="tanh2,"), "empty"),
 ])

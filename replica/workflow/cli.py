@@ -240,7 +240,7 @@ def add_model_options(p, *, grids=False):
     g.add_argument("--activation", default="relu",
                    help="activation σ: relu, elu, tanh, tanh2 (= tanh 2x), erf, sigmoid, softplus, quadratic "
                         "(= x²/√2) or Hermite coefficients 'hermite:2=1.4142,3=1' (σ = Σ μ_ℓ He_ℓ/ℓ!); with "
-                        "--layers 2 and the two-layer solver also one per layer, first layer first: "
+                        "--layers >= 2 and activations with a linear part also one per layer, first layer first: "
                         "'tanh2,erf' (config file: activation = [\"tanh2\", \"erf\"]) (default relu)")
     g.add_argument("--drop-hermite", default="",
                    help="comma list of Hermite degrees removed from the activation, e.g. '0,1,2' (default none)")

@@ -144,10 +144,11 @@ def build_model(options: dict):
                          f"got {len(names)}: {options['activation']!r}")
     acts = [_activation(name, tuple(options.get("drop_hermite") or ()), bool(options.get("unit_variance")))
             for name in names]
-    if len(acts) > 1 and not (layers == 2 and any(abs(a.mu1) > 1e-10 for a in acts)):
+    if len(acts) > 1 and not (layers >= 2 and any(abs(a.mu1) > 1e-10 for a in acts)):
         if len(set(names)) > 1:
-            raise UsageError("--activation: one activation per layer needs the two-layer solver (--layers 2, "
-                             "activations with a linear part); the deep solver (docs/theory.md §6.1) takes one activation")
+            raise UsageError("--activation: one activation per layer needs activations with a linear part "
+                             "(--layers >= 2: docs/theory.md §6.2, docs/deep_linear.md); the deep solver of "
+                             "docs/theory.md §6.1 takes one activation")
     if options.get("s_grid") is not None and layers < 2:
         raise UsageError(f"--s-grid: only used with --layers >= 2 (got --layers {layers})")
     try:

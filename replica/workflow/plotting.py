@@ -278,8 +278,9 @@ def _draw_curves(ax, data, *, logy=False):
         is_eq = np.isin(alpha, eq_alpha[eq_branch == name]) & ok
         metastable |= bool(np.any(ok & ~is_eq & ~unstable))
         unstable_any |= bool(unstable.any())
-        for seg in _segments(ok & ~unstable):
-            ax.plot(alpha[seg], mmse[seg], color=color, ls=(0, (4, 2.5)), lw=1.0, alpha=0.9, zorder=2)
+        for seg in _segments(ok & ~unstable):  # a branch met at one α only: a marker (a line of one point is invisible)
+            ax.plot(alpha[seg], mmse[seg], color=color, ls=(0, (4, 2.5)), lw=1.0, alpha=0.9, zorder=2,
+                    marker="D" if seg.size == 1 else None, ms=2.5, mfc="none")
         for seg in _segments(unstable):
             # extend to the neighbouring stable points so that the curve stays connected
             lo, hi = max(seg[0] - 1, 0), min(seg[-1] + 1, alpha.size - 1)
@@ -582,7 +583,8 @@ def _draw_overlap_panel(ax, data):
             for ell, (q, lab) in enumerate(zip(layer_q, _layer_labels(b, len(layer_q))), start=1):
                 ls = _LAYER_STYLES[(ell - 1) % len(_LAYER_STYLES)]
                 for seg in _segments(ok):
-                    ax.plot(alpha[seg], q[seg], color=color, ls=ls, lw=1.4)
+                    ax.plot(alpha[seg], q[seg], color=color, ls=ls, lw=1.4, marker="o" if seg.size == 1 else None,
+                            ms=2.5)
                 if lab not in styled:
                     styled.add(lab)
                     ax.plot([], [], color="0.35", ls=ls, label=f"$q_{{{lab}}}$")
@@ -591,7 +593,7 @@ def _draw_overlap_panel(ax, data):
         if name != "universal" and "overlap_W" in b:
             q = np.asarray(b["overlap_W"], dtype=float) @ (w / w.sum())
             for seg in _segments(ok):
-                ax.plot(alpha[seg], q[seg], color=color, lw=1.6)
+                ax.plot(alpha[seg], q[seg], color=color, lw=1.6, marker="o" if seg.size == 1 else None, ms=2.5)
             ax.plot([], [], color=color, lw=1.6, label=f"{label}: $Q$")
             drawn = True
         if "R2" in b:
