@@ -15,6 +15,14 @@ and the noise power is Δ.  Equivalently, with ``S̃ = (MP)^{1/4} S = U_L U_R / 
 ``λ = 1/Δ``, the channel is ``Y' = sqrt(λ) S̃ + Z'`` with ``Z'`` iid N(0, 1), and
 ``mmse`` is the mean squared error *per entry* of ``S̃``.
 
+Arguments and errors of the public functions
+--------------------------------------------
+``aspect_ratio_p = R1 = P/M`` (finite, ``>= 1``) and ``aspect_ratio_n`` = ``R2 = N/M`` (finite,
+``> 0``) for two factors, or the sequence of the inner ratios ``N_i/M`` of a product of
+``p >= 3`` factors (a one-element sequence is two factors); ``delta = Δ`` finite and ``> 0``.
+Every public function raises ``ValueError`` (one line naming the argument) outside these
+domains, and for complex points with ``Im x < 0`` where points are taken.
+
 Notes
 -----
 **Prior law (free multiplicative convolution).**  ``X = S Sᵀ/sqrt(R1)`` is the M×M Gram
@@ -201,6 +209,16 @@ def high_snr_coefficient(aspect_ratio_p: float, aspect_ratio_n) -> float:
     ``c₁ = r(M + P − r)/(MP)`` with ``r = min(M, N_1, …, N_{p−1}, P)`` the rank of ``S``,
     i.e. ``min(1, R2)(1 + R1 − min(1, R2))/R1`` with ``R2`` the smallest inner ratio
     (dimension of the manifold of rank-r M×P matrices per entry).
+
+    Parameters
+    ----------
+    aspect_ratio_p, aspect_ratio_n : float, and float or sequence of float
+        ``R1 >= 1`` and ``R2 > 0`` (or the inner ratios of p ≥ 3 factors), module docstring.
+
+    Returns
+    -------
+    float
+        ``c₁`` in ``(0, 1]``.
     """
     r1, r2 = _check_ratios(aspect_ratio_p, aspect_ratio_n)
     r = min(1.0, min(_inner_tuple(r2)))
@@ -214,6 +232,16 @@ def low_snr_cubic(aspect_ratio_p: float, aspect_ratio_n) -> float:
     entries of ``S̃`` per entry: ``κ(S̃_ij, S̃_ij', S̃_i'j, S̃_i'j') = Σ_i 1/N_i`` to leading
     order, over ``M²P²`` quadruples (module Notes).  Two factors: ``1 + R1/R2²``.  Checked
     against the direct overlap at λ ~ 1e-4 (tests); used only below λ = 1e-6.
+
+    Parameters
+    ----------
+    aspect_ratio_p, aspect_ratio_n : float, and float or sequence of float
+        ``R1 >= 1`` and ``R2 > 0`` (or the inner ratios of p ≥ 3 factors), module docstring.
+
+    Returns
+    -------
+    float
+        ``c₃ >= 1``.
     """
     r1, r2 = _check_ratios(aspect_ratio_p, aspect_ratio_n)
     return 1.0 + r1 * sum(1.0 / n for n in _inner_tuple(r2)) ** 2
@@ -674,6 +702,13 @@ def density(x, delta: float, *, aspect_ratio_p: float, aspect_ratio_n):
 def support(delta: float, *, aspect_ratio_p: float, aspect_ratio_n):
     """Support of ``μ_Y`` on the positive half-line (the law is symmetric).
 
+    Parameters
+    ----------
+    delta : float
+        Noise variance Δ > 0.
+    aspect_ratio_p, aspect_ratio_n : float, and float or sequence of float, keyword-only
+        ``R1`` and ``R2`` (or the inner ratios), module docstring.
+
     Returns
     -------
     ndarray of float, shape (k, 2)
@@ -977,7 +1012,7 @@ class RectangularChannel:
     (:func:`low_snr_cubic`, verified to ~1e-4 and irrelevant there at double precision) and
     ``mmse = c₁/λ + c₂/λ²`` for ``λ > 1e8`` (``c₁`` exact, ``c₂`` matched to the table end).
     A product of ``p >= 3`` factors (``aspect_ratio_n`` a sequence) costs about 10 s of
-    table building per shape (direct evaluations 5–20× slower than for two factors).
+    table building per shape (a direct evaluation is ~2–3× slower than for two factors).
 
     References
     ----------

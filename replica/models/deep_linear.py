@@ -237,7 +237,9 @@ class DeepLinearModel:
     readout_grid : int, keyword-only
         Grid size of continuous readout laws.
     s_grid : int, keyword-only
-        Positive nodes of the effective-readout rule of every inner layer (default 12).
+        Positive nodes of the effective-readout (Gauss–Hermite) rule of every inner layer, 1 to 150
+        (default 12); :meth:`discretization_error` solves on twice as many, so the command line
+        allows at most 75.
     drop_hermite : tuple of int, keyword-only
         Hermite degrees removed when activations are given by name.
     unit_variance : bool, keyword-only
@@ -354,6 +356,7 @@ class DeepLinearModel:
 
     @property
     def n_readout(self) -> int:
+        """Number of readout atoms (rows of the last layer's matrices)."""
         return self.readout_values.size
 
     @property

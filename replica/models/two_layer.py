@@ -508,13 +508,21 @@ def converge_s_grid(model, alphas, *, target=S_GRID_TARGET, max_panels=MAX_S_PAN
         The chosen model (``model`` itself or a refinement).
     info : dict
         ``panels`` (chosen), ``error`` (largest change on its doubled grid over the probes; 0
-        when no non-universal point was found), ``probes`` (the α values), ``levels`` (list of
+        when no non-universal point was found; NaN, with ``panels`` None, for a Gauss–Hermite
+        model, returned unchanged), ``probes`` (the α values), ``levels`` (list of
         ``(panels, error)`` tried).
+
+    Raises
+    ------
+    ValueError
+        ``alphas`` empty, not finite or not all > 0; ``probes`` < 1.
     """
     solve_kw = dict(solve_kw or {})
     a = np.unique(np.asarray(alphas, dtype=float).ravel())
     if a.size == 0 or not np.all(np.isfinite(a)) or a[0] <= 0:
         raise ValueError("alphas must be finite numbers > 0")
+    if int(probes) < 1:
+        raise ValueError(f"probes must be >= 1, got {probes!r}")
     if model.s_grid is not None:
         return model, {"panels": None, "error": math.nan, "probes": [], "levels": []}
     idx = np.unique(np.round(np.linspace(0, a.size - 1, int(probes) + 1)[1:]).astype(int))
@@ -619,6 +627,7 @@ def grid_change(model, fine, alpha, x, fine_start, **solver_options) -> float:
     model, fine : models with ``solve_from``, ``state`` and ``phase``
         The same equations on the grid of ``x`` and on a finer grid.
     alpha : float
+        Sample ratio α = n/d² > 0 of the point.
     x : ndarray
         A converged packed point of ``model``.
     fine_start : ndarray
@@ -637,6 +646,11 @@ def grid_change(model, fine, alpha, x, fine_start, **solver_options) -> float:
 
 def refined_solve(model, fine, alpha, x, fine_start, **solver_options):
     """:func:`grid_change` and the converged point on the finer grid.
+
+    Parameters
+    ----------
+    model, fine, alpha, x, fine_start, **solver_options
+        As :func:`grid_change`.
 
     Returns
     -------

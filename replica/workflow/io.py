@@ -15,7 +15,10 @@ Layout
     store ``overlap_layer_1`` (n_alpha × n_s), ``overlap_layer_2`` (n_alpha × n_readout ×
     n_s), ``overlap_product_2_1`` and ``tau_product_2_1`` (n_alpha × n_readout), their
     ``overlap_hat_*`` conjugates, and the effective-readout grid ``s_values``,
-    ``s_weights`` (n_s).
+    ``s_weights`` (n_s). L ≥ 3 hidden layers with linear parts (docs/deep_linear.md) store
+    ``overlap_layer_<ℓ>``, ``overlap_product_<ℓ>_<m>``, their conjugates, ``tau_product_<ℓ>_<m>``
+    and ``overlap_mean_*``, with the label axes ``s_values`` (layer 1), ``s_values_<ℓ>`` (inner
+    layer ℓ) and ``readout_values`` (layer L) as dimension scales.
     Every branch group has every dataset (NaN, False or "" where the branch does not
     exist), ``stability`` (leading eigenvalue of the Jacobian of the undamped fixed-point
     map at each point, < 1: linearly stable) included, and the attributes
@@ -367,8 +370,8 @@ def write_sweep(path, result, parameters: dict, *, configuration: dict | None = 
         ``s_values`` and ``s_weights`` (``s_values`` becomes a dimension scale of the
         datasets of :data:`S_AXIS_DATASETS`).
     attributes : dict, optional, keyword-only
-        Extra root attributes (strings or numbers), e.g. ``s_grid_rule`` (the two-layer rule
-        in ``s`` that was used).
+        Extra root attributes (strings or numbers), e.g. ``s_grid_rule`` (the rule in ``s`` of
+        models with two or more hidden layers and linear parts).
     axes : dict, optional, keyword-only
         ``{dataset: (scale, …)}``: the dimension scales of the axes after α of those datasets
         (names of ``readout_values`` or of 1-D ``grids`` entries), e.g. the L ≥ 3 model's
@@ -378,6 +381,16 @@ def write_sweep(path, result, parameters: dict, *, configuration: dict | None = 
     Returns
     -------
     Path
+        ``path`` (layout in the module docstring: ``/branches/<name>``, ``/equilibrium``,
+        ``/equilibrium_changes``, ``/transitions``).
+
+    Raises
+    ------
+    OSError
+        The file cannot be written (permissions, full disk); a previous file at ``path`` is then
+        left unchanged (the data go to a temporary file that replaces it only when complete).
+    KeyError
+        A scale named in ``axes`` is not among ``readout_values`` and the ``grids`` entries.
     """
     path = Path(path)
     readout_values = np.asarray(result.readout_values, dtype=float)

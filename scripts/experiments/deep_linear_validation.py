@@ -6,7 +6,8 @@ informed (teacher) and uninformed (prior draw) starts, for ``tanh(2x)`` rescaled
 with its linear part kept, and prints/writes a comparison table. The sampling part is that of
 ``two_layer_validation.py`` with L = ``len(--gamma)``.
 
-Usage (CPU; d = 30, three α, two teachers, 1500 steps: ≈ 5 CPU-minutes)::
+Usage (CPU; d = 30, three α, two teachers, 1500 steps: a few CPU-minutes, 2–3 in the run of
+docs/deep_linear.md §10)::
 
     nice -n 10 python scripts/experiments/deep_linear_validation.py --gamma 0.5,0.5,0.5 --dim 30 \\
         --alpha 1,2,5 --teachers 2 --steps 1500 -o deep_linear_validation.json
