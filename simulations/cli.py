@@ -24,12 +24,11 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import signal
 import sys
 import time
 from pathlib import Path
 
-from replica.workflow.cli import _raise_terminated, _Terminated, warn_readout_rescaling
+from replica.workflow.cli import warn_readout_rescaling
 from replica.workflow.config import LIMITS, CommandParser, UsageError, check_memory, number_type
 
 __all__ = ["main", "build_parser"]
@@ -259,48 +258,9 @@ def main(argv=None) -> int:
     argv : list of str, optional
         Arguments (default ``sys.argv[1:]``).
     """
-    from replica.workflow.cli import parse_command_line
+    from replica.workflow.cli import _main
 
-    args, status = parse_command_line(PROG, build_parser, argv)
-    if args is None:
-        return status
-    logging.basicConfig(level=logging.WARNING if args.quiet else (logging.DEBUG if args.verbose else logging.INFO),
-                        format="%(levelname)s %(name)s: %(message)s", force=True)
-    for noisy in ("jax", "absl"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
-    previous = None
-    try:
-        previous = signal.signal(signal.SIGTERM, _raise_terminated)
-    except ValueError:  # pragma: no cover - not in the main thread
-        pass
-    try:
-        return _run(args)
-    except UsageError as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
-        return 2
-    except ImportError as exc:
-        print(f"{PROG}: error: {exc.name or exc} is missing; install the extra: "
-              "pip install -e '.[experiments]' in a checkout (pip install 'replica-hciz[experiments]' "
-              "otherwise)", file=sys.stderr)
-        return 3
-    except KeyboardInterrupt as exc:
-        from replica.workflow.cli import close_progress_bars
-
-        close_progress_bars()
-        what = "terminated" if isinstance(exc, _Terminated) else "interrupted"
-        print(f"{PROG}: {what}; {getattr(exc, 'note', 'nothing written')}", file=sys.stderr)
-        return 143 if isinstance(exc, _Terminated) else 130
-    except MemoryError:
-        from replica.workflow.cli import OUT_OF_MEMORY
-
-        print(f"{PROG}: error: {OUT_OF_MEMORY}", file=sys.stderr)
-        return 2
-    except OSError as exc:
-        print(f"{PROG}: error: cannot write {exc.filename or args.output}: {exc.strerror or exc}", file=sys.stderr)
-        return 1
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+    return _main(PROG, build_parser, _run, argv, missing_extra="experiments")
 
 
 def _run(args) -> int:

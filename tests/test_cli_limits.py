@@ -1,6 +1,8 @@
 """Out-of-domain numbers and unreadable inputs a reviewer tried: one line naming the option (or the key
 of the configuration file), exit 2, nothing allocated or written."""
 
+import sys
+
 import pytest
 
 from replica.workflow.cli import plot_main, sweep_main
@@ -85,3 +87,13 @@ def test_per_command_table_serves_both(tmp_path, capsys):
     cfg.write_text("[sweep]\ngamma = [1.0, 1.0]\n[spectrum]\ngamma = 1.0\n")
     args = parse_with_config(build_parser(), ["--config", str(cfg)])
     assert args.gamma == 1.0
+
+
+def test_missing_optional_dependency_is_one_line_and_exit_3(tmp_path, capsys, monkeypatch):
+    # replica-experiment runs through the shared command runner; without JAX it names the extra
+    monkeypatch.setitem(sys.modules, "jax", None)
+    out = tmp_path / "x.h5"
+    rc = _experiment(["--dim", "12", "--alpha", "1", "--steps", "10", "-o", str(out)])
+    err = capsys.readouterr().err
+    assert rc == 3 and "jax is missing" in one_line(err) and "[experiments]" in err
+    assert not out.exists()

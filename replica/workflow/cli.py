@@ -316,7 +316,7 @@ def _configure_logging(args):
     level = logging.DEBUG if getattr(args, "verbose", False) else (
         logging.WARNING if getattr(args, "quiet", False) else logging.INFO)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", force=True)
-    for noisy in ("distributed", "matplotlib", "h5py", "numba", "tornado", "bokeh", "asyncio"):
+    for noisy in ("distributed", "matplotlib", "h5py", "numba", "tornado", "bokeh", "asyncio", "jax", "absl"):
         logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
 
 
@@ -411,7 +411,11 @@ def close_progress_bars():
         pass
 
 
-def _main(prog, build_parser, run, argv):
+def _main(prog, build_parser, run, argv, *, missing_extra=None):
+    """Parse ``argv``, configure logging and SIGTERM, call ``run(args)`` and turn its failures into
+    one line and an exit status: 2 bad input or out of memory, 1 unwritable output, 130/143
+    interrupted/terminated (with the note of what was kept), and with ``missing_extra`` (the name
+    of an optional extra) 3 for a missing optional dependency. Shared by every command."""
     args, status = parse_command_line(prog, build_parser, argv)
     if args is None:
         return status
@@ -426,6 +430,13 @@ def _main(prog, build_parser, run, argv):
     except UsageError as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
+    except ImportError as exc:
+        if missing_extra is None:
+            raise
+        print(f"{prog}: error: {exc.name or exc} is missing; install the extra: pip install -e "
+              f"'.[{missing_extra}]' in a checkout (pip install 'replica-hciz[{missing_extra}]' otherwise)",
+              file=sys.stderr)
+        return 3
     except KeyboardInterrupt as exc:
         close_progress_bars()
         what = "terminated" if isinstance(exc, _Terminated) else "interrupted"
