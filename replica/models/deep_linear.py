@@ -72,7 +72,7 @@ from ..activations import get_activation
 from .deep import layer_priors_and_readout
 from ..engine import STATUS_MESSAGES, FixedPointResult, solve_fixed_point
 from .two_layer import (DEFAULT_S_GRID, PHASE_THRESHOLD, channel_tilt, channel_tilt_gain,
-                        effective_readout_grid, grid_change, phase_transitions)
+                        effective_readout_grid, phase_transitions, refined_solve)
 
 __all__ = ["DeepLinearModel", "DeepLinearState", "matrix_keys", "product_channel_shape", "phase_label"]
 
@@ -589,7 +589,7 @@ class DeepLinearModel:
                 readout_law=self.readout_law, s_grid=2 * self.n_s, tilt_split=self.tilt_split)
         return self._refined_model
 
-    def _interpolate_to(self, fine, x) -> np.ndarray:
+    def interpolate_to(self, fine, x) -> np.ndarray:
         """Packed point ``x`` of this model carried onto the s-grid of ``fine``: every profile
         is interpolated piecewise linearly along its inner-layer (s-labelled) axes."""
         coarse_s, fine_s = self.s_values, fine.s_values
@@ -603,11 +603,8 @@ class DeepLinearModel:
         return fine.pack(out)
 
     def discretization_error(self, alpha, x, **solver_options) -> float:
-        """Change of the solution at ``x`` when the s-grid of every inner layer is doubled.
-
-        The profiles at ``x`` are interpolated (piecewise linearly in each s label) onto the
-        nodes of :meth:`refined` and the equations are solved there from that start, as
-        :meth:`replica.models.two_layer.TwoLayerModel.discretization_error` does for L = 2.
+        """Change of the solution at ``x`` when the s-grid of every inner layer is doubled: the
+        first value of :func:`replica.models.two_layer.refined_solve` (as for L = 2).
 
         Parameters
         ----------
@@ -620,14 +617,10 @@ class DeepLinearModel:
         Returns
         -------
         float
-            ``max(|Δ mmse|/mmse, |Δ f|/|f|)`` between the two grids; 0 at ``Q ≡ 0`` (exact on
-            any grid); NaN when the refined solve fails or lands in another phase.
+            ``max(|Δ mmse|/mmse, |Δ f|/|f|)`` between the two grids (0 at ``Q ≡ 0``, NaN when the
+            refined solve fails or changes phase).
         """
-        x = np.asarray(x, dtype=float)
-        if not np.any(x):
-            return 0.0
-        fine = self.refined()
-        return grid_change(self, fine, alpha, x, self._interpolate_to(fine, x), **solver_options)
+        return refined_solve(self, alpha, x, **solver_options)[0]
 
     # ----------------------------------------------------------------- solving
     def _result(self, alpha, res: FixedPointResult) -> FixedPointResult:

@@ -115,7 +115,7 @@ from .deep import layer_priors_and_readout
 from ..engine import STATUS_MESSAGES, FixedPointResult, solve_fixed_point
 
 __all__ = ["TwoLayerModel", "TwoLayerState", "product_channel", "effective_readout_grid", "effective_readout_panels",
-           "converge_s_grid", "phase_name", "phase_transitions", "channel_tilt", "channel_tilt_gain", "grid_change",
+           "converge_s_grid", "phase_name", "phase_transitions", "channel_tilt", "channel_tilt_gain",
            "refined_solve"]
 
 logger = logging.getLogger(__name__)
@@ -539,7 +539,7 @@ def converge_s_grid(model, alphas, *, target=S_GRID_TARGET, max_panels=MAX_S_PAN
     while True:
         errors, refined = [], []
         for al, x in points:
-            err, xf = cur.refined_solution(al, x, **solve_kw)
+            err, xf = refined_solve(cur, al, x, **solve_kw)
             errors.append(err)
             if xf is not None:
                 refined.append((al, xf))
@@ -616,50 +616,38 @@ class TwoLayerState:
         }
 
 
-def grid_change(model, fine, alpha, x, fine_start, **solver_options) -> float:
-    """Relative change of the solution ``x`` of ``model`` when solved on the finer grid ``fine``.
+def refined_solve(model, alpha, x, **solver_options):
+    """Solve ``model``'s equations on its refined grid from the point ``x`` and measure the change.
 
     Shared by the ``discretization_error`` of :class:`TwoLayerModel` and
-    :class:`replica.models.deep_linear.DeepLinearModel`.
+    :class:`replica.models.deep_linear.DeepLinearModel` (and by :func:`converge_s_grid`): ``x`` is
+    carried onto ``model.refined()`` by ``model.interpolate_to`` and solved there.
 
     Parameters
     ----------
-    model, fine : models with ``solve_from``, ``state`` and ``phase``
-        The same equations on the grid of ``x`` and on a finer grid.
+    model : TwoLayerModel or DeepLinearModel
+        Any model with ``refined()``, ``interpolate_to(fine, x)``, ``solve_from``, ``state`` and
+        ``phase``.
     alpha : float
         Sample ratio α = n/d² > 0 of the point.
-    x : ndarray
+    x : ndarray, shape (model.size,)
         A converged packed point of ``model``.
-    fine_start : ndarray
-        ``x`` carried onto the grid of ``fine`` (start of the refined solve).
     **solver_options
-        Passed to ``fine.solve_from``.
-
-    Returns
-    -------
-    float
-        ``max(|Δ mmse|/mmse, |Δ f|/|f|)``; NaN when the refined solve fails or lands in
-        another phase.
-    """
-    return refined_solve(model, fine, alpha, x, fine_start, **solver_options)[0]
-
-
-def refined_solve(model, fine, alpha, x, fine_start, **solver_options):
-    """:func:`grid_change` and the converged point on the finer grid.
-
-    Parameters
-    ----------
-    model, fine, alpha, x, fine_start, **solver_options
-        As :func:`grid_change`.
+        Passed to ``solve_from`` of the refined model.
 
     Returns
     -------
     error : float
-        As :func:`grid_change`.
-    x_fine : ndarray of shape (fine.size,) or None
-        The converged packed point of ``fine`` (None where ``error`` is NaN).
+        ``max(|Δ mmse|/mmse, |Δ f|/|f|)`` between the two grids; 0 at ``Q ≡ 0`` (exact on every
+        rule); NaN when the refined solve fails or lands in another phase.
+    x_fine : ndarray of shape (model.refined().size,) or None
+        The converged packed point on the refined grid (None where ``error`` is 0 or NaN).
     """
-    r = fine.solve_from(alpha, fine_start, **solver_options)
+    x = np.asarray(x, dtype=float)
+    if not np.any(x):
+        return 0.0, None
+    fine = model.refined()
+    r = fine.solve_from(alpha, model.interpolate_to(fine, x), **solver_options)
     a = model.state(alpha, x)
     if not r.converged or fine.phase(r.info["state"]) != model.phase(a):
         return math.nan, None
@@ -794,11 +782,9 @@ class TwoLayerModel:
                              s_grid=s_grid, s_panels=DEFAULT_S_PANELS if s_panels is None else s_panels)
 
     def discretization_error(self, alpha, x, **solver_options) -> float:
-        """Change of the solution at ``x`` when the s-grid is refined (error estimate of the grid).
-
-        The profiles ``Q₁(s)``, ``Q₂(v, s)`` at ``x`` are interpolated (piecewise linearly in
-        ``s``) onto the nodes of :meth:`refined` (twice the nodes or panels) and the equations
-        are solved there from that start.
+        """Change of the solution at ``x`` when the s-grid is refined (error estimate of the grid):
+        the first value of :func:`refined_solve` (profiles interpolated onto :meth:`refined`, twice
+        the nodes or panels, and solved there).
 
         Parameters
         ----------
@@ -811,31 +797,18 @@ class TwoLayerModel:
         Returns
         -------
         float
-            ``max(|Δ mmse|/mmse, |Δ f|/|f|)`` between the two grids; 0 at ``Q ≡ 0`` (exact on
-            any grid); NaN when the refined solve fails or lands in another phase.
+            ``max(|Δ mmse|/mmse, |Δ f|/|f|)`` between the two grids (0 at ``Q ≡ 0``, NaN when the
+            refined solve fails or changes phase).
         """
-        return self.refined_solution(alpha, x, **solver_options)[0]
+        return refined_solve(self, alpha, x, **solver_options)[0]
 
-    def refined_solution(self, alpha, x, **solver_options):
-        """Solution on :meth:`refined` from ``x`` and the change it makes.
-
-        Returns
-        -------
-        error : float
-            As :meth:`discretization_error`.
-        x_refined : ndarray of shape (refined().size,) or None
-            The converged packed point on the refined grid (``None`` where ``error`` is 0 at
-            ``Q ≡ 0`` or NaN).
-        """
-        x = np.asarray(x, dtype=float)
-        if not np.any(x):
-            return 0.0, None
-        fine = self.refined()
+    def interpolate_to(self, fine, x) -> np.ndarray:
+        """Packed point ``x`` carried onto the s-grid of ``fine`` (``Q₁(s)`` and every row of
+        ``Q₂(v, s)`` interpolated piecewise linearly in s; ``Q₂:₁`` unchanged)."""
         q1, q2, q21 = self.unpack(x)
         sf = fine.s_values
-        start = fine.pack(np.interp(sf, self.s_values, q1),
-                          np.array([np.interp(sf, self.s_values, row) for row in q2]), q21)
-        return refined_solve(self, fine, alpha, x, start, **solver_options)
+        return fine.pack(np.interp(sf, self.s_values, q1),
+                         np.array([np.interp(sf, self.s_values, row) for row in q2]), q21)
 
     # ----------------------------------------------------------------- packing
     @property
