@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import signal
 import sys
 from pathlib import Path
 
@@ -165,11 +164,6 @@ def _check_sgd_memory(config, args):
                  f"d = {d}, k = {k}, {config.n_test} test inputs and about {records:.3g} records")
 
 
-def _configure_logging(args):
-    level = logging.WARNING if args.quiet else (logging.DEBUG if args.verbose else logging.INFO)
-    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", force=True)
-
-
 def _parse_drop(text):
     text = text.strip()
     if not text:
@@ -268,107 +262,85 @@ def _plot(path, prefix, args, *, store_reference=True):
 
 
 def main(argv=None) -> int:
-    """Entry point of ``replica-sgd``; returns the exit status."""
-    from replica.workflow.cli import parse_command_line
+    """Entry point of ``replica-sgd``; returns the exit status (the shared runner of the commands,
+    :func:`replica.workflow.cli._main`: one-line errors, SIGTERM handled like Ctrl-C)."""
+    from replica.workflow.cli import _main
 
-    args, status = parse_command_line(PROG, build_parser, argv)
-    if args is None:
-        return status
-    _configure_logging(args)
-    from replica.workflow.cli import _raise_terminated
+    return _main(PROG, build_parser, _run, argv, input_errors=(ValueError, FileExistsError, FloatingPointError))
 
-    previous = None
-    try:  # SIGTERM ends the run like Ctrl-C: the old file stays, one line says so
-        previous = signal.signal(signal.SIGTERM, _raise_terminated)
-    except ValueError:  # pragma: no cover - not in the main thread
-        pass
+
+def _run(args) -> int:
     try:
-        if args.plot is not None:
-            if isinstance(args.closure, str):
-                raise UsageError("--closure FILE.h5 cannot be combined with --plot; use --plot FILE.h5 --closure")
-            _plot(args.plot, args.output, args)
-            return 0
-        if isinstance(args.closure, str):               # prediction only, for an existing file
-            _store_closure(args.closure, overwrite=args.overwrite)
-            return 0
-        if args.closure is True and args.readout.strip().lower() != "ones":
-            raise UsageError("--closure is implemented for --readout ones only")
-        from replica.workflow.safe_write import SafeOutput
-
-        from .sgd import SGDConfig, run_sgd
-        from .sgd_results import specialization_time, write_sgd
-
-        output = Path(args.output or "sgd.h5")
-        try:
-            config = SGDConfig(activation=args.activation, gamma=args.gamma, delta=args.delta,
-                               prior=args.prior, readout=args.readout, dim=args.dim, lr=args.lr,
-                               batch=args.batch, steps=args.steps, time=args.time,
-                               record=args.record_every, seed=args.seed, n_test=args.n_test,
-                               init_scale=args.init_scale, bins=args.bins, threshold=args.threshold,
-                               drop_hermite=_parse_drop(args.drop_hermite),
-                               unit_variance=args.unit_variance)
-        except ValueError as exc:
-            message = str(exc).splitlines()[0]
-            option = _CONFIG_OPTIONS.get(message.split(" ", 1)[0])
-            raise UsageError(f"{option}: {message}" if option and not message.startswith("--") else message) from None
-        _check_sgd_memory(config, args)
-        # validate every model option before the output and before spending time
-        from .sgd import _sample_readout, activation_functions
-        import numpy as np
-
-        try:
-            activation_functions(config.activation, drop_hermite=config.drop_hermite,
-                                 unit_variance=config.unit_variance)
-        except ValueError as exc:
-            raise UsageError(f"--activation: {str(exc).splitlines()[0]}") from None
-        try:
-            _sample_readout(config.readout, 1, np.random.default_rng(0))
-        except ValueError as exc:
-            raise UsageError(f"--readout: {str(exc).splitlines()[0]}") from None
-        warn_readout_rescaling(config.readout)
-        with SafeOutput(output, overwrite=args.overwrite, checkpoints=False):
-            logger.info("d=%d k=%d lr=%g batch=%d steps=%d (t_max=%.4g, n=%d samples)", config.dim,
-                        config.width, config.lr, config.batch, config.num_steps,
-                        config.num_steps * config.batch / (config.width * config.dim),
-                        config.num_steps * config.batch)
-            result = run_sgd(config, progress=not args.quiet, backend=args.backend)
-            from replica.workflow.config import resolved_configuration
-
-            write_sgd(result, output, overwrite=True, configuration=resolved_configuration(args))
-            t_spec = specialization_time(result.time, result.specialized_fraction)
-            logger.info("wrote %s in %.1f s: final test error %.4g, specialized fraction %.2f, "
-                        "t_spec %.4g (first time the specialized fraction stays >= 0.5)", output, result.wall_time,
-                        result.test_error[-1], result.specialized_fraction[-1], t_spec)
-            if args.reference:
-                _store_reference(output, args, locked=True)
-            if args.closure is True:
-                _store_closure(output, locked=True)
-        if args.figures:
-            _plot(output, output.with_suffix(""), args, store_reference=False)
-    except (UsageError, ValueError, FileExistsError, FloatingPointError) as exc:
-        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        print(f"{PROG}: error: {message}", file=sys.stderr)
-        return 2
-    except MemoryError:
-        from replica.workflow.cli import OUT_OF_MEMORY
-
-        print(f"{PROG}: error: {OUT_OF_MEMORY}", file=sys.stderr)
-        return 2
-    except OSError as exc:
-        print(f"{PROG}: error: cannot write {exc.filename or args.output}: {exc.strerror or exc}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt as exc:
-        from replica.workflow.cli import _Terminated, close_progress_bars
-
-        close_progress_bars()
+        return _run_command(args)
+    except KeyboardInterrupt as exc:  # no checkpoint: the old file stays, one line says so
         target = args.output or "sgd.h5"
-        state = "unchanged" if Path(target).exists() else "not written"
-        what = "terminated" if isinstance(exc, _Terminated) else "interrupted"
-        print(f"{PROG}: {what}; nothing saved; {target} {state}", file=sys.stderr)
-        return 143 if isinstance(exc, _Terminated) else 130
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+        exc.note = f"nothing saved; {target} {'unchanged' if Path(target).exists() else 'not written'}"
+        raise
+
+
+def _run_command(args) -> int:
+    if args.plot is not None:
+        if isinstance(args.closure, str):
+            raise UsageError("--closure FILE.h5 cannot be combined with --plot; use --plot FILE.h5 --closure")
+        _plot(args.plot, args.output, args)
+        return 0
+    if isinstance(args.closure, str):               # prediction only, for an existing file
+        _store_closure(args.closure, overwrite=args.overwrite)
+        return 0
+    if args.closure is True and args.readout.strip().lower() != "ones":
+        raise UsageError("--closure is implemented for --readout ones only")
+    from replica.workflow.safe_write import SafeOutput
+
+    from .sgd import SGDConfig, run_sgd
+    from .sgd_results import specialization_time, write_sgd
+
+    output = Path(args.output or "sgd.h5")
+    try:
+        config = SGDConfig(activation=args.activation, gamma=args.gamma, delta=args.delta,
+                           prior=args.prior, readout=args.readout, dim=args.dim, lr=args.lr,
+                           batch=args.batch, steps=args.steps, time=args.time,
+                           record=args.record_every, seed=args.seed, n_test=args.n_test,
+                           init_scale=args.init_scale, bins=args.bins, threshold=args.threshold,
+                           drop_hermite=_parse_drop(args.drop_hermite),
+                           unit_variance=args.unit_variance)
+    except ValueError as exc:
+        message = str(exc).splitlines()[0]
+        option = _CONFIG_OPTIONS.get(message.split(" ", 1)[0])
+        raise UsageError(f"{option}: {message}" if option and not message.startswith("--") else message) from None
+    _check_sgd_memory(config, args)
+    # validate every model option before the output and before spending time
+    from .sgd import _sample_readout, activation_functions
+    import numpy as np
+
+    try:
+        activation_functions(config.activation, drop_hermite=config.drop_hermite,
+                             unit_variance=config.unit_variance)
+    except ValueError as exc:
+        raise UsageError(f"--activation: {str(exc).splitlines()[0]}") from None
+    try:
+        _sample_readout(config.readout, 1, np.random.default_rng(0))
+    except ValueError as exc:
+        raise UsageError(f"--readout: {str(exc).splitlines()[0]}") from None
+    warn_readout_rescaling(config.readout)
+    with SafeOutput(output, overwrite=args.overwrite, checkpoints=False):
+        logger.info("d=%d k=%d lr=%g batch=%d steps=%d (t_max=%.4g, n=%d samples)", config.dim,
+                    config.width, config.lr, config.batch, config.num_steps,
+                    config.num_steps * config.batch / (config.width * config.dim),
+                    config.num_steps * config.batch)
+        result = run_sgd(config, progress=not args.quiet, backend=args.backend)
+        from replica.workflow.config import resolved_configuration
+
+        write_sgd(result, output, overwrite=True, configuration=resolved_configuration(args))
+        t_spec = specialization_time(result.time, result.specialized_fraction)
+        logger.info("wrote %s in %.1f s: final test error %.4g, specialized fraction %.2f, "
+                    "t_spec %.4g (first time the specialized fraction stays >= 0.5)", output, result.wall_time,
+                    result.test_error[-1], result.specialized_fraction[-1], t_spec)
+        if args.reference:
+            _store_reference(output, args, locked=True)
+        if args.closure is True:
+            _store_closure(output, locked=True)
+    if args.figures:
+        _plot(output, output.with_suffix(""), args, store_reference=False)
     return 0
 
 

@@ -97,3 +97,23 @@ def test_missing_optional_dependency_is_one_line_and_exit_3(tmp_path, capsys, mo
     err = capsys.readouterr().err
     assert rc == 3 and "jax is missing" in one_line(err) and "[experiments]" in err
     assert not out.exists()
+
+
+@pytest.mark.parametrize("existing", [False, True])
+def test_sgd_interrupt_keeps_the_old_file_and_says_so(tmp_path, capsys, monkeypatch, existing):
+    # Ctrl-C during the run: exit 130, one line, the previous file byte-identical (SGD keeps no checkpoint)
+    import simulations.sgd as sgd
+
+    out = tmp_path / "s.h5"
+    if existing:
+        out.write_bytes(b"old result")
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(sgd, "run_sgd", interrupted)
+    rc = _sgd(["--dim", "12", "--time", "1", "--quiet", "--overwrite", "-o", str(out)])
+    line = one_line(capsys.readouterr().err)
+    assert rc == 130
+    assert line == f"replica-sgd: interrupted; nothing saved; {out} {'unchanged' if existing else 'not written'}"
+    assert (out.read_bytes() == b"old result") if existing else not out.exists()

@@ -411,11 +411,13 @@ def close_progress_bars():
         pass
 
 
-def _main(prog, build_parser, run, argv, *, missing_extra=None):
+def _main(prog, build_parser, run, argv, *, missing_extra=None, input_errors=()):
     """Parse ``argv``, configure logging and SIGTERM, call ``run(args)`` and turn its failures into
-    one line and an exit status: 2 bad input or out of memory, 1 unwritable output, 130/143
-    interrupted/terminated (with the note of what was kept), and with ``missing_extra`` (the name
-    of an optional extra) 3 for a missing optional dependency. Shared by every command."""
+    one line and an exit status: 2 bad input (:class:`UsageError`, and the exception classes of
+    ``input_errors``: first line of their message) or out of memory, 1 unwritable output, 130/143
+    interrupted/terminated (with the exception's ``note`` of what was kept), and with
+    ``missing_extra`` (the name of an optional extra) 3 for a missing optional dependency. Shared
+    by every command."""
     args, status = parse_command_line(prog, build_parser, argv)
     if args is None:
         return status
@@ -429,6 +431,9 @@ def _main(prog, build_parser, run, argv, *, missing_extra=None):
         return run(args)
     except UsageError as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
+        return 2
+    except input_errors as exc:
+        print(f"{prog}: error: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}", file=sys.stderr)
         return 2
     except ImportError as exc:
         if missing_extra is None:
