@@ -99,9 +99,12 @@ def test_missing_optional_dependency_is_one_line_and_exit_3(tmp_path, capsys, mo
     assert not out.exists()
 
 
+@pytest.mark.parametrize("command", ["sgd", "spectrum"])
 @pytest.mark.parametrize("existing", [False, True])
-def test_sgd_interrupt_keeps_the_old_file_and_says_so(tmp_path, capsys, monkeypatch, existing):
-    # Ctrl-C during the run: exit 130, one line, the previous file byte-identical (SGD keeps no checkpoint)
+def test_interrupt_keeps_the_old_file_and_says_so(tmp_path, capsys, monkeypatch, existing, command):
+    # Ctrl-C during the run of a command without checkpoints: exit 130, one line, the previous
+    # file byte-identical
+    import replica.workflow.spectrum as spectrum
     import simulations.sgd as sgd
 
     out = tmp_path / "s.h5"
@@ -111,9 +114,14 @@ def test_sgd_interrupt_keeps_the_old_file_and_says_so(tmp_path, capsys, monkeypa
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(sgd, "run_sgd", interrupted)
-    rc = _sgd(["--dim", "12", "--time", "1", "--quiet", "--overwrite", "-o", str(out)])
+    if command == "sgd":
+        monkeypatch.setattr(sgd, "run_sgd", interrupted)
+        rc = _sgd(["--dim", "12", "--time", "1", "--quiet", "--overwrite", "-o", str(out)])
+    else:
+        monkeypatch.setattr(spectrum, "spectrum", interrupted)
+        rc = _spectrum(["--gamma", "0.5", "--lambda", "1:2:3", "--quiet", "--overwrite", "-o", str(out)])
     line = one_line(capsys.readouterr().err)
     assert rc == 130
-    assert line == f"replica-sgd: interrupted; nothing saved; {out} {'unchanged' if existing else 'not written'}"
+    state = "unchanged" if existing else "not written"
+    assert line == f"replica-{command}: interrupted; nothing saved; {out} {state}"
     assert (out.read_bytes() == b"old result") if existing else not out.exists()

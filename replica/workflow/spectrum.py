@@ -53,7 +53,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import __version__
-from .config import LIMITS, CommandParser, UsageError, check_memory, number_type, parse_with_config, resolved_configuration
+from .config import LIMITS, CommandParser, UsageError, check_memory, number_type, resolved_configuration
 from .io import read_spectrum  # noqa: F401 - spectrum files are read in replica.workflow.io
 
 __all__ = ["SpectrumResult", "spectrum", "write_spectrum", "read_spectrum", "build_parser", "main", "MAX_LAMBDA"]
@@ -294,13 +294,6 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _shared_keys() -> set:
-    """Option names of the package's other commands (keys a shared --config file may hold)."""
-    from .cli import _all_option_keys
-
-    return _all_option_keys()
-
-
 def _run(args) -> int:
     from priors import get_readout_law
 
@@ -351,36 +344,17 @@ def main(argv=None) -> int:
         0 on success, 2 on bad input (one line on standard error, no file written),
         1 when the output cannot be written, 130 on Ctrl-C (no file written).
     """
-    parser = build_parser()
-    try:
-        args = parse_with_config(parser, argv, shared_keys=_shared_keys())
-    except UsageError as exc:
-        print(f"replica-spectrum: error: {exc}", file=sys.stderr)
-        return 2
-    except SystemExit as exc:  # --help, --version, or argparse's one-line error
-        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
-    level = logging.DEBUG if args.verbose else (logging.WARNING if args.quiet else logging.INFO)
-    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", force=True)
-    for noisy in ("h5py", "numba"):
-        logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
+    from .cli import _main
+
+    return _main("replica-spectrum", build_parser, _run_interruptible, argv)
+
+
+def _run_interruptible(args) -> int:
     try:
         return _run(args)
-    except UsageError as exc:
-        print(f"replica-spectrum: error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        state = "unchanged" if Path(args.output).exists() else "not written"
-        print(f"replica-spectrum: interrupted; nothing saved; {args.output} {state}", file=sys.stderr)
-        return 130
-    except MemoryError:
-        from .cli import OUT_OF_MEMORY
-
-        print(f"replica-spectrum: error: {OUT_OF_MEMORY}", file=sys.stderr)
-        return 2
-    except OSError as exc:
-        print(f"replica-spectrum: error: cannot write {exc.filename or args.output}: {exc.strerror or exc}",
-              file=sys.stderr)
-        return 1
+    except KeyboardInterrupt as exc:  # no checkpoint: the old file stays, one line says so
+        exc.note = f"nothing saved; {args.output} {'unchanged' if Path(args.output).exists() else 'not written'}"
+        raise
 
 
 if __name__ == "__main__":  # pragma: no cover
