@@ -72,7 +72,7 @@ from ..activations import get_activation
 from .deep import layer_priors_and_readout
 from ..engine import STATUS_MESSAGES, FixedPointResult, solve_fixed_point
 from .two_layer import (DEFAULT_S_GRID, PHASE_THRESHOLD, channel_tilt, channel_tilt_gain,
-                        effective_readout_grid, phase_transitions, refined_solve)
+                        effective_readout_grid, phase_transitions, TwoLayerModel)
 
 __all__ = ["DeepLinearModel", "DeepLinearState", "matrix_keys", "product_channel_shape", "phase_label"]
 
@@ -602,25 +602,8 @@ class DeepLinearModel:
             out[(ell, m)] = q
         return fine.pack(out)
 
-    def discretization_error(self, alpha, x, **solver_options) -> float:
-        """Change of the solution at ``x`` when the s-grid of every inner layer is doubled: the
-        first value of :func:`replica.models.two_layer.refined_solve` (as for L = 2).
-
-        Parameters
-        ----------
-        alpha : float
-        x : ndarray, shape (size,)
-            A converged packed point of this model.
-        **solver_options
-            As :meth:`solve_from`.
-
-        Returns
-        -------
-        float
-            ``max(|Δ mmse|/mmse, |Δ f|/|f|)`` between the two grids (0 at ``Q ≡ 0``, NaN when the
-            refined solve fails or changes phase).
-        """
-        return refined_solve(self, alpha, x, **solver_options)[0]
+    #: the change of the solution when the s-grid of every inner layer is doubled (as for L = 2)
+    discretization_error = TwoLayerModel.discretization_error
 
     # ----------------------------------------------------------------- solving
     def _result(self, alpha, res: FixedPointResult) -> FixedPointResult:

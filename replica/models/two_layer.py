@@ -784,7 +784,8 @@ class TwoLayerModel:
     def discretization_error(self, alpha, x, **solver_options) -> float:
         """Change of the solution at ``x`` when the s-grid is refined (error estimate of the grid):
         the first value of :func:`refined_solve` (profiles interpolated onto :meth:`refined`, twice
-        the nodes or panels, and solved there).
+        the nodes or panels, and solved there). Also the method of
+        :class:`replica.models.deep_linear.DeepLinearModel` (every inner layer's grid doubled).
 
         Parameters
         ----------
