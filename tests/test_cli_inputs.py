@@ -161,3 +161,10 @@ def test_quadratic_noiseless_mmse_is_zero_past_perfect_recovery():
     below, above = (model.solve_universal(a).info["state"] for a in (0.1, 1.0))
     assert below.mmse > 0
     assert above.mmse == 0.0 and math.isinf(above.R2_hat)
+
+
+def test_s_grid_with_one_hidden_layer_is_refused_by_the_sweep(tmp_path, capsys):
+    out = tmp_path / "x.h5"
+    rc = sweep_main(["--s-grid", "5", "--alpha", "1,2", "--quiet", "-o", str(out)])
+    assert rc == 2 and "--s-grid: only used with --layers >= 2" in one_line(capsys.readouterr().err)
+    assert not out.exists()

@@ -497,9 +497,7 @@ def sweep_parameters(args) -> tuple:
         "readout": args.readout, "readout_grid": args.readout_grid, "delta": args.delta,
         "alpha": alphas.tolist(), "branches": args.branches, "damping": args.damping,
     }
-    if args.s_grid is not None:
-        if args.layers < 2:
-            raise UsageError(f"--s-grid: only used with --layers >= 2 (got --layers {args.layers})")
+    if args.s_grid is not None:  # checked against --layers by build_model, as for the phase diagram
         parameters["s_grid"] = args.s_grid
     return parameters, alphas
 
