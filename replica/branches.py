@@ -332,6 +332,15 @@ def _moving(model, x) -> np.ndarray:
     return np.arange(x.size) if moving is None else np.asarray(moving(x), dtype=int)
 
 
+def _labelled(model, x) -> bool:
+    """Whether the curve through ``x`` is followed as one with labels that may change along it
+    (damped steps, :func:`_trace_labelled`): the packed vector holds labels besides the unknowns
+    and the model does not declare them constant along a curve (``model.fixed_labels``; two hidden
+    layers with the profile solver, whose selection and rule level are fixed per curve, are
+    continued by the Newton corrector on their global unknowns)."""
+    return _moving(model, x).size < np.size(x) and not getattr(model, "fixed_labels", False)
+
+
 def _overlaps(result) -> np.ndarray:
     return np.asarray(result.info["state"].overlaps, dtype=float)
 
@@ -496,7 +505,7 @@ def _advance(model, a0, r0, a_target, slope, solve_kw):
             lu, fresh = _factor(model, a, x), True
         r_new = None if lu is None else _chord(model, a_new, x_pred, lu, solve_kw)
         why = _check_step(r_new, ov, support)
-        if why is not None and fresh and _moving(model, x).size < x.size \
+        if why is not None and fresh and _labelled(model, x) \
                 and abs(step) > LABEL_RESOLVE_STEP * max(1.0, abs(a)):
             # a solver with labels (the profile solver's selection of roots): the labels
             # may have to change along the curve; re-solve from the current overlap profile
@@ -633,7 +642,7 @@ def _trace_labelled(model, alphas, i0, r0, solve_kw):
 def _trace(model, alphas, a0, seed_result, solve_kw):
     """Follow the curve through ``seed_result`` (at ``a0``, a grid point or not) in both
     directions along the grid; None when the curve touches no grid point."""
-    if _moving(model, seed_result.x).size < np.size(seed_result.x):
+    if _labelled(model, seed_result.x):
         on_grid = np.flatnonzero(alphas == a0)
         return _trace_labelled(model, alphas, int(on_grid[0]), seed_result, solve_kw) if on_grid.size else None
     r0 = _correct(model, a0, seed_result.x, solve_kw)

@@ -129,9 +129,15 @@ class OverlapProfile:
         self.activation = activation
         self.A = max(float(A), 0.0)
         self.B = max(float(B), 0.0)
+        self._tabulate(math.inf if self.B == 0.0 else 1.0 / self.B)
+
+    def _tabulate(self, onset):
+        """Tabulate ``T`` (``T(0+) = onset``), refine its interior extrema and build the running
+        extrema the root selection reads (shared by every curve ``s = T(r)``, e.g.
+        :class:`replica.models._two_layer_profile.EffectiveReadoutProfile`)."""
         r = _R_GRID.copy()
         T = self.T(r)
-        self.onset = math.inf if self.B == 0.0 else 1.0 / self.B
+        self.onset = float(onset)
         T[0] = self.onset
         # refine the interior extrema of T (bounded Brent on the neighbouring cells)
         minima, maxima = [], []
@@ -289,6 +295,9 @@ class ProfileSolver:
     :data:`MAX_LEVEL` times.
     """
 
+    #: number of global unknowns at the head of the packed point (``(D, M)``)
+    n_globals = 2
+
     def __init__(self, model, *, target=DEFAULT_TARGET, base_nodes=BASE_NODES):
         self.model = model
         self.base_nodes = int(base_nodes)
@@ -326,7 +335,7 @@ class ProfileSolver:
             ``tau, R2_hat, gain, profile, nodes, weights, snr, overlap, M, R2, D`` (the new
             ``D`` and ``M`` computed from the profile).
         """
-        key = (float(alpha), float(y[0]), float(y[1]), float(s_threshold), int(level))
+        key = (float(alpha), *(float(z) for z in y), float(s_threshold), int(level))
         if self._last is not None and self._last[0] == key:
             return self._last[1]
         out = self._evaluate(alpha, y, s_threshold, level)
@@ -407,7 +416,7 @@ class ProfileSolver:
         atol, rtol = options.get("atol", 1e-12), options.get("rtol", 1e-10)
         with np.errstate(all="ignore"):
             z, fz, n = _chord_newton(lambda u: self.update(alpha, u, sel, level), np.array(y, dtype=float),
-                                     atol, rtol)
+                                     atol, rtol, self._project)
         if z is None:
             return None
         res = float(np.max(np.abs(fz - z) / (atol + rtol * np.abs(z))))
@@ -453,11 +462,12 @@ class ProfileSolver:
 
         alpha = float(alpha)
         x0 = np.asarray(x0, dtype=float)
-        sel = float(x0[2])
-        level = max(int(x0[3]) - 1, 0) if x0.size > 3 and self.adaptive else 0
+        n = self.n_globals
+        sel = float(x0[n])
+        level = max(int(x0[n + 1]) - 1, 0) if x0.size > n + 1 and self.adaptive else 0
         solver_options.setdefault("guarded_newton", True)
         solver_options.setdefault("project", self._project)
-        y = np.array(x0[:2], dtype=float)
+        y = np.array(x0[:n], dtype=float)
         previous = res = res_state = None
         res_level = 0
         error = 0.0
@@ -501,7 +511,7 @@ class ProfileSolver:
         return res
 
 
-def _chord_newton(update, y, atol, rtol, max_steps=8):
+def _chord_newton(update, y, atol, rtol, project, max_steps=8):
     """Newton steps with one forward-difference Jacobian for ``F(y) = y`` from a close point.
 
     Returns ``(y, F(y), evaluations)`` once the residual test ``|F(y) − y| ≤ atol + rtol|y|``
@@ -527,7 +537,7 @@ def _chord_newton(update, y, atol, rtol, max_steps=8):
                 inverse = np.linalg.inv(np.eye(y.size) - jac)
             except np.linalg.LinAlgError:
                 return None, None, evaluations
-        y = ProfileSolver._project(y + inverse @ (fy - y))
+        y = project(y + inverse @ (fy - y))
         fy = update(y)
         evaluations += 1
     return None, None, evaluations

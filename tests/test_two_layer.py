@@ -335,7 +335,7 @@ def test_converged_s_grid_agrees_with_a_4x_finer_grid():
     model, info = converge_s_grid(base, [1.5, 3.0])
     assert info["error"] <= 1e-3 and model.s_panels == info["panels"] >= base.s_panels
     fine = model.with_s_grid(s_grid=None, s_panels=4 * model.s_panels)
-    gh12 = TwoLayerModel("tanh2", (0.5, 0.5), 0.1)
+    gh12 = TwoLayerModel("tanh2", (0.5, 0.5), 0.1, s_grid=12)
     for alpha, start, phase in ((1.5, "layer_1", "layer_1"), (3.0, "layer_1", "layer_1"),
                                 (3.0, "informed", "layers_1_2")):
         st = []

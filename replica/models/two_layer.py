@@ -113,6 +113,7 @@ from hciz.rectangular import rectangular_channel
 from ..activations import get_activation
 from .deep import layer_priors_and_readout
 from ..engine import STATUS_MESSAGES, FixedPointResult, solve_fixed_point
+from ..readout_grid import SELECT_LARGEST, SELECT_LOW, SELECT_ZERO
 
 __all__ = ["TwoLayerModel", "TwoLayerState", "product_channel", "effective_readout_grid", "effective_readout_panels",
            "converge_s_grid", "phase_name", "phase_transitions", "channel_tilt", "channel_tilt_gain",
@@ -403,7 +404,8 @@ def phase_transitions(model, result, *, solve_kw=None, rtol=1e-7) -> list:
         for b in result.branches.values():
             if not (b["exists"][i] and b["converged"][i]):
                 continue
-            x = b.points.get(i, np.zeros(model.size))
+            x = b.points.get(i)
+            x = model.solve_universal(float(alphas[i])).x if x is None else x
             name = model.phase(model.state(float(alphas[i]), x))
             f = float(b["free_entropy"][i])
             if name not in found or f > found[name][0]:
@@ -414,7 +416,8 @@ def phase_transitions(model, result, *, solve_kw=None, rtol=1e-7) -> list:
     def solve(phase, al, warm, newton=False):
         """(free entropy, point) of ``phase`` at ``al`` from ``warm``; raises _PhaseLost."""
         if phase == "universal":
-            return model.solve_universal(al).info["state"].free_entropy, np.zeros(model.size)
+            u = model.solve_universal(al)
+            return u.info["state"].free_entropy, u.x
         kw = {**solve_kw, "method": "newton"} if newton else solve_kw
         r = model.solve_from(al, None, warm, start=phase, **kw)
         if not r.converged or model.phase(r.info["state"]) != phase:
@@ -523,7 +526,7 @@ def converge_s_grid(model, alphas, *, target=S_GRID_TARGET, max_panels=MAX_S_PAN
         raise ValueError("alphas must be finite numbers > 0")
     if int(probes) < 1:
         raise ValueError(f"probes must be >= 1, got {probes!r}")
-    if model.s_grid is not None:
+    if model.s_grid is not None or getattr(model, "profile_solver", None) is not None:
         return model, {"panels": None, "error": math.nan, "probes": [], "levels": []}
     idx = np.unique(np.round(np.linspace(0, a.size - 1, int(probes) + 1)[1:]).astype(int))
     probe_alphas = a[idx]
@@ -586,6 +589,12 @@ class TwoLayerState:
     tau_product : ndarray, shape (n_readout,)
         Tilt ``τ_v``.
     mmse, free_entropy, mutual_information : float
+    collective : ndarray or None
+        Profile solver: ``(E_s Q₁, inner_v…, t_v…, Q₂:₁(v)…)`` on its adaptive rule, the
+        :attr:`overlaps` the continuation compares (smooth along a branch while the layer-1 front
+        crosses the reporting grid); None on a fixed rule.
+    discretization_error : float or None
+        Profile solver: relative change of mmse and free entropy on the doubled rule.
     """
 
     alpha: float
@@ -599,10 +608,15 @@ class TwoLayerState:
     mmse: float
     free_entropy: float
     mutual_information: float
+    collective: np.ndarray | None = None
+    discretization_error: float | None = None
 
     @property
     def overlaps(self) -> np.ndarray:
-        """Packed ``(Q₁(s)…, Q₂(v, s)… row-major, Q₂:₁(v)…)``, all zero on the universal branch."""
+        """Packed ``(Q₁(s)…, Q₂(v, s)… row-major, Q₂:₁(v)…)``, all zero on the universal branch
+        (profile solver: :attr:`collective`)."""
+        if self.collective is not None:
+            return self.collective
         return np.concatenate([self.overlap_layer_1, self.overlap_layer_2.ravel(), self.overlap_product_2_1])
 
     def record(self) -> dict:
@@ -673,8 +687,13 @@ class TwoLayerModel:
     readout_law : str or ReadoutLaw, keyword-only
     readout_grid : int, keyword-only
         Grid size of continuous readout laws.
-    s_grid : int or None, keyword-only
-        An int ``n_s ≥ 1`` (default 12, ``--s-grid N``): the fixed folded Gauss–Hermite rule of
+    s_grid : "adaptive", int or None, keyword-only
+        ``"adaptive"`` (default): the s-integrals are done by the profile solver of
+        :mod:`replica.models._two_layer_profile` — no grid among the unknowns, the rule follows the
+        layer-1 front and is refined until mmse and free entropy are converged to 1e-3 (error
+        estimate per point), profiles reported on the 16-panel rule; when ``Q₁`` cannot depend on
+        ``s`` (``b = 0`` or ``g₁ ≡ 0``) the exact fixed rule of 12 Gauss–Hermite nodes instead.
+        An int ``n_s ≥ 1`` (``--s-grid N``): the fixed folded Gauss–Hermite rule of
         :func:`effective_readout_grid`; ``None``: the composite rule of
         :func:`effective_readout_panels` with ``s_panels`` panels (``--s-grid panels:P``;
         :func:`converge_s_grid` refines it for a sweep, ``--s-grid auto``). Convergence
@@ -698,9 +717,14 @@ class TwoLayerModel:
 
     #: the phase whose first appearance as the equilibrium gives the top-level ``alpha_sp``/``alpha_c``
     main_phase = "layers_1_2"
+    #: the labels of the profile solver's packed point (selection, rule level) are constant along a
+    #: branch: the continuation corrects the global unknowns by Newton (:mod:`replica.branches`)
+    fixed_labels = True
+    #: class of the states (built by the profile solver of :mod:`replica.models._two_layer_profile` too)
+    state_type = TwoLayerState
 
     def __init__(self, activation="tanh2", gammas=(1.0, 1.0), delta=0.1, *, weight_prior="gaussian",
-                 readout_law="ones", readout_grid=None, s_grid=DEFAULT_S_GRID, s_panels=DEFAULT_S_PANELS,
+                 readout_law="ones", readout_grid=None, s_grid="adaptive", s_panels=DEFAULT_S_PANELS,
                  drop_hermite=(), unit_variance=True):
         self.gammas = np.array(_check_gammas(gammas))
         if not (np.isfinite(delta) and delta >= 0):
@@ -728,7 +752,22 @@ class TwoLayerModel:
         self.readout_values = np.asarray(self.readout_law.values, dtype=float)
         self.readout_weights = np.asarray(self.readout_law.weights, dtype=float)
         self.v2 = self.readout_values**2
-        if s_grid is None:
+        #: the solver through global order parameters (``s_grid="adaptive"``), else None
+        self.profile_solver = None
+        if isinstance(s_grid, str):
+            if s_grid != "adaptive":
+                raise ValueError(f"s_grid must be 'adaptive', an integer or None, got {s_grid!r}")
+            if self.b > 0.0 and self.g1_one > 1e-12:
+                from ._two_layer_profile import REPORT_PANELS, TwoLayerProfileSolver
+
+                self.s_values, self.s_weights = effective_readout_panels(REPORT_PANELS)
+                self.s_grid, self.s_panels, self.s_report_panels = None, None, REPORT_PANELS
+                self.profile_solver = TwoLayerProfileSolver(self)
+            else:  # Q₁ does not depend on s: every rule exact for E 1 and E s² is exact
+                s_grid = DEFAULT_S_GRID
+        if self.profile_solver is not None:
+            pass
+        elif s_grid is None:
             self.s_values, self.s_weights = effective_readout_panels(s_panels)
             self.s_grid, self.s_panels = None, int(s_panels)
         else:
@@ -751,6 +790,9 @@ class TwoLayerModel:
     def s_grid_rule(self) -> str:
         """Description of the rule in ``s`` (stored as the root attribute ``s_grid_rule``):
         ``gauss-hermite:<n_s>`` or ``panels:<panels>x<nodes>`` (n_s nodes in all)."""
+        if self.profile_solver is not None:
+            return (f"adaptive (profile solver, converged to {self.profile_solver.target:g}; profiles reported on "
+                    f"panels:{self.s_report_panels}x{S_PANEL_NODES}, {self.n_s} nodes)")
         if self.s_grid is not None:
             return f"gauss-hermite:{self.n_s}"
         return f"panels:{self.s_panels}x{S_PANEL_NODES} ({self.n_s} nodes)"
@@ -801,6 +843,8 @@ class TwoLayerModel:
             ``max(|Δ mmse|/mmse, |Δ f|/|f|)`` between the two grids (0 at ``Q ≡ 0``, NaN when the
             refined solve fails or changes phase).
         """
+        if getattr(self, "profile_solver", None) is not None:
+            return self.profile_solver.refinement_error(alpha, x, **solver_options)
         return refined_solve(self, alpha, x, **solver_options)[0]
 
     def interpolate_to(self, fine, x) -> np.ndarray:
@@ -818,8 +862,18 @@ class TwoLayerModel:
 
     @property
     def size(self) -> int:
-        """Length of the packed vector ``(Q₁(s), Q₂(v, s), Q₂:₁(v))``."""
+        """Length of the packed vector ``(Q₁(s), Q₂(v, s), Q₂:₁(v))``; with the profile solver
+        ``(D, inner_v…, t_v…, s_threshold, level, discretization_error)``."""
+        if self.profile_solver is not None:
+            return self.profile_solver.n_globals + 3
         return self.n_s + self.n_readout * self.n_s + self.n_readout
+
+    def moving_indices(self, x) -> np.ndarray:
+        """Packed entries the map moves: all on a fixed rule; the ``1 + 2 n_v`` globals for the
+        profile solver (its selection, rule level and error estimate are labels)."""
+        if self.profile_solver is not None:
+            return np.arange(self.profile_solver.n_globals)
+        return np.arange(np.size(x))
 
     def unpack(self, x):
         """Split a packed vector into ``Q₁`` (n_s,), ``Q₂`` (n_readout, n_s), ``Q₂:₁`` (n_readout,)."""
@@ -891,7 +945,13 @@ class TwoLayerModel:
                 "q21_new": np.atleast_1d(q21_new)}
 
     def update(self, alpha, x):
-        """Fixed-point map on the packed overlaps ``(Q₁, Q₂, Q₂:₁)``."""
+        """Fixed-point map on the packed overlaps ``(Q₁, Q₂, Q₂:₁)`` (profile solver: on the globals,
+        labels unchanged)."""
+        if self.profile_solver is not None:
+            x = np.asarray(x, dtype=float)
+            n = self.profile_solver.n_globals
+            level = int(x[n + 1]) if x.size > n + 1 else 0
+            return np.concatenate([self.profile_solver.update(alpha, x[:n], float(x[n]), level), x[n:]])
         c = self.conjugates(alpha, x)
         if not (np.isfinite(c["D"]) and np.all(np.isfinite(c["q1_hat"])) and np.all(np.isfinite(c["q2_hat"]))):
             return np.full(np.shape(x), np.nan)
@@ -940,6 +1000,8 @@ class TwoLayerModel:
 
     def state(self, alpha, x) -> TwoLayerState:
         """All order parameters, error and free entropy at packed point ``x``."""
+        if self.profile_solver is not None:
+            return self.profile_solver.state(alpha, x)
         c = self.conjugates(alpha, x)
         q1, q2, q21 = self.unpack(x)
         f = self.free_entropy(alpha, q1, c["q1_hat"], q2, c["q2_hat"], q21, c["r21"])
@@ -959,6 +1021,27 @@ class TwoLayerModel:
                           threshold=threshold)
 
     # ----------------------------------------------------------------- solving
+    def _profile_starts(self) -> dict:
+        """:meth:`starts` of the profile solver: packed ``(D, inner, t, s_threshold)``. No partial
+        start in ``s``: the largest-root selection already specializes exactly the neurons beyond
+        the front, and a start pinned at a quantile of ``|s|`` would pick one member of a continuous
+        family."""
+        hi = INFORMED_OVERLAP
+        init = self.profile_solver.initial_point
+        out = {"informed": (init(1.0, hi, hi, hi, SELECT_LARGEST), "both"),
+               "layer_1": (init(1.0, hi, 0.0, 0.0, SELECT_LARGEST), "down"),
+               "product": (init(1.0, 0.0, 0.0, hi, SELECT_LOW), "down"),
+               "layer_1+product": (init(1.0, hi, 0.0, hi, SELECT_LARGEST), "down")}
+        a = np.abs(self.readout_values)
+        for qt in PARTIAL_QUANTILES:
+            order = np.argsort(a)
+            thr = a[order][min(np.searchsorted(np.cumsum(self.readout_weights[order]), qt), self.n_readout - 1)]
+            mask_v = a > thr
+            if 0 < np.count_nonzero(mask_v) < self.n_readout:
+                q = np.where(mask_v, hi, 0.0)
+                out[f"partial_v_q{int(qt * 100)}"] = (init(1.0, hi, q, q, SELECT_LARGEST), "down")
+        return out
+
     def _result(self, alpha, res: FixedPointResult) -> FixedPointResult:
         res.info["state"] = self.state(alpha, res.x)
         return res
@@ -966,7 +1049,7 @@ class TwoLayerModel:
     def solve_universal(self, alpha) -> FixedPointResult:
         """``Q ≡ 0`` (an exact fixed point): only the linear part is learned,
         ``mmse = b g₁(1) + g₂(1)``."""
-        x = np.zeros(self.size)
+        x = np.zeros(self.size) if self.profile_solver is None else self.profile_solver.universal_point(alpha)
         res = FixedPointResult(x, True, "exact", STATUS_MESSAGES["exact"], 0, 0.0, 0.0, "universal")
         return self._result(alpha, res)
 
@@ -977,6 +1060,17 @@ class TwoLayerModel:
         ``solver_options`` go to :func:`replica.engine.solve_fixed_point`; a non-finite map
         ends with status ``"nan"`` (no state attached).
         """
+        if self.profile_solver is not None:
+            ps = self.profile_solver
+            x0 = np.asarray(warm if warm is not None else overlaps, dtype=float)
+            if x0.size == 3:  # three scalars: every neuron on its largest root
+                x0 = ps.initial_point(alpha, *x0, SELECT_LARGEST)
+            if x0.size not in (ps.n_globals + 1, ps.n_globals + 3):
+                raise ValueError(f"overlaps: expected a packed point of {ps.n_globals + 1} or {self.size} values "
+                                 f"or 3 scalars, got shape {x0.shape}")
+            if float(x0[ps.n_globals]) == SELECT_ZERO:
+                return self.solve_universal(alpha)
+            return ps.solve(alpha, x0, start=start, **solver_options)
         if warm is not None:
             x0 = np.asarray(warm, dtype=float)
         else:
@@ -1004,6 +1098,8 @@ class TwoLayerModel:
             (0, 0, 0) is :meth:`solve_universal`.
         """
         hi = INFORMED_OVERLAP
+        if self.profile_solver is not None:
+            return self._profile_starts()
         out = {"informed": (self.pack(hi, hi, hi), "both"),
                "layer_1": (self.pack(hi, 0.0, 0.0), "down"),
                "product": (self.pack(0.0, 0.0, hi), "down"),

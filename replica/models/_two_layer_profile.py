@@ -1,0 +1,296 @@
+r"""Two hidden layers solved through global order parameters: the s-integrals without a fixed grid.
+
+The first-layer overlap ``Q₁(s)`` of :class:`replica.models.two_layer.TwoLayerModel` jumps in the
+effective readout ``s`` (the layer-1 front, docs/two_layer.md), so a fixed rule in ``s``
+converges only like the weight of one node, and every node the front crosses is a fold of its
+own (the staircase). This module removes the grid from the unknowns, as
+:mod:`replica.readout_grid` does for the readout ``v`` of one hidden layer.
+
+Reduction
+---------
+Fix the global order parameters ``y = (D, inner_v, t_v)`` (one ``D``, and per readout value
+``inner_v = a Q₂:₁(v) + E_s[Q₂(v, s) g₁(Q₁(s))]`` and ``t_v = E_s[Q₂(v, s) Q₁(s)]``). They fix
+``g₂'(inner_v)``, the tilt ``τ_v`` (``m_rect(τ_v) = t_v``), ``r₂:₁(v) = (α/γ₂) a v² g₂'(inner_v)/D``,
+the gain ``w_v = (m(τ_v + r₂:₁) − m(τ_v))/m'(τ_v)`` and ``Q₂:₁(v) = m_rect(τ_v + r₂:₁(v))``. The
+conjugate equations of the module docstring of :mod:`replica.models.two_layer` then give
+
+    Q̂₂(v, s) = A_v g₁(Q₁(s)) + w_v Q₁(s)/γ₁,       A_v = α v² g₂'(inner_v)/(γ₁γ₂D),
+
+so ``Q₂(v, s) = h_v(Q₁(s))`` with ``h_v(q) = m_{P₂}(A_v g₁(q) + w_v q/γ₁)``: the second layer
+depends on ``s`` only through ``Q₁(s)``. And
+
+    Q̂₁(s) = s² k(Q₁(s)) + c(Q₁(s)),
+    k(q) = (α b/(γ₁D)) g₁'(q),
+    c(q) = (α/(γ₁D)) g₁'(q) Σ_v p(v) v² g₂'(inner_v) h_v(q) + (γ₂/γ₁) Σ_v p(v) w_v h_v(q).
+
+With ``r = Q̂₁`` and ``q = m_{P₁}(r)``, a first-layer neuron with effective readout ``s`` is at a
+fixed point exactly when
+
+    s² = T(r) = (r − c(m_{P₁}(r))) / k(m_{P₁}(r)),
+
+an explicit curve, as ``v² = T(r)`` for one hidden layer. ``r = 0`` is a fixed point for every
+``s`` (``c(0) = 0``); since ``g₁'(q) = O(q²)`` (odd activations, degrees ≥ 3),
+``T(0+) = ±∞`` with the sign of ``1 − c'(0)``, ``c'(0) = (γ₂/γ₁²) Σ_v p(v) w_v² m_{P₂}'(0)``: ``Q₁ = 0``
+is stable for every ``s`` unless the product channel drives it (``T(0+) = −∞``, every neuron
+unstable). :class:`EffectiveReadoutProfile` tabulates this ``T`` and inverts it with the
+machinery of :class:`replica.readout_grid.OverlapProfile` (largest root, low root, selection
+``s_threshold`` on ``s²``).
+
+The integrals over ``s ~ N(0, 1)`` (through ``s²``: the Gaussian panel rule of
+:meth:`priors.continuous_laws.ContinuousLaw.panel_rule` folded onto ``s > 0``) have panel ends at
+the non-smooth points ``s = √T_k`` (the extrema of ``T``: the fronts), graded there, and are
+refined by doubling the nodes per panel until two levels agree (the loop of
+:class:`replica.readout_grid.ProfileSolver`); the solver iterates only on the ``1 + 2 n_v``
+global unknowns. The stored ``Q₁(s)``, ``Q₂(v, s)`` are the profile evaluated on a fixed
+reporting grid (:func:`replica.models.two_layer.effective_readout_panels` with 16 panels).
+
+Special cases: ``b = 0`` (no linear part in the second activation) or ``g₁ ≡ 0`` make ``Q₁``
+independent of ``s``; then any rule exact for ``E 1`` and ``E s²`` is exact and
+:class:`~replica.models.two_layer.TwoLayerModel` keeps its fixed rule.
+
+References
+----------
+Barbier, Camilli, Nguyen, Pastore, Skerk, arXiv 2510.24616 (two hidden layers); the reduction to
+one curve per set of global order parameters is the one of :mod:`replica.readout_grid`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from priors.continuous_laws import GaussianLaw
+
+from ..readout_grid import SELECT_LARGEST, SELECT_LOW, SELECT_ZERO, OverlapProfile, ProfileSolver
+
+__all__ = ["EffectiveReadoutProfile", "TwoLayerProfileSolver", "REPORT_PANELS"]
+
+#: panels of the reporting grid in s (:func:`replica.models.two_layer.effective_readout_panels`)
+REPORT_PANELS = 16
+
+
+class EffectiveReadoutProfile(OverlapProfile):
+    """Fixed points ``Q₁(s)`` of every first-layer neuron at given global order parameters.
+
+    Parameters
+    ----------
+    prior1, prior2 : WeightPrior
+        ``P₁``, ``P₂`` (unit variance), vectorized ``overlap``.
+    activation1 : Activation
+        ``σ₁`` (vectorized ``g``, ``g_prime`` on [0, 1]).
+    kappa : float
+        ``α b/(γ₁D) > 0``.
+    A, W : ndarray, shape (n_v,)
+        ``A_v = α v² g₂'(inner_v)/(γ₁γ₂D)`` and ``w_v/γ₁`` (the two parts of ``Q̂₂``).
+    cA, cW : ndarray, shape (n_v,)
+        ``(α/(γ₁D)) p(v) v² g₂'(inner_v)`` and ``(γ₂/γ₁) p(v) w_v`` (the two parts of ``c``).
+
+    Notes
+    -----
+    ``snr(s², s_threshold)`` (inherited) returns ``Q̂₁`` at effective readouts ``s``; the
+    variable called ``s`` there is ``s²`` here.
+    """
+
+    def __init__(self, prior1, prior2, activation1, kappa, A, W, cA, cW):
+        self.prior = prior1
+        self.prior2 = prior2
+        self.activation = activation1
+        self.kappa = float(kappa)
+        self.A_v, self.W_v = np.asarray(A, float), np.asarray(W, float)
+        self.cA, self.cW = np.asarray(cA, float), np.asarray(cW, float)
+        tiny = 1e-9
+        onset = math.inf if tiny - self.c(np.array([self.prior.overlap(np.array([tiny]))[0]]))[0] > 0 else -math.inf
+        self._tabulate(onset)
+
+    def snr2(self, q):
+        """``Q̂₂(v, s)`` at first-layer overlaps ``q``: shape ``(n_v,) + q.shape``."""
+        q = np.asarray(q, dtype=float)
+        g = self.activation.g(q)
+        return np.maximum(self.A_v.reshape((-1,) + (1,) * q.ndim) * g
+                          + self.W_v.reshape((-1,) + (1,) * q.ndim) * q, 0.0)
+
+    def c(self, q):
+        """``c(q)`` of the module docstring (vectorized in ``q``)."""
+        q = np.asarray(q, dtype=float)
+        h = np.clip(self.prior2.overlap(self.snr2(q)), 0.0, 1.0)
+        return self.activation.g_prime(q) * np.tensordot(self.cA, h, axes=1) + np.tensordot(self.cW, h, axes=1)
+
+    def T(self, r):
+        """``T(r) = (r − c(q))/k(q)``, ``q = m_{P₁}(r)`` (``±inf`` where ``k(q) = 0``)."""
+        r = np.asarray(r, dtype=float)
+        q = np.clip(self.prior.overlap(r), 0.0, 1.0)
+        k = self.kappa * self.activation.g_prime(q)
+        num = r - self.c(q)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(k > 0, num / np.where(k > 0, k, 1.0), np.where(num > 0, np.inf, -np.inf))
+
+
+class TwoLayerProfileSolver(ProfileSolver):
+    """Solver of the two-layer equations through ``y = (D, inner_v…, t_v…)`` (module docstring).
+
+    The packed point of a solution is ``x = (D, inner_v…, t_v…, s_threshold, level,
+    discretization_error)``; only the ``1 + 2 n_v`` globals are iterated, the selection (on
+    ``s²``; :data:`~replica.readout_grid.SELECT_LARGEST`, ``SELECT_LOW``, ``SELECT_ZERO``) and the
+    rule level are labels, and ``discretization_error`` is the relative change of mmse and free
+    entropy between the last two levels of the rule (nodes per panel doubled until it is below a
+    tenth of ``target``, at most :data:`replica.readout_grid.MAX_LEVEL` times).
+
+    Parameters
+    ----------
+    model : TwoLayerModel
+        With ``b > 0`` and ``g₁ ≢ 0``.
+    target : float, keyword-only
+        Relative accuracy of mmse and free entropy (default 1e-3).
+    base_nodes : int, keyword-only
+        Nodes per panel of the coarsest rule (default 8).
+    """
+
+    def __init__(self, model, **kw):
+        super().__init__(model, **kw)
+        self.law = GaussianLaw()
+        self.adaptive = True
+
+    @property
+    def n_globals(self) -> int:
+        return 1 + 2 * self.model.n_readout
+
+    # ------------------------------------------------------------------ rules
+    def rule(self, profile, s_threshold, level):
+        """Folded Gaussian panel rule on ``s > 0`` with panel ends at the fronts."""
+        s_pts = profile.breakpoints() if profile is not None else np.zeros(0)
+        if 0.0 < s_threshold < SELECT_LOW:
+            s_pts = np.append(s_pts, s_threshold)
+        v = np.sqrt(s_pts)
+        nodes, weights = self.law.panel_rule(np.concatenate([v, -v, [0.0]]), self.base_nodes * 2**level)
+        pos = nodes > 0
+        return nodes[pos], 2.0 * weights[pos]
+
+    # ------------------------------------------------------------------ map
+    def split(self, y):
+        """``(D, inner (n_v,), t (n_v,))`` from the globals, projected on their domains."""
+        n_v = self.model.n_readout
+        y = np.asarray(y, dtype=float)
+        # D = Δ + mmse ≥ Δ (and ≥ 1e-14 at Δ = 0: the channels' SNRs stay finite)
+        return (max(float(y[0]), self.model.delta, 1e-14), np.clip(y[1:1 + n_v], 0.0, 1.0),
+                np.clip(y[1 + n_v:1 + 2 * n_v], 0.0, 1.0 - 1e-15))
+
+    def _evaluate(self, alpha, y, s_threshold, level):
+        m = self.model
+        D, inner, t = self.split(y)
+        act1, act2 = m.activations
+        gam1, gam2 = m.gammas
+        p1, p2 = m.weight_priors
+        pv, v2 = m.readout_weights, m.v2
+        g2p = act2.g_prime(inner)
+        tau = m.tilt(t)
+        r21 = np.maximum(alpha * m.a * v2 * g2p / (gam2 * D), 0.0)
+        gain = m.tilt_gain(tau, r21)
+        q21 = np.atleast_1d(m.channel.overlap(tau + r21))
+        if s_threshold == SELECT_ZERO:
+            profile = None
+        else:
+            profile = EffectiveReadoutProfile(
+                p1, p2, act1, alpha * m.b / (gam1 * D), alpha * v2 * g2p / (gam1 * gam2 * D), gain / gam1,
+                alpha / (gam1 * D) * pv * v2 * g2p, gam2 / gam1 * pv * gain)
+        nodes, weights = self.rule(profile, s_threshold, level)
+        s2 = nodes * nodes
+        snr1 = profile.snr(s2, s_threshold) if profile is not None else np.zeros(s2.shape)
+        q1 = np.clip(p1.overlap(snr1), 0.0, 1.0)
+        snr2 = profile.snr2(q1) if profile is not None else np.zeros((m.n_readout, s2.size))
+        q2 = np.clip(p2.overlap(snr2), 0.0, 1.0)
+        g1q = act1.g(q1)
+        inner_new = m.a * q21 + q2 @ (weights * g1q)
+        t_new = q2 @ (weights * q1)
+        gap1 = m.b * float(weights @ (s2 * (m.g1_one - g1q)))
+        gap2 = float(pv @ (v2 * (m.g2_one - act2.g(np.clip(inner_new, 0.0, 1.0)))))
+        return {"tau": tau, "r21": r21, "gain": gain, "q21": q21, "profile": profile, "nodes": nodes,
+                "weights": weights, "snr1": snr1, "q1": q1, "snr2": snr2, "q2": q2, "inner": inner_new,
+                "t": t_new, "D": m.delta + gap1 + gap2}
+
+    def update(self, alpha, y, s_threshold, level=0):
+        """The map ``(D, inner, t) → (D', inner', t')`` at fixed selection and rule."""
+        e = self.evaluate(alpha, y, s_threshold, level)
+        return np.concatenate([[e["D"]], e["inner"], e["t"]])
+
+    def _project(self, y):
+        D, inner, t = self.split(y)
+        return np.concatenate([[D], inner, t])
+
+    # ------------------------------------------------------------------ state
+    def free_entropy(self, alpha, e) -> float:
+        """``f`` of the module docstring of :mod:`replica.models.two_layer` on the rule of ``e``."""
+        m = self.model
+        gam1, gam2 = m.gammas
+        p1, p2 = m.weight_priors
+        w = e["weights"]
+        D = e["D"]
+        if not D > 0.0:
+            return math.inf
+        tau = m.tilt(np.clip(e["t"], 0.0, 1.0 - 1e-15))
+        iota = m.channel.mutual_information
+        ent1 = float(w @ (p1.free_entropy(e["snr1"]) - e["q1"] * e["snr1"] / 2.0))
+        ent2 = float(m.readout_weights @ ((p2.free_entropy(e["snr2"]) - e["q2"] * e["snr2"] / 2.0) @ w))
+        r21, q21 = e["r21"], e["q21"]
+        rect = float(m.readout_weights @ (r21 * (1.0 - q21) / 2.0 - iota(tau + r21) + iota(tau)))
+        return float(-0.5 * math.log(2 * math.pi * math.e * D)
+                     + gam1 / alpha * ent1 + gam1 * gam2 / alpha * ent2 + gam2 / alpha * rect)
+
+    def state(self, alpha, x):
+        """The state (``model.state_type``: :class:`~replica.models.two_layer.TwoLayerState`) at ``x = (globals…, s_threshold[, level[,
+        error]])``: mmse and free entropy on the adaptive rule, the profiles on the reporting grid
+        (``model.s_values``)."""
+        m = self.model
+        x = np.asarray(x, dtype=float)
+        n = self.n_globals
+        sel = float(x[n])
+        level = int(x[n + 1]) if x.size > n + 1 else 0
+        error = float(x[n + 2]) if x.size > n + 2 else 0.0
+        e = self.evaluate(alpha, x[:n], sel, level)
+        f = self.free_entropy(alpha, e)
+        prof = e["profile"]
+        s2 = m.s_values**2
+        snr1 = prof.snr(s2, sel) if prof is not None else np.zeros(s2.shape)
+        q1 = np.clip(m.weight_priors[0].overlap(snr1), 0.0, 1.0)
+        snr2 = prof.snr2(q1) if prof is not None else np.zeros((m.n_readout, s2.size))
+        q2 = np.clip(m.weight_priors[1].overlap(snr2), 0.0, 1.0)
+        collective = np.concatenate([[float(e["weights"] @ e["q1"])], e["inner"], e["t"], e["q21"]])
+        return m.state_type(float(alpha), q1, snr1, q2, snr2, e["q21"].copy(), e["r21"].copy(), e["tau"].copy(),
+                             max(float(e["D"] - m.delta), 0.0), f, m.mutual_information(alpha, f),
+                             collective=collective, discretization_error=error)
+
+    def refinement_error(self, alpha, x, **solver_options) -> float:
+        """Relative change of mmse and free entropy when the rule of the solution ``x`` is refined
+        once (nodes per panel doubled; chord-Newton steps from ``x``): the discretization error of
+        a point found by continuation at a fixed rule. 0 at the universal point, NaN when the
+        refined solve fails."""
+        x = np.asarray(x, dtype=float)
+        n = self.n_globals
+        sel, level = float(x[n]), int(x[n + 1])
+        if sel == SELECT_ZERO:
+            return 0.0
+        r = self._refine(float(alpha), x[:n], sel, level + 1, "refinement", solver_options)
+        if r is None:
+            return math.nan
+        from ..readout_grid import _relative_change
+
+        return _relative_change(self.state(alpha, x[:n + 2]), self.state(alpha, np.concatenate([r.x, [sel, level + 1]])))
+
+    def initial_point(self, alpha, q1, q2, q21, selection):
+        """Packed start ``(D, inner, t, s_threshold)`` from constant overlaps ``Q₁, Q₂, Q₂:₁`` (scalars
+        or per readout value for ``Q₂``, ``Q₂:₁``) and a selection."""
+        m = self.model
+        act1, act2 = m.activations
+        q1 = float(np.clip(q1, 0.0, 1.0))
+        q2 = np.clip(np.broadcast_to(np.asarray(q2, float), (m.n_readout,)), 0.0, 1.0)
+        q21 = np.clip(np.broadcast_to(np.asarray(q21, float), (m.n_readout,)), 0.0, 1.0)
+        g1q = float(act1.g(np.array([q1]))[0])
+        inner = m.a * q21 + q2 * g1q
+        t = q2 * q1
+        D = m.delta + m.b * (m.g1_one - g1q) + float(m.readout_weights @ (m.v2 * (m.g2_one - act2.g(inner))))
+        return np.concatenate([[max(D, 1e-12)], inner, t, [selection]])
+
+    def universal_point(self, alpha):
+        """Packed universal point (``Q ≡ 0``, selection :data:`SELECT_ZERO`, exact: error 0)."""
+        return np.concatenate([self.initial_point(alpha, 0.0, 0.0, 0.0, SELECT_ZERO), [0.0, 0.0]])
+
