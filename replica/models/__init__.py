@@ -188,10 +188,11 @@ def _build_shallow(r: ModelRequest):
 
 
 def _s_grid_keywords(value) -> dict:
-    """Keywords of :class:`~replica.models.two_layer.TwoLayerModel` for ``options["s_grid"]``: None (the
-    default Gauss–Hermite grid), an int N (N Gauss–Hermite nodes), ``"panels:P"`` or ``"auto"`` (the
-    panel rule, refined per sweep by :func:`~replica.models.two_layer.converge_s_grid`)."""
-    if value is None:
+    """Keywords of :class:`~replica.models.two_layer.TwoLayerModel` for ``options["s_grid"]``: None or
+    ``"adaptive"`` (the default: the profile solver, no grid in s), an int N (N Gauss–Hermite nodes),
+    ``"panels:P"`` or ``"auto"`` (the panel rule, refined per sweep by
+    :func:`~replica.models.two_layer.converge_s_grid`)."""
+    if value is None or value == "adaptive":
         return {}
     if value == "auto":
         return {"s_grid": None}

@@ -64,10 +64,14 @@ from priors.continuous_laws import GaussianLaw
 
 from ..readout_grid import SELECT_LARGEST, SELECT_LOW, SELECT_ZERO, OverlapProfile, ProfileSolver
 
-__all__ = ["EffectiveReadoutProfile", "TwoLayerProfileSolver", "REPORT_PANELS"]
+__all__ = ["EffectiveReadoutProfile", "TwoLayerProfileSolver", "REPORT_PANELS", "SELECT_EQUILIBRIUM"]
 
 #: panels of the reporting grid in s (:func:`replica.models.two_layer.effective_readout_panels`)
 REPORT_PANELS = 16
+#: selection of the root of largest per-neuron free entropy (the front at the equal-potential point)
+SELECT_EQUILIBRIUM = -2.0
+# s² scanned for the equal-potential front (the rule integrates s ≤ 8.5)
+_FRONT_SCAN = np.geomspace(1e-4, 8.5**2, 61)
 
 
 class EffectiveReadoutProfile(OverlapProfile):
@@ -193,6 +197,9 @@ class TwoLayerProfileSolver(ProfileSolver):
             profile = EffectiveReadoutProfile(
                 p1, p2, act1, alpha * m.b / (gam1 * D), alpha * v2 * g2p / (gam1 * gam2 * D), gain / gam1,
                 alpha / (gam1 * D) * pv * v2 * g2p, gam2 / gam1 * pv * gain)
+        ctx = {"alpha": alpha, "D": D, "g2p": g2p, "gain": gain}
+        if s_threshold == SELECT_EQUILIBRIUM:
+            s_threshold = self.equilibrium_threshold(profile, ctx)
         nodes, weights = self.rule(profile, s_threshold, level)
         s2 = nodes * nodes
         snr1 = profile.snr(s2, s_threshold) if profile is not None else np.zeros(s2.shape)
@@ -204,9 +211,88 @@ class TwoLayerProfileSolver(ProfileSolver):
         t_new = q2 @ (weights * q1)
         gap1 = m.b * float(weights @ (s2 * (m.g1_one - g1q)))
         gap2 = float(pv @ (v2 * (m.g2_one - act2.g(np.clip(inner_new, 0.0, 1.0)))))
-        return {"tau": tau, "r21": r21, "gain": gain, "q21": q21, "profile": profile, "nodes": nodes,
+        return {"tau": tau, "r21": r21, "gain": gain, "q21": q21, "profile": profile, "threshold": s_threshold,
+                "nodes": nodes,
                 "weights": weights, "snr1": snr1, "q1": q1, "snr2": snr2, "q2": q2, "inner": inner_new,
                 "t": t_new, "D": m.delta + gap1 + gap2}
+
+    def neuron_potential(self, profile, s2, snr1, ctx):
+        r"""Free entropy per unit mass of the first-layer neurons with effective readout ``s`` on the root
+        ``Q̂₁ = snr1`` (its second-layer entries following, ``Q₂(v, s) = h_v(Q₁)``), relative to ``Q ≡ 0``::
+
+            φ = g₁(Q₁) [b s² + Σ_v p(v) v² g₂'(inner_v) Q₂(v)] / (2D)
+                + (γ₁/α) [ψ_{P₁}(Q̂₁) − Q₁Q̂₁/2] + (γ₁γ₂/α) Σ_v p(v) [ψ_{P₂}(Q̂₂) − Q₂Q̂₂/2]
+                + (γ₂/2α) Σ_v p(v) w_v Q₂(v) Q₁
+
+        (the first-order change of ``f`` when a group of mass ε moves from ``Q ≡ 0`` to that root; its
+        stationary points in ``(Q₁, Q̂₁, Q₂, Q̂₂)`` are the per-neuron equations).
+
+        Parameters
+        ----------
+        profile : EffectiveReadoutProfile
+        s2, snr1 : ndarray of one shape
+            ``s²`` and ``Q̂₁`` of a root at ``s``.
+        ctx : dict
+            ``alpha``, ``D``, ``g2p`` (n_v,), ``gain`` (n_v,).
+
+        Returns
+        -------
+        ndarray, shape of ``s2``
+        """
+        m = self.model
+        gam1, gam2 = m.gammas
+        p1, p2 = m.weight_priors
+        alpha, D = ctx["alpha"], ctx["D"]
+        q1 = np.clip(p1.overlap(snr1), 0.0, 1.0)
+        snr2 = profile.snr2(q1)
+        q2 = np.clip(p2.overlap(snr2), 0.0, 1.0)
+        pv = m.readout_weights
+        energetic = m.activations[0].g(q1) * (m.b * s2 + np.tensordot(pv * m.v2 * ctx["g2p"], q2, axes=1)) / (2 * D)
+        ent1 = gam1 / alpha * (p1.free_entropy(snr1) - q1 * snr1 / 2.0)
+        ent2 = gam1 * gam2 / alpha * np.tensordot(pv, p2.free_entropy(snr2) - q2 * snr2 / 2.0, axes=1)
+        rect = gam2 / (2 * alpha) * np.tensordot(pv * ctx["gain"], q2, axes=1) * q1
+        return energetic + ent1 + ent2 + rect
+
+    def equilibrium_threshold(self, profile, ctx) -> float:
+        """``s²`` of the equal-potential front: above it every neuron on its largest root, below on its
+        low root, so that each neuron sits on the root of larger :meth:`neuron_potential` (the
+        stationary point of largest ``f`` among the selections; the largest-root selection puts the
+        front at the spinodal ``min T``, a metastable state of the neurons in between).
+
+        Returns :data:`~replica.readout_grid.SELECT_LARGEST` when the largest root wins wherever it
+        differs from the low one, :data:`~replica.readout_grid.SELECT_LOW` when it never wins up to
+        ``s = 8.5``; otherwise the last sign change of the potential difference, refined by Brent.
+        """
+        if profile.minima.size == 0:
+            return SELECT_LARGEST  # one root per s (or a front without a competing root)
+
+        def diff(s2):
+            s2 = np.atleast_1d(np.asarray(s2, dtype=float))
+            hi, lo = profile.snr(s2, SELECT_LARGEST), profile.snr(s2, SELECT_LOW)
+            out = self.neuron_potential(profile, s2, hi, ctx) - self.neuron_potential(profile, s2, lo, ctx)
+            return np.where(np.abs(hi - lo) <= 1e-12 * (1.0 + np.abs(hi)), 0.0, out)
+
+        first = float(profile.minima.min())  # below the first birth of a second root there is no choice
+        if not first < _FRONT_SCAN[-1]:
+            return SELECT_LARGEST
+        scan = np.concatenate([[first * (1.0 + 1e-12)], _FRONT_SCAN[_FRONT_SCAN > first]])
+        d = diff(scan)
+        if np.all(d >= 0.0):
+            return SELECT_LARGEST
+        if not np.any(d > 0.0):
+            return SELECT_LOW
+        j = int(np.flatnonzero(d <= 0.0)[-1])
+        if j == d.size - 1:
+            return SELECT_LOW
+        a, b = float(scan[j]), float(scan[j + 1])
+        births = profile.minima[(profile.minima > a) & (profile.minima < b)]
+        if births.size:  # the largest root is born inside the bracket: start just above its birth
+            a = float(births.max()) * (1.0 + 1e-12)
+            if diff(a)[0] > 0.0:
+                return a
+        from scipy import optimize  # lazy: start-up (docs/architecture.md)
+
+        return float(optimize.brentq(lambda z: float(diff(z)[0]), a, b, xtol=1e-14, rtol=1e-12))
 
     def update(self, alpha, y, s_threshold, level=0):
         """The map ``(D, inner, t) → (D', inner', t')`` at fixed selection and rule."""
@@ -250,7 +336,7 @@ class TwoLayerProfileSolver(ProfileSolver):
         f = self.free_entropy(alpha, e)
         prof = e["profile"]
         s2 = m.s_values**2
-        snr1 = prof.snr(s2, sel) if prof is not None else np.zeros(s2.shape)
+        snr1 = prof.snr(s2, e["threshold"]) if prof is not None else np.zeros(s2.shape)
         q1 = np.clip(m.weight_priors[0].overlap(snr1), 0.0, 1.0)
         snr2 = prof.snr2(q1) if prof is not None else np.zeros((m.n_readout, s2.size))
         q2 = np.clip(m.weight_priors[1].overlap(snr2), 0.0, 1.0)

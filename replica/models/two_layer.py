@@ -113,7 +113,7 @@ from hciz.rectangular import rectangular_channel
 from ..activations import get_activation
 from .deep import layer_priors_and_readout
 from ..engine import STATUS_MESSAGES, FixedPointResult, solve_fixed_point
-from ..readout_grid import SELECT_LARGEST, SELECT_LOW, SELECT_ZERO
+from ..readout_grid import SELECT_LOW, SELECT_ZERO
 
 __all__ = ["TwoLayerModel", "TwoLayerState", "product_channel", "effective_readout_grid", "effective_readout_panels",
            "converge_s_grid", "phase_name", "phase_transitions", "channel_tilt", "channel_tilt_gain",
@@ -1022,16 +1022,21 @@ class TwoLayerModel:
 
     # ----------------------------------------------------------------- solving
     def _profile_starts(self) -> dict:
-        """:meth:`starts` of the profile solver: packed ``(D, inner, t, s_threshold)``. No partial
-        start in ``s``: the largest-root selection already specializes exactly the neurons beyond
-        the front, and a start pinned at a quantile of ``|s|`` would pick one member of a continuous
-        family."""
+        """:meth:`starts` of the profile solver: packed ``(D, inner, t, s_threshold)``, every neuron on
+        the root of larger free entropy (:data:`~replica.models._two_layer_profile.SELECT_EQUILIBRIUM`:
+        the layer-1 front at the equal-potential point). No partial start in ``s``: every threshold
+        above the spinodal gives a stationary point (a continuous family, of which this selection is
+        the one of largest ``f``; ``SELECT_LARGEST``, the front at the spinodal, is the attractor of an
+        informed start on a fixed grid), and a start pinned at a quantile of ``|s|`` would pick an
+        arbitrary member."""
         hi = INFORMED_OVERLAP
+        from ._two_layer_profile import SELECT_EQUILIBRIUM
+
         init = self.profile_solver.initial_point
-        out = {"informed": (init(1.0, hi, hi, hi, SELECT_LARGEST), "both"),
-               "layer_1": (init(1.0, hi, 0.0, 0.0, SELECT_LARGEST), "down"),
+        out = {"informed": (init(1.0, hi, hi, hi, SELECT_EQUILIBRIUM), "both"),
+               "layer_1": (init(1.0, hi, 0.0, 0.0, SELECT_EQUILIBRIUM), "down"),
                "product": (init(1.0, 0.0, 0.0, hi, SELECT_LOW), "down"),
-               "layer_1+product": (init(1.0, hi, 0.0, hi, SELECT_LARGEST), "down")}
+               "layer_1+product": (init(1.0, hi, 0.0, hi, SELECT_EQUILIBRIUM), "down")}
         a = np.abs(self.readout_values)
         for qt in PARTIAL_QUANTILES:
             order = np.argsort(a)
@@ -1039,7 +1044,7 @@ class TwoLayerModel:
             mask_v = a > thr
             if 0 < np.count_nonzero(mask_v) < self.n_readout:
                 q = np.where(mask_v, hi, 0.0)
-                out[f"partial_v_q{int(qt * 100)}"] = (init(1.0, hi, q, q, SELECT_LARGEST), "down")
+                out[f"partial_v_q{int(qt * 100)}"] = (init(1.0, hi, q, q, SELECT_EQUILIBRIUM), "down")
         return out
 
     def _result(self, alpha, res: FixedPointResult) -> FixedPointResult:
@@ -1061,10 +1066,12 @@ class TwoLayerModel:
         ends with status ``"nan"`` (no state attached).
         """
         if self.profile_solver is not None:
+            from ._two_layer_profile import SELECT_EQUILIBRIUM
+
             ps = self.profile_solver
             x0 = np.asarray(warm if warm is not None else overlaps, dtype=float)
-            if x0.size == 3:  # three scalars: every neuron on its largest root
-                x0 = ps.initial_point(alpha, *x0, SELECT_LARGEST)
+            if x0.size == 3:  # three scalars: every neuron on its root of larger free entropy
+                x0 = ps.initial_point(alpha, *x0, SELECT_EQUILIBRIUM)
             if x0.size not in (ps.n_globals + 1, ps.n_globals + 3):
                 raise ValueError(f"overlaps: expected a packed point of {ps.n_globals + 1} or {self.size} values "
                                  f"or 3 scalars, got shape {x0.shape}")

@@ -271,8 +271,11 @@ def add_model_options(p, *, grids=False):
                        help="label-noise variance 0 <= Δ <= 1e4 (default 0.1)")
     g.add_argument("--s-grid", type=s_grid_type, default=None,
                    help="L >= 2 with a linear part only: rule for the effective readout s ~ N(0, 1) of inner-layer "
-                        "neurons (s = (vᵀW₂)_j/√k₂ for L = 2): N (1 to 150) for a fixed Gauss–Hermite grid of N "
-                        "positive nodes (default 12); L = 2 only: 'panels:P' for a fixed composite rule of P panels "
+                        "neurons (s = (vᵀW₂)_j/√k₂ for L = 2). L = 2 default 'adaptive': no grid in s — the profile "
+                        "solver follows the layer-1 front and refines its rule until mmse and free entropy are "
+                        "converged to 1e-3 (Q₁(s), Q₂(v, s) reported on 76 nodes). N (1 to 150): a fixed "
+                        "Gauss–Hermite grid of N positive nodes (the default for L >= 3: 12); L = 2 only: "
+                        "'panels:P' for a fixed composite rule of P panels "
                         "(1 to 1024, 4 nodes each, graded where Q₁(s) jumps), or 'auto' (replica-sweep) for that rule "
                         "refined until mmse and free entropy change by < 1e-3 on the doubled grid at the sweep's α "
                         "(accurate, but slower: docs/two_layer.md). replica-sweep estimates the error of the grid at "

@@ -20,12 +20,12 @@ __all__ = ["build_model", "check_readout_grid", "s_grid_type", "split_activation
 
 
 def s_grid_type(text):
-    """argparse type of ``--s-grid``: ``N`` (Gauss–Hermite nodes), ``panels:P`` or ``auto``; returns an int or
-    the string."""
+    """argparse type of ``--s-grid``: ``adaptive``, ``N`` (Gauss–Hermite nodes), ``panels:P`` or ``auto``; returns
+    an int or the string."""
     from ..models.two_layer import MAX_GAUSS_HERMITE_S_GRID
 
     s = str(text).strip()
-    if s == "auto":
+    if s in ("auto", "adaptive"):
         return s
     if s.startswith("panels:"):
         p = s[len("panels:"):]
@@ -35,8 +35,8 @@ def s_grid_type(text):
     try:
         n = int(s)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--s-grid must be an integer N (Gauss–Hermite nodes), 'panels:P' or "
-                                         f"'auto', got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"--s-grid must be 'adaptive', an integer N (Gauss–Hermite nodes), "
+                                         f"'panels:P' or 'auto', got {text!r}") from None
     if not 1 <= n <= MAX_GAUSS_HERMITE_S_GRID:
         raise argparse.ArgumentTypeError(f"--s-grid must be in [1, {MAX_GAUSS_HERMITE_S_GRID}] (Gauss–Hermite "
                                          f"weights underflow beyond; L = 2: use 'panels:P' for finer grids), got {text!r}")
