@@ -48,8 +48,8 @@ import numpy as np
 
 from priors.readout_laws import continuous_readout_law
 
-__all__ = ["OverlapProfile", "ProfileSolver", "SELECT_LARGEST", "SELECT_LOW", "SELECT_ZERO", "selection_from_overlaps",
-           "DEFAULT_TARGET", "BASE_NODES", "MAX_LEVEL"]
+__all__ = ["OverlapProfile", "ProfileSolver", "SELECT_LARGEST", "SELECT_LOW", "SELECT_ZERO", "SELECT_EQUILIBRIUM",
+           "selection_from_overlaps", "equal_potential_threshold", "DEFAULT_TARGET", "BASE_NODES", "MAX_LEVEL"]
 
 #: every neuron on its largest stable root (informed start)
 SELECT_LARGEST = 0.0
@@ -57,6 +57,11 @@ SELECT_LARGEST = 0.0
 SELECT_LOW = 1e300
 #: Q ≡ 0 (the universal branch)
 SELECT_ZERO = -1.0
+#: every neuron on the root of larger per-neuron free entropy (the front at the equal-potential point;
+#: :func:`equal_potential_threshold`)
+SELECT_EQUILIBRIUM = -2.0
+# s scanned for the equal-potential front (readouts and effective readouts up to |v| = 8.5)
+_FRONT_SCAN = np.geomspace(1e-4, 8.5**2, 61)
 #: relative accuracy of mmse and free entropy that the adaptive rule is refined to
 DEFAULT_TARGET = 1e-3
 #: nodes per panel of the coarsest adaptive rule (doubled at every refinement)
@@ -101,6 +106,63 @@ def selection_from_overlaps(values, overlaps, threshold=0.5) -> float:
     hi_min = float(np.min(a[high]))
     cut = 0.5 * (lo_max + hi_min) if hi_min > lo_max else hi_min
     return cut * cut
+
+
+def equal_potential_threshold(profile, potential) -> float:
+    """Selection that puts every neuron on the root of larger per-neuron free entropy.
+
+    Every threshold above the spinodal ``min T`` (largest root above it, low root below) gives a
+    stationary point; the one of largest ``f`` puts each neuron on the root with the larger
+    ``potential`` (the first-order change of ``f`` when a group of neurons of vanishing mass moves
+    from ``Q = 0`` to that root). The largest-root selection (:data:`SELECT_LARGEST`, the front at the
+    spinodal) is metastable for the neurons in between, and only the equal-potential front makes
+    ``f(α)`` satisfy the envelope identity ``df/dα = ∂f/∂α``.
+
+    Parameters
+    ----------
+    profile : OverlapProfile
+        With ``snr`` and ``minima``.
+    potential : callable
+        ``potential(s, snr)`` for arrays of ``s`` (``v²``) and root SNRs, relative to ``Q = 0``.
+
+    Returns
+    -------
+    float
+        :data:`SELECT_LARGEST` when the largest root wins wherever it differs from the low one (or
+        there is one root per ``s``), :data:`SELECT_LOW` when it never wins up to ``s = 8.5²``,
+        otherwise the last sign change of the potential difference on a scan, refined by Brent's
+        method (relative 1e-12).
+    """
+    if profile.minima.size == 0:
+        return SELECT_LARGEST
+
+    def diff(s):
+        s = np.atleast_1d(np.asarray(s, dtype=float))
+        hi, lo = profile.snr(s, SELECT_LARGEST), profile.snr(s, SELECT_LOW)
+        out = potential(s, hi) - potential(s, lo)
+        return np.where(np.abs(hi - lo) <= 1e-12 * (1.0 + np.abs(hi)), 0.0, out)
+
+    first = float(profile.minima.min())  # below the first birth of a second root there is no choice
+    if not first < _FRONT_SCAN[-1]:
+        return SELECT_LARGEST
+    scan = np.concatenate([[first * (1.0 + 1e-12)], _FRONT_SCAN[_FRONT_SCAN > first]])
+    d = diff(scan)
+    if np.all(d >= 0.0):
+        return SELECT_LARGEST
+    if not np.any(d > 0.0):
+        return SELECT_LOW
+    j = int(np.flatnonzero(d <= 0.0)[-1])
+    if j == d.size - 1:
+        return SELECT_LOW
+    a, b = float(scan[j]), float(scan[j + 1])
+    births = profile.minima[(profile.minima > a) & (profile.minima < b)]
+    if births.size:  # the largest root is born inside the bracket: start just above its birth
+        a = float(births.max()) * (1.0 + 1e-12)
+        if diff(a)[0] > 0.0:
+            return a
+    from scipy import optimize  # lazy: start-up (docs/architecture.md)
+
+    return float(optimize.brentq(lambda z: float(diff(z)[0]), a, b, xtol=1e-14, rtol=1e-12))
 
 
 class OverlapProfile:
@@ -353,6 +415,9 @@ class ProfileSolver:
         else:
             gain = m.tilt_gain(tau, R2_hat)
             profile = OverlapProfile(m.weight_prior, m.activation, alpha / (m.gamma * D), gain / m.gamma)
+        if s_threshold == SELECT_EQUILIBRIUM:
+            s_threshold = equal_potential_threshold(
+                profile, lambda s, snr: self.neuron_potential(alpha, D, gain, s, snr)) if profile else SELECT_LARGEST
         nodes, weights = self.rule(profile, s_threshold, level)
         s = nodes * nodes
         snr = profile.snr(s, s_threshold) if profile is not None else np.zeros(s.shape)
@@ -362,7 +427,17 @@ class ProfileSolver:
         R2 = float(m.channel.overlap(tau + R2_hat)) + (m.R_d - 1.0)
         D_new = m.delta + m.mu2**2 * (m.R_d - R2) / 2.0 + g_gap
         return {"tau": tau, "R2_hat": R2_hat, "gain": gain, "profile": profile, "nodes": nodes,
-                "weights": weights, "snr": snr, "overlap": Q, "M": M_new, "R2": R2, "D": D_new}
+                "weights": weights, "snr": snr, "overlap": Q, "M": M_new, "R2": R2, "D": D_new,
+                "threshold": s_threshold}
+
+    def neuron_potential(self, alpha, D, gain, s, snr):
+        """Free entropy per unit mass of the neurons with ``v² = s`` on the root ``Q̂ = snr``, relative to
+        ``Q = 0``: ``s g(Q)/(2D) + (γ/α)[ψ_P(Q̂) − QQ̂/2] + gain · s Q²/(4α)`` (its stationary point in
+        ``(Q, Q̂)`` is ``Q̂ = s(A g'(Q) + B Q)``; used by :func:`equal_potential_threshold`)."""
+        m = self.model
+        q = np.clip(m.weight_prior.overlap(snr), 0.0, 1.0)
+        return (s * m.activation.g(q) / (2.0 * D) + m.gamma / alpha * (m.weight_prior.free_entropy(snr) - q * snr / 2.0)
+                + gain * s * q * q / (4.0 * alpha))
 
     def update(self, alpha, y, s_threshold, level=0):
         """The map ``(D, M) → (D', M')`` at fixed selection and rule."""
@@ -401,7 +476,7 @@ class ProfileSolver:
             f = math.inf
         # the profile on the reporting grid (the law's atoms)
         rv = m.readout_values
-        snr_r = e["profile"].snr(rv * rv, s_threshold) if e["profile"] is not None else np.zeros(rv.size)
+        snr_r = e["profile"].snr(rv * rv, e["threshold"]) if e["profile"] is not None else np.zeros(rv.size)
         return m.state_type(
             alpha=float(alpha), overlap_W=np.clip(m.weight_prior.overlap(snr_r), 0.0, 1.0),
             overlap_W_hat=snr_r, R2=e["R2"], R2_hat=R2_hat, tau=tau, mmse=D - m.delta, free_entropy=f,
@@ -424,10 +499,13 @@ class ProfileSolver:
                                 options.get("damping", 0.5), start, {"evaluations": n, "polished": True})
 
     def initial_point(self, alpha, overlaps):
-        """Packed start ``(D, M, s_threshold)`` from a start profile on the reporting grid."""
+        """Packed start ``(D, M, s_threshold)`` from a start profile on the reporting grid (a profile high
+        everywhere selects :data:`SELECT_EQUILIBRIUM`: every neuron on its root of larger free entropy)."""
         m = self.model
         Q0 = np.clip(np.broadcast_to(np.asarray(overlaps, dtype=float), (m.n_readout,)), 0.0, 1.0)
         sel = selection_from_overlaps(m.readout_values, Q0)
+        if sel == SELECT_LARGEST:  # every neuron that can specialize: each on its root of larger free entropy
+            sel = SELECT_EQUILIBRIUM
         M0 = min(float(m.readout_weights @ (m.v2 * Q0 * Q0)), 1.0 - 1e-12)
         R2_hat = m.solve_universal(alpha).info["state"].R2_hat
         if not np.isfinite(R2_hat):

@@ -62,16 +62,13 @@ import numpy as np
 
 from priors.continuous_laws import GaussianLaw
 
-from ..readout_grid import SELECT_LARGEST, SELECT_LOW, SELECT_ZERO, OverlapProfile, ProfileSolver
+from ..readout_grid import (SELECT_EQUILIBRIUM, SELECT_LOW, SELECT_ZERO, OverlapProfile, ProfileSolver,
+                            equal_potential_threshold)
 
 __all__ = ["EffectiveReadoutProfile", "TwoLayerProfileSolver", "REPORT_PANELS", "SELECT_EQUILIBRIUM"]
 
 #: panels of the reporting grid in s (:func:`replica.models.two_layer.effective_readout_panels`)
 REPORT_PANELS = 16
-#: selection of the root of largest per-neuron free entropy (the front at the equal-potential point)
-SELECT_EQUILIBRIUM = -2.0
-# s² scanned for the equal-potential front (the rule integrates s ≤ 8.5)
-_FRONT_SCAN = np.geomspace(1e-4, 8.5**2, 61)
 
 
 class EffectiveReadoutProfile(OverlapProfile):
@@ -254,45 +251,9 @@ class TwoLayerProfileSolver(ProfileSolver):
         return energetic + ent1 + ent2 + rect
 
     def equilibrium_threshold(self, profile, ctx) -> float:
-        """``s²`` of the equal-potential front: above it every neuron on its largest root, below on its
-        low root, so that each neuron sits on the root of larger :meth:`neuron_potential` (the
-        stationary point of largest ``f`` among the selections; the largest-root selection puts the
-        front at the spinodal ``min T``, a metastable state of the neurons in between).
-
-        Returns :data:`~replica.readout_grid.SELECT_LARGEST` when the largest root wins wherever it
-        differs from the low one, :data:`~replica.readout_grid.SELECT_LOW` when it never wins up to
-        ``s = 8.5``; otherwise the last sign change of the potential difference, refined by Brent.
-        """
-        if profile.minima.size == 0:
-            return SELECT_LARGEST  # one root per s (or a front without a competing root)
-
-        def diff(s2):
-            s2 = np.atleast_1d(np.asarray(s2, dtype=float))
-            hi, lo = profile.snr(s2, SELECT_LARGEST), profile.snr(s2, SELECT_LOW)
-            out = self.neuron_potential(profile, s2, hi, ctx) - self.neuron_potential(profile, s2, lo, ctx)
-            return np.where(np.abs(hi - lo) <= 1e-12 * (1.0 + np.abs(hi)), 0.0, out)
-
-        first = float(profile.minima.min())  # below the first birth of a second root there is no choice
-        if not first < _FRONT_SCAN[-1]:
-            return SELECT_LARGEST
-        scan = np.concatenate([[first * (1.0 + 1e-12)], _FRONT_SCAN[_FRONT_SCAN > first]])
-        d = diff(scan)
-        if np.all(d >= 0.0):
-            return SELECT_LARGEST
-        if not np.any(d > 0.0):
-            return SELECT_LOW
-        j = int(np.flatnonzero(d <= 0.0)[-1])
-        if j == d.size - 1:
-            return SELECT_LOW
-        a, b = float(scan[j]), float(scan[j + 1])
-        births = profile.minima[(profile.minima > a) & (profile.minima < b)]
-        if births.size:  # the largest root is born inside the bracket: start just above its birth
-            a = float(births.max()) * (1.0 + 1e-12)
-            if diff(a)[0] > 0.0:
-                return a
-        from scipy import optimize  # lazy: start-up (docs/architecture.md)
-
-        return float(optimize.brentq(lambda z: float(diff(z)[0]), a, b, xtol=1e-14, rtol=1e-12))
+        """``s²`` of the equal-potential front (:func:`replica.readout_grid.equal_potential_threshold`
+        with :meth:`neuron_potential`): every neuron on the root of larger free entropy."""
+        return equal_potential_threshold(profile, lambda s2, snr: self.neuron_potential(profile, s2, snr, ctx))
 
     def update(self, alpha, y, s_threshold, level=0):
         """The map ``(D, inner, t) → (D', inner', t')`` at fixed selection and rule."""
