@@ -77,7 +77,8 @@ the profile solver of continuous readout laws, :mod:`replica.readout_grid`, whos
 of roots changes along a curve) are followed by the damped iteration with warm starts
 instead of the Newton corrector; their ends are located by bisection on it (relative
 precision :data:`LABELLED_END_RTOL`), and a curve leaves only by returning to the universal
-point.
+point. Models whose labels are constant along a branch (``model.fixed_labels``: two hidden
+layers with the profile solver in s) are continued like label-free ones, on their moving entries.
 
 When ``model.universal_only_reason()`` is not None (one hidden layer with ``g ≡ 0`` and
 Gaussian weights, docs/theory.md §5.4) only the universal branch is reported, the reason is

@@ -81,6 +81,11 @@ class ReplicaModel(Protocol):
         Entries of the packed vector the map moves (default all): the unknowns of the
         continuation and of the stability Jacobian (one hidden layer with the profile solver
         of :mod:`replica.readout_grid`: ``(D, M)``; its selection and rule level are labels).
+    fixed_labels : bool, optional
+        True when those labels are constant along a branch (two hidden layers with the profile
+        solver in s): the continuation then uses the Newton corrector on the moving entries, with
+        folds and bifurcations located as for label-free solvers; otherwise (default) labelled
+        curves are followed by damped steps.
 
     Methods
     -------

@@ -14,10 +14,13 @@ Order parameters
 * ``Q₁(s)``: overlap of first-layer neurons whose *effective readout*
   ``s = (vᵀW₂)_j/√k₂`` equals ``s``. By the central limit theorem ``s ~ N(0, E v²)``
   (``E v² = 1``). Everything depends on ``s`` through ``s²``, so ``E_s`` is a rule on
-  ``s > 0``: the ``2 n_s``-point Gauss–Hermite rule (probabilists', exact for polynomials of
-  degree ``4 n_s − 1``) folded onto its ``n_s`` positive nodes (weights doubled;
-  :func:`effective_readout_grid`, the default), or a composite rule graded where ``Q₁(s)``
-  jumps (:func:`effective_readout_panels`, refined per sweep by :func:`converge_s_grid`;
+  ``s > 0``. Default (``s_grid="adaptive"``): no grid among the unknowns — the profile solver of
+  :mod:`replica.models._two_layer_profile` iterates on global order parameters, reads ``Q₁(s)`` off
+  one explicit curve and integrates with a rule that follows the layer-1 front (docs/two_layer.md,
+  "The default: no grid in s"). Fixed rules: the ``2 n_s``-point Gauss–Hermite rule
+  (probabilists', exact for polynomials of degree ``4 n_s − 1``) folded onto its ``n_s`` positive
+  nodes (weights doubled; :func:`effective_readout_grid`), or a composite rule graded where
+  ``Q₁(s)`` jumps (:func:`effective_readout_panels`, refined per sweep by :func:`converge_s_grid`;
   docs/two_layer.md, "Convergence in s").
 * ``Q₂(v, s)``: overlap of the second-layer entries ``(W₂)_{ij}`` with ``v_i = v`` and
   ``s_j = s``.
@@ -127,13 +130,13 @@ PHASE_THRESHOLD = 0.1
 DEFAULT_S_GRID = 12
 #: most nodes of the folded Gauss–Hermite rule (its weights underflow beyond ~180)
 MAX_GAUSS_HERMITE_S_GRID = 150
-#: panels of the default composite rule in s before the sweep-level refinement (:func:`converge_s_grid`)
+#: panels of the composite rule in s before the sweep-level refinement (:func:`converge_s_grid`)
 DEFAULT_S_PANELS = 16
 #: Gauss–Legendre nodes per panel of the composite rule in s
 S_PANEL_NODES = 4
 #: most panels :func:`converge_s_grid` refines to
 MAX_S_PANELS = 64
-#: relative accuracy of mmse and free entropy the default s-grid is refined to
+#: relative accuracy of mmse and free entropy ``--s-grid auto`` refines the panel rule to
 S_GRID_TARGET = 1e-3
 _S_TAIL_RATIO = 1e-3  # mass ratio of successive tail panels
 _S_TAIL_FLOOR = 1e-13  # folded-Gaussian mass left out beyond the last panel (the rule stops there)
