@@ -104,25 +104,28 @@ class EffectiveReadoutProfile(OverlapProfile):
         onset = math.inf if tiny - self.c(np.array([self.prior.overlap(np.array([tiny]))[0]]))[0] > 0 else -math.inf
         self._tabulate(onset)
 
-    def snr2(self, q):
-        """``Q̂₂(v, s)`` at first-layer overlaps ``q``: shape ``(n_v,) + q.shape``."""
+    def snr2(self, q, g=None):
+        """``Q̂₂(v, s)`` at first-layer overlaps ``q`` (``g = g₁(q)`` if already known): shape
+        ``(n_v,) + q.shape``."""
         q = np.asarray(q, dtype=float)
-        g = self.activation.g(q)
-        return np.maximum(self.A_v.reshape((-1,) + (1,) * q.ndim) * g
-                          + self.W_v.reshape((-1,) + (1,) * q.ndim) * q, 0.0)
+        g = self.activation.g(q) if g is None else g
+        shape = (-1,) + (1,) * q.ndim
+        return np.maximum(self.A_v.reshape(shape) * g + self.W_v.reshape(shape) * q, 0.0)
 
-    def c(self, q):
-        """``c(q)`` of the module docstring (vectorized in ``q``)."""
+    def c(self, q, gp=None):
+        """``c(q)`` of the module docstring (vectorized in ``q``; ``gp = g₁'(q)`` if already known)."""
         q = np.asarray(q, dtype=float)
-        h = np.clip(self.prior2.overlap(self.snr2(q)), 0.0, 1.0)
-        return self.activation.g_prime(q) * np.tensordot(self.cA, h, axes=1) + np.tensordot(self.cW, h, axes=1)
+        h = np.clip(self.prior2.overlap(self.snr2(q)), 0.0, 1.0).reshape(self.cA.size, -1)
+        gp = self.activation.g_prime(q) if gp is None else gp
+        return (gp.ravel() * (self.cA @ h) + self.cW @ h).reshape(q.shape)
 
     def T(self, r):
         """``T(r) = (r − c(q))/k(q)``, ``q = m_{P₁}(r)`` (``±inf`` where ``k(q) = 0``)."""
         r = np.asarray(r, dtype=float)
         q = np.clip(self.prior.overlap(r), 0.0, 1.0)
-        k = self.kappa * self.activation.g_prime(q)
-        num = r - self.c(q)
+        gp = self.activation.g_prime(q)
+        k = self.kappa * gp
+        num = r - self.c(q, gp)
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.where(k > 0, num / np.where(k > 0, k, 1.0), np.where(num > 0, np.inf, -np.inf))
 
