@@ -450,6 +450,20 @@ class ProfileSolver:
         return (s * m.activation.g(q) / (2.0 * D) + m.gamma / alpha * (m.weight_prior.free_entropy(snr) - q * snr / 2.0)
                 + gain * s * q * q / (4.0 * alpha))
 
+    def labels(self, x):
+        """``(globals, s_threshold, level, discretization_error)`` of a packed point (level 0 and error 0
+        when absent)."""
+        x = np.asarray(x, dtype=float)
+        n = self.n_globals
+        return (x[:n], float(x[n]), int(x[n + 1]) if x.size > n + 1 else 0,
+                float(x[n + 2]) if x.size > n + 2 else 0.0)
+
+    def packed_update(self, alpha, x):
+        """The model's map on its packed point: the globals moved by :meth:`update`, labels unchanged."""
+        x = np.asarray(x, dtype=float)
+        y, sel, level, _ = self.labels(x)
+        return np.concatenate([self.update(alpha, y, sel, level), x[self.n_globals:]])
+
     def update(self, alpha, y, s_threshold, level=0):
         """The map ``(D, M) → (D', M')`` at fixed selection and rule."""
         e = self.evaluate(alpha, y, s_threshold, level)
@@ -470,12 +484,9 @@ class ProfileSolver:
         absent).
         """
         m = self.model
-        x = np.asarray(x, dtype=float)
-        s_threshold = float(x[2])
-        level = int(x[3]) if x.size > 3 else 0
-        error = float(x[4]) if x.size > 4 else 0.0
-        e = self.evaluate(alpha, x[:2], s_threshold, level)
-        w, s, Q, snr = e["weights"], e["nodes"] ** 2, e["overlap"], e["snr"]
+        y, s_threshold, level, error = self.labels(x)
+        e = self.evaluate(alpha, y, s_threshold, level)
+        w, Q, snr = e["weights"], e["overlap"], e["snr"]
         D = e["D"]
         tau, R2_hat = e["tau"], e["R2_hat"]
         iota = m.channel.mutual_information

@@ -63,9 +63,9 @@ import numpy as np
 from priors.continuous_laws import GaussianLaw
 
 from ..readout_grid import (SELECT_EQUILIBRIUM, SELECT_LOW, SELECT_ZERO, OverlapProfile, ProfileSolver,
-                            equal_potential_threshold)
+                            _relative_change, equal_potential_threshold)
 
-__all__ = ["EffectiveReadoutProfile", "TwoLayerProfileSolver", "REPORT_PANELS", "SELECT_EQUILIBRIUM"]
+__all__ = ["EffectiveReadoutProfile", "TwoLayerProfileSolver", "REPORT_PANELS"]
 
 #: panels of the reporting grid in s (:func:`replica.models.two_layer.effective_readout_panels`)
 REPORT_PANELS = 16
@@ -118,6 +118,14 @@ class EffectiveReadoutProfile(OverlapProfile):
         h = np.clip(self.prior2.overlap(self.snr2(q)), 0.0, 1.0).reshape(self.cA.size, -1)
         gp = self.activation.g_prime(q) if gp is None else gp
         return (gp.ravel() * (self.cA @ h) + self.cW @ h).reshape(q.shape)
+
+    def roots(self, snr1):
+        """Everything a root ``Q̂₁ = snr1`` fixes (arrays of ``snr1``'s shape, ``(n_v,) + shape`` for the
+        second layer): ``(Q₁, g₁(Q₁), Q̂₂, Q₂)``."""
+        q1 = np.clip(self.prior.overlap(snr1), 0.0, 1.0)
+        g1q = self.activation.g(q1)
+        snr2 = self.snr2(q1, g1q)
+        return q1, g1q, snr2, np.clip(self.prior2.overlap(snr2), 0.0, 1.0)
 
     def T(self, r):
         """``T(r) = (r − c(q))/k(q)``, ``q = m_{P₁}(r)`` (``±inf`` where ``k(q) = 0``)."""
@@ -202,19 +210,24 @@ class TwoLayerProfileSolver(ProfileSolver):
             s_threshold = self.equilibrium_threshold(profile, ctx)
         nodes, weights = self.rule(profile, s_threshold, level)
         s2 = nodes * nodes
-        snr1 = profile.snr(s2, s_threshold) if profile is not None else np.zeros(s2.shape)
-        q1 = np.clip(p1.overlap(snr1), 0.0, 1.0)
-        snr2 = profile.snr2(q1) if profile is not None else np.zeros((m.n_readout, s2.size))
-        q2 = np.clip(p2.overlap(snr2), 0.0, 1.0)
-        g1q = act1.g(q1)
+        snr1, q1, g1q, snr2, q2 = self._roots(profile, s2, s_threshold)
         inner_new = m.a * q21 + q2 @ (weights * g1q)
         t_new = q2 @ (weights * q1)
         gap1 = m.b * float(weights @ (s2 * (m.g1_one - g1q)))
         gap2 = float(pv @ (v2 * (m.g2_one - act2.g(np.clip(inner_new, 0.0, 1.0)))))
         return {"tau": tau, "r21": r21, "gain": gain, "q21": q21, "profile": profile, "threshold": s_threshold,
-                "nodes": nodes,
-                "weights": weights, "snr1": snr1, "q1": q1, "snr2": snr2, "q2": q2, "inner": inner_new,
+                "nodes": nodes, "weights": weights, "snr1": snr1, "q1": q1, "snr2": snr2, "q2": q2, "inner": inner_new,
                 "t": t_new, "D": m.delta + gap1 + gap2}
+
+    def _roots(self, profile, s2, s_threshold):
+        """``(Q̂₁, Q₁, g₁(Q₁), Q̂₂, Q₂)`` of the selected roots at effective readouts ``√s2`` (zeros for
+        the universal point, ``profile`` None)."""
+        if profile is None:
+            z = np.zeros(s2.shape)
+            z2 = np.zeros((self.model.n_readout, s2.size))
+            return z, z, z, z2, z2
+        snr1 = profile.snr(s2, s_threshold)
+        return (snr1, *profile.roots(snr1))
 
     def neuron_potential(self, profile, s2, snr1, ctx):
         r"""Free entropy per unit mass of the first-layer neurons with effective readout ``s`` on the root
@@ -243,11 +256,9 @@ class TwoLayerProfileSolver(ProfileSolver):
         gam1, gam2 = m.gammas
         p1, p2 = m.weight_priors
         alpha, D = ctx["alpha"], ctx["D"]
-        q1 = np.clip(p1.overlap(snr1), 0.0, 1.0)
-        snr2 = profile.snr2(q1)
-        q2 = np.clip(p2.overlap(snr2), 0.0, 1.0)
+        q1, g1q, snr2, q2 = profile.roots(snr1)
         pv = m.readout_weights
-        energetic = m.activations[0].g(q1) * (m.b * s2 + np.tensordot(pv * m.v2 * ctx["g2p"], q2, axes=1)) / (2 * D)
+        energetic = g1q * (m.b * s2 + np.tensordot(pv * m.v2 * ctx["g2p"], q2, axes=1)) / (2 * D)
         ent1 = gam1 / alpha * (p1.free_entropy(snr1) - q1 * snr1 / 2.0)
         ent2 = gam1 * gam2 / alpha * np.tensordot(pv, p2.free_entropy(snr2) - q2 * snr2 / 2.0, axes=1)
         rect = gam2 / (2 * alpha) * np.tensordot(pv * ctx["gain"], q2, axes=1) * q1
@@ -291,19 +302,10 @@ class TwoLayerProfileSolver(ProfileSolver):
         error]])``: mmse and free entropy on the adaptive rule, the profiles on the reporting grid
         (``model.s_values``)."""
         m = self.model
-        x = np.asarray(x, dtype=float)
-        n = self.n_globals
-        sel = float(x[n])
-        level = int(x[n + 1]) if x.size > n + 1 else 0
-        error = float(x[n + 2]) if x.size > n + 2 else 0.0
-        e = self.evaluate(alpha, x[:n], sel, level)
+        y, sel, level, error = self.labels(x)
+        e = self.evaluate(alpha, y, sel, level)
         f = self.free_entropy(alpha, e)
-        prof = e["profile"]
-        s2 = m.s_values**2
-        snr1 = prof.snr(s2, e["threshold"]) if prof is not None else np.zeros(s2.shape)
-        q1 = np.clip(m.weight_priors[0].overlap(snr1), 0.0, 1.0)
-        snr2 = prof.snr2(q1) if prof is not None else np.zeros((m.n_readout, s2.size))
-        q2 = np.clip(m.weight_priors[1].overlap(snr2), 0.0, 1.0)
+        snr1, q1, _, snr2, q2 = self._roots(e["profile"], m.s_values**2, e["threshold"])
         collective = np.concatenate([[float(e["weights"] @ e["q1"])], e["inner"], e["t"], e["q21"]])
         return m.state_type(float(alpha), q1, snr1, q2, snr2, e["q21"].copy(), e["r21"].copy(), e["tau"].copy(),
                              max(float(e["D"] - m.delta), 0.0), f, m.mutual_information(alpha, f),
@@ -314,19 +316,16 @@ class TwoLayerProfileSolver(ProfileSolver):
         once (nodes per panel doubled; chord-Newton steps from ``x``): the discretization error of
         a point found by continuation at a fixed rule. 0 at the universal point, NaN when the
         refined solve fails."""
-        x = np.asarray(x, dtype=float)
-        n = self.n_globals
-        sel, level = float(x[n]), int(x[n + 1])
+        y, sel, level, _ = self.labels(x)
         if sel == SELECT_ZERO:
             return 0.0
-        r = self._refine(float(alpha), x[:n], sel, level + 1, "refinement", solver_options)
+        r = self._refine(float(alpha), y, sel, level + 1, "refinement", solver_options)
         if r is None:
             return math.nan
-        from ..readout_grid import _relative_change
+        return _relative_change(self.state(alpha, np.concatenate([y, [sel, level]])),
+                                self.state(alpha, np.concatenate([r.x, [sel, level + 1]])))
 
-        return _relative_change(self.state(alpha, x[:n + 2]), self.state(alpha, np.concatenate([r.x, [sel, level + 1]])))
-
-    def initial_point(self, alpha, q1, q2, q21, selection):
+    def initial_point(self, q1, q2, q21, selection):
         """Packed start ``(D, inner, t, s_threshold)`` from constant overlaps ``Q₁, Q₂, Q₂:₁`` (scalars
         or per readout value for ``Q₂``, ``Q₂:₁``) and a selection."""
         m = self.model
@@ -340,7 +339,7 @@ class TwoLayerProfileSolver(ProfileSolver):
         D = m.delta + m.b * (m.g1_one - g1q) + float(m.readout_weights @ (m.v2 * (m.g2_one - act2.g(inner))))
         return np.concatenate([[max(D, 1e-12)], inner, t, [selection]])
 
-    def universal_point(self, alpha):
+    def universal_point(self):
         """Packed universal point (``Q ≡ 0``, selection :data:`SELECT_ZERO`, exact: error 0)."""
-        return np.concatenate([self.initial_point(alpha, 0.0, 0.0, 0.0, SELECT_ZERO), [0.0, 0.0]])
+        return np.concatenate([self.initial_point(0.0, 0.0, 0.0, SELECT_ZERO), [0.0, 0.0]])
 

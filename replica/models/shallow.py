@@ -423,9 +423,7 @@ class ShallowModel:
         """Fixed-point map on the packed vector ``x = (Q(v)…, R̂₂)`` (profile solver:
         ``x = (D, M, s_threshold, level, error)``; only ``(D, M)`` move)."""
         if self.profile_solver is not None:
-            x = np.asarray(x, dtype=float)
-            level = int(x[3]) if x.size > 3 else 0
-            return np.concatenate([self.profile_solver.update(alpha, x[:2], float(x[2]), level), x[2:]])
+            return self.profile_solver.packed_update(alpha, x)
         c = self.conjugates(alpha, x[:-1], x[-1])
         Qh = c["overlap_W_hat"]
         if not (np.all(np.isfinite(Qh)) and np.isfinite(c["R2_hat_new"])):

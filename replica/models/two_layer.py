@@ -116,7 +116,7 @@ from hciz.rectangular import rectangular_channel
 from ..activations import get_activation
 from .deep import layer_priors_and_readout
 from ..engine import STATUS_MESSAGES, FixedPointResult, solve_fixed_point
-from ..readout_grid import SELECT_LOW, SELECT_ZERO
+from ..readout_grid import SELECT_EQUILIBRIUM, SELECT_LOW, SELECT_ZERO
 
 __all__ = ["TwoLayerModel", "TwoLayerState", "product_channel", "effective_readout_grid", "effective_readout_panels",
            "converge_s_grid", "phase_name", "phase_transitions", "channel_tilt", "channel_tilt_gain",
@@ -757,19 +757,16 @@ class TwoLayerModel:
         self.v2 = self.readout_values**2
         #: the solver through global order parameters (``s_grid="adaptive"``), else None
         self.profile_solver = None
-        if isinstance(s_grid, str):
-            if s_grid != "adaptive":
-                raise ValueError(f"s_grid must be 'adaptive', an integer or None, got {s_grid!r}")
-            if self.b > 0.0 and self.g1_one > 1e-12:
-                from ._two_layer_profile import REPORT_PANELS, TwoLayerProfileSolver
+        if isinstance(s_grid, str) and s_grid != "adaptive":
+            raise ValueError(f"s_grid must be 'adaptive', an integer or None, got {s_grid!r}")
+        if s_grid == "adaptive" and not (self.b > 0.0 and self.g1_one > 1e-12):
+            s_grid = DEFAULT_S_GRID  # Q₁ does not depend on s: every rule exact for E 1 and E s² is exact
+        if s_grid == "adaptive":
+            from ._two_layer_profile import REPORT_PANELS, TwoLayerProfileSolver
 
-                self.s_values, self.s_weights = effective_readout_panels(REPORT_PANELS)
-                self.s_grid, self.s_panels, self.s_report_panels = None, None, REPORT_PANELS
-                self.profile_solver = TwoLayerProfileSolver(self)
-            else:  # Q₁ does not depend on s: every rule exact for E 1 and E s² is exact
-                s_grid = DEFAULT_S_GRID
-        if self.profile_solver is not None:
-            pass
+            self.s_values, self.s_weights = effective_readout_panels(REPORT_PANELS)
+            self.s_grid, self.s_panels, self.s_report_panels = None, None, REPORT_PANELS
+            self.profile_solver = TwoLayerProfileSolver(self)
         elif s_grid is None:
             self.s_values, self.s_weights = effective_readout_panels(s_panels)
             self.s_grid, self.s_panels = None, int(s_panels)
@@ -951,10 +948,7 @@ class TwoLayerModel:
         """Fixed-point map on the packed overlaps ``(Q₁, Q₂, Q₂:₁)`` (profile solver: on the globals,
         labels unchanged)."""
         if self.profile_solver is not None:
-            x = np.asarray(x, dtype=float)
-            n = self.profile_solver.n_globals
-            level = int(x[n + 1]) if x.size > n + 1 else 0
-            return np.concatenate([self.profile_solver.update(alpha, x[:n], float(x[n]), level), x[n:]])
+            return self.profile_solver.packed_update(alpha, x)
         c = self.conjugates(alpha, x)
         if not (np.isfinite(c["D"]) and np.all(np.isfinite(c["q1_hat"])) and np.all(np.isfinite(c["q2_hat"]))):
             return np.full(np.shape(x), np.nan)
@@ -1033,22 +1027,26 @@ class TwoLayerModel:
         informed start on a fixed grid), and a start pinned at a quantile of ``|s|`` would pick an
         arbitrary member."""
         hi = INFORMED_OVERLAP
-        from ._two_layer_profile import SELECT_EQUILIBRIUM
-
         init = self.profile_solver.initial_point
-        out = {"informed": (init(1.0, hi, hi, hi, SELECT_EQUILIBRIUM), "both"),
-               "layer_1": (init(1.0, hi, 0.0, 0.0, SELECT_EQUILIBRIUM), "down"),
-               "product": (init(1.0, 0.0, 0.0, hi, SELECT_LOW), "down"),
-               "layer_1+product": (init(1.0, hi, 0.0, hi, SELECT_EQUILIBRIUM), "down")}
-        a = np.abs(self.readout_values)
-        for qt in PARTIAL_QUANTILES:
-            order = np.argsort(a)
-            thr = a[order][min(np.searchsorted(np.cumsum(self.readout_weights[order]), qt), self.n_readout - 1)]
-            mask_v = a > thr
-            if 0 < np.count_nonzero(mask_v) < self.n_readout:
-                q = np.where(mask_v, hi, 0.0)
-                out[f"partial_v_q{int(qt * 100)}"] = (init(1.0, hi, q, q, SELECT_EQUILIBRIUM), "down")
+        out = {"informed": (init(hi, hi, hi, SELECT_EQUILIBRIUM), "both"),
+               "layer_1": (init(hi, 0.0, 0.0, SELECT_EQUILIBRIUM), "down"),
+               "product": (init(0.0, 0.0, hi, SELECT_LOW), "down"),
+               "layer_1+product": (init(hi, 0.0, hi, SELECT_EQUILIBRIUM), "down")}
+        for qt, mask_v in self._partial_v_masks():
+            q = np.where(mask_v, hi, 0.0)
+            out[f"partial_v_q{int(qt * 100)}"] = (init(hi, q, q, SELECT_EQUILIBRIUM), "down")
         return out
+
+    def _partial_v_masks(self):
+        """``(quantile, mask)`` of the readout values with ``|v|`` above each of
+        :data:`PARTIAL_QUANTILES` of ``|v|``, for the masks that select some but not all values."""
+        a = np.abs(self.readout_values)
+        order = np.argsort(a)
+        cdf = np.cumsum(self.readout_weights[order])
+        for qt in PARTIAL_QUANTILES:
+            mask_v = a > a[order][min(np.searchsorted(cdf, qt), self.n_readout - 1)]
+            if 0 < np.count_nonzero(mask_v) < self.n_readout:
+                yield qt, mask_v
 
     def _result(self, alpha, res: FixedPointResult) -> FixedPointResult:
         res.info["state"] = self.state(alpha, res.x)
@@ -1057,7 +1055,7 @@ class TwoLayerModel:
     def solve_universal(self, alpha) -> FixedPointResult:
         """``Q ≡ 0`` (an exact fixed point): only the linear part is learned,
         ``mmse = b g₁(1) + g₂(1)``."""
-        x = np.zeros(self.size) if self.profile_solver is None else self.profile_solver.universal_point(alpha)
+        x = np.zeros(self.size) if self.profile_solver is None else self.profile_solver.universal_point()
         res = FixedPointResult(x, True, "exact", STATUS_MESSAGES["exact"], 0, 0.0, 0.0, "universal")
         return self._result(alpha, res)
 
@@ -1069,12 +1067,10 @@ class TwoLayerModel:
         ends with status ``"nan"`` (no state attached).
         """
         if self.profile_solver is not None:
-            from ._two_layer_profile import SELECT_EQUILIBRIUM
-
             ps = self.profile_solver
             x0 = np.asarray(warm if warm is not None else overlaps, dtype=float)
             if x0.size == 3:  # three scalars: every neuron on its root of larger free entropy
-                x0 = ps.initial_point(alpha, *x0, SELECT_EQUILIBRIUM)
+                x0 = ps.initial_point(*x0, SELECT_EQUILIBRIUM)
             if x0.size not in (ps.n_globals + 1, ps.n_globals + 3):
                 raise ValueError(f"overlaps: expected a packed point of {ps.n_globals + 1} or {self.size} values "
                                  f"or 3 scalars, got shape {x0.shape}")
@@ -1120,11 +1116,7 @@ class TwoLayerModel:
                 q1 = np.where(mask_s, hi, 0.0)
                 out[f"partial_s_q{int(qt * 100)}"] = (self.pack(q1, np.broadcast_to(q1, (self.n_readout, self.n_s)),
                                                                 hi), "down")
-            a = np.abs(self.readout_values)
-            order = np.argsort(a)
-            thr = a[order][min(np.searchsorted(np.cumsum(self.readout_weights[order]), qt), self.n_readout - 1)]
-            mask_v = a > thr
-            if 0 < np.count_nonzero(mask_v) < self.n_readout:
-                q2 = np.where(mask_v[:, None], hi, 0.0) * np.ones(self.n_s)
-                out[f"partial_v_q{int(qt * 100)}"] = (self.pack(hi, q2, np.where(mask_v, hi, 0.0)), "down")
+        for qt, mask_v in self._partial_v_masks():
+            q2 = np.where(mask_v[:, None], hi, 0.0) * np.ones(self.n_s)
+            out[f"partial_v_q{int(qt * 100)}"] = (self.pack(hi, q2, np.where(mask_v, hi, 0.0)), "down")
         return out
