@@ -287,6 +287,19 @@ MUTATIONS = [
       "degrees = set(self.drop_hermite) | {0, 1}",
       "g(q) keeps the degree-2 Hermite term (it belongs to the HCIZ part)",
       ("tests/test_activations.py::test_g_matches_hermite_series_for_small_q",)),
+    # ---------------------------------------------------------------- SGD closure
+    M("closure-noise-pair-rate", "simulations/closure.py",
+      "d_u = self.mu * (source - 2.0 * self.beta * y[self.n:])",
+      "d_u = self.mu * (source - self.beta * y[self.n:])",
+      "the SGD-noise part of tr(S − S⁰)² relaxes at βμ instead of 2βμ (noise floor doubled)",
+      ("tests/test_closure.py::test_noise_floor_of_the_riccati_flow_has_its_closed_form",
+       "tests/test_closure.py::test_noisy_riccati_flow_matches_the_matrix_sde")),
+    M("closure-no-radial-pull", "simulations/closure.py",
+      "d_q = 2 * lr * (av[\"radial\"] * r_b - av[\"force\"])",
+      "d_q = -2 * lr * av[\"force\"]",
+      "free-norm closure: the Itô growth of the common-mode noise is not undone by the linear residual",
+      ("tests/test_closure.py::test_linear_activation_keeps_its_norm",
+       "tests/test_closure.py::test_tanh_norm_decay_follows_sgd")),
 ]
 
 

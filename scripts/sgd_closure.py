@@ -78,14 +78,13 @@ def run_or_load(act, seed, args):
         write_sgd(result, path)
         logger.info("%s seed %d: %.0f s", act, seed, result.wall_time)
     data = read_sgd(path)
-    if "closure" not in data:
-        # the prediction does not depend on the seed: one integration per activation and grid
-        key = (act, tuple(np.round(data["time"], 12)))
-        if key not in _CLOSURES:
-            _CLOSURES[key] = closure_for_run(data["parameters"], times=data["time"])
-        write_closure(path, _CLOSURES[key])
-        data = read_sgd(path)
-    return data
+    # always recomputed (a group stored by an older version of the closure would be stale);
+    # the prediction does not depend on the seed: one integration per activation and grid
+    key = (act, tuple(np.round(data["time"], 12)))
+    if key not in _CLOSURES:
+        _CLOSURES[key] = closure_for_run(data["parameters"], times=data["time"])
+    write_closure(path, _CLOSURES[key])
+    return read_sgd(path)
 
 
 _CLOSURES = {}

@@ -48,6 +48,7 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy.special import logsumexp
 
 __all__ = [
     "ClosureResult",
@@ -55,6 +56,8 @@ __all__ = [
     "spectral_nodes",
     "deterministic_equivalent",
     "riccati_moments",
+    "noise_pair_nodes",
+    "riccati_flow",
     "solve_closure",
     "closure_for_run",
     "escape_time",
@@ -393,87 +396,209 @@ def _linear_rhs(k, lr, c1, nu1, eps_l, rho, e2, noise):
     return d_eps, -k * lr * c1 ** 2 * rho
 
 
+def noise_pair_nodes(lam, weight):
+    """Pairs ``(a ≤ b)`` of spectral nodes: decay rates ``μ = λ_a + λ_b`` and pair weights.
+
+    The linear-response variance ``u(μ)`` of the SGD noise (``docs/dynamics.md`` §3) depends on
+    a pair of eigenvalues of ``S⁰`` only through ``μ``; off-diagonal pairs count twice.  Pairs
+    with ``μ = 0`` (both in the kernel of ``S⁰``, ``γ < 1``) receive no noise at this order and
+    are dropped.
+
+    Parameters
+    ----------
+    lam, weight : ndarray (n,)
+        Spectral quadrature of ``S⁰`` (:func:`spectral_nodes`).
+
+    Returns
+    -------
+    mu, pair_weight : ndarray (m,)
+        ``Σ pair_weight = 1 − (1 − γ)²`` for ``γ < 1`` and 1 for ``γ ≥ 1``.
+    """
+    a, b = np.triu_indices(lam.size)
+    mu = lam[a] + lam[b]
+    pw = weight[a] * weight[b] * np.where(a == b, 1.0, 2.0)
+    keep = mu > 0
+    return mu[keep], pw[keep]
+
+
+class _QuadraticFlow:
+    """Quadratic part of the pinned regime: Riccati flow plus linear-response noise.
+
+    State: ``log c(λ)`` (Gram integral of the noiseless Riccati solution, ``n`` nodes) and
+    ``u(μ)`` (noise variances on the pairs of :func:`noise_pair_nodes`).  docs/dynamics.md §3.
+    """
+
+    def __init__(self, gamma, beta, nodes):
+        self.gamma, self.beta = float(gamma), float(beta)
+        self.sg = math.sqrt(self.gamma)
+        self.lam, self.w = spectral_nodes(self.gamma, nodes=nodes)
+        self.mu, self.w_pair = noise_pair_nodes(self.lam, self.w)
+        self.n, self.m = self.lam.size, self.mu.size
+        self.lam1 = float(self.w @ self.lam)
+        self.lam2 = float(self.w @ self.lam ** 2)
+
+    def initial(self, t0):
+        return np.concatenate([np.full(self.n, math.log(t0)), np.zeros(self.m)])
+
+    def state(self, t, y):
+        """``log e²(λ)``, ``2θ``, moments and ``(tr SS⁰/d, tr S²/d)`` of the noiseless part."""
+        lam, w, beta = self.lam, self.w, self.beta
+        gram = 2.0 * beta * np.exp(y[:self.n])
+        delta_ = deterministic_equivalent(gram, w, self.gamma)
+        log_phi0 = np.log(delta_) + 2 * beta * lam * t - np.log1p(delta_ * gram)
+        two_theta = math.log(self.sg) - logsumexp(log_phi0, b=w)
+        log_e2 = 2 * beta * lam * t + two_theta
+        mom = riccati_moments(lam, w, self.gamma, gram, np.exp(log_e2))
+        phi = mom["phi"]
+        traces = (float(w @ (lam * phi)), float(w @ phi ** 2 + mom["fluctuation"]))
+        return log_e2, two_theta, traces
+
+    def noise_error(self, y):
+        """Noise part of ``tr(S − S⁰)²/d`` (and of ``tr S²/d``): ``γ^{-1/2} Σ w_pair u``."""
+        return float(self.w_pair @ y[self.n:]) / self.sg
+
+    def error(self, y, traces):
+        """``tr(S − S⁰)²/d``."""
+        cross, self_ = traces
+        return self_ - 2 * cross + self.lam2 + self.noise_error(y)
+
+    def rates(self, t, y, noise):
+        """``dy/dt`` for the isotropic noise level ``noise`` (``D'``), and the traces.
+
+        The noise source is ``D'(1 + tr SS⁰/d − tr S²/d)``, the exact Itô drift of the error
+        with pinned norms (``2D'`` at ``S = S⁰``, 0 at a random ``S``); each pair relaxes at the
+        rate ``2βμ`` of the flow linearized around ``S = S⁰``.
+        """
+        log_e2, _, traces = self.state(t, y)
+        source = noise * max(1.0 + traces[0] - traces[1], 0.0)
+        d_log_c = np.exp(log_e2 - y[:self.n])
+        d_u = self.mu * (source - 2.0 * self.beta * y[self.n:])
+        return np.concatenate([d_log_c, d_u]), traces
+
+
+def riccati_flow(gamma, beta, times, *, noise=0.0, nodes=40, rtol=1e-6):
+    r"""Pinned matrix Riccati flow with isotropic noise, ``d → ∞`` (docs/dynamics.md §3).
+
+    Predicts the d×d matrix SDE ``dW = βW(S⁰ − S)dt + τW dt + √D' dB`` (``W`` k×d from an iid
+    Gaussian start, ``S = WᵀW/√(kd)``, ``S⁰`` the same for an independent ``W⁰``, ``τ`` keeping
+    the mean of ``|w_i|²/d`` at 1): exact in the noiseless part, first order in ``D'`` for the
+    noise.
+
+    Parameters
+    ----------
+    gamma : float
+        ``k/d > 0``.
+    beta : float
+        Rate ``β > 0`` (``η μ₂² √γ`` for SGD).
+    times : array_like
+        Output times ``t > 0``, increasing, with ``2βλ_max t < 700`` (``λ_max`` the upper
+        spectral edge of ``S⁰``, ``(1 + √γ)²/√γ``).
+    noise : float, keyword-only
+        ``D' ≥ 0``, variance per coordinate and unit time.
+    nodes : int, keyword-only
+        Nodes on the spectrum of ``S⁰``.
+    rtol : float, keyword-only
+
+    Returns
+    -------
+    dict of ndarray
+        ``time``, ``overlap`` (``tr SS⁰/d``), ``self`` (``tr S²/d``), ``error``
+        (``tr(S − S⁰)²/d``), ``noise_error`` (its noise part; stationary value
+        ``D'√γ(1 − γ/2)/β`` for ``γ < 1``, ``D'/(2β√γ)`` for ``γ ≥ 1``).
+
+    Raises
+    ------
+    RuntimeError
+        The integration failed (overflow at too large ``βt``).
+    """
+    from scipy.integrate import solve_ivp
+
+    flow = _QuadraticFlow(gamma, beta, nodes)
+    times = np.asarray(times, dtype=float)
+    t0 = 1e-6
+    sol = solve_ivp(lambda t, y: flow.rates(t, y, float(noise))[0], (t0, times[-1]),
+                    flow.initial(t0), t_eval=np.clip(times, t0, None), rtol=rtol, atol=1e-10)
+    if not sol.success:
+        raise RuntimeError(f"riccati_flow: integration failed ({sol.message}); the exponential "
+                           "representation overflows once 2·β·λ_max·t approaches 700")
+    out = {"time": sol.t, "overlap": [], "self": [], "error": [], "noise_error": []}
+    for t, y in zip(sol.t, sol.y.T):
+        _, _, traces = flow.state(t, y)
+        out["overlap"].append(traces[0])
+        out["self"].append(traces[1] + flow.noise_error(y))
+        out["error"].append(flow.error(y, traces))
+        out["noise_error"].append(flow.noise_error(y))
+    return {key: np.asarray(val, dtype=float) for key, val in out.items()}
+
+
 def _solve_pinned(coef, gam, k, dim, delta, lr, times, nodes, noise, finite_k, rtol, params):
     from scipy.integrate import solve_ivp
-    from scipy.special import logsumexp
 
     mu1, mu2, g1, nu1 = coef["mu1"], coef["mu2"], coef["g1"], coef["nu1"]
-    lam, w = spectral_nodes(gam, nodes=nodes)
-    n = lam.size
-    sg = math.sqrt(gam)
-    beta = lr * mu2 ** 2 * sg
-    lam2 = float(w @ lam ** 2)
-    lam1 = float(w @ lam)
+    flow = _QuadraticFlow(gam, lr * mu2 ** 2 * math.sqrt(gam), nodes)
+    n = flow.n
     t0 = 1e-6
 
-    def quad_state(t, y):
-        log_c = y[2:2 + n]
-        var = 1.0 + y[2 + n:]
-        gram = 2.0 * beta * np.exp(log_c)
-        delta_ = deterministic_equivalent(gram, w, gam)
-        log_phi0 = np.log(delta_ * var) + 2 * beta * lam * t - np.log1p(delta_ * gram)
-        two_theta = math.log(sg) - logsumexp(log_phi0, b=w)
-        log_e2 = 2 * beta * lam * t + two_theta
-        mom = riccati_moments(lam, w, gam, gram, np.exp(log_e2) * var)
-        return log_e2, two_theta, mom
-
-    def errors(t, y, mom):
-        phi = mom["phi"]
-        quad = 0.5 * mu2 ** 2 * (w @ phi ** 2 + mom["fluctuation"] - 2 * w @ (lam * phi) + lam2)
+    def errors(y, traces):
+        quad = 0.5 * mu2 ** 2 * flow.error(y[2:], traces)
         return float(y[0]), float(quad), float(y[0] + quad + 2 * g1)
 
     def theta_rate(t, y, f):
         """dθ/dt by a forward difference along the flow (θ is algebraic in the state)."""
         h = 1e-6 * max(1.0, t)
-        _, a, _ = quad_state(t, y)
-        _, b, _ = quad_state(t + h, y + h * f)
+        _, a, _ = flow.state(t, y[2:])
+        _, b, _ = flow.state(t + h, y[2:] + h * f[2:])
         return 0.5 * (b - a) / h
 
-    def constant_error(theta_dot):
+    def constant_error(theta_dot, iid):
+        """``e₀²``; the multiplier is ``θ' − D'/2`` (the noise's norm growth), docs §1."""
         if not finite_k:
             return 0.0
-        tau_const = theta_dot + lr * coef["h3"]
+        tau_const = theta_dot - 0.5 * iid + lr * coef["h3"]
         return tau_const ** 2 / (lr ** 2 * k * mu2 ** 2) if lr > 0 else 0.0
 
     def rhs_core(t, y, e_const):
-        log_e2, _, mom = quad_state(t, y)
-        eps_l, quad, eps = errors(t, y, mom)
+        """Right-hand side and the isotropic noise level ``D'``."""
+        _, _, traces = flow.state(t, y[2:])
+        eps_l, _, eps = errors(y, traces)
         e2 = eps + e_const + delta
         d_eps, d_rho = _linear_rhs(k, lr, mu1, nu1, y[0], y[1], e2, noise)
-        d_log_c = np.exp(log_e2 - y[2:2 + n]) * (1.0 + y[2 + n:])
         iid = lr ** 2 * e2 * (nu1 - mu1 ** 2) if noise else 0.0
-        d_var = iid * (sg / mom["delta"]) * np.exp(-log_e2)
-        return np.concatenate([[d_eps, d_rho], d_log_c, d_var])
+        d_quad, _ = flow.rates(t, y[2:], iid)
+        return np.concatenate([[d_eps, d_rho], d_quad]), iid
 
     cache = {"e_const": 0.0}
 
     def rhs(t, y):
-        f = rhs_core(t, y, cache["e_const"])
+        f, iid = rhs_core(t, y, cache["e_const"])
         if finite_k:
-            cache["e_const"] = constant_error(theta_rate(t, y, f))
+            cache["e_const"] = constant_error(theta_rate(t, y, f), iid)
         return f
 
-    y0 = np.concatenate([[2 * mu1 ** 2, 1.0], np.full(n, math.log(t0)), np.zeros(n)])
+    y0 = np.concatenate([[2 * mu1 ** 2, 1.0], flow.initial(t0)])
     t_eval = np.clip(times, t0, None)
     sol = solve_ivp(rhs, (t0, max(t_eval[-1], 2 * t0)), y0, t_eval=t_eval, method="RK45",
                     rtol=rtol, atol=1e-10)
     out = {name: [] for name in CLOSURE_DATASETS}
     noise_out = []
-    s0 = lam2 - lam1 ** 2
+    s0 = flow.lam2 - flow.lam1 ** 2
     for t, y in zip(sol.t, sol.y.T):
-        _, _, mom = quad_state(t, y)
-        eps_l, quad, eps = errors(t, y, mom)
-        e_const = constant_error(theta_rate(t, y, rhs_core(t, y, 0.0))) if t > t0 * 10 else 0.0
-        phi = mom["phi"]
-        cross = w @ (lam * phi) - lam1 * sg
-        self_ = w @ phi ** 2 + mom["fluctuation"] - gam
+        _, _, traces = flow.state(t, y[2:])
+        eps_l, quad, eps = errors(y, traces)
+        if t > t0 * 10:
+            f, iid = rhs_core(t, y, 0.0)
+            e_const = constant_error(theta_rate(t, y, f), iid)
+        else:
+            e_const = 0.0
+        cross = traces[0] - flow.lam1 * flow.sg
+        self_ = traces[1] + flow.noise_error(y[2:]) - gam
         out["linear_error"].append(eps_l)
         out["quadratic_error"].append(quad)
         out["constant_error"].append(e_const)
         out["test_error"].append(eps + e_const)
         out["linear_overlap"].append(_linear_overlap(y[1], eps_l, mu1))
         out["quadratic_overlap"].append(cross / math.sqrt(max(self_ * s0, 1e-300)))
-        out["bulk_width"].append(math.sqrt(max(w @ (lam * phi), 0.0) / k))
+        out["bulk_width"].append(math.sqrt(max(traces[0], 0.0) / k))
         out["student_norm"].append(1.0)
         noise_out.append(eps + e_const + delta)
     m = len(sol.t)
@@ -492,7 +617,7 @@ def _norm_averages(coef, q):
     c1 = float(wz @ sp)
     nl = s - c0 - c1 * h
     return {"c0": c0, "c1": c1, "var_nl": float(wz @ nl ** 2), "nu1": float(wz @ sp ** 2),
-            "force": float(wz @ (nl * sp * h))}
+            "force": float(wz @ (nl * sp * h)), "radial": float(wz @ (sp * h * h)) / max(q, 1e-12)}
 
 
 def _solve_free(coef, gam, k, dim, delta, lr, times, noise, rtol, params):
@@ -511,7 +636,11 @@ def _solve_free(coef, gam, k, dim, delta, lr, times, noise, rtol, params):
         av, eps, _ = errors(y)
         e2 = eps + delta
         d_eps, d_rho = _linear_rhs(k, lr, av["c1"], av["nu1"], y[0], y[1], e2, noise)
-        d_q = -2 * lr * av["force"] + (lr ** 2 * e2 * av["nu1"] if noise else 0.0)
+        # radial pull of the linear residual r = μ₁b⁰ − c̄₁b on the rows: 2η E[(σ'(h)h)'] (r·b)
+        r_b = (y[1] * (1 - y[1]) * mu1 ** 2 - (y[0] - (y[1] * mu1) ** 2)) / av["c1"]
+        d_q = 2 * lr * (av["radial"] * r_b - av["force"])
+        if noise:
+            d_q += lr ** 2 * e2 * av["nu1"]
         return [d_eps, d_rho, d_q]
 
     sol = solve_ivp(rhs, (t0, max(times[-1], 2 * t0)), [2 * mu1 ** 2, 1.0, 1.0],

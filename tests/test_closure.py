@@ -43,8 +43,8 @@ def test_deterministic_equivalent_matches_sampled_matrices():
     assert deterministic_equivalent(np.zeros(3), np.full(3, 1 / 3), gamma) == math.sqrt(gamma)
 
 
-def _riccati_matrix_flow(d, beta, t_out, seed=0, dt=2e-3):
-    """Direct Euler integration of Ẇ = βW(S⁰ − S) with |w_i|² = d on average (pinned)."""
+def _riccati_matrix_flow(d, beta, t_out, seed=0, dt=2e-3, noise=0.0):
+    """Euler–Maruyama integration of dW = βW(S⁰ − S)dt + √D' dB, |w_i|² = d on average."""
     rng = np.random.default_rng(seed)
     k = d // 2
     w0 = rng.standard_normal((k, d))
@@ -55,6 +55,8 @@ def _riccati_matrix_flow(d, beta, t_out, seed=0, dt=2e-3):
         while t < target - 1e-12:
             s = w.T @ w / math.sqrt(k * d)
             w = w + beta * dt * w @ (s0 - s)
+            if noise:
+                w += math.sqrt(noise * dt) * rng.standard_normal(w.shape)
             w *= math.sqrt(d / np.mean(np.sum(w * w, axis=1)))
             t += dt
         s = w.T @ w / math.sqrt(k * d)
@@ -95,6 +97,54 @@ def test_linear_mode_is_the_exact_lms_solution_without_noise():
     rho = np.exp(-rate * t)
     np.testing.assert_allclose(res.linear_overlap, (1 - rho) / np.sqrt(1 - 2 * rho + 2 * rho ** 2),
                                rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("gamma", [0.5, 2.0])
+def test_noise_floor_of_the_riccati_flow_has_its_closed_form(gamma):
+    # linear response around S = S⁰: each pair of eigen-directions (λ_a, λ_b) relaxes at
+    # 2β(λ_a + λ_b) and is fed ∝ (λ_a + λ_b), so every pair off the kernel sits at D'/(2β):
+    # tr(S − S⁰)²/d → D'(1 − (1 − γ)₊²)/(2β√γ)
+    mu, pair_weight = closure.noise_pair_nodes(*spectral_nodes(gamma, nodes=30))
+    outside = 1.0 - max(1.0 - gamma, 0.0) ** 2
+    assert pair_weight.sum() == pytest.approx(outside, rel=1e-12) and np.all(mu > 0)
+    beta, noise = 0.7, 0.1
+    res = closure.riccati_flow(gamma, beta, [60.0], noise=noise)
+    floor = noise * outside / (2 * beta * math.sqrt(gamma))
+    assert res["noise_error"][0] == pytest.approx(floor, rel=1e-3)
+    assert res["error"][0] == pytest.approx(floor, rel=2e-3)      # noiseless part has decayed
+    quiet = closure.riccati_flow(gamma, beta, [60.0])
+    assert quiet["error"][0] < 1e-3 * floor
+
+
+def test_noisy_riccati_flow_matches_the_matrix_sde():
+    # the d×d SDE with pinned norms; the closure's noise is first order in D' (D'/β = 0.07)
+    d, beta, noise = 128, 0.7, 0.05
+    t = np.array([1.0, 2.0, 4.0, 8.0, 16.0])
+    direct = _riccati_matrix_flow(d, beta, t, seed=3, noise=noise)
+    pred = closure.riccati_flow(0.5, beta, t, noise=noise)
+    np.testing.assert_allclose(pred["error"], direct, rtol=0.1)
+    assert direct[-1] > 20 * closure.riccati_flow(0.5, beta, t)["error"][-1]   # noise matters
+
+
+def test_linear_activation_keeps_its_norm():
+    # σ(h) = h: the gradient is common to all rows, so |w_i|²/d moves only by O(1/k); the
+    # Itô growth of the common-mode noise is undone by the radial pull of the linear residual
+    res = solve_closure("hermite:1=1", dim=64, times=[0.0, 1.0, 50.0, 200.0])
+    assert res.parameters["regime"] == "free-norm"
+    np.testing.assert_allclose(res.student_norm, 1.0, atol=0.01)
+
+
+def test_tanh_norm_decay_follows_sgd():
+    from simulations.sgd import SGDConfig, run_sgd
+
+    runs = [run_sgd(SGDConfig(activation="tanh", dim=64, time=15.0, lr=0.5, seed=s,
+                              record="log:8", n_test=1000)) for s in (0, 1)]
+    t = runs[0].time
+    sim = np.mean([r.student_norm / r.student_norm[0] for r in runs], axis=0)   # mean |w_i|²/d
+    res = solve_closure("tanh", dim=64, times=t)
+    late = t > 10
+    assert sim[late][-1] < 0.85                                      # the norm does decay
+    np.testing.assert_allclose(res.student_norm[late], sim[late], atol=0.04)
 
 
 def test_gradient_flow_depends_on_lr_times_t_only_and_not_on_delta():
