@@ -2,7 +2,8 @@
 
 For each activation, run ``replica-sgd``'s SGD (:func:`simulations.sgd.run_sgd`) at
 dimension ``d`` for several seeds (files ``DIR/ACT_dD_sS.h5``, reused when present), add the
-closure prediction (:func:`simulations.closure.closure_for_run`, group ``closure/``), and
+closure prediction (:func:`simulations.closure.closure_for_run`, group ``closure/``,
+recomputed on every call so that a stored group is never stale), and
 draw simulated (thin lines, seed band) and predicted (dashed) test error against
 ``t = n/(kd)`` up to the end of the runs, with the onset of specialization marked (first
 record where the seed-averaged specialized fraction exceeds 0.05).  Printed: for each

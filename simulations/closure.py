@@ -102,7 +102,7 @@ def closure_coefficients(activation, *, drop_hermite=(), unit_variance=False, no
     Returns
     -------
     dict
-        ``mu0, mu1, mu2`` (Hermite coefficients), ``g1 = g(1)``, ``nu = E σ(z)²``,
+        ``mu0, mu1, mu2, mu4`` (Hermite coefficients), ``g1 = g(1)``, ``nu = E σ(z)²``,
         ``nu1 = E σ'(z)²``, ``h3 = E[σ_{≥3}(z) z σ'(z)]`` (radial self-force of the part
         above degree two), ``r`` (lowest Hermite degree above two with ``μ_r ≠ 0``, or
         None), and callables ``sigma``, ``derivative``, ``g``, ``g_prime``.
@@ -124,7 +124,7 @@ def closure_coefficients(activation, *, drop_hermite=(), unit_variance=False, no
     sp = der(z)
     above = s - mu0 - mu1 * z - 0.5 * mu2 * (z * z - 1.0)
     return {
-        "mu0": mu0, "mu1": mu1, "mu2": mu2, "g1": float(act.g(1.0)), "nu": float(act.nu),
+        "mu0": mu0, "mu1": mu1, "mu2": mu2, "mu4": float(act.hermite(4)), "g1": float(act.g(1.0)), "nu": float(act.nu),
         "nu1": float(wz @ sp ** 2), "h3": float(wz @ (above * z * sp)),
         "r": predicted_exponent(activation, drop_hermite=drop_hermite, unit_variance=unit_variance),
         "sigma": act, "derivative": der, "g": act.g, "g_prime": act.g_prime,
@@ -380,7 +380,7 @@ def solve_closure(activation="relu", *, gamma=0.5, delta=0.1, lr=0.5, dim=64, ti
               "width": k, "readout": "ones", "drop_hermite": list(drop_hermite),
               "unit_variance": bool(unit_variance), "noise": bool(noise),
               "finite_k": bool(finite_k), "nodes": int(nodes),
-              **{key: coef[key] for key in ("mu0", "mu1", "mu2", "g1", "nu", "nu1", "h3", "r")}}
+              **{key: coef[key] for key in ("mu0", "mu1", "mu2", "mu4", "g1", "nu", "nu1", "h3", "r")}}
     if abs(coef["mu2"]) > 1e-12:
         params["regime"] = "pinned"
         return _solve_pinned(coef, gam, k, dim, delta, lr, times, nodes, noise, finite_k, rtol, params)
@@ -534,14 +534,26 @@ def riccati_flow(gamma, beta, times, *, noise=0.0, nodes=40, rtol=1e-6):
 def _solve_pinned(coef, gam, k, dim, delta, lr, times, nodes, noise, finite_k, rtol, params):
     from scipy.integrate import solve_ivp
 
-    mu1, mu2, g1, nu1 = coef["mu1"], coef["mu2"], coef["g1"], coef["nu1"]
+    mu1, mu2, mu4, g1, nu1 = coef["mu1"], coef["mu2"], coef["mu4"], coef["g1"], coef["nu1"]
     flow = _QuadraticFlow(gam, lr * mu2 ** 2 * math.sqrt(gam), nodes)
     n = flow.n
     t0 = 1e-6
 
     def errors(y, traces):
         quad = 0.5 * mu2 ** 2 * flow.error(y[2:], traces)
-        return float(y[0]), float(quad), float(y[0] + quad + 2 * g1)
+        return float(y[0]), float(quad), float(y[0] + quad + 2 * g1 + bulk_fourth(y, traces))
+
+    def bulk_fourth(y, traces):
+        """Degree-4 terms of the Gaussian cosines, ``(μ₄²/8) k (v_T⁴ + v_S⁴ − 2w⁴)`` (O(γ/d)).
+
+        ``v_T² = 1/d``, ``v_S² = (tr S²/d − 1)/k``, ``w² = tr SS⁰/(dk)``: variances of the
+        teacher–teacher, student–student and teacher–student cosines (docs §1); 0 at t = 0.
+        """
+        if not finite_k:
+            return 0.0
+        v_s = (traces[1] + flow.noise_error(y[2:]) - 1.0) / k
+        w2 = traces[0] / k
+        return mu4 ** 2 / 8 * k * (1.0 / dim ** 2 + v_s ** 2 - 2 * w2 ** 2)
 
     def theta_rate(t, y, f):
         """dθ/dt by a forward difference along the flow (θ is algebraic in the state)."""
