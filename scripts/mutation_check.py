@@ -300,6 +300,11 @@ MUTATIONS = [
       "free-norm closure: the Itô growth of the common-mode noise is not undone by the linear residual",
       ("tests/test_closure.py::test_linear_activation_keeps_its_norm",
        "tests/test_closure.py::test_tanh_norm_decay_follows_sgd")),
+    M("closure-escape-one-pair-drift", "simulations/closure.py",
+      "drift_nl = eta * _sphere_drift(m, np.interp(m, grid_q, gp_table))",
+      "drift_nl = eta * (1 - m ** 2) * np.interp(m, grid_q, gp_table)",
+      "escape model: only the escaping cosine's own pull is projected on the student's sphere",
+      ("tests/test_closure.py::test_escape_model_specialization_time_against_sgd",)),
 ]
 
 

@@ -700,19 +700,32 @@ def closure_for_run(parameters, times=None, **options):
 # ---------------------------------------------------------------------------------------------
 # specialization: escape of single overlaps from the Gaussian bulk
 # ---------------------------------------------------------------------------------------------
+def _sphere_drift(m, pull):
+    """Pull ``Σ_p pull_p w⁰_p`` on a unit student row, projected on its sphere, in cosines.
+
+    ``m``, ``pull``: arrays (..., k) of the cosines with the k teacher rows and ``g'(m)``;
+    returns ``pull_j − m_j Σ_p m_p pull_p`` (teacher rows taken orthonormal).
+    """
+    return pull - m * np.sum(m * pull, axis=-1, keepdims=True)
+
+
 def escape_time(closure, *, threshold=0.8, level=0.5, students=400, seed=0, shielding=True,
                 dt_max=0.5, t_max=None):
-    r"""Specialization time of the independent-pair escape model on top of a closure.
+    r"""Specialization time of the escape model on top of a closure.
 
     Each student neuron carries ``k`` cosines ``m_j`` with the teacher neurons (pinned norms;
-    for the free-norm regime cosines at ``q = 1``), evolving independently by
+    for the free-norm regime cosines at ``q = 1``); students are independent, and a student's
+    cosines evolve by
 
-    .. math::  dm = \Big[\Big(\frac{\dot w}{w} - \frac{D}{2w^2}\Big) m
-                      + η (1 - m^2)\, g'(m)\Big] dt + \sqrt{D}\, dB,
+    .. math::  dm_j = \Big[\Big(\frac{\dot w}{w} - \frac{D}{2w^2}\Big) m_j
+                      + η \Big(g'(m_j) - m_j \sum_p m_p\, g'(m_p)\Big)\Big] dt + \sqrt{D}\, dB_j,
                \qquad D = η^2 (ε + Δ)\,(ν_1 - c̄_1^2) / d,
 
     where ``w(t)`` is the closure's bulk width, ``ε + Δ`` its noise level and ``g'`` the
-    derivative of the part of the dual kernel above degree two (drift ``∝ m^{r−1}``).
+    derivative of the part of the dual kernel above degree two (drift ``∝ m^{r−1}``); the
+    pull ``Σ_p g'(m_p) w⁰_p`` of all teachers is projected on the tangent of the student's
+    sphere, hence the collective term ``−m_j Σ_p m_p g'(m_p)`` (``−m_j² g'(m_j)`` alone when the
+    other cosines are negligible).
     Without ``g'`` the cosines stay Gaussian with variance ``w(t)²`` (the closure).  A student
     is specialized once ``max_j |m_j| > threshold``; the returned time is when the fraction
     of specialized students reaches ``level`` (Monte Carlo over ``students`` students).
@@ -767,7 +780,7 @@ def escape_time(closure, *, threshold=0.8, level=0.5, students=400, seed=0, shie
         w2 = width[i] ** 2
         diff = eta ** 2 * noise[i] * nu_rot / dim
         lin = (rate_w[i] if t <= t_grid[-1] else 0.0) - diff / (2 * w2)
-        drift_nl = eta * (1 - m ** 2) * np.interp(m, grid_q, gp_table)
+        drift_nl = eta * _sphere_drift(m, np.interp(m, grid_q, gp_table))
         scale = max(np.max(np.abs(drift_nl)), abs(lin), 1e-12)
         dt = min(dt_max, 0.02 / scale, max(t, 1e-3) * 0.05 + 1e-3)
         m = m + (lin * m + drift_nl) * dt + math.sqrt(diff * dt) * rng.standard_normal(m.shape)

@@ -173,6 +173,48 @@ def test_bad_input():
         solve_closure("nonsense")
 
 
+def test_escape_drift_is_tangent_to_the_student_sphere():
+    # d|u|²/dt = 0 for a unit row u = Σ_j m_j e_j pulled by Σ_p g'(m_p) e_p; with a single
+    # non-zero cosine the drift is the one-pair form (1 − m²) g'(m)
+    rng = np.random.default_rng(1)
+    g_prime = closure.closure_coefficients("relu")["g_prime"]
+    m = rng.standard_normal((5, 16))
+    m /= np.linalg.norm(m, axis=1, keepdims=True)
+    pull = np.vectorize(g_prime)(m)
+    drift = closure._sphere_drift(m, pull)
+    np.testing.assert_allclose(np.sum(m * drift, axis=1), 0.0, atol=1e-12)
+    one = np.zeros(16)
+    one[3] = 0.6
+    single = closure._sphere_drift(one, np.vectorize(g_prime)(one))
+    assert single[3] == pytest.approx((1 - 0.36) * g_prime(0.6), rel=1e-12)
+    assert np.all(single[np.arange(16) != 3] == 0.0)
+
+
+@pytest.mark.parametrize("activation, width", [("relu", 32), ("tanh", 16)])
+def test_escape_model_specialization_time_against_sgd(activation, width):
+    # t_spec of scripts/sgd_scaling.py (fraction 0.5 of students with |cos| > 0.8, B = 2);
+    # measured 370–424 (ReLU, k = 32) and 106–110 (tanh, k = 16); the one-pair escape drift
+    # (1 − m²)g'(m) of the previous model predicted 151 for ReLU
+    from simulations.sgd import SGDConfig, run_sgd
+    from simulations.sgd_results import specialization_time
+
+    measured = []
+    for seed in (0, 1):
+        hits = []
+
+        def stop(rec):
+            hits.append(rec["specialized_fraction"] >= 0.75)
+            return len(hits) >= 3 and all(hits[-3:])
+
+        cfg = SGDConfig(activation=activation, dim=2 * width, gamma=0.5, delta=0.1, lr=0.5,
+                        batch=2, time=1500.0, seed=seed, n_test=500, threshold=0.8)
+        res = run_sgd(cfg, stop=stop)
+        measured.append(specialization_time(res.time, res.specialized_fraction, level=0.5))
+    pred = closure.specialization_time_prediction(activation, [width], students=200)[0]["t_spec"]
+    ratio = pred / math.exp(np.mean(np.log(measured)))
+    assert 1 / 1.5 < ratio < 1.5, (pred, measured)
+
+
 def test_refinement_fixed_points_relu_symmetric_elu_one_sided():
     relu = [p["m"] for p in closure.refinement_fixed_points("relu", noise=0.13) if p["stable"]]
     elu = [p["m"] for p in closure.refinement_fixed_points("elu", noise=0.13) if p["stable"]]
