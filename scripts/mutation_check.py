@@ -305,6 +305,11 @@ MUTATIONS = [
       "drift_nl = eta * (1 - m ** 2) * np.interp(m, grid_q, gp_table)",
       "escape model: only the escaping cosine's own pull is projected on the student's sphere",
       ("tests/test_closure.py::test_escape_model_specialization_time_against_sgd",)),
+    M("closure-isotropic-noise", "simulations/closure.py",
+      "source = (noise + structured * self.sg * self.mu) * factor",
+      "source = (noise + structured) * factor",
+      "the SGD noise of the quadratic part treated as isotropic (no row covariance along G)",
+      ("tests/test_closure.py::test_quadratic_activation_noise_floor_at_large_lr",)),
 ]
 
 

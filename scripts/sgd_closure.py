@@ -6,19 +6,21 @@ closure prediction (:func:`simulations.closure.closure_for_run`, group ``closure
 recomputed on every call so that a stored group is never stale), and
 draw simulated (thin lines, seed band) and predicted (dashed) test error against
 ``t = n/(kd)`` up to the end of the runs, with the onset of specialization marked (first
-record where the seed-averaged specialized fraction exceeds 0.05).  Printed: for each
+record where the seed-averaged specialized fraction is positive: a student neuron has
+``|cos| >`` the run's threshold with a teacher neuron).  Printed: for each
 activation, the largest deviation of the closure from the seed mean before the onset, in
 units of the seed spread (standard deviation) and relative.
 
 Then the table of specialization times ``t_spec(k)`` (fraction 0.5 of student neurons with
 ``|cos| > 0.8``): predicted by the escape model (:func:`simulations.closure.escape_time`,
-with and without the noise shielding of the learned linear and quadratic parts) and,
-if ``--scaling FILE.json`` is given, measured by ``scripts/sgd_scaling.py``.
+with and without the noise shielding of the learned linear and quadratic parts) and
+measured by ``scripts/sgd_scaling.py`` (its runs made here, ``DIR/sgd_scaling.json``, or
+read from ``--scaling FILE.json``; ``--no-measure`` skips them).
 
-Example (d = 128, 3 seeds: about 30 minutes on 2 loaded cores; ``--dim 64`` takes ~3)::
+Example (figure at d = 128 with 3 seeds and the table for k = 8…64 with 2 seeds each)::
 
     python scripts/sgd_closure.py --dim 128 --seeds 3 --time 200 --dir sgd_closure_runs \\
-        --figure sgd_closure.png --scaling sgd_scaling.json --widths 8,16,32,64
+        --figure sgd_closure.png --widths 8,16,32,64
 """
 
 from __future__ import annotations
@@ -52,7 +54,12 @@ def build_parser():
     p.add_argument("--widths", type=_list(int), default=[8, 16, 32, 64],
                    help="widths k of the specialization-time table (default 8,16,32,64)")
     p.add_argument("--scaling", default=None,
-                   help="JSON of scripts/sgd_scaling.py with the measured t_spec (optional)")
+                   help="JSON of scripts/sgd_scaling.py with the measured t_spec (default: "
+                        "measure them here, DIR/sgd_scaling.json, runs reused when present)")
+    p.add_argument("--scaling-seeds", type=int, default=2,
+                   help="seeds per width when the t_spec are measured here (default 2)")
+    p.add_argument("--no-measure", action="store_true",
+                   help="without --scaling: print only the predicted t_spec")
     p.add_argument("--students", type=int, default=300, help="Monte Carlo students (default 300)")
     p.add_argument("--no-table", action="store_true", help="skip the specialization-time table")
     p.add_argument("--control", type=_list(int), default=None, metavar="K,...",
@@ -97,7 +104,7 @@ def compare(runs):
     err = np.array([r["test_error"] for r in runs])
     frac = np.mean([r["specialized_fraction"] for r in runs], axis=0)
     pred = np.asarray(runs[0]["closure"]["test_error"], dtype=float)
-    onset_idx = np.nonzero(frac > 0.05)[0]
+    onset_idx = np.nonzero(frac > 0)[0]         # first specialized neuron (seed average)
     onset = float(t[onset_idx[0]]) if onset_idx.size else float("inf")
     mean, sd = err.mean(0), err.std(0, ddof=1) if len(runs) > 1 else np.zeros_like(t)
     lo, hi = err.min(0), err.max(0)
@@ -178,6 +185,20 @@ def table(args):
     return rows
 
 
+def measure_specialization_times(args):
+    """Run ``scripts/sgd_scaling.py`` for the table's activations and widths (resumable)."""
+    from sgd_scaling import main as scaling_main
+
+    path = Path(args.dir) / "sgd_scaling.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    argv = ["--activation", ",".join(args.activation), "--widths", ",".join(map(str, args.widths)),
+            "--seeds", str(args.scaling_seeds), "--gamma", str(args.gamma), "--lr", str(args.lr),
+            "--delta", str(args.delta), "-o", str(path), "--resume"]
+    if scaling_main(argv) != 0:
+        raise SystemExit(f"sgd_closure: error: the specialization-time runs failed ({path})")
+    return path
+
+
 def control_runs(args):
     """t_spec of SGD without the quadratic part (drop_hermite=(2,)), measured and predicted."""
     from simulations.closure import specialization_time_prediction
@@ -228,6 +249,8 @@ def main(argv=None):
               f"(last record before onset: {s['width_final'][0]:.4f} vs {s['width_final'][1]:.4f})")
     figure(stats, args)
     print(f"wrote {args.figure}")
+    if not args.no_table and not args.scaling and not args.no_measure:
+        args.scaling = str(measure_specialization_times(args))
     if not args.no_table:
         rows = table(args)
         print("\nspecialization time t_spec (fraction 0.5 with |cos| > 0.8), t = n/(kd):")

@@ -462,15 +462,20 @@ class _QuadraticFlow:
         cross, self_ = traces
         return self_ - 2 * cross + self.lam2 + self.noise_error(y)
 
-    def rates(self, t, y, noise):
-        """``dy/dt`` for the isotropic noise level ``noise`` (``D'``), and the traces.
+    def rates(self, t, y, noise, structured=0.0):
+        """``dy/dt`` for the noise levels ``noise`` and ``structured``, and the traces.
 
-        The noise source is ``D'(1 + tr SS⁰/d − tr S²/d)``, the exact Itô drift of the error
-        with pinned norms (``2D'`` at ``S = S⁰``, 0 at a random ``S``); each pair relaxes at the
-        rate ``2βμ`` of the flow linearized around ``S = S⁰``.
+        A pair ``μ = λ_a + λ_b`` receives ``(D' + κ√γ μ)·μ`` per unit time: ``D'`` the
+        isotropic part of the row covariance of the noise, ``κ√γ G`` (``G = WWᵀ/√(kd)``) its
+        part along the student Gram together with the matching fourth-moment term
+        (docs/dynamics.md §3). It is scaled by ``1 + tr SS⁰/d − tr S²/d``, the exact Itô
+        drift of the error for isotropic noise with pinned norms relative to its value at
+        ``S = S⁰`` (0 at a random ``S``); each pair relaxes at the rate ``2βμ`` of the flow
+        linearized around ``S = S⁰``.
         """
         log_e2, _, traces = self.state(t, y)
-        source = noise * max(1.0 + traces[0] - traces[1], 0.0)
+        factor = max(1.0 + traces[0] - traces[1], 0.0)
+        source = (noise + structured * self.sg * self.mu) * factor
         d_log_c = np.exp(log_e2 - y[:self.n])
         d_u = self.mu * (source - 2.0 * self.beta * y[self.n:])
         return np.concatenate([d_log_c, d_u]), traces
@@ -576,7 +581,8 @@ def _solve_pinned(coef, gam, k, dim, delta, lr, times, nodes, noise, finite_k, r
         e2 = eps + e_const + delta
         d_eps, d_rho = _linear_rhs(k, lr, mu1, nu1, y[0], y[1], e2, noise)
         iid = lr ** 2 * e2 * (nu1 - mu1 ** 2) if noise else 0.0
-        d_quad, _ = flow.rates(t, y[2:], iid)
+        kappa = lr ** 2 * e2 * mu2 ** 2 if noise else 0.0
+        d_quad, _ = flow.rates(t, y[2:], iid - kappa, kappa)
         return np.concatenate([[d_eps, d_rho], d_quad]), iid
 
     cache = {"e_const": 0.0}

@@ -243,6 +243,18 @@ def test_quadratic_activation_closure_follows_sgd_at_small_lr():
     np.testing.assert_allclose(res.quadratic_overlap[sel], qo[sel], atol=0.05)
 
 
+def test_quadratic_activation_noise_floor_at_large_lr():
+    # σ = He₂/√2: μ₁ = 0 and ν₁ = μ₂², so the whole SGD noise has the row covariance
+    # κ√γ G of §3 (pairs fed ∝ μ²); an isotropic noise of the same level gives a plateau
+    # of 0.060 instead of the 0.11–0.125 of SGD at η = 0.5
+    runs = _sgd_runs("quadratic", 64, 30.0, [0, 1], lr=0.5)
+    t = runs[0].time
+    res = solve_closure("quadratic", dim=64, lr=0.5, times=t)
+    sel = t > 15
+    sim = np.mean([r.test_error for r in runs], axis=0)[sel].mean()
+    assert res.test_error[sel].mean() == pytest.approx(sim, rel=0.25)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("activation", ["relu", "elu"])
 def test_closure_near_sgd_before_specialization_d128(activation):
