@@ -21,11 +21,12 @@ Collective variables (derivation in ``docs/dynamics.md``; readout ``v ≡ 1``):
     whose SGD noise leaves a misadjustment ``≈ η c̄₁² (ε + Δ)/2``;
 ``ρ``
     the mean linear residual along ``b⁰`` (relative to its initial value);
-``c(λ)``, ``n(λ)``
+``c(λ)``, ``u(μ)``
     the quadratic state: on the spectrum ``λ`` of ``S⁰`` (Marchenko–Pastur), the Gram
-    integral and the SGD-noise variance of the exact solution of the matrix Riccati flow
-    ``Ẇ = η μ₂² √γ W(S⁰ − S) + τW`` (activation with ``μ₂ ≠ 0``: norms pinned at
-    ``|w_i|² = d`` by the ``O(√k)`` constant mode, ``τ`` its Lagrange multiplier);
+    integral of the exact solution of the matrix Riccati flow ``Ẇ = η μ₂² √γ W(S⁰ − S) + τW``
+    (activation with ``μ₂ ≠ 0``: norms pinned at ``|w_i|² = d`` by the ``O(√k)`` constant
+    mode, ``τ`` its Lagrange multiplier), and on the pairs ``μ = λ_a + λ_b`` the SGD-noise
+    variance of ``S − S⁰`` in linear response around ``S = S⁰``;
 ``q``
     the student norm when ``μ₂ = 0`` (odd activations), which then moves freely.
 
@@ -124,7 +125,8 @@ def closure_coefficients(activation, *, drop_hermite=(), unit_variance=False, no
     sp = der(z)
     above = s - mu0 - mu1 * z - 0.5 * mu2 * (z * z - 1.0)
     return {
-        "mu0": mu0, "mu1": mu1, "mu2": mu2, "mu4": float(act.hermite(4)), "g1": float(act.g(1.0)), "nu": float(act.nu),
+        "mu0": mu0, "mu1": mu1, "mu2": mu2, "mu4": float(act.hermite(4)),
+        "g1": float(act.g(1.0)), "nu": float(act.nu),
         "nu1": float(wz @ sp ** 2), "h3": float(wz @ (above * z * sp)),
         "r": predicted_exponent(activation, drop_hermite=drop_hermite, unit_variance=unit_variance),
         "sigma": act, "derivative": der, "g": act.g, "g_prime": act.g_prime,
@@ -352,9 +354,11 @@ def solve_closure(activation="relu", *, gamma=0.5, delta=0.1, lr=0.5, dim=64, ti
     right-hand-side evaluation (an ``O(1/k)`` correction of an ``O(η²)`` term).
 
     Regime ``pinned`` (``μ₂ ≠ 0``): ``|w_i|² = d`` and the state is ``(ε_L, ρ, log c(λ),
-    n(λ))``; the quadratic part follows the Riccati solution with Gram integral
-    ``c(λ) = ∫ e²(λ,s)(1 + n(λ,s)) ds`` and ``e²(λ,t) = exp(2βλt + 2θ(t))``, ``θ`` fixed
-    by ``tr S/d = √γ``.  Regime ``free-norm`` (``μ₂ = 0``): the state is ``(ε_L, ρ, q)``.
+    u(μ))``; the noiseless quadratic part follows the Riccati solution with Gram integral
+    ``c(λ) = ∫ e²(λ,s) ds`` and ``e²(λ,t) = exp(2βλt + 2θ(t))``, ``θ`` fixed by
+    ``tr S/d = √γ``; the noise adds ``γ^{-1/2} Σ w_a w_b u`` to ``tr(S − S⁰)²/d``
+    (:class:`_QuadraticFlow`).  Regime ``free-norm`` (``μ₂ = 0``): the state is
+    ``(ε_L, ρ, q)``.
     """
     gamma, delta, lr = float(gamma), float(delta), float(lr)
     if not (math.isfinite(gamma) and gamma > 0):
@@ -541,7 +545,6 @@ def _solve_pinned(coef, gam, k, dim, delta, lr, times, nodes, noise, finite_k, r
 
     mu1, mu2, mu4, g1, nu1 = coef["mu1"], coef["mu2"], coef["mu4"], coef["g1"], coef["nu1"]
     flow = _QuadraticFlow(gam, lr * mu2 ** 2 * math.sqrt(gam), nodes)
-    n = flow.n
     t0 = 1e-6
 
     def errors(y, traces):
@@ -626,7 +629,8 @@ def _solve_pinned(coef, gam, k, dim, delta, lr, times, nodes, noise, finite_k, r
 
 
 def _norm_averages(coef, q):
-    """Averages over ``h ~ N(0, q)``: c0, c1 = E σ', variance beyond linear, ν₁(q), F(q)."""
+    """Averages over ``h ~ N(0, q)``: c0, c1 = E σ', variance beyond linear, ν₁(q), F(q),
+    and ``radial`` = E[(σ'(h)h)'] = E[σ'(h)h²]/q."""
     z, wz = coef["gauss_nodes"], coef["gauss_weights"]
     h = math.sqrt(max(q, 1e-12)) * z
     s = coef["sigma"](h)
@@ -635,7 +639,8 @@ def _norm_averages(coef, q):
     c1 = float(wz @ sp)
     nl = s - c0 - c1 * h
     return {"c0": c0, "c1": c1, "var_nl": float(wz @ nl ** 2), "nu1": float(wz @ sp ** 2),
-            "force": float(wz @ (nl * sp * h)), "radial": float(wz @ (sp * h * h)) / max(q, 1e-12)}
+            "force": float(wz @ (nl * sp * h)),
+            "radial": float(wz @ (sp * h * h)) / max(q, 1e-12)}     # E[(σ'(h)h)'] (Stein)
 
 
 def _solve_free(coef, gam, k, dim, delta, lr, times, noise, rtol, params):
