@@ -310,6 +310,16 @@ MUTATIONS = [
       "source = (noise + structured) * factor",
       "the SGD noise of the quadratic part treated as isotropic (no row covariance along G)",
       ("tests/test_closure.py::test_quadratic_activation_noise_floor_at_large_lr",)),
+    M("closure-bulk-fourth-factor", "simulations/closure.py",
+      "return mu4 ** 2 / 8 * k * (1.0 / dim ** 2 + v_s ** 2 - 2 * w2 ** 2)",
+      "return mu4 ** 2 / 24 * k * (1.0 / dim ** 2 + v_s ** 2 - 2 * w2 ** 2)",
+      "ε₄ without the Gaussian fourth moment 3w⁴ (μ₄²/24 instead of μ₄²·3/24)",
+      ("tests/test_closure.py::test_degree_four_bulk_term_matches_the_dual_kernel_sums",)),
+    M("closure-noise-in-self-trace", "simulations/closure.py",
+      "return traces[0] - 0.5 * self.noise_error(y), traces[1]",
+      "return traces[0], traces[1] + self.noise_error(y)",
+      "the SGD noise raises tr S²/d instead of lowering tr SS⁰/d (pinned norms)",
+      ("tests/test_closure.py::test_noisy_riccati_flow_matches_the_matrix_sde",)),
 ]
 
 

@@ -345,7 +345,13 @@ def solve_closure(activation="relu", *, gamma=0.5, delta=0.1, lr=0.5, dim=64, ti
     Raises
     ------
     ValueError
-        Non-positive γ, d or negative Δ, η; a readout other than ``ones``; unknown activation.
+        Non-positive γ, d or negative Δ, η; a readout other than ``ones``; unknown activation;
+        ``times`` not a non-empty increasing 1-D array of ``t ≥ 0``; ``nodes < 2``.
+
+    References
+    ----------
+    docs/dynamics.md §1–§3 (all equations); Saad & Solla (1995) for the order-parameter
+    approach; Couillet & Liao (2022), Theorem 2.6 (deterministic equivalent).
 
     Notes
     -----
@@ -377,9 +383,8 @@ def solve_closure(activation="relu", *, gamma=0.5, delta=0.1, lr=0.5, dim=64, ti
     gam = k / dim
     if times is None:
         times = np.concatenate([[0.0], np.geomspace(min(1e-3, t_max / 10), t_max, 200)])
-    times = np.asarray(times, dtype=float)
-    if times.ndim != 1 or times.size == 0 or np.any(times < 0) or np.any(np.diff(times) < 0):
-        raise ValueError("times must be a non-empty increasing 1-D array of t >= 0")
+    times = _check_times(times)
+    nodes = _check_nodes(nodes)
     params = {"activation": activation, "gamma": gam, "delta": delta, "lr": lr, "dim": dim,
               "width": k, "readout": "ones", "drop_hermite": list(drop_hermite),
               "unit_variance": bool(unit_variance), "noise": bool(noise),
@@ -390,6 +395,20 @@ def solve_closure(activation="relu", *, gamma=0.5, delta=0.1, lr=0.5, dim=64, ti
         return _solve_pinned(coef, gam, k, dim, delta, lr, times, nodes, noise, finite_k, rtol, params)
     params["regime"] = "free-norm"
     return _solve_free(coef, gam, k, dim, delta, lr, times, noise, rtol, params)
+
+
+def _check_times(times):
+    times = np.asarray(times, dtype=float)
+    if (times.ndim != 1 or times.size == 0 or not np.all(np.isfinite(times)) or np.any(times < 0)
+            or np.any(np.diff(times) < 0)):
+        raise ValueError("times must be a non-empty increasing 1-D array of finite t >= 0")
+    return times
+
+
+def _check_nodes(nodes):
+    if int(nodes) != nodes or int(nodes) < 2:
+        raise ValueError(f"nodes must be an integer >= 2, got {nodes!r}")
+    return int(nodes)
 
 
 def _linear_rhs(k, lr, c1, nu1, eps_l, rho, e2, noise):
@@ -417,7 +436,16 @@ def noise_pair_nodes(lam, weight):
     -------
     mu, pair_weight : ndarray (m,)
         ``Σ pair_weight = 1 − (1 − γ)²`` for ``γ < 1`` and 1 for ``γ ≥ 1``.
+
+    Raises
+    ------
+    ValueError
+        ``lam`` and ``weight`` not 1-D arrays of one length.
     """
+    lam, weight = np.asarray(lam, dtype=float), np.asarray(weight, dtype=float)
+    if lam.ndim != 1 or lam.shape != weight.shape:
+        raise ValueError(f"lam and weight must be 1-D of one length, got shapes {lam.shape} "
+                         f"and {weight.shape}")
     a, b = np.triu_indices(lam.size)
     mu = lam[a] + lam[b]
     pw = weight[a] * weight[b] * np.where(a == b, 1.0, 2.0)
@@ -458,24 +486,32 @@ class _QuadraticFlow:
         return log_e2, two_theta, traces
 
     def noise_error(self, y):
-        """Noise part of ``tr(S − S⁰)²/d`` (and of ``tr S²/d``): ``γ^{-1/2} Σ w_pair u``."""
+        """Noise part ``E = γ^{-1/2} Σ w_pair u`` of ``tr(S − S⁰)²/d``."""
         return float(self.w_pair @ y[self.n:]) / self.sg
+
+    def totals(self, y, traces):
+        """``(tr SS⁰/d, tr S²/d)`` with the noise: the overlap drops by ``E/2``.
+
+        To first order around ``S⁰`` the pinned norms hold ``tr S²/d`` (its mean drift
+        ``2D'(1 + γ − tr S²/d)`` vanishes there) and ``tr SS⁰/d`` loses ``E/2``.
+        """
+        return traces[0] - 0.5 * self.noise_error(y), traces[1]
 
     def error(self, y, traces):
         """``tr(S − S⁰)²/d``."""
-        cross, self_ = traces
-        return self_ - 2 * cross + self.lam2 + self.noise_error(y)
+        cross, self_ = self.totals(y, traces)
+        return self_ - 2 * cross + self.lam2
 
     def rates(self, t, y, noise, structured=0.0):
         """``dy/dt`` for the noise levels ``noise`` and ``structured``, and the traces.
 
-        A pair ``μ = λ_a + λ_b`` receives ``(D' + κ√γ μ)·μ`` per unit time: ``D'`` the
+        A pair ``μ = λ_a + λ_b`` receives ``(D₀ + κ√γ μ)·μ`` per unit time: ``D₀`` the
         isotropic part of the row covariance of the noise, ``κ√γ G`` (``G = WWᵀ/√(kd)``) its
         part along the student Gram together with the matching fourth-moment term
         (docs/dynamics.md §3). It is scaled by ``1 + tr SS⁰/d − tr S²/d``, the exact Itô
         drift of the error for isotropic noise with pinned norms relative to its value at
-        ``S = S⁰`` (0 at a random ``S``); each pair relaxes at the rate ``2βμ`` of the flow
-        linearized around ``S = S⁰``.
+        ``S = S⁰`` (0 at a random ``S``); the variance of each pair relaxes at the rate
+        ``2βμ`` (the mode itself at ``βμ``) of the flow linearized around ``S = S⁰``.
         """
         log_e2, _, traces = self.state(t, y)
         factor = max(1.0 + traces[0] - traces[1], 0.0)
@@ -483,6 +519,17 @@ class _QuadraticFlow:
         d_log_c = np.exp(log_e2 - y[:self.n])
         d_u = self.mu * (source - 2.0 * self.beta * y[self.n:])
         return np.concatenate([d_log_c, d_u]), traces
+
+
+def _bulk_fourth(mu4, k, dim, overlap, self_):
+    """Degree-4 part ``ε₄ = (μ₄²/8) k (v_T⁴ + v_S⁴ − 2w⁴)`` of the Gaussian cosines (O(γ/d)).
+
+    ``v_T² = 1/d``, ``v_S² = (tr S²/d − 1)/k``, ``w² = tr SS⁰/(dk)``: variances of the
+    teacher–teacher, student–student and teacher–student cosines (docs/dynamics.md §1).
+    """
+    v_s = (self_ - 1.0) / k
+    w2 = overlap / k
+    return mu4 ** 2 / 8 * k * (1.0 / dim ** 2 + v_s ** 2 - 2 * w2 ** 2)
 
 
 def riccati_flow(gamma, beta, times, *, noise=0.0, nodes=40, rtol=1e-6):
@@ -517,15 +564,31 @@ def riccati_flow(gamma, beta, times, *, noise=0.0, nodes=40, rtol=1e-6):
 
     Raises
     ------
+    ValueError
+        ``γ ≤ 0``, ``β ≤ 0``, ``D' < 0``, ``nodes < 2`` or ``times`` not a non-empty increasing
+        1-D array of ``t ≥ 0``.
     RuntimeError
         The integration failed (overflow at too large ``βt``).
+
+    References
+    ----------
+    Exact noiseless solution: docs/dynamics.md §3 with the deterministic equivalent of
+    Couillet & Liao (2022), Theorem 2.6; the noise: linear response around ``S = S⁰``
+    (Ornstein–Uhlenbeck modes), docs/dynamics.md §3.
     """
     from scipy.integrate import solve_ivp
 
-    flow = _QuadraticFlow(gamma, beta, nodes)
-    times = np.asarray(times, dtype=float)
+    gamma, beta, noise = float(gamma), float(beta), float(noise)
+    if not (math.isfinite(gamma) and gamma > 0):
+        raise ValueError(f"gamma must be > 0, got {gamma!r}")
+    if not (math.isfinite(beta) and beta > 0):
+        raise ValueError(f"beta must be > 0, got {beta!r}")
+    if not (math.isfinite(noise) and noise >= 0):
+        raise ValueError(f"noise must be >= 0, got {noise!r}")
+    times = _check_times(times)
+    flow = _QuadraticFlow(gamma, beta, _check_nodes(nodes))
     t0 = 1e-6
-    sol = solve_ivp(lambda t, y: flow.rates(t, y, float(noise))[0], (t0, times[-1]),
+    sol = solve_ivp(lambda t, y: flow.rates(t, y, noise)[0], (t0, max(times[-1], 2 * t0)),
                     flow.initial(t0), t_eval=np.clip(times, t0, None), rtol=rtol, atol=1e-10)
     if not sol.success:
         raise RuntimeError(f"riccati_flow: integration failed ({sol.message}); the exponential "
@@ -533,8 +596,9 @@ def riccati_flow(gamma, beta, times, *, noise=0.0, nodes=40, rtol=1e-6):
     out = {"time": sol.t, "overlap": [], "self": [], "error": [], "noise_error": []}
     for t, y in zip(sol.t, sol.y.T):
         _, _, traces = flow.state(t, y)
-        out["overlap"].append(traces[0])
-        out["self"].append(traces[1] + flow.noise_error(y))
+        overlap, self_ = flow.totals(y, traces)
+        out["overlap"].append(overlap)
+        out["self"].append(self_)
         out["error"].append(flow.error(y, traces))
         out["noise_error"].append(flow.noise_error(y))
     return {key: np.asarray(val, dtype=float) for key, val in out.items()}
@@ -552,16 +616,11 @@ def _solve_pinned(coef, gam, k, dim, delta, lr, times, nodes, noise, finite_k, r
         return float(y[0]), float(quad), float(y[0] + quad + 2 * g1 + bulk_fourth(y, traces))
 
     def bulk_fourth(y, traces):
-        """Degree-4 terms of the Gaussian cosines, ``(μ₄²/8) k (v_T⁴ + v_S⁴ − 2w⁴)`` (O(γ/d)).
-
-        ``v_T² = 1/d``, ``v_S² = (tr S²/d − 1)/k``, ``w² = tr SS⁰/(dk)``: variances of the
-        teacher–teacher, student–student and teacher–student cosines (docs §1); 0 at t = 0.
-        """
+        """``ε₄`` (:func:`_bulk_fourth`); 0 at t = 0."""
         if not finite_k:
             return 0.0
-        v_s = (traces[1] + flow.noise_error(y[2:]) - 1.0) / k
-        w2 = traces[0] / k
-        return mu4 ** 2 / 8 * k * (1.0 / dim ** 2 + v_s ** 2 - 2 * w2 ** 2)
+        overlap, self_ = flow.totals(y[2:], traces)
+        return _bulk_fourth(mu4, k, dim, overlap, self_)
 
     def theta_rate(t, y, f):
         """dθ/dt by a forward difference along the flow (θ is algebraic in the state)."""
@@ -611,15 +670,16 @@ def _solve_pinned(coef, gam, k, dim, delta, lr, times, nodes, noise, finite_k, r
             e_const = constant_error(theta_rate(t, y, f), iid)
         else:
             e_const = 0.0
-        cross = traces[0] - flow.lam1 * flow.sg
-        self_ = traces[1] + flow.noise_error(y[2:]) - gam
+        overlap, self_total = flow.totals(y[2:], traces)
+        cross = overlap - flow.lam1 * flow.sg
+        self_ = self_total - gam
         out["linear_error"].append(eps_l)
         out["quadratic_error"].append(quad)
         out["constant_error"].append(e_const)
         out["test_error"].append(eps + e_const)
         out["linear_overlap"].append(_linear_overlap(y[1], eps_l, mu1))
         out["quadratic_overlap"].append(cross / math.sqrt(max(self_ * s0, 1e-300)))
-        out["bulk_width"].append(math.sqrt(max(traces[0], 0.0) / k))
+        out["bulk_width"].append(math.sqrt(max(overlap, 0.0) / k))
         out["student_norm"].append(1.0)
         noise_out.append(eps + e_const + delta)
     m = len(sol.t)
@@ -762,8 +822,19 @@ def escape_time(closure, *, threshold=0.8, level=0.5, students=400, seed=0, shie
     -------
     dict
         ``t_spec`` (NaN if not reached), ``negative_fraction`` (fraction of the specialized
-        students whose escaping cosine is negative), ``time`` and ``fraction`` (the
-        predicted specialized-fraction curve).
+        students whose escaping cosine is negative), ``time`` and ``fraction`` (ndarrays of
+        one length, the Euler–Maruyama times and the predicted specialized fraction).
+
+    Raises
+    ------
+    KeyError
+        ``closure.parameters`` lacks the keys set by :func:`solve_closure`.
+
+    Notes
+    -----
+    ``D``, ``ν₁`` and ``c̄₁`` are taken at ``q = 1`` also in the free-norm regime (the cosine
+    noise of a row of norm ``q`` would carry ``1/q``), and the degree-≥3 repulsion between
+    student rows, ``−η Σ_l g'(c_il) w_l``, is left out.
     """
     p = closure.parameters
     coef = closure_coefficients(p["activation"], drop_hermite=tuple(p.get("drop_hermite", ())),

@@ -43,8 +43,10 @@ def test_deterministic_equivalent_matches_sampled_matrices():
     assert deterministic_equivalent(np.zeros(3), np.full(3, 1 / 3), gamma) == math.sqrt(gamma)
 
 
-def _riccati_matrix_flow(d, beta, t_out, seed=0, dt=2e-3, noise=0.0):
-    """Euler–Maruyama integration of dW = βW(S⁰ − S)dt + √D' dB, |w_i|² = d on average."""
+def _riccati_matrix_flow(d, beta, t_out, seed=0, dt=2e-3, noise=0.0, with_traces=False):
+    """Euler–Maruyama integration of dW = βW(S⁰ − S)dt + √D' dB, |w_i|² = d on average.
+
+    Returns tr(S − S⁰)²/d at ``t_out`` (and tr SS⁰/d, tr S²/d with ``with_traces``)."""
     rng = np.random.default_rng(seed)
     k = d // 2
     w0 = rng.standard_normal((k, d))
@@ -60,8 +62,9 @@ def _riccati_matrix_flow(d, beta, t_out, seed=0, dt=2e-3, noise=0.0):
             w *= math.sqrt(d / np.mean(np.sum(w * w, axis=1)))
             t += dt
         s = w.T @ w / math.sqrt(k * d)
-        out.append(np.sum((s - s0) ** 2) / d)
-    return np.array(out)
+        out.append((np.sum((s - s0) ** 2) / d, np.sum(s * s0) / d, np.sum(s * s) / d))
+    out = np.array(out)
+    return (out[:, 0], out[:, 1], out[:, 2]) if with_traces else out[:, 0]
 
 
 def test_noiseless_closure_is_the_riccati_flow():
@@ -120,10 +123,45 @@ def test_noisy_riccati_flow_matches_the_matrix_sde():
     # the d×d SDE with pinned norms; the closure's noise is first order in D' (D'/β = 0.07)
     d, beta, noise = 128, 0.7, 0.05
     t = np.array([1.0, 2.0, 4.0, 8.0, 16.0])
-    direct = _riccati_matrix_flow(d, beta, t, seed=3, noise=noise)
+    direct, overlap, self_ = _riccati_matrix_flow(d, beta, t, seed=3, noise=noise, with_traces=True)
     pred = closure.riccati_flow(0.5, beta, t, noise=noise)
     np.testing.assert_allclose(pred["error"], direct, rtol=0.1)
     assert direct[-1] > 20 * closure.riccati_flow(0.5, beta, t)["error"][-1]   # noise matters
+    # the noise lowers tr SS⁰/d by half the error; the pinned norms hold tr S²/d near 1 + γ
+    # (with the whole noise part on tr S²/d instead, the last three would be 0.03–0.05 too high)
+    np.testing.assert_allclose(pred["overlap"][2:], overlap[2:], atol=0.015)
+    np.testing.assert_allclose(pred["self"][2:], self_[2:], atol=0.015)
+
+
+@pytest.mark.parametrize("aligned", [True, False])
+def test_degree_four_bulk_term_matches_the_dual_kernel_sums(aligned):
+    # ε₄ against the exact off-diagonal sums (1/k)[Σ g(c_il) + Σ g(c⁰_jl) − 2 Σ g(m_ij)] of the
+    # ReLU dual kernel above degree two (odd degrees vanish) on sampled rows: S = S⁰ up to
+    # row normalization (W = O W⁰) gives −(μ₄²/4)(k/d²)(2/γ + 1/γ²); independent rows give 0
+    coef = closure.closure_coefficients("relu")
+    rng = np.random.default_rng(0)
+    d, k = 400, 200
+
+    def unit_rows(w):
+        return w * np.sqrt(d / np.sum(w * w, axis=1, keepdims=True))
+
+    w0 = unit_rows(rng.standard_normal((k, d)))
+    if aligned:
+        w = unit_rows(np.linalg.qr(rng.standard_normal((k, k)))[0] @ w0)
+    else:
+        w = unit_rows(rng.standard_normal((k, d)))
+    off = ~np.eye(k, dtype=bool)
+    g = coef["g"]
+    exact = (g((w @ w.T / d)[off]).sum() + g((w0 @ w0.T / d)[off]).sum()
+             - 2 * g(w @ w0.T / d).sum()) / k
+    s, s0 = w.T @ w / math.sqrt(k * d), w0.T @ w0 / math.sqrt(k * d)
+    pred = closure._bulk_fourth(coef["mu4"], k, d, np.sum(s * s0) / d, np.sum(s * s) / d)
+    scale = coef["mu4"] ** 2 / 4 * k / d ** 2 * (2 * d / k + (d / k) ** 2)
+    if aligned:
+        assert pred == pytest.approx(-scale, rel=0.03)
+        assert exact == pytest.approx(pred, rel=0.05)
+    else:
+        assert abs(pred) < 0.02 * scale and abs(exact) < 0.02 * scale
 
 
 def test_linear_activation_keeps_its_norm():
@@ -162,6 +200,19 @@ def test_noise_raises_the_plateau():
     assert noisy.test_error[0] > quiet.test_error[0] + 1e-3
     # the plateau of gradient flow is the part above degree two, 2 g(1)
     assert quiet.test_error[0] == pytest.approx(2 * quiet.parameters["g1"], rel=0.02)
+
+
+def test_bad_input_of_the_flow_helpers():
+    for kwargs, match in [({"gamma": -1.0}, "gamma"), ({"beta": 0.0}, "beta"),
+                          ({"noise": -1.0}, "noise"), ({"times": []}, "times"),
+                          ({"times": [2.0, 1.0]}, "times"), ({"nodes": 1}, "nodes")]:
+        args = {"gamma": 0.5, "beta": 0.7, "times": [1.0], **kwargs}
+        with pytest.raises(ValueError, match=match):
+            closure.riccati_flow(args.pop("gamma"), args.pop("beta"), args.pop("times"), **args)
+    with pytest.raises(ValueError, match="one length"):
+        closure.noise_pair_nodes(np.ones(3), np.ones(2))
+    with pytest.raises(ValueError, match="nodes"):
+        solve_closure("relu", nodes=0)
 
 
 def test_bad_input():
