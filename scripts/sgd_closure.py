@@ -14,8 +14,9 @@ units of the seed spread (standard deviation) and relative.
 Then the table of specialization times ``t_spec(k)`` (fraction 0.5 of student neurons with
 ``|cos| > 0.8``): predicted by the escape model (:func:`simulations.closure.escape_time`,
 with and without the noise shielding of the learned linear and quadratic parts) and
-measured by ``scripts/sgd_scaling.py`` (its runs made here, ``DIR/sgd_scaling.json``, or
-read from ``--scaling FILE.json``; ``--no-measure`` skips them).
+measured by ``scripts/sgd_scaling.py`` (its runs made here and kept in
+``DIR/sgd_scaling_lr…_gamma…_delta….json``, or read from ``--scaling FILE.json``;
+``--no-measure`` skips them).
 
 Example (figure at d = 128 with 3 seeds and the table for k = 8…64 with 2 seeds each)::
 
@@ -55,7 +56,7 @@ def build_parser():
                    help="widths k of the specialization-time table (default 8,16,32,64)")
     p.add_argument("--scaling", default=None,
                    help="JSON of scripts/sgd_scaling.py with the measured t_spec (default: "
-                        "measure them here, DIR/sgd_scaling.json, runs reused when present)")
+                        "measure them here, in DIR/sgd_scaling_lr*_gamma*_delta*.json, runs reused)")
     p.add_argument("--scaling-seeds", type=int, default=2,
                    help="seeds per width when the t_spec are measured here (default 2)")
     p.add_argument("--no-measure", action="store_true",
@@ -189,7 +190,8 @@ def measure_specialization_times(args):
     """Run ``scripts/sgd_scaling.py`` for the table's activations and widths (resumable)."""
     from sgd_scaling import main as scaling_main
 
-    path = Path(args.dir) / "sgd_scaling.json"
+    # one file per setting, so that a rerun with other parameters never mixes in old runs
+    path = Path(args.dir) / f"sgd_scaling_lr{args.lr:g}_gamma{args.gamma:g}_delta{args.delta:g}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     argv = ["--activation", ",".join(args.activation), "--widths", ",".join(map(str, args.widths)),
             "--seeds", str(args.scaling_seeds), "--gamma", str(args.gamma), "--lr", str(args.lr),

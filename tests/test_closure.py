@@ -361,3 +361,34 @@ def test_cli_closure_rejects_other_readouts_before_running(tmp_path, capsys):
     assert main(["--readout", "rademacher", "--dim", "8", "--time", "1", "--quiet", "-o", str(out),
                  "--closure"]) == 2
     assert "readout ones" in capsys.readouterr().err and not out.exists()
+
+
+def test_sgd_closure_script_measures_and_reuses(tmp_path):
+    # the one-command comparison: SGD runs + closure group + its own sgd_scaling.py runs;
+    # a second call reuses the runs and rewrites the (never stale) closure group
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import h5py
+
+    script = Path(__file__).resolve().parents[1] / "scripts" / "sgd_closure.py"
+    argv = [sys.executable, str(script), "--activation", "tanh", "--dim", "16", "--seeds", "1",
+            "--time", "2", "--dir", str(tmp_path), "--figure", str(tmp_path / "f.png"),
+            "--widths", "4", "--students", "50"]
+    first = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    assert first.returncode == 0, first.stderr[-2000:]
+    runs_file = tmp_path / "sgd_scaling_lr0.5_gamma0.5_delta0.1.json"
+    runs = json.loads(runs_file.read_text())["runs"]
+    assert len(runs) == 2 and all(r["k"] == 4 and math.isfinite(r["t_spec"]) for r in runs)
+    row = [line for line in first.stdout.splitlines() if line.split()[:2] == ["tanh", "4"]]
+    assert len(row) == 1 and row[0].split()[6] == "2/2"             # measured, 2 runs
+    with h5py.File(tmp_path / "tanh_d16_s0.h5", "a") as f:
+        f["closure"].attrs["marker"] = "stale"
+    second = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    assert second.returncode == 0, second.stderr[-2000:]
+    assert json.loads(runs_file.read_text())["runs"] == runs          # reused, not rerun
+    with h5py.File(tmp_path / "tanh_d16_s0.h5", "r") as f:
+        assert "marker" not in f["closure"].attrs                      # recomputed
+    assert (tmp_path / "f.png").stat().st_size > 0
