@@ -502,8 +502,10 @@ class _QuadraticFlow:
         cross, self_ = self.totals(y, traces)
         return self_ - 2 * cross + self.lam2
 
-    def rates(self, t, y, noise, structured=0.0):
+    def rates(self, t, y, noise, structured=0.0, state=None):
         """``dy/dt`` for the noise levels ``noise`` and ``structured``, and the traces.
+
+        ``state``: the result of :meth:`state` at ``(t, y)`` when the caller has it already.
 
         A pair ``μ = λ_a + λ_b`` receives ``(D₀ + κ√γ μ)·μ`` per unit time: ``D₀`` the
         isotropic part of the row covariance of the noise, ``κ√γ G`` (``G = WWᵀ/√(kd)``) its
@@ -513,7 +515,7 @@ class _QuadraticFlow:
         ``S = S⁰`` (0 at a random ``S``); the variance of each pair relaxes at the rate
         ``2βμ`` (the mode itself at ``βμ``) of the flow linearized around ``S = S⁰``.
         """
-        log_e2, _, traces = self.state(t, y)
+        log_e2, _, traces = self.state(t, y) if state is None else state
         factor = max(1.0 + traces[0] - traces[1], 0.0)
         source = (noise + structured * self.sg * self.mu) * factor
         d_log_c = np.exp(log_e2 - y[:self.n])
@@ -622,12 +624,11 @@ def _solve_pinned(coef, gam, k, dim, delta, lr, times, nodes, noise, finite_k, r
         overlap, self_ = flow.totals(y[2:], traces)
         return _bulk_fourth(mu4, k, dim, overlap, self_)
 
-    def theta_rate(t, y, f):
+    def theta_rate(t, y, f, two_theta):
         """dθ/dt by a forward difference along the flow (θ is algebraic in the state)."""
         h = 1e-6 * max(1.0, t)
-        _, a, _ = flow.state(t, y[2:])
-        _, b, _ = flow.state(t + h, y[2:] + h * f[2:])
-        return 0.5 * (b - a) / h
+        _, shifted, _ = flow.state(t + h, y[2:] + h * f[2:])
+        return 0.5 * (shifted - two_theta) / h
 
     def constant_error(theta_dot, iid):
         """``e₀²``; the multiplier is ``θ' − D'/2`` (the noise's norm growth), docs §1."""
@@ -637,22 +638,23 @@ def _solve_pinned(coef, gam, k, dim, delta, lr, times, nodes, noise, finite_k, r
         return tau_const ** 2 / (lr ** 2 * k * mu2 ** 2) if lr > 0 else 0.0
 
     def rhs_core(t, y, e_const):
-        """Right-hand side and the isotropic noise level ``D'``."""
-        _, _, traces = flow.state(t, y[2:])
+        """Right-hand side, the isotropic noise level ``D'``, ``2θ`` and the traces."""
+        state = flow.state(t, y[2:])
+        traces = state[2]
         eps_l, _, eps = errors(y, traces)
         e2 = eps + e_const + delta
         d_eps, d_rho = _linear_rhs(k, lr, mu1, nu1, y[0], y[1], e2, noise)
         iid = lr ** 2 * e2 * (nu1 - mu1 ** 2) if noise else 0.0
         kappa = lr ** 2 * e2 * mu2 ** 2 if noise else 0.0
-        d_quad, _ = flow.rates(t, y[2:], iid - kappa, kappa)
-        return np.concatenate([[d_eps, d_rho], d_quad]), iid
+        d_quad, _ = flow.rates(t, y[2:], iid - kappa, kappa, state=state)
+        return np.concatenate([[d_eps, d_rho], d_quad]), iid, state[1], traces
 
     cache = {"e_const": 0.0}
 
     def rhs(t, y):
-        f, iid = rhs_core(t, y, cache["e_const"])
+        f, iid, two_theta, _ = rhs_core(t, y, cache["e_const"])
         if finite_k:
-            cache["e_const"] = constant_error(theta_rate(t, y, f), iid)
+            cache["e_const"] = constant_error(theta_rate(t, y, f, two_theta), iid)
         return f
 
     y0 = np.concatenate([[2 * mu1 ** 2, 1.0], flow.initial(t0)])
@@ -663,13 +665,9 @@ def _solve_pinned(coef, gam, k, dim, delta, lr, times, nodes, noise, finite_k, r
     noise_out = []
     s0 = flow.lam2 - flow.lam1 ** 2
     for t, y in zip(sol.t, sol.y.T):
-        _, _, traces = flow.state(t, y[2:])
+        f, iid, two_theta, traces = rhs_core(t, y, 0.0)
         eps_l, quad, eps = errors(y, traces)
-        if t > t0 * 10:
-            f, iid = rhs_core(t, y, 0.0)
-            e_const = constant_error(theta_rate(t, y, f), iid)
-        else:
-            e_const = 0.0
+        e_const = constant_error(theta_rate(t, y, f, two_theta), iid) if t > t0 * 10 else 0.0
         overlap, self_total = flow.totals(y[2:], traces)
         cross = overlap - flow.lam1 * flow.sg
         self_ = self_total - gam
