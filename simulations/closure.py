@@ -854,7 +854,7 @@ def escape_time(closure, *, threshold=0.8, level=0.5, students=400, seed=0, shie
     sign = np.zeros(int(students))
     t, times, fractions = 0.0, [0.0], [0.0]
     grid_q = np.linspace(-1.0, 1.0, 2001)
-    gp_table = np.asarray([g_prime(float(x)) for x in grid_q])
+    gp_table = np.broadcast_to(np.asarray(g_prime(grid_q), dtype=float), grid_q.shape)
     while t < t_max:
         i = min(np.searchsorted(t_grid, t), t_grid.size - 1)
         w2 = width[i] ** 2
