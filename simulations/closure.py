@@ -624,6 +624,10 @@ def _solve_pinned(coef, gam, k, dim, delta, lr, times, nodes, noise, finite_k, r
         overlap, self_ = flow.totals(y[2:], traces)
         return _bulk_fourth(mu4, k, dim, overlap, self_)
 
+    # the quadratic residual also pulls each row radially through σ''': its force on w_i is
+    # 2μ₂A u_i + μ₄(u_iᵀAu_i)u_i (Stein), so the multiplier is θ'(1 + μ₄/(2μ₂)) (docs §1)
+    radial = 1.0 + mu4 / (2.0 * mu2)
+
     def theta_rate(t, y, f, two_theta):
         """dθ/dt by a forward difference along the flow (θ is algebraic in the state)."""
         h = 1e-6 * max(1.0, t)
@@ -634,7 +638,7 @@ def _solve_pinned(coef, gam, k, dim, delta, lr, times, nodes, noise, finite_k, r
         """``e₀²``; the multiplier is ``θ' − D'/2`` (the noise's norm growth), docs §1."""
         if not finite_k:
             return 0.0
-        tau_const = theta_dot - 0.5 * iid + lr * coef["h3"]
+        tau_const = theta_dot * radial - 0.5 * iid + lr * coef["h3"]
         return tau_const ** 2 / (lr ** 2 * k * mu2 ** 2) if lr > 0 else 0.0
 
     def rhs_core(t, y, e_const):

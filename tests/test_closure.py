@@ -185,6 +185,28 @@ def test_tanh_norm_decay_follows_sgd():
     np.testing.assert_allclose(res.student_norm[late], sim[late], atol=0.04)
 
 
+def test_constant_mode_residual_matches_the_student_norm_offset_in_sgd():
+    # ReLU (pinned norms): the constant-mode residual e₀ = E_x(λ⁰ − λ) pushes the rows
+    # outwards against the radial forces; c₀(q) = μ₀√q, so e₀ = √k μ₀ (q̄⁰ − q̄)/2 is read
+    # off the mean student norm of SGD against the teacher's.  The radial force of the
+    # quadratic residual includes its μ₄ part (Stein on σ'(h_i)): without it e₀ is 2.4 × too
+    # large (the multiplier θ' instead of θ'/2).
+    from simulations.sgd import SGDConfig, run_sgd
+
+    d, k = 256, 128
+    mu0 = closure.closure_coefficients("relu")["mu0"]
+    measured = []
+    for seed in range(4):
+        w0 = np.random.default_rng(50 + seed).standard_normal((k, d))
+        run = run_sgd(SGDConfig(activation="relu", dim=d, time=1.5, lr=0.5, seed=seed, n_test=200,
+                                record="log:8"), teacher=(w0, np.ones(k)))
+        late = run.time >= 0.3                      # the constant mode relaxes at rate η k μ₂²
+        q0 = np.mean(np.sum(w0 ** 2, axis=1)) / d
+        measured.append(np.mean(math.sqrt(k) * mu0 * (q0 - run.student_norm[late]) / 2))
+    pred = np.mean(np.sqrt(solve_closure("relu", dim=d, times=np.linspace(0.3, 1.5, 7)).constant_error))
+    assert 0.6 * pred < np.mean(measured) < 1.5 * pred
+
+
 def test_gradient_flow_depends_on_lr_times_t_only_and_not_on_delta():
     t = np.array([0.5, 2.0, 8.0])
     a = solve_closure("relu", lr=0.5, delta=0.1, dim=64, times=t, noise=False, finite_k=False)
