@@ -100,10 +100,8 @@ def _write_json(path, payload):
 
 
 def run_one(activation, k, seed, args):
-    from simulations.sgd import SGDConfig, run_sgd
-    from simulations.sgd_results import specialization_time
-
-    from simulations.sgd_results import predicted_exponent
+    from simulations.sgd import SGDConfig
+    from simulations.sgd_results import predicted_exponent, run_to_specialization
 
     d = max(1, int(round(k / args.gamma)))
     gamma = k / d
@@ -117,15 +115,7 @@ def run_one(activation, k, seed, args):
                     batch=args.batch, time=args.max_time, record="log:20", seed=seed,
                     n_test=1000, threshold=args.threshold)
     assert cfg.width == k
-    margin = min(1.0, args.level + 0.25)
-    hits = []
-
-    def stop(rec):
-        hits.append(rec["specialized_fraction"] >= margin)
-        return len(hits) >= 3 and all(hits[-3:])
-
-    result = run_sgd(cfg, stop=stop)
-    t_spec = specialization_time(result.time, result.specialized_fraction, level=args.level)
+    result, t_spec = run_to_specialization(cfg, level=args.level)
     positive = result.match_sign_positive_fraction[-1]
     return {"activation": activation, "k": k, "d": d, "seed": seed, "lr": lr, "t_spec": t_spec,
             "n_spec": t_spec * k * d, "samples_end": int(result.samples[-1]),

@@ -23,6 +23,7 @@ __all__ = [
     "write_sgd",
     "read_sgd",
     "specialization_time",
+    "run_to_specialization",
     "fit_power_law",
     "predicted_exponent",
     "predicted_scaling",
@@ -223,6 +224,46 @@ def specialization_time(time, fraction, *, level=0.5, relative=False, window=3):
     f0, f1 = f[i], f[i + 1]
     w = (target - f0) / (f1 - f0) if f1 != f0 else 1.0
     return float(math.exp(lt0 + w * (lt1 - lt0)))
+
+
+def run_to_specialization(config, *, level=0.5, **run_options):
+    """Run online SGD until most students have specialized; return the run and its ``t_spec``.
+
+    The run stops once the specialized fraction (``|cos| > config.threshold``) has stayed at
+    or above ``min(1, level + 0.25)`` for 3 consecutive records, or at ``config.time``.
+
+    Parameters
+    ----------
+    config : simulations.sgd.SGDConfig
+    level : float, keyword-only
+        Fraction defining ``t_spec`` (:func:`specialization_time`), in ``(0, 1)``.
+    **run_options
+        Passed to :func:`simulations.sgd.run_sgd` (``teacher``, ``backend``, ``progress``).
+
+    Returns
+    -------
+    result : simulations.sgd.SGDResult
+    t_spec : float
+        :func:`specialization_time` of the run at ``level``; NaN if not reached (censored).
+
+    Raises
+    ------
+    ValueError
+        ``level`` outside ``(0, 1)``; errors of :func:`simulations.sgd.run_sgd`.
+    """
+    from .sgd import run_sgd
+
+    if not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1), got {level!r}")
+    margin = min(1.0, level + 0.25)
+    hits = []
+
+    def stop(record):
+        hits.append(record["specialized_fraction"] >= margin)
+        return len(hits) >= 3 and all(hits[-3:])
+
+    result = run_sgd(config, stop=stop, **run_options)
+    return result, specialization_time(result.time, result.specialized_fraction, level=level)
 
 
 def fit_power_law(k, times, *, log_power=0.0):

@@ -268,21 +268,14 @@ def test_escape_model_specialization_time_against_sgd(activation, width):
     # t_spec of scripts/sgd_scaling.py (fraction 0.5 of students with |cos| > 0.8, B = 2);
     # measured 370–424 (ReLU, k = 32) and 106–110 (tanh, k = 16); the one-pair escape drift
     # (1 − m²)g'(m) of the previous model predicted 151 for ReLU
-    from simulations.sgd import SGDConfig, run_sgd
-    from simulations.sgd_results import specialization_time
+    from simulations.sgd import SGDConfig
+    from simulations.sgd_results import run_to_specialization
 
     measured = []
     for seed in (0, 1):
-        hits = []
-
-        def stop(rec):
-            hits.append(rec["specialized_fraction"] >= 0.75)
-            return len(hits) >= 3 and all(hits[-3:])
-
         cfg = SGDConfig(activation=activation, dim=2 * width, gamma=0.5, delta=0.1, lr=0.5,
                         batch=2, time=1500.0, seed=seed, n_test=500, threshold=0.8)
-        res = run_sgd(cfg, stop=stop)
-        measured.append(specialization_time(res.time, res.specialized_fraction, level=0.5))
+        measured.append(run_to_specialization(cfg, level=0.5)[1])
     pred = closure.specialization_time_prediction(activation, [width], students=200)[0]["t_spec"]
     ratio = pred / math.exp(np.mean(np.log(measured)))
     assert 1 / 1.5 < ratio < 1.5, (pred, measured)
@@ -414,3 +407,30 @@ def test_sgd_closure_script_measures_and_reuses(tmp_path):
     with h5py.File(tmp_path / "tanh_d16_s0.h5", "r") as f:
         assert "marker" not in f["closure"].attrs                      # recomputed
     assert (tmp_path / "f.png").stat().st_size > 0
+
+
+def test_sgd_closure_comparison_statistics():
+    # compare() of scripts/sgd_closure.py on synthetic seeds: range, one-standard-deviation
+    # band, the share an exact prediction would reach, and the window before the onset
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+    from sgd_closure import compare
+
+    t = np.array([0.0, 1.0, 2.0, 3.0, 4.0])
+    edges = np.linspace(-1, 1, 5)
+    hist = np.tile([0.0, 1.0, 1.0, 0.0], (t.size, 1))               # cosines at ±0.25
+    levels = (1.0, 2.0, 3.0)                                         # seed mean 2, sd 1
+    pred = np.array([9.0, 2.5, 3.5, 0.4, 9.0])                       # inside, within sd; outside ×2
+    runs = [{"time": t, "test_error": np.full(t.size, v),
+             "specialized_fraction": np.array([0, 0, 0, 0, 0.5]),   # onset at t = 4
+             "overlap_bin_edges": edges, "overlap_histograms": hist,
+             "closure": {"test_error": pred, "bulk_width": np.full(t.size, 0.25)}} for v in levels]
+    s = compare(runs)
+    assert s["onset"] == 4.0
+    assert s["inside_fraction"] == pytest.approx(1 / 3)               # t = 1 of 1, 2, 3 (0, 4 excluded)
+    assert s["within_sd_fraction"] == pytest.approx(1 / 3)
+    assert s["inside_expected"] == pytest.approx(0.75)
+    assert s["max_rel_dev"] == pytest.approx(0.8) and s["t_max_rel_dev"] == 3.0
+    assert s["width_max_rel_dev"] == pytest.approx(0.0)

@@ -166,6 +166,23 @@ def test_specialization_time_nan_without_specialization():
     assert math.isnan(specialization_time(t, np.linspace(0, 0.3, 30), level=0.5))
 
 
+def test_run_to_specialization_stops_after_the_plateau():
+    # tanh, k = 8: specializes at t ≈ 60–75; the run stops 3 records after the fraction has
+    # reached 0.75, long before its final time, and t_spec lies before the stop
+    from simulations.sgd import SGDConfig
+    from simulations.sgd_results import run_to_specialization
+
+    cfg = SGDConfig(activation="tanh", dim=16, gamma=0.5, lr=0.5, batch=2, time=5000.0, seed=0,
+                    n_test=200, threshold=0.8)
+    result, t_spec = run_to_specialization(cfg, level=0.5)
+    assert not result.completed and result.time[-1] < 1000
+    assert np.all(result.specialized_fraction[-3:] >= 0.75)
+    assert 0 < t_spec < result.time[-1]
+    assert t_spec == specialization_time(result.time, result.specialized_fraction, level=0.5)
+    with pytest.raises(ValueError, match="level"):
+        run_to_specialization(cfg, level=1.0)
+
+
 def test_power_law_fit_recovers_exponent():
     rng = np.random.default_rng(8)
     k = np.repeat([8, 12, 16, 24, 32, 48], 3)
