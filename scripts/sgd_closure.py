@@ -8,8 +8,10 @@ draw simulated (thin lines, seed band) and predicted (dashed) test error against
 ``t = n/(kd)`` up to the end of the runs, with the onset of specialization marked (first
 record where the seed-averaged specialized fraction is positive: a student neuron has
 ``|cos| >`` the run's threshold with a teacher neuron).  Printed: for each
-activation, the largest deviation of the closure from the seed mean before the onset, in
-units of the seed spread (standard deviation) and relative.
+activation, before the onset: the share of records at which the closure lies inside the
+range of the seeds (with the share an exact prediction of the seed median would reach,
+``1 − 2^(1−n)`` for ``n`` seeds) and within one seed standard deviation of the mean, and the
+median and largest deviation from the seed mean, relative and in seed standard deviations.
 
 Then the table of specialization times ``t_spec(k)`` (fraction 0.5 of student neurons with
 ``|cos| > 0.8``): predicted by the escape model (:func:`simulations.closure.escape_time`,
@@ -18,9 +20,9 @@ measured by ``scripts/sgd_scaling.py`` (its runs made here and kept in
 ``DIR/sgd_scaling_lr…_gamma…_delta….json``, or read from ``--scaling FILE.json``;
 ``--no-measure`` skips them).
 
-Example (figure at d = 128 with 3 seeds and the table for k = 8…64 with 2 seeds each)::
+Example (figure at d = 128 with 8 seeds and the table for k = 8…64 with 2 seeds each)::
 
-    python scripts/sgd_closure.py --dim 128 --seeds 3 --time 200 --dir sgd_closure_runs \\
+    python scripts/sgd_closure.py --dim 128 --seeds 8 --time 200 --dir sgd_closure_runs \\
         --figure sgd_closure.png --widths 8,16,32,64
 """
 
