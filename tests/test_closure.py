@@ -322,14 +322,32 @@ def test_quadratic_activation_noise_floor_at_large_lr():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("activation", ["relu", "elu"])
-def test_closure_near_sgd_before_specialization_d128(activation):
-    runs = _sgd_runs(activation, 128, 20.0, [0, 1, 2], lr=0.5)
-    t = runs[0].time
-    res = solve_closure(activation, dim=128, lr=0.5, times=t)
-    sel = t > 0.5
-    mean = np.mean([r.test_error for r in runs], axis=0)
-    np.testing.assert_allclose(res.test_error[sel], mean[sel], rtol=0.15)
+@pytest.mark.parametrize("activation", ["relu", "elu", "tanh"])
+def test_closure_inside_the_seed_range_before_specialization_d128(activation):
+    # the criterion, as scripts/sgd_closure.py measures it: 8 seeds at d = 128, the
+    # records before the first specialized neuron of any seed (t ≈ 50–110); measured 96 / 90 /
+    # 92 % inside the range (99 % for an exact prediction), median deviations 2–3.5 %
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+    from sgd_closure import compare
+
+    from simulations.sgd import SGDConfig, run_sgd
+
+    runs = []
+    for seed in range(8):
+        res = run_sgd(SGDConfig(activation=activation, dim=128, time=120.0, lr=0.5, seed=seed))
+        runs.append({"time": res.time, "test_error": res.test_error,
+                     "specialized_fraction": res.specialized_fraction,
+                     "overlap_bin_edges": res.overlap_bin_edges,
+                     "overlap_histograms": res.overlap_histograms})
+    pred = solve_closure(activation, dim=128, lr=0.5, times=runs[0]["time"])
+    for r in runs:
+        r["closure"] = {"test_error": pred.test_error, "bulk_width": pred.bulk_width}
+    s = compare(runs)
+    assert s["onset"] > 30
+    assert s["inside_fraction"] >= 0.85 and s["median_rel_dev"] < 0.04, s
 
 
 def test_cli_closure_group_and_plot(tmp_path, capsys):
