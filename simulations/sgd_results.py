@@ -238,7 +238,8 @@ def run_to_specialization(config, *, level=0.5, **run_options):
     level : float, keyword-only
         Fraction defining ``t_spec`` (:func:`specialization_time`), in ``(0, 1)``.
     **run_options
-        Passed to :func:`simulations.sgd.run_sgd` (``teacher``, ``backend``, ``progress``).
+        Passed to :func:`simulations.sgd.run_sgd` (``teacher``, ``backend``, ``progress``;
+        not ``stop``, which this function sets: passing it raises TypeError).
 
     Returns
     -------
@@ -249,7 +250,9 @@ def run_to_specialization(config, *, level=0.5, **run_options):
     Raises
     ------
     ValueError
-        ``level`` outside ``(0, 1)``; errors of :func:`simulations.sgd.run_sgd`.
+        ``level`` outside ``(0, 1)``; bad configuration (:func:`simulations.sgd.run_sgd`).
+    FloatingPointError
+        The weights diverged (:func:`simulations.sgd.run_sgd`).
     """
     from .sgd import run_sgd
 
