@@ -75,6 +75,31 @@ def build_parser():
     return p
 
 
+def _validate(parser, args):
+    """Reject bad options before any run starts (argparse error, exit status 2)."""
+    from simulations.sgd import activation_functions
+
+    checks = [(args.seeds >= 2, f"--seeds must be >= 2 (the seed spread), got {args.seeds}"),
+              (args.dim >= 2, f"--dim must be >= 2, got {args.dim}"),
+              (math.isfinite(args.gamma) and args.gamma > 0, f"--gamma must be > 0, got {args.gamma}"),
+              (math.isfinite(args.time) and args.time > 0, f"--time must be > 0, got {args.time}"),
+              (math.isfinite(args.lr) and args.lr > 0, f"--lr must be > 0, got {args.lr}"),
+              (math.isfinite(args.delta) and args.delta >= 0, f"--delta must be >= 0, got {args.delta}"),
+              (args.scaling_seeds >= 1, f"--scaling-seeds must be >= 1, got {args.scaling_seeds}"),
+              (args.students >= 1, f"--students must be >= 1, got {args.students}"),
+              (min(args.widths) >= 1, f"--widths must be >= 1, got {args.widths}"),
+              (args.control is None or min(args.control) >= 1, f"--control widths must be >= 1, got {args.control}"),
+              (math.isfinite(args.max_time) and args.max_time > 0, f"--max-time must be > 0, got {args.max_time}")]
+    for ok, message in checks:
+        if not ok:
+            parser.error(message)
+    for act in list(args.activation) + [args.control_activation]:
+        try:
+            activation_functions(act)
+        except ValueError as exc:
+            parser.error(f"activation {act!r}: {exc}")
+
+
 def run_or_load(act, seed, args):
     from simulations.closure import closure_for_run, write_closure
     from simulations.sgd import SGDConfig, run_sgd
@@ -244,7 +269,9 @@ def control_runs(args):
 
 def main(argv=None):
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    _validate(parser, args)
     if args.scaling and not Path(args.scaling).is_file():
         print(f"sgd_closure: error: no such file: {args.scaling} (run scripts/sgd_scaling.py first, "
               "or leave out --scaling)", file=sys.stderr)

@@ -434,7 +434,7 @@ def test_sgd_closure_script_measures_and_reuses(tmp_path):
     import h5py
 
     script = Path(__file__).resolve().parents[1] / "scripts" / "sgd_closure.py"
-    argv = [sys.executable, str(script), "--activation", "tanh", "--dim", "16", "--seeds", "1",
+    argv = [sys.executable, str(script), "--activation", "tanh", "--dim", "16", "--seeds", "2",
             "--time", "2", "--dir", str(tmp_path), "--figure", str(tmp_path / "f.png"),
             "--widths", "4", "--students", "50"]
     first = subprocess.run(argv, capture_output=True, text=True, timeout=300)
@@ -452,6 +452,23 @@ def test_sgd_closure_script_measures_and_reuses(tmp_path):
     with h5py.File(tmp_path / "tanh_d16_s0.h5", "r") as f:
         assert "marker" not in f["closure"].attrs                      # recomputed
     assert (tmp_path / "f.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize("option, message", [
+    (["--seeds", "1"], "--seeds must be >= 2"), (["--time", "-1"], "--time must be > 0"),
+    (["--activation", "foo"], "unknown activation 'foo'"), (["--lr", "nan"], "--lr must be > 0"),
+    (["--widths", "0,8"], "--widths must be >= 1")])
+def test_sgd_closure_script_rejects_bad_options_before_running(tmp_path, option, message):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "scripts" / "sgd_closure.py"
+    out = subprocess.run([sys.executable, str(script), *option, "--dir", str(tmp_path / "runs"),
+                          "--figure", str(tmp_path / "f.png")], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 2 and "error:" in out.stderr and message in out.stderr
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "f.png").exists()
 
 
 def test_sgd_closure_comparison_statistics():
