@@ -103,7 +103,7 @@ def closure_coefficients(activation, *, drop_hermite=(), unit_variance=False, no
     Returns
     -------
     dict
-        ``mu0, mu1, mu2, mu4`` (Hermite coefficients), ``g1 = g(1)``, ``nu = E σ(z)²``,
+        ``mu0, mu1, mu2, mu3, mu4`` (Hermite coefficients), ``g1 = g(1)``, ``nu = E σ(z)²``,
         ``nu1 = E σ'(z)²``, ``h3 = E[σ_{≥3}(z) z σ'(z)]`` (radial self-force of the part
         above degree two), ``r`` (lowest Hermite degree above two with ``μ_r ≠ 0``, or
         None), and callables ``sigma``, ``derivative``, ``g``, ``g_prime``.
@@ -125,7 +125,7 @@ def closure_coefficients(activation, *, drop_hermite=(), unit_variance=False, no
     sp = der(z)
     above = s - mu0 - mu1 * z - 0.5 * mu2 * (z * z - 1.0)
     return {
-        "mu0": mu0, "mu1": mu1, "mu2": mu2, "mu4": float(act.hermite(4)),
+        "mu0": mu0, "mu1": mu1, "mu2": mu2, "mu3": float(act.hermite(3)), "mu4": float(act.hermite(4)),
         "g1": float(act.g(1.0)), "nu": float(act.nu),
         "nu1": float(wz @ sp ** 2), "h3": float(wz @ (above * z * sp)),
         "r": predicted_exponent(activation, drop_hermite=drop_hermite, unit_variance=unit_variance),
@@ -334,7 +334,8 @@ def solve_closure(activation="relu", *, gamma=0.5, delta=0.1, lr=0.5, dim=64, ti
     noise : bool, keyword-only
         Include the SGD-noise terms (``O(η²)``); False gives gradient flow in ``t``.
     finite_k : bool, keyword-only
-        Include the ``O(1/k)`` constant-mode error (False: the d → ∞ limit).
+        Include the ``O(1/k)`` terms: constant-mode error, degree-4 bulk term ``ε₄`` and the
+        degree-3 cosine-mean term ``ε₃`` (False: the d → ∞ limit).
     rtol : float, keyword-only
         Relative tolerance of ``scipy.integrate.solve_ivp`` (RK45).
 
@@ -389,12 +390,13 @@ def solve_closure(activation="relu", *, gamma=0.5, delta=0.1, lr=0.5, dim=64, ti
               "width": k, "readout": "ones", "drop_hermite": list(drop_hermite),
               "unit_variance": bool(unit_variance), "noise": bool(noise),
               "finite_k": bool(finite_k), "nodes": int(nodes),
-              **{key: coef[key] for key in ("mu0", "mu1", "mu2", "mu4", "g1", "nu", "nu1", "h3", "r")}}
+              **{key: coef[key] for key in ("mu0", "mu1", "mu2", "mu3", "mu4", "g1", "nu", "nu1", "h3",
+                                           "r")}}
     if abs(coef["mu2"]) > 1e-12:
         params["regime"] = "pinned"
         return _solve_pinned(coef, gam, k, dim, delta, lr, times, nodes, noise, finite_k, rtol, params)
     params["regime"] = "free-norm"
-    return _solve_free(coef, gam, k, dim, delta, lr, times, noise, rtol, params)
+    return _solve_free(coef, gam, k, dim, delta, lr, times, noise, finite_k, rtol, params)
 
 
 def _check_times(times):
@@ -534,6 +536,28 @@ def _bulk_fourth(mu4, k, dim, overlap, self_):
     return mu4 ** 2 / 8 * k * (1.0 / dim ** 2 + v_s ** 2 - 2 * w2 ** 2)
 
 
+def _cosine_mean_cubic(a3_mu3, mean_k, width2):
+    """Degree-3 term ``ε₃`` of the error from the mean of the teacher–student cosines (O(1/d)).
+
+    The learned linear part fixes ``Σ_ip cos_ip = k·m̄`` (``k·m̄ = b·b⁰/√q`` for student rows
+    of norm ``q``, teacher rows of norm 1).  With the cosines Gaussian around ``m̄`` with
+    variance ``width2``, the cross term ``−(2/k) Σ_ip (a₃μ₃/6) cos_ip³`` of the error gains
+    ``−(2/k)·k²·(a₃μ₃/6)·3 m̄ width2 = −a₃μ₃ (k m̄) width2`` (the ``m̄³`` part, ``O(1/k²)``, is
+    left out); the student–student and teacher–teacher cosines have mean ``O(ε_L/k)`` and
+    ``0`` (docs/dynamics.md §1).
+
+    Parameters
+    ----------
+    a3_mu3 : float
+        Product of the degree-3 Hermite coefficients of student (at its norm) and teacher.
+    mean_k : float
+        ``k·m̄``.
+    width2 : float
+        Variance of the teacher–student cosines.
+    """
+    return -float(a3_mu3) * float(mean_k) * float(width2)
+
+
 def riccati_flow(gamma, beta, times, *, noise=0.0, nodes=40, rtol=1e-6):
     r"""Pinned matrix Riccati flow with isotropic noise, ``d → ∞`` (docs/dynamics.md §3).
 
@@ -615,14 +639,16 @@ def _solve_pinned(coef, gam, k, dim, delta, lr, times, nodes, noise, finite_k, r
 
     def errors(y, traces):
         quad = 0.5 * mu2 ** 2 * flow.error(y[2:], traces)
-        return float(y[0]), float(quad), float(y[0] + quad + 2 * g1 + bulk_fourth(y, traces))
+        return float(y[0]), float(quad), float(y[0] + quad + 2 * g1 + bulk_finite_k(y, traces))
 
-    def bulk_fourth(y, traces):
-        """``ε₄`` (:func:`_bulk_fourth`); 0 at t = 0."""
+    def bulk_finite_k(y, traces):
+        """``ε₄`` (:func:`_bulk_fourth`) and ``ε₃`` (:func:`_cosine_mean_cubic`, ``k m̄ = 1 − ρ``,
+        cosine variance ``tr SS⁰/(dk)``); both 0 at t = 0."""
         if not finite_k:
             return 0.0
         overlap, self_ = flow.totals(y[2:], traces)
-        return _bulk_fourth(mu4, k, dim, overlap, self_)
+        return (_bulk_fourth(mu4, k, dim, overlap, self_)
+                + _cosine_mean_cubic(coef["mu3"] ** 2, 1.0 - y[1], overlap / k))
 
     # the quadratic residual also pulls each row radially through σ''': its force on w_i is
     # 2μ₂A u_i + μ₄(u_iᵀAu_i)u_i (Stein), so the multiplier is θ'(1 + μ₄/(2μ₂)) (docs §1)
@@ -692,7 +718,8 @@ def _solve_pinned(coef, gam, k, dim, delta, lr, times, nodes, noise, finite_k, r
 
 def _norm_averages(coef, q):
     """Averages over ``h ~ N(0, q)``: c0, c1 = E σ', variance beyond linear, ν₁(q), F(q),
-    and ``radial`` = E[(σ'(h)h)'] = E[σ'(h)h²]/q."""
+    ``a3`` = E[σ(√q z) He₃(z)] (degree-3 coefficient in the unit variable) and ``radial`` =
+    E[(σ'(h)h)'] = E[σ'(h)h²]/q."""
     z, wz = coef["gauss_nodes"], coef["gauss_weights"]
     h = math.sqrt(max(q, 1e-12)) * z
     s = coef["sigma"](h)
@@ -701,11 +728,11 @@ def _norm_averages(coef, q):
     c1 = float(wz @ sp)
     nl = s - c0 - c1 * h
     return {"c0": c0, "c1": c1, "var_nl": float(wz @ nl ** 2), "nu1": float(wz @ sp ** 2),
-            "force": float(wz @ (nl * sp * h)),
+            "force": float(wz @ (nl * sp * h)), "a3": float(wz @ (s * (z ** 3 - 3 * z))),
             "radial": float(wz @ (sp * h * h)) / max(q, 1e-12)}     # E[(σ'(h)h)'] (Stein)
 
 
-def _solve_free(coef, gam, k, dim, delta, lr, times, noise, rtol, params):
+def _solve_free(coef, gam, k, dim, delta, lr, times, noise, finite_k, rtol, params):
     from scipy.integrate import solve_ivp
 
     mu0, mu1 = coef["mu0"], coef["mu1"]
@@ -715,7 +742,12 @@ def _solve_free(coef, gam, k, dim, delta, lr, times, noise, rtol, params):
     def errors(y):
         av = _norm_averages(coef, y[2])
         const = k * (av["c0"] - mu0) ** 2
-        return av, y[0] + teacher_nl + av["var_nl"] + const, const
+        eps = y[0] + teacher_nl + av["var_nl"] + const
+        if finite_k and mu1 != 0:
+            # ε₃: c̄₁ b·b⁰ = μ₁(1 − ρ) sets the mean cosine, k m̄ = b·b⁰/√q; cosine variance 1/d
+            mean_k = mu1 * (1.0 - y[1]) / (av["c1"] * math.sqrt(max(y[2], 1e-12)))
+            eps += _cosine_mean_cubic(av["a3"] * coef["mu3"], mean_k, 1.0 / dim)
+        return av, eps, const
 
     def rhs(t, y):
         av, eps, _ = errors(y)
