@@ -979,7 +979,7 @@ def refinement_fixed_points(activation, *, lr=0.5, noise=0.1, drop_hermite=(),
         return lr * (1 - m * m) * g_prime(m) - 0.5 * lr ** 2 * noise * nu_rot * m
 
     xs = np.linspace(-0.999999, 0.999999, int(grid))
-    vals = np.array([rate(float(x)) for x in xs])
+    vals = np.broadcast_to(np.asarray(rate(xs), dtype=float), xs.shape)     # one array call
     roots = []
     for a, b, fa, fb in zip(xs[:-1], xs[1:], vals[:-1], vals[1:]):
         if fa == 0:
