@@ -7,6 +7,8 @@ runs of ``simulations.sgd`` (small, seeded; the larger comparison is marked slow
 """
 
 import math
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,6 +16,18 @@ import pytest
 from simulations import closure
 from simulations.closure import (deterministic_equivalent, riccati_moments, solve_closure,
                                  spectral_nodes)
+
+
+SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
+
+
+def _compare():
+    """``compare`` of scripts/sgd_closure.py (a script, not a package module)."""
+    if str(SCRIPTS) not in sys.path:
+        sys.path.insert(0, str(SCRIPTS))
+    from sgd_closure import compare
+
+    return compare
 
 
 @pytest.mark.parametrize("gamma", [0.3, 0.5, 2.0])
@@ -388,12 +402,7 @@ def test_closure_inside_the_seed_range_before_specialization_d128(activation):
     # the issue's criterion, as scripts/sgd_closure.py measures it: 8 seeds at d = 128, the
     # records before the first specialized neuron of any seed (t ≈ 50–110); measured 96 / 92 /
     # 98 % inside the range (99 % for an exact prediction), median deviations 2.1 / 3.1 / 2.3 %
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
-    from sgd_closure import compare
-
+    compare = _compare()
     from simulations.sgd import SGDConfig, run_sgd
 
     runs = []
@@ -463,12 +472,10 @@ def test_sgd_closure_script_measures_and_reuses(tmp_path):
     # a second call reuses the runs and rewrites the (never stale) closure group
     import json
     import subprocess
-    import sys
-    from pathlib import Path
 
     import h5py
 
-    script = Path(__file__).resolve().parents[1] / "scripts" / "sgd_closure.py"
+    script = SCRIPTS / "sgd_closure.py"
     argv = [sys.executable, str(script), "--activation", "tanh", "--dim", "16", "--seeds", "2",
             "--time", "2", "--dir", str(tmp_path), "--figure", str(tmp_path / "f.png"),
             "--widths", "4", "--students", "50"]
@@ -495,10 +502,8 @@ def test_sgd_closure_script_measures_and_reuses(tmp_path):
     (["--widths", "0,8"], "--widths must be >= 1")])
 def test_sgd_closure_script_rejects_bad_options_before_running(tmp_path, option, message):
     import subprocess
-    import sys
-    from pathlib import Path
 
-    script = Path(__file__).resolve().parents[1] / "scripts" / "sgd_closure.py"
+    script = SCRIPTS / "sgd_closure.py"
     out = subprocess.run([sys.executable, str(script), *option, "--dir", str(tmp_path / "runs"),
                           "--figure", str(tmp_path / "f.png")], capture_output=True, text=True,
                          timeout=120)
@@ -509,12 +514,7 @@ def test_sgd_closure_script_rejects_bad_options_before_running(tmp_path, option,
 def test_sgd_closure_comparison_statistics():
     # compare() of scripts/sgd_closure.py on synthetic seeds: range, one-standard-deviation
     # band, the share an exact prediction would reach, and the window before the onset
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
-    from sgd_closure import compare
-
+    compare = _compare()
     t = np.array([0.0, 1.0, 2.0, 3.0, 4.0])
     edges = np.linspace(-1, 1, 5)
     hist = np.tile([0.0, 1.0, 1.0, 0.0], (t.size, 1))               # cosines at ±0.25
