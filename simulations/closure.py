@@ -27,6 +27,9 @@ Collective variables (derivation in ``docs/dynamics.md``; readout ``v ≡ 1``):
     (activation with ``μ₂ ≠ 0``: norms pinned at ``|w_i|² = d`` by the ``O(√k)`` constant
     mode, ``τ`` its Lagrange multiplier), and on the pairs ``μ = λ_a + λ_b`` the SGD-noise
     variance of ``S − S⁰`` in linear response around ``S = S⁰``;
+``e₀``
+    the constant-mode residual when ``μ₂ ≠ 0``: it relaxes at rate ``ηkμ₂²`` towards the value
+    that balances the radial forces on the pinned norms, and leaves the ``O(1/k)`` error ``e₀²``;
 ``q``
     the student norm when ``μ₂ = 0`` (odd activations), which then moves freely.
 
@@ -334,8 +337,9 @@ def solve_closure(activation="relu", *, gamma=0.5, delta=0.1, lr=0.5, dim=64, ti
     noise : bool, keyword-only
         Include the SGD-noise terms (``O(η²)``); False gives gradient flow in ``t``.
     finite_k : bool, keyword-only
-        Include the ``O(1/k)`` terms: constant-mode error, degree-4 bulk term ``ε₄`` and the
-        degree-3 cosine-mean term ``ε₃`` (False: the d → ∞ limit).
+        Include the ``O(1/k)`` terms: constant-mode error, mean-row part ``ε_{Q,1}`` of the
+        quadratic error, degree-4 bulk term ``ε₄`` and the degree-3 cosine-mean term ``ε₃``
+        (False: the d → ∞ limit).
     rtol : float, keyword-only
         Relative tolerance of ``scipy.integrate.solve_ivp`` (RK45).
 
@@ -356,11 +360,10 @@ def solve_closure(activation="relu", *, gamma=0.5, delta=0.1, lr=0.5, dim=64, ti
 
     Notes
     -----
-    The finite-k constant-mode error (``finite_k``) needs ``dθ/dt``; it is evaluated by a
-    forward difference along the flow and fed back into the noise level with a lag of one
-    right-hand-side evaluation (an ``O(1/k)`` correction of an ``O(η²)`` term).
+    The constant-mode residual (``finite_k``) relaxes towards ``τ_e/(η√k μ₂)``, which needs
+    ``dθ/dt``; that is evaluated by a forward difference along the flow.
 
-    Regime ``pinned`` (``μ₂ ≠ 0``): ``|w_i|² = d`` and the state is ``(ε_L, ρ, log c(λ),
+    Regime ``pinned`` (``μ₂ ≠ 0``): ``|w_i|² = d`` and the state is ``(ε_L, ρ, e₀, log c(λ),
     u(μ))``; the noiseless quadratic part follows the Riccati solution with Gram integral
     ``c(λ) = ∫ e²(λ,s) ds`` and ``e²(λ,t) = exp(2βλt + 2θ(t))``, ``θ`` fixed by
     ``tr S/d = √γ``; the noise adds ``γ^{-1/2} Σ w_a w_b u`` to ``tr(S − S⁰)²/d``
@@ -536,6 +539,32 @@ def _bulk_fourth(mu4, k, dim, overlap, self_):
     return mu4 ** 2 / 8 * k * (1.0 / dim ** 2 + v_s ** 2 - 2 * w2 ** 2)
 
 
+def _mean_row_quadratic(quad, mu2, linear_overlap, k):
+    """Rank-one mean-row term ``ε_{Q,1}`` of the quadratic error (O(1/k), ``≤ 0``).
+
+    ``S = k w̄w̄ᵀ/√(kd) + S̃`` (``w̄`` the mean row, ``S̃`` from the centred rows): the mean row
+    carries a rank-one part of ``S − S⁰`` worth ``1/k`` of ``ε_Q`` at ``t = 0``
+    (``(μ₂²/2k)|b̂b̂ᵀ − b̂⁰b̂⁰ᵀ|²_F = μ₂²(1 − L²)/k``, ``|w̄|² ≈ d/k``, ``L`` the cosine of ``b``
+    with ``b⁰``).  The linear mode aligns it at rate ``O(k)`` (``L² → 1``),
+    long before the Riccati flow, whose ``d → ∞`` solution gives that direction only the
+    average progress ``P = 1 − ε_Q/μ₂²``.  The error of that direction is therefore
+    ``μ₂²(1 − max(L², P))/k`` instead of ``μ₂²(1 − P)/k``: returns
+    ``−(μ₂²/k)·max(0, L² − P) = −max(0, ε_Q − μ₂²(1 − L²))/k`` (docs/dynamics.md §1).
+
+    Parameters
+    ----------
+    quad : float
+        Closure value of ``ε_Q`` (``μ₂²`` at ``t = 0``).
+    mu2 : float
+        Degree-2 Hermite coefficient.
+    linear_overlap : float
+        ``L`` (0 when ``μ₁ = 0``: the term vanishes).
+    k : int
+        Width.
+    """
+    return -max(0.0, float(quad) - mu2 ** 2 * (1.0 - float(linear_overlap) ** 2)) / k
+
+
 def _cosine_mean_cubic(a3_mu3, mean_k, width2):
     """Degree-3 term ``ε₃`` of the error from the mean of the teacher–student cosines (O(1/d)).
 
@@ -633,22 +662,28 @@ def riccati_flow(gamma, beta, times, *, noise=0.0, nodes=40, rtol=1e-6):
 def _solve_pinned(coef, gam, k, dim, delta, lr, times, nodes, noise, finite_k, rtol, params):
     from scipy.integrate import solve_ivp
 
-    mu1, mu2, mu4, g1, nu1 = coef["mu1"], coef["mu2"], coef["mu4"], coef["g1"], coef["nu1"]
+    mu1, mu2, mu3, mu4 = coef["mu1"], coef["mu2"], coef["mu3"], coef["mu4"]
+    g1, nu1 = coef["g1"], coef["nu1"]
     flow = _QuadraticFlow(gam, lr * mu2 ** 2 * math.sqrt(gam), nodes)
     t0 = 1e-6
+    # state: ε_L, ρ, e₀ (constant-mode residual), then the quadratic state of the flow
+    quad_state = slice(3, None)
 
     def errors(y, traces):
-        quad = 0.5 * mu2 ** 2 * flow.error(y[2:], traces)
-        return float(y[0]), float(quad), float(y[0] + quad + 2 * g1 + bulk_finite_k(y, traces))
+        quad = 0.5 * mu2 ** 2 * flow.error(y[quad_state], traces)
+        if finite_k:
+            quad += _mean_row_quadratic(quad, mu2, _linear_overlap(y[1], y[0], mu1), k)
+        eps = y[0] + quad + 2 * g1 + bulk_finite_k(y, traces) + y[2] ** 2
+        return float(y[0]), float(quad), float(eps)
 
     def bulk_finite_k(y, traces):
         """``ε₄`` (:func:`_bulk_fourth`) and ``ε₃`` (:func:`_cosine_mean_cubic`, ``k m̄ = 1 − ρ``,
         cosine variance ``tr SS⁰/(dk)``); both 0 at t = 0."""
         if not finite_k:
             return 0.0
-        overlap, self_ = flow.totals(y[2:], traces)
+        overlap, self_ = flow.totals(y[quad_state], traces)
         return (_bulk_fourth(mu4, k, dim, overlap, self_)
-                + _cosine_mean_cubic(coef["mu3"] ** 2, 1.0 - y[1], overlap / k))
+                + _cosine_mean_cubic(mu3 ** 2, 1.0 - y[1], overlap / k))
 
     # the quadratic residual also pulls each row radially through σ''': its force on w_i is
     # 2μ₂A u_i + μ₄(u_iᵀAu_i)u_i (Stein), so the multiplier is θ'(1 + μ₄/(2μ₂)) (docs §1)
@@ -657,37 +692,45 @@ def _solve_pinned(coef, gam, k, dim, delta, lr, times, nodes, noise, finite_k, r
     def theta_rate(t, y, f, two_theta):
         """dθ/dt by a forward difference along the flow (θ is algebraic in the state)."""
         h = 1e-6 * max(1.0, t)
-        _, shifted, _ = flow.state(t + h, y[2:] + h * f[2:])
+        _, shifted, _ = flow.state(t + h, y[quad_state] + h * f[quad_state])
         return 0.5 * (shifted - two_theta) / h
 
-    def constant_error(theta_dot, iid):
-        """``e₀²``; the multiplier is ``θ'(1 + μ₄/2μ₂) − D'/2 + ηh₃``, docs §1."""
-        if not finite_k:
-            return 0.0
-        tau_const = theta_dot * radial - 0.5 * iid + lr * coef["h3"]
-        return tau_const ** 2 / (lr ** 2 * k * mu2 ** 2) if lr > 0 else 0.0
+    def const_target(theta_dot, y, e2):
+        """Residual ``e₀* = τ_e/(η√k μ₂)`` that balances the radial forces (docs §1).
 
-    def rhs_core(t, y, e_const):
-        """Right-hand side, the isotropic noise level ``D'``, ``2θ`` and the traces."""
-        state = flow.state(t, y[2:])
+        ``τ_e = θ'(1 + μ₄/2μ₂) + ηh₃ − η(μ₁ + μ₃)(r·b) − η²(ε + Δ)ν₁/2``: the Riccati drift,
+        the self-force above degree two, the radial pull of the linear residual
+        ``r = μ₁b⁰ − μ₁b`` (Stein: ``E[(r·x)σ'(h_i)x] = μ₁r + μ₃(r·u_i)u_i``) and the Itô
+        growth of the norms by the SGD noise; at the LMS steady state the ``μ₁`` parts of the
+        last two cancel (docs §1, free-norm regime).
+        """
+        r_b = (y[1] * (1 - y[1]) * mu1 ** 2 - (y[0] - (y[1] * mu1) ** 2)) / mu1 if mu1 else 0.0
+        tau = theta_dot * radial + lr * coef["h3"] - lr * (mu1 + mu3) * r_b
+        if noise:
+            tau -= 0.5 * lr ** 2 * e2 * nu1
+        return tau / (lr * math.sqrt(k) * mu2)
+
+    def rhs_core(t, y):
+        """Right-hand side (``de₀/dt`` left 0), ``ε + Δ``, ``2θ`` and the traces."""
+        state = flow.state(t, y[quad_state])
         traces = state[2]
-        eps_l, _, eps = errors(y, traces)
-        e2 = eps + e_const + delta
+        _, _, eps = errors(y, traces)
+        e2 = eps + delta
         d_eps, d_rho = _linear_rhs(k, lr, mu1, nu1, y[0], y[1], e2, noise)
         iid = lr ** 2 * e2 * (nu1 - mu1 ** 2) if noise else 0.0
         kappa = lr ** 2 * e2 * mu2 ** 2 if noise else 0.0
-        d_quad, _ = flow.rates(t, y[2:], iid - kappa, kappa, state=state)
-        return np.concatenate([[d_eps, d_rho], d_quad]), iid, state[1], traces
-
-    cache = {"e_const": 0.0}
+        d_quad, _ = flow.rates(t, y[quad_state], iid - kappa, kappa, state=state)
+        return np.concatenate([[d_eps, d_rho, 0.0], d_quad]), e2, state[1], traces
 
     def rhs(t, y):
-        f, iid, two_theta, _ = rhs_core(t, y, cache["e_const"])
-        if finite_k:
-            cache["e_const"] = constant_error(theta_rate(t, y, f, two_theta), iid)
+        f, e2, two_theta, _ = rhs_core(t, y)
+        if finite_k and lr > 0:
+            # the mean norm relaxes at rate ηkμ₂² towards the balance of the radial forces
+            target = const_target(theta_rate(t, y, f, two_theta), y, e2)
+            f[2] = -lr * k * mu2 ** 2 * (y[2] - target)
         return f
 
-    y0 = np.concatenate([[2 * mu1 ** 2, 1.0], flow.initial(t0)])
+    y0 = np.concatenate([[2 * mu1 ** 2, 1.0, 0.0], flow.initial(t0)])
     t_eval = np.clip(times, t0, None)
     sol = solve_ivp(rhs, (t0, max(t_eval[-1], 2 * t0)), y0, t_eval=t_eval, method="RK45",
                     rtol=rtol, atol=1e-10)
@@ -695,21 +738,20 @@ def _solve_pinned(coef, gam, k, dim, delta, lr, times, nodes, noise, finite_k, r
     noise_out = []
     s0 = flow.lam2 - flow.lam1 ** 2
     for t, y in zip(sol.t, sol.y.T):
-        f, iid, two_theta, traces = rhs_core(t, y, 0.0)
+        _, e2, _, traces = rhs_core(t, y)
         eps_l, quad, eps = errors(y, traces)
-        e_const = constant_error(theta_rate(t, y, f, two_theta), iid) if t > t0 * 10 else 0.0
-        overlap, self_total = flow.totals(y[2:], traces)
+        overlap, self_total = flow.totals(y[quad_state], traces)
         cross = overlap - flow.lam1 * flow.sg
         self_ = self_total - gam
         out["linear_error"].append(eps_l)
         out["quadratic_error"].append(quad)
-        out["constant_error"].append(e_const)
-        out["test_error"].append(eps + e_const)
+        out["constant_error"].append(float(y[2]) ** 2)
+        out["test_error"].append(eps)
         out["linear_overlap"].append(_linear_overlap(y[1], eps_l, mu1))
         out["quadratic_overlap"].append(cross / math.sqrt(max(self_ * s0, 1e-300)))
         out["bulk_width"].append(math.sqrt(max(overlap, 0.0) / k))
         out["student_norm"].append(1.0)
-        noise_out.append(eps + e_const + delta)
+        noise_out.append(e2)
     m = len(sol.t)
     arrays = {name: np.asarray(out[name], dtype=float) for name in CLOSURE_DATASETS if name != "time"}
     return ClosureResult(time=times[:m].copy(), noise=np.asarray(noise_out), parameters=params,
