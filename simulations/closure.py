@@ -321,8 +321,9 @@ def solve_closure(activation="relu", *, gamma=0.5, delta=0.1, lr=0.5, dim=64, ti
     lr : float, keyword-only
         ``η`` per sample (update of :mod:`simulations.sgd`).
     dim : int, keyword-only
-        ``d``; enters only through ``k`` (the linear mode relaxes at rate ``∝ k``, the
-        constant mode leaves an ``O(1/k)`` error) and ``bulk_width ∝ d^{-1/2}``.
+        ``d``; enters through ``k`` (the linear mode relaxes at rate ``∝ k``, the
+        constant mode and the mean row leave ``O(1/k)`` errors), the ``O(1/d)`` terms
+        ``ε₄``, ``ε₃`` and ``bulk_width ∝ d^{-1/2}``.
     times : array_like, optional, keyword-only
         Output times (``≥ 0``, increasing); default 200 log-spaced points up to ``t_max``
         plus ``t = 0``.
@@ -539,6 +540,13 @@ def _bulk_fourth(mu4, k, dim, overlap, self_):
     return mu4 ** 2 / 8 * k * (1.0 / dim ** 2 + v_s ** 2 - 2 * w2 ** 2)
 
 
+def _residual_along_b(rho, eps_l, mu1, c1):
+    """``r·b`` for the linear residual ``r = μ₁b⁰ − c̄₁b`` (``|b⁰| = 1``, ``b·b⁰`` from ``ρ``):
+    ``[ρ(1 − ρ)μ₁² − (ε_L − ρ²μ₁²)]/c̄₁`` (the LMS fluctuation of ``b`` makes it negative at
+    the steady state; docs/dynamics.md §1)."""
+    return (rho * (1 - rho) * mu1 ** 2 - (eps_l - (rho * mu1) ** 2)) / c1
+
+
 def _mean_row_quadratic(quad, mu2, linear_overlap, k):
     """Rank-one mean-row term ``ε_{Q,1}`` of the quadratic error (O(1/k), ``≤ 0``).
 
@@ -558,7 +566,7 @@ def _mean_row_quadratic(quad, mu2, linear_overlap, k):
     mu2 : float
         Degree-2 Hermite coefficient.
     linear_overlap : float
-        ``L`` (0 when ``μ₁ = 0``: the term vanishes).
+        ``L`` (the solver does not call this when ``μ₁ = 0``).
     k : int
         Width.
     """
@@ -670,11 +678,14 @@ def _solve_pinned(coef, gam, k, dim, delta, lr, times, nodes, noise, finite_k, r
     quad_state = slice(3, None)
 
     def errors(y, traces):
+        """``ε_L``, ``ε_Q`` (with ``ε_{Q,1}``), ``ε`` and ``ε_{Q,1}``."""
         quad = 0.5 * mu2 ** 2 * flow.error(y[quad_state], traces)
-        if finite_k:
-            quad += _mean_row_quadratic(quad, mu2, _linear_overlap(y[1], y[0], mu1), k)
+        mean_row = 0.0
+        if finite_k and mu1:
+            mean_row = _mean_row_quadratic(quad, mu2, _linear_overlap(y[1], y[0], mu1), k)
+        quad += mean_row
         eps = y[0] + quad + 2 * g1 + bulk_finite_k(y, traces) + y[2] ** 2
-        return float(y[0]), float(quad), float(eps)
+        return float(y[0]), float(quad), float(eps), mean_row
 
     def bulk_finite_k(y, traces):
         """``ε₄`` (:func:`_bulk_fourth`) and ``ε₃`` (:func:`_cosine_mean_cubic`, ``k m̄ = 1 − ρ``,
@@ -704,7 +715,7 @@ def _solve_pinned(coef, gam, k, dim, delta, lr, times, nodes, noise, finite_k, r
         growth of the norms by the SGD noise; at the LMS steady state the ``μ₁`` parts of the
         last two cancel (docs §1, free-norm regime).
         """
-        r_b = (y[1] * (1 - y[1]) * mu1 ** 2 - (y[0] - (y[1] * mu1) ** 2)) / mu1 if mu1 else 0.0
+        r_b = _residual_along_b(y[1], y[0], mu1, mu1) if mu1 else 0.0
         tau = theta_dot * radial + lr * coef["h3"] - lr * (mu1 + mu3) * r_b
         if noise:
             tau -= 0.5 * lr ** 2 * e2 * nu1
@@ -714,7 +725,7 @@ def _solve_pinned(coef, gam, k, dim, delta, lr, times, nodes, noise, finite_k, r
         """Right-hand side (``de₀/dt`` left 0), ``ε + Δ``, ``2θ`` and the traces."""
         state = flow.state(t, y[quad_state])
         traces = state[2]
-        _, _, eps = errors(y, traces)
+        eps = errors(y, traces)[2]
         e2 = eps + delta
         d_eps, d_rho = _linear_rhs(k, lr, mu1, nu1, y[0], y[1], e2, noise)
         iid = lr ** 2 * e2 * (nu1 - mu1 ** 2) if noise else 0.0
@@ -739,9 +750,10 @@ def _solve_pinned(coef, gam, k, dim, delta, lr, times, nodes, noise, finite_k, r
     s0 = flow.lam2 - flow.lam1 ** 2
     for t, y in zip(sol.t, sol.y.T):
         _, e2, _, traces = rhs_core(t, y)
-        eps_l, quad, eps = errors(y, traces)
+        eps_l, quad, eps, mean_row = errors(y, traces)
         overlap, self_total = flow.totals(y[quad_state], traces)
-        cross = overlap - flow.lam1 * flow.sg
+        # the aligned mean row raises tr SS⁰/d by −ε_{Q,1}/μ₂² (ε_Q = μ₂²(… − tr SS⁰/d))
+        cross = overlap - mean_row / mu2 ** 2 - flow.lam1 * flow.sg
         self_ = self_total - gam
         out["linear_error"].append(eps_l)
         out["quadratic_error"].append(quad)
@@ -796,7 +808,7 @@ def _solve_free(coef, gam, k, dim, delta, lr, times, noise, finite_k, rtol, para
         e2 = eps + delta
         d_eps, d_rho = _linear_rhs(k, lr, av["c1"], av["nu1"], y[0], y[1], e2, noise)
         # radial pull of the linear residual r = μ₁b⁰ − c̄₁b on the rows: 2η E[(σ'(h)h)'] (r·b)
-        r_b = (y[1] * (1 - y[1]) * mu1 ** 2 - (y[0] - (y[1] * mu1) ** 2)) / av["c1"]
+        r_b = _residual_along_b(y[1], y[0], mu1, av["c1"])
         d_q = 2 * lr * (av["radial"] * r_b - av["force"])
         if noise:
             d_q += lr ** 2 * e2 * av["nu1"]
