@@ -57,6 +57,11 @@ def test_deterministic_equivalent_matches_sampled_matrices():
     assert deterministic_equivalent(np.zeros(3), np.full(3, 1 / 3), gamma) == math.sqrt(gamma)
 
 
+def _unit_rows(w):
+    """Rows rescaled to squared norm ``d`` (``w`` of shape (k, d))."""
+    return w * np.sqrt(w.shape[1] / np.sum(w * w, axis=1, keepdims=True))
+
+
 def _riccati_matrix_flow(d, beta, t_out, seed=0, dt=2e-3, noise=0.0, with_traces=False):
     """Euler–Maruyama integration of dW = βW(S⁰ − S)dt + √D' dB, |w_i|² = d on average.
 
@@ -156,14 +161,11 @@ def test_degree_four_bulk_term_matches_the_dual_kernel_sums(aligned):
     rng = np.random.default_rng(0)
     d, k = 400, 200
 
-    def unit_rows(w):
-        return w * np.sqrt(d / np.sum(w * w, axis=1, keepdims=True))
-
-    w0 = unit_rows(rng.standard_normal((k, d)))
+    w0 = _unit_rows(rng.standard_normal((k, d)))
     if aligned:
-        w = unit_rows(np.linalg.qr(rng.standard_normal((k, k)))[0] @ w0)
+        w = _unit_rows(np.linalg.qr(rng.standard_normal((k, k)))[0] @ w0)
     else:
-        w = unit_rows(rng.standard_normal((k, d)))
+        w = _unit_rows(rng.standard_normal((k, d)))
     off = ~np.eye(k, dtype=bool)
     g = coef["g"]
     exact = (g((w @ w.T / d)[off]).sum() + g((w0 @ w0.T / d)[off]).sum()
@@ -187,24 +189,21 @@ def test_cosine_mean_cubic_term_matches_the_dual_kernel_sums():
     rng = np.random.default_rng(1)
     d, k = 800, 400
 
-    def unit_rows(w):
-        return w * np.sqrt(d / np.sum(w * w, axis=1, keepdims=True))
-
     def cubic_sums(w, w0):
         off = ~np.eye(k, dtype=bool)
         return mu3 ** 2 / (6 * k) * (np.sum((w @ w.T / d)[off] ** 3)
                                     + np.sum((w0 @ w0.T / d)[off] ** 3)
                                     - 2 * np.sum((w @ w0.T / d) ** 3))
 
-    w0 = unit_rows(rng.standard_normal((k, d)))
-    w = unit_rows(rng.standard_normal((k, d)))
-    w = unit_rows(w + (w0.sum(axis=0) - w.sum(axis=0)) / k)      # b = b⁰ up to normalization
+    w0 = _unit_rows(rng.standard_normal((k, d)))
+    w = _unit_rows(rng.standard_normal((k, d)))
+    w = _unit_rows(w + (w0.sum(axis=0) - w.sum(axis=0)) / k)      # b = b⁰ up to normalization
     m = w @ w0.T / d
     b_b0 = w.sum(axis=0) @ w0.sum(axis=0) / (k * d)
     pred = closure._cosine_mean_cubic(mu3 ** 2, b_b0, m.var())
     assert pred == pytest.approx(-mu3 ** 2 / d, rel=0.05)           # b·b⁰ ≈ 1, w² ≈ 1/d
     assert cubic_sums(w, w0) == pytest.approx(pred, rel=0.2)         # sampling noise ≈ 5 %
-    independent = unit_rows(rng.standard_normal((k, d)))
+    independent = _unit_rows(rng.standard_normal((k, d)))
     assert abs(cubic_sums(independent, w0)) < 0.25 * abs(pred)
     # and the closure carries it (tanh, free norm: −a₃(q)μ₃μ₁(1 − ρ)/(c̄₁√q d) ≈ −μ₃²/d early)
     t = [0.3]
@@ -228,15 +227,12 @@ def test_mean_row_part_of_the_quadratic_error_on_sampled_rows():
     rng = np.random.default_rng(3)
     d, k = 400, 100
 
-    def unit_rows(w):
-        return w * np.sqrt(d / np.sum(w * w, axis=1, keepdims=True))
-
     drops, controls = [], []
     for _ in range(6):
-        w0, w = unit_rows(rng.standard_normal((k, d))), unit_rows(rng.standard_normal((k, d)))
+        w0, w = _unit_rows(rng.standard_normal((k, d))), _unit_rows(rng.standard_normal((k, d)))
         base = _quadratic_error(w, w0, mu2)
-        shift = unit_rows(w - w.mean(axis=0) + w0.mean(axis=0))
-        other = unit_rows(w - w.mean(axis=0) + unit_rows(rng.standard_normal((k, d))).mean(axis=0))
+        shift = _unit_rows(w - w.mean(axis=0) + w0.mean(axis=0))
+        other = _unit_rows(w - w.mean(axis=0) + _unit_rows(rng.standard_normal((k, d))).mean(axis=0))
         drops.append(_quadratic_error(shift, w0, mu2) - base)
         controls.append(_quadratic_error(other, w0, mu2) - base)
     pred = closure._mean_row_quadratic(mu2 ** 2, mu2, 1.0, k)        # ε_Q = μ₂², L = 1
