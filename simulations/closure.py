@@ -749,8 +749,9 @@ def _solve_pinned(coef, gam, k, dim, delta, lr, times, nodes, noise, finite_k, r
     noise_out = []
     s0 = flow.lam2 - flow.lam1 ** 2
     for t, y in zip(sol.t, sol.y.T):
-        _, e2, _, traces = rhs_core(t, y)
+        traces = flow.state(t, y[quad_state])[2]
         eps_l, quad, eps, mean_row = errors(y, traces)
+        e2 = eps + delta
         overlap, self_total = flow.totals(y[quad_state], traces)
         # the aligned mean row raises tr SS⁰/d by −ε_{Q,1}/μ₂² (ε_Q = μ₂²(… − tr SS⁰/d))
         cross = overlap - mean_row / mu2 ** 2 - flow.lam1 * flow.sg
