@@ -45,7 +45,8 @@ from priors._lazy import lazy_import
 
 special = lazy_import("scipy.special")  # ~0.1-0.3 s: loaded when first used
 
-__all__ = ["Activation", "ACTIVATIONS", "get_activation"]
+__all__ = ["Activation", "ACTIVATIONS", "get_activation", "compiled_activation", "spec_g", "spec_g_prime",
+           "spec_g_both"]
 
 #: built-in activation names (plus the ``hermite:L=C,...`` syntax)
 ACTIVATIONS = ("relu", "elu", "tanh", "tanh2", "erf", "sigmoid", "softplus", "quadratic")
@@ -655,3 +656,130 @@ def get_activation(spec, *, drop_hermite=(), unit_variance=False):
         mods.append("unit")
     act.name = f"{base.name}[{';'.join(mods)}]"
     return act
+
+
+# ---------------------------------------------------------------------------------------------
+# compiled form of g and g' (for numba kernels)
+# ---------------------------------------------------------------------------------------------
+#: |q| below which the compiled form sums the Hermite series of g (terms above degree 60 are
+#: below ν·0.3^61 ≈ 1e-32), so that g(q) = O(q³) and g'(q) = O(q²) keep their relative accuracy
+SERIES_SWITCH = 0.3
+
+
+def compiled_activation(act) -> tuple:
+    """The numba-typed form of ``g`` and ``g'`` of an activation, built once per instance.
+
+    ``|q| ≤`` :data:`SERIES_SWITCH`: the Hermite series ``g(q) = Σ_{ℓ=3}^{60} μ_ℓ² q^ℓ/ℓ!`` (Horner,
+    cut where the terms fall below 1e-20 at ``|q|`` = :data:`SERIES_SWITCH`), exact in relative terms
+    where ``g`` is small; elsewhere a piecewise Chebyshev interpolant in ``θ = arccos q`` (12 panels,
+    degree 22, as the dual kernels of this module) of :meth:`Activation.g` and
+    :meth:`Activation.g_prime`. Agreement with those methods: 1e-13 (``tests/test_activations.py``).
+
+    Parameters
+    ----------
+    act : Activation
+
+    Returns
+    -------
+    tuple
+        ``(series_g, series_g_prime, switch, coef_g, coef_g_prime)`` for :func:`spec_g`,
+        :func:`spec_g_prime` and :func:`spec_g_both`: ``series_g[ℓ]`` the coefficient of ``q^ℓ`` (0 below
+        degree 3), ``series_g_prime[ℓ]`` that of ``q^ℓ`` in ``g'``, ``coef_*`` of shape (12, 23).
+    """
+    cached = act.__dict__.get("_compiled_spec")
+    if cached is not None:
+        return cached
+    ell = np.arange(_HERMITE_MAX_DEGREE + 1)
+    mu = np.array([act.hermite(k) for k in ell])
+    series = np.where(ell >= 3, mu ** 2 / _factorial(ell), 0.0)
+    if act.g1 == 0.0:
+        series[:] = 0.0
+    series_d = np.zeros_like(series)
+    series_d[:-1] = series[1:] * ell[1:]
+
+    def cut(c):
+        big = np.flatnonzero(np.abs(c) * SERIES_SWITCH ** np.arange(c.size) > 1e-20)
+        return np.ascontiguousarray(c[:big[-1] + 1] if big.size else c[:1])
+
+    g_table = _ThetaInterpolant(lambda q: act.g(np.clip(q, -1.0, 1.0)))
+    gp_table = _ThetaInterpolant(lambda q: act.g_prime(np.clip(q, -1.0, 1.0)))
+    series, series_d = cut(series), cut(series_d)
+    n = max(series.size, series_d.size)  # one length: spec_g_both runs both recurrences in one loop
+    series, series_d = (np.ascontiguousarray(np.pad(c, (0, n - c.size))) for c in (series, series_d))
+    spec = (series, series_d, float(SERIES_SWITCH), g_table.coef, gp_table.coef)
+    act.__dict__["_compiled_spec"] = spec
+    return spec
+
+
+@kernel(cache=True, inline="always")
+def _horner(series, q):  # pragma: no cover - compiled
+    out = 0.0
+    for j in range(series.size - 1, -1, -1):
+        out = out * q + series[j]
+    return out
+
+
+@kernel(cache=True, inline="always")
+def _theta_series(coef, p, t2):  # pragma: no cover - compiled
+    b1 = 0.0
+    b2 = 0.0
+    for j in range(coef.shape[1] - 1, 0, -1):
+        b1, b2 = t2 * b1 - b2 + coef[p, j], b1
+    return 0.5 * t2 * b1 - b2 + coef[p, 0]
+
+
+@kernel(cache=True, inline="always")
+def spec_g_both(spec, q):  # pragma: no cover - compiled
+    """``(g(q), g'(q))`` of a compiled activation (:func:`compiled_activation`) at one ``q`` (clipped to
+    [−1, 1]): one ``arccos`` and the two recurrences interleaved."""
+    if q > 1.0:
+        q = 1.0
+    elif q < -1.0:
+        q = -1.0
+    if abs(q) <= spec[2]:
+        sg, sd = spec[0], spec[1]
+        out_g = 0.0
+        out_d = 0.0
+        for j in range(sg.size - 1, -1, -1):
+            out_g = out_g * q + sg[j]
+            out_d = out_d * q + sd[j]
+        return out_g, out_d
+    cg, cd = spec[3], spec[4]
+    n_panels = cg.shape[0]
+    x = math.acos(q) * (n_panels / math.pi)
+    p = min(int(x), n_panels - 1)
+    t2 = 4.0 * (x - p) - 2.0
+    b1 = 0.0
+    b2 = 0.0
+    d1 = 0.0
+    d2 = 0.0
+    for j in range(cg.shape[1] - 1, 0, -1):
+        b1, b2 = t2 * b1 - b2 + cg[p, j], b1
+        d1, d2 = t2 * d1 - d2 + cd[p, j], d1
+    return 0.5 * t2 * b1 - b2 + cg[p, 0], 0.5 * t2 * d1 - d2 + cd[p, 0]
+
+
+@kernel(cache=True, inline="always")
+def _spec_one(series, coef, switch, q):  # pragma: no cover - compiled
+    if q > 1.0:
+        q = 1.0
+    elif q < -1.0:
+        q = -1.0
+    if abs(q) <= switch:
+        return _horner(series, q)
+    n_panels = coef.shape[0]
+    x = math.acos(q) * (n_panels / math.pi)
+    p = min(int(x), n_panels - 1)
+    return _theta_series(coef, p, 4.0 * (x - p) - 2.0)
+
+
+@kernel(cache=True, inline="always")
+def spec_g(spec, q):  # pragma: no cover - compiled
+    """``g(q)`` of a compiled activation (:func:`compiled_activation`) at one ``q`` (clipped to [−1, 1])."""
+    return _spec_one(spec[0], spec[3], spec[2], q)
+
+
+@kernel(cache=True, inline="always")
+def spec_g_prime(spec, q):  # pragma: no cover - compiled
+    """``g'(q)`` of a compiled activation at one ``q`` (clipped to [−1, 1])."""
+    return _spec_one(spec[1], spec[4], spec[2], q)

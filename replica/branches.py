@@ -121,6 +121,10 @@ MAX_MOVE = 0.05
 MIN_STEP = 1e-9
 #: an end where some learned overlap is below this is a bifurcation (merge), else a fold
 BIFURCATION_OVERLAP = 1e-4
+#: Newton iterations of one solve of the bordered system at a fold (:func:`_refine_fold`)
+FOLD_NEWTON_ITER = 12
+#: most solves of the bordered system while a fold is refined
+FOLD_MAX_SOLVES = 12
 #: evaluation budget of one Newton corrector, in units of (number of order parameters + 1)
 CORRECTOR_MAXFEV = 8
 #: iterations and required contraction of the chord-Newton corrector of the continuation
@@ -134,8 +138,13 @@ LABELLED_END_RTOL = 1e-7
 JUMP_OFFSET = 1e-3
 #: at most this many branches per sweep (a safeguard)
 MAX_BRANCHES = 64
-#: relative tolerance of the root finding for bifurcations and free-entropy crossings
+#: relative tolerance of the root finding for bifurcations and the instability of the universal branch
 ROOT_RTOL = 1e-12
+#: relative tolerance of the free-entropy crossings (the transitions are promised to ~1e-9)
+CROSSING_RTOL = 1e-10
+#: a factorized Jacobian is reused by a continuation that starts within this distance (relative to
+#: max(1, α)) of the point where it was computed (the corrector refreshes it when it fails)
+JACOBIAN_REUSE = 1e-2
 
 
 @dataclass
@@ -478,15 +487,155 @@ def _factor(model, alpha, x):
     return lu
 
 
-def _advance(model, a0, r0, a_target, slope, solve_kw):
+def _fold_estimate(points, direction):
+    """α of the fold that the accepted points ``[(α, x)…]`` (the last three, in the order accepted)
+    approach, or None.
+
+    Near a saddle-node the curve is a parabola ``α = α_f − c ξ²`` in the coordinate ξ along its
+    direction of motion: ξ is the projection of ``x`` on the unit vector of the last accepted step,
+    the parabola through the three points gives ``α_f`` (its vertex). None unless the vertex lies
+    ahead of the last point (in ``direction``) with the curvature of a fold there.
+    """
+    (a1, x1), (a2, x2), (a3, x3) = points[-3:]
+    u = x3 - x2
+    norm = float(np.linalg.norm(u))
+    if not norm > 0.0:
+        return None
+    u = u / norm
+    xi = np.array([float(u @ (x1 - x3)), float(u @ (x2 - x3)), 0.0])
+    al = np.array([a1, a2, a3])
+    if not (xi[0] < xi[1] < 0.0):
+        return None
+    try:
+        c2, c1, c0 = np.polyfit(xi, al, 2)
+    except (np.linalg.LinAlgError, ValueError):
+        return None
+    if not (np.isfinite(c2) and c2 * direction < 0.0):
+        return None
+    vertex = -c1 / (2.0 * c2)
+    a_fold = c0 - c1 * c1 / (4.0 * c2)
+    if not (vertex > 0.0 and np.isfinite(a_fold) and (a_fold - a3) * direction > 0.0):
+        return None
+    return float(a_fold)
+
+
+def _bordered_solve(model, alpha0, x0, u, x_ref, xi, solve_kw):
+    """Point of the curve through ``x_ref`` with ``u·(x − x_ref) = ξ`` (moving entries): Newton on the
+    bordered system ``F(x, α) − x = 0``, ``u·(x − x_ref) = ξ`` in ``(x, α)`` from ``(x0, alpha0)``, with
+    forward-difference Jacobians (``p + 1`` evaluations each). Regular at a fold (where ``F_x − I``
+    alone is singular), so the curve is followed through it. Returns ``(α, result)`` or None."""
+    atol = float(solve_kw.get("atol", 1e-12))
+    rtol = float(solve_kw.get("rtol", 1e-10))
+    x = np.array(x0, dtype=float)
+    idx = _moving(model, x)
+    p = idx.size
+    al = float(alpha0)
+    with np.errstate(all="ignore"):
+        try:
+            g = np.asarray(model.update(al, x), dtype=float)[idx] - x[idx]
+            for _ in range(FOLD_NEWTON_ITER):
+                if not np.all(np.isfinite(g)):
+                    return None
+                c = float(u @ (x[idx] - x_ref)) - xi
+                if np.all(np.abs(g) <= atol + rtol * np.abs(x[idx])) and abs(c) <= atol + rtol * abs(xi):
+                    st = model.state(al, x)
+                    res = FixedPointResult(x, True, "converged", STATUS_MESSAGES["converged"], 0,
+                                           float(np.max(np.abs(g) / (atol + rtol * np.abs(x[idx])), initial=0.0)),
+                                           0.0, "continuation", {"polished": True})
+                    res.info["state"] = st
+                    return al, res
+                jac = np.zeros((p + 1, p + 1))
+                for col, j in enumerate(idx):
+                    hj = 1e-7 * max(1.0, abs(x[j]))
+                    xh = x.copy()
+                    xh[j] += hj
+                    jac[:p, col] = (np.asarray(model.update(al, xh), dtype=float)[idx] - xh[idx] - g) / hj
+                ha = 1e-7 * max(1.0, abs(al))
+                jac[:p, p] = (np.asarray(model.update(al + ha, x), dtype=float)[idx] - x[idx] - g) / ha
+                jac[p, :p] = u
+                delta = np.linalg.solve(jac, -np.concatenate([g, [c]]))
+                if not np.all(np.isfinite(delta)):
+                    return None
+                x = x.copy()
+                x[idx] += delta[:p]
+                al += float(delta[p])
+                if not al > 0.0:
+                    return None
+                g = np.asarray(model.update(al, x), dtype=float)[idx] - x[idx]
+        except (np.linalg.LinAlgError, ValueError, ZeroDivisionError, FloatingPointError):
+            return None
+    return None
+
+
+def _refine_fold(model, accepted, direction, solve_kw):
+    """The fold that the last three accepted points ``[(α, result)…]`` of a continuation approach.
+
+    The curve is parametrized by ``ξ``, the coordinate along the last accepted step; near a
+    saddle-node ``α(ξ)`` is a parabola whose vertex is the fold. Each iteration fits the parabola
+    through the three points nearest the vertex, solves the bordered system (:func:`_bordered_solve`)
+    at its vertex and stops when the fold's α moves by less than a tenth of :data:`MIN_STEP`
+    (relative). Returns ``(α_fold, result)`` (a point of the curve at the fold) or None when the
+    points do not behave as a fold (then the caller goes on halving its step).
+    """
+    (a1, r1), (a2, r2), (a3, r3) = accepted[-3:]
+    x3 = np.asarray(r3.x, dtype=float)
+    idx = _moving(model, x3)
+    ref = x3[idx]
+    u = ref - np.asarray(r2.x, dtype=float)[idx]
+    norm = float(np.linalg.norm(u))
+    if not norm > 0.0:
+        return None
+    u = u / norm
+    pts = [(float(u @ (np.asarray(r.x, dtype=float)[idx] - ref)), float(a), r) for a, r in ((a1, r1), (a2, r2), (a3, r3))]
+    best = None
+    for _ in range(FOLD_MAX_SOLVES):
+        pts.sort(key=lambda t: t[0])
+        xi = np.array([t[0] for t in pts[-3:]])
+        al = np.array([t[1] for t in pts[-3:]])
+        try:
+            c2, c1, c0 = np.polyfit(xi - xi[-1], al, 2)
+        except (np.linalg.LinAlgError, ValueError):
+            return best
+        if not (np.isfinite(c2) and c2 * direction < 0.0):
+            return best
+        vertex = xi[-1] - c1 / (2.0 * c2)
+        a_pred = c0 - c1 * c1 / (4.0 * c2)
+        # predictor: the quadratic through the points in ξ, for every moving entry
+        xs = np.array([np.asarray(t[2].x, dtype=float) for t in pts[-3:]])
+        coef = np.polyfit(xi - xi[-1], xs[:, idx], 2)
+        x0 = xs[-1].copy()
+        x0[idx] = coef[0] * (vertex - xi[-1]) ** 2 + coef[1] * (vertex - xi[-1]) + coef[2]
+        got = _bordered_solve(model, a_pred, x0, u, ref, vertex, solve_kw)
+        if got is None:
+            return best
+        a_new, r_new = got
+        done = best is not None and abs(a_new - best[0]) <= 0.1 * MIN_STEP * max(1.0, abs(a_new))
+        if best is None or (a_new - best[0]) * direction > 0.0:
+            best = (a_new, r_new)
+        if done:
+            return best
+        pts.append((vertex, a_new, r_new))
+        # keep the three points closest to the vertex
+        pts.sort(key=lambda t: abs(t[0] - vertex))
+        pts = pts[:3]
+    return best
+
+
+def _advance(model, a0, r0, a_target, slope, solve_kw, jac_cache=None):
     """Continue from the point ``r0`` at ``a0`` to ``a_target`` with step control.
 
     Predictor: secant (``slope``); corrector: chord Newton with ``J − I`` factorized at the
     last accepted point (refreshed after a slow corrector step, and once before a step is
     halved); the step is halved when the corrector fails or :func:`_check_step` rejects the
-    point, doubled after a success. Returns ``(result at a_target or None, slope, failure)``
-    where ``failure`` is None or ``(last α, last result, reason, learned overlaps)`` when the curve ends
-    before ``a_target`` (steps below :data:`MIN_STEP`).
+    point, doubled after a success. Where the corrector fails and the last three accepted points
+    show a fold ahead (:func:`_fold_estimate`), the fold is located by :func:`_refine_fold` (the
+    curve followed through it in a coordinate along the curve, the vertex of ``α`` found by parabolic
+    interpolation) instead of bisection of the step to :data:`MIN_STEP`. Returns ``(result at
+    a_target or None, slope, failure)`` where ``failure`` is None or ``(last α, last result, reason,
+    learned overlaps)`` when the curve ends before ``a_target`` (at a located fold, or where steps fall
+    below :data:`MIN_STEP`). ``jac_cache`` (a dict, optional) carries the last factorized Jacobian
+    between calls on one curve: it is reused when it was computed within :data:`JACOBIAN_REUSE` of
+    ``a0`` and left there for the next call.
     """
     a, r = a0, r0
     x = np.asarray(r0.x, dtype=float)
@@ -494,6 +643,12 @@ def _advance(model, a0, r0, a_target, slope, solve_kw):
     support = np.abs(ov) > SUPPORT_OVERLAP
     h = abs(a_target - a0)
     lu, fresh = None, False
+    if jac_cache and abs(jac_cache["alpha"] - a0) <= JACOBIAN_REUSE * max(1.0, abs(a0)):
+        lu = jac_cache["lu"]
+    idx = _moving(model, x)
+    accepted = [(a, r0)]
+    direction = 1.0 if a_target >= a0 else -1.0
+    fold_tried = False
     while True:
         rem = a_target - a
         if rem == 0.0:
@@ -504,6 +659,8 @@ def _advance(model, a0, r0, a_target, slope, solve_kw):
         x_pred = x if slope is None else x + slope * step
         if lu is None:
             lu, fresh = _factor(model, a, x), True
+            if jac_cache is not None and lu is not None:
+                jac_cache.update(alpha=a, lu=lu)
         r_new = None if lu is None else _chord(model, a_new, x_pred, lu, solve_kw)
         why = _check_step(r_new, ov, support)
         if why is not None and fresh and _labelled(model, x) \
@@ -519,13 +676,24 @@ def _advance(model, a0, r0, a_target, slope, solve_kw):
         if why is None:
             slope = (np.asarray(r_new.x) - x) / step
             a, r, x, ov = a_new, r_new, np.asarray(r_new.x, dtype=float), _overlaps(r_new)
+            accepted.append((a, r))
             support |= np.abs(ov) > SUPPORT_OVERLAP  # learned overlaps stay tracked down to zero
             h = 2.0 * abs(step)
             if r_new.iterations > 3:
                 lu = None
             fresh = False
+            fold_tried = False
         else:
             h = 0.5 * abs(step)
+            if why == "newton" and len(accepted) >= 3 and not fold_tried and not _labelled(model, x):
+                fold_tried = True
+                a_fold = _fold_estimate([(al, np.asarray(rr.x, dtype=float)[idx]) for al, rr in accepted[-3:]],
+                                        direction)
+                if a_fold is not None and 0.0 < (a_fold - a) * direction < abs(step):
+                    got = _refine_fold(model, accepted, direction, solve_kw)
+                    if got is not None and 0.0 <= (got[0] - a) * direction < abs(step) \
+                            and _check_step(got[1], ov, support) in (None, "move"):
+                        return None, slope, (got[0], got[1], why, support)
             if h < MIN_STEP * max(1.0, abs(a)):
                 return None, slope, (a, r, why, support)
 
@@ -709,7 +877,11 @@ def _jump_seeds(model, alphas, curve, solve_kw):
 
 
 def _solve_on_curve(model, curve, alphas, alpha, solve_kw, cache):
-    """State of ``curve`` at ``alpha`` (continuation from its nearest stored point); None if absent."""
+    """State of ``curve`` at ``alpha`` (continuation from its nearest solved point); None if absent.
+
+    ``cache`` keeps, per curve, every state solved here, the points they were solved at (later
+    calls continue from the nearest of them: the iterates of a root finding approach each other)
+    and the last factorized Jacobian (:func:`_advance`)."""
     key = (id(curve), float(alpha))
     if key in cache:
         return cache[key]
@@ -717,16 +889,20 @@ def _solve_on_curve(model, curve, alphas, alpha, solve_kw, cache):
         out = model.solve_universal(alpha).info["state"]
         cache[key] = out
         return out
-    # grid points first: the last points before an end sit next to a singular Jacobian
-    nodes = [(float(alphas[i]), r) for i, r in curve.results.items()]
+    solved = cache.setdefault(("solved", id(curve)), [])
+    jac = cache.setdefault(("jacobian", id(curve)), {})
+    # grid points and earlier solves first: the last points before an end sit next to a singular Jacobian
+    nodes = [(float(alphas[i]), r) for i, r in curve.results.items()] + solved
     if not nodes or not any(abs(a - alpha) <= np.max(np.diff(alphas), initial=0.0) for a, _ in nodes):
         nodes += [(e.last_alpha, e.result) for e in curve.ends.values()]
     a0, r0 = min(nodes, key=lambda t: abs(t[0] - alpha))
     if a0 == alpha:
         out = r0.info["state"]
     else:
-        r, _, _ = _advance(model, a0, r0, float(alpha), None, solve_kw)
+        r, _, _ = _advance(model, a0, r0, float(alpha), None, solve_kw, jac_cache=jac)
         out = None if r is None else r.info["state"]
+        if r is not None:
+            solved.append((float(alpha), r))
     cache[key] = out
     return out
 
@@ -813,7 +989,7 @@ def _equilibrium_changes(model, alphas, curves, names, solve_kw):
 
             try:
                 from scipy import optimize  # lazy: start-up (docs/architecture.md)
-                a_c = float(optimize.brentq(diff, a_left, a_right, xtol=1e-14, rtol=ROOT_RTOL))
+                a_c = float(optimize.brentq(diff, a_left, a_right, xtol=1e-14, rtol=CROSSING_RTOL))
             except ValueError:
                 logger.info("equilibrium change %s -> %s in [%g, %g] not bracketed", left, right, a_left, a_right)
                 a_c = 0.5 * (a_left + a_right)

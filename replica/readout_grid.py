@@ -155,7 +155,9 @@ def equal_potential_threshold(profile, potential) -> float:
     # the bistable windows lie between the extrema of T and its onset: scan each of them densely
     ends = np.concatenate([profile.minima, profile.maxima, [profile.onset, _FRONT_SCAN[-1]]])
     ends = np.unique(ends[np.isfinite(ends) & (ends >= first) & (ends <= _FRONT_SCAN[-1])])
-    inner = [np.geomspace(a * (1.0 + 1e-9), b * (1.0 - 1e-9), 9) for a, b in zip(ends[:-1], ends[1:])]
+    # s ≥ 0: a window reaching below 0 (a negative extremum of a curve s = T(r)) is scanned from 0 on
+    inner = [np.geomspace(a * (1.0 + 1e-9), b * (1.0 - 1e-9), 9) if a > 0.0
+             else np.linspace(0.0, b * (1.0 - 1e-9), 10)[1:] for a, b in zip(ends[:-1], ends[1:]) if b > 0.0]
     scan = np.unique(np.concatenate([[first * (1.0 + 1e-12)], *inner, _FRONT_SCAN[_FRONT_SCAN > first]]))
     d = diff(scan)
     choice = np.flatnonzero(np.isfinite(d))

@@ -60,15 +60,22 @@ import math
 
 import numpy as np
 
+
+from hciz.compiled import compiled_rectangular
+from priors.compiled import compiled_prior
 from priors.continuous_laws import GaussianLaw
 
-from ..readout_grid import (SELECT_EQUILIBRIUM, SELECT_LOW, SELECT_ZERO, OverlapProfile, ProfileSolver,
-                            _relative_change, equal_potential_threshold)
+from ..activations import compiled_activation
+from ..readout_grid import (_FRONT_SCAN, _R_GRID, SELECT_EQUILIBRIUM, SELECT_LARGEST, SELECT_LOW, SELECT_ZERO,
+                            OverlapProfile, ProfileSolver, _relative_change)
+from .._curve_kernels import folded_gaussian_panel_rule, gauss_legendre_unit
+from . import _two_layer_kernels as _kernels
 
 __all__ = ["EffectiveReadoutProfile", "TwoLayerProfileSolver", "REPORT_PANELS"]
 
 #: panels of the reporting grid in s (:func:`replica.models.two_layer.effective_readout_panels`)
 REPORT_PANELS = 16
+_GL16_X, _GL16_W = np.polynomial.legendre.leggauss(16)  # the tail integral of the tilt gain
 
 
 class EffectiveReadoutProfile(OverlapProfile):
@@ -89,8 +96,11 @@ class EffectiveReadoutProfile(OverlapProfile):
 
     Notes
     -----
-    ``snr(s², s_threshold)`` (inherited) returns ``Q̂₁`` at effective readouts ``s``; the
-    variable called ``s`` there is ``s²`` here.
+    ``snr(s², s_threshold)`` returns ``Q̂₁`` at effective readouts ``s``; the variable called ``s``
+    there is ``s²`` here. The curve is tabulated, its extrema refined and its roots found by the
+    compiled kernels of :mod:`replica.models._two_layer_kernels` (the algorithms of
+    :class:`replica.readout_grid.OverlapProfile`); the priors and ``σ₁`` enter through their compiled
+    forms (:func:`priors.compiled.compiled_prior`, :func:`replica.activations.compiled_activation`).
     """
 
     def __init__(self, prior1, prior2, activation1, kappa, A, W, cA, cW):
@@ -98,11 +108,35 @@ class EffectiveReadoutProfile(OverlapProfile):
         self.prior2 = prior2
         self.activation = activation1
         self.kappa = float(kappa)
-        self.A_v, self.W_v = np.asarray(A, float), np.asarray(W, float)
-        self.cA, self.cW = np.asarray(cA, float), np.asarray(cW, float)
+        self.A_v, self.W_v = np.ascontiguousarray(A, dtype=float), np.ascontiguousarray(W, dtype=float)
+        self.cA, self.cW = np.ascontiguousarray(cA, dtype=float), np.ascontiguousarray(cW, dtype=float)
+        self.specs = (compiled_activation(activation1), compiled_prior(prior1), compiled_prior(prior2))
+        self.curve = (self.kappa, self.A_v, self.W_v, self.cA, self.cW)
         tiny = 1e-9
         onset = math.inf if tiny - self.c(np.array([self.prior.overlap(np.array([tiny]))[0]]))[0] > 0 else -math.inf
         self._tabulate(onset)
+
+    @classmethod
+    def from_table(cls, prior1, prior2, activation1, specs, curve, onset, r, T, rmin, lmax, minima, maxima):
+        """A profile from the curve and table one call of :func:`replica.models._two_layer_kernels.evaluate_point`
+        returned (no recomputation)."""
+        self = cls.__new__(cls)
+        self.prior, self.prior2, self.activation, self.specs = prior1, prior2, activation1, specs
+        self.curve = curve
+        self.kappa, self.A_v, self.W_v, self.cA, self.cW = curve
+        self.onset = float(onset)
+        self._r, self._T, self._Rmin, self._Lmax, self.minima, self.maxima = r, T, rmin, lmax, minima, maxima
+        return self
+
+    def _tabulate(self, onset):
+        self.onset = float(onset)
+        (self._r, self._T, self.minima, self.maxima, self._Rmin,
+         self._Lmax) = _kernels.tabulate(_R_GRID, self.onset, self.curve, *self.specs)
+
+    @property
+    def table(self) -> tuple:
+        """``(r, T, running min from the right, running max from the left, onset)`` of the tabulated curve."""
+        return self._r, self._T, self._Rmin, self._Lmax, self.onset
 
     def snr2(self, q, g=None):
         """``Q̂₂(v, s)`` at first-layer overlaps ``q`` (``g = g₁(q)`` if already known): shape
@@ -113,29 +147,31 @@ class EffectiveReadoutProfile(OverlapProfile):
         return np.maximum(self.A_v.reshape(shape) * g + self.W_v.reshape(shape) * q, 0.0)
 
     def c(self, q, gp=None):
-        """``c(q)`` of the module docstring (vectorized in ``q``; ``gp = g₁'(q)`` if already known)."""
+        """``c(q)`` of the module docstring (vectorized in ``q``)."""
         q = np.asarray(q, dtype=float)
-        h = np.clip(self.prior2.overlap(self.snr2(q)), 0.0, 1.0).reshape(self.cA.size, -1)
-        gp = self.activation.g_prime(q) if gp is None else gp
-        return (gp.ravel() * (self.cA @ h) + self.cW @ h).reshape(q.shape)
+        return _kernels.c_many(np.ascontiguousarray(q.ravel()), self.curve, self.specs[0],
+                               self.specs[2]).reshape(q.shape)
 
     def roots(self, snr1):
         """Everything a root ``Q̂₁ = snr1`` fixes (arrays of ``snr1``'s shape, ``(n_v,) + shape`` for the
         second layer): ``(Q₁, g₁(Q₁), Q̂₂, Q₂)``."""
-        q1 = np.clip(self.prior.overlap(snr1), 0.0, 1.0)
-        g1q = self.activation.g(q1)
-        snr2 = self.snr2(q1, g1q)
-        return q1, g1q, snr2, np.clip(self.prior2.overlap(snr2), 0.0, 1.0)
+        snr1 = np.asarray(snr1, dtype=float)
+        q1, g1q, snr2, q2 = _kernels.roots_from_snr(np.ascontiguousarray(snr1.ravel()), self.curve, *self.specs)
+        n_v = self.A_v.size
+        return (q1.reshape(snr1.shape), g1q.reshape(snr1.shape), snr2.reshape((n_v,) + snr1.shape),
+                q2.reshape((n_v,) + snr1.shape))
 
     def T(self, r):
         """``T(r) = (r − c(q))/k(q)``, ``q = m_{P₁}(r)`` (``±inf`` where ``k(q) = 0``)."""
         r = np.asarray(r, dtype=float)
-        q = np.clip(self.prior.overlap(r), 0.0, 1.0)
-        gp = self.activation.g_prime(q)
-        k = self.kappa * gp
-        num = r - self.c(q, gp)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(k > 0, num / np.where(k > 0, k, 1.0), np.where(num > 0, np.inf, -np.inf))
+        return _kernels.curve_T_many(np.ascontiguousarray(r.ravel()), self.curve, *self.specs).reshape(r.shape)
+
+    def snr(self, s, s_threshold=SELECT_LARGEST):
+        """SNRs ``Q̂₁`` of the selected fixed points at ``s² = s`` (:meth:`OverlapProfile.snr`)."""
+        s = np.asarray(s, dtype=float)
+        out = _kernels.snr_many(np.ascontiguousarray(s.ravel()), float(s_threshold), *self.table, self.curve,
+                                *self.specs)
+        return out.reshape(s.shape)
 
 
 class TwoLayerProfileSolver(ProfileSolver):
@@ -160,8 +196,9 @@ class TwoLayerProfileSolver(ProfileSolver):
 
     def __init__(self, model, **kw):
         super().__init__(model, **kw)
-        self.law = GaussianLaw()
+        self.law = GaussianLaw()  # the law of s (the loop of ProfileSolver.solve needs a continuous law)
         self.adaptive = True
+        self._args = None
 
     @property
     def n_globals(self) -> int:
@@ -169,14 +206,18 @@ class TwoLayerProfileSolver(ProfileSolver):
 
     # ------------------------------------------------------------------ rules
     def rule(self, profile, s_threshold, level):
-        """Folded Gaussian panel rule on ``s > 0`` with panel ends at the fronts."""
+        """Folded Gaussian panel rule on ``s > 0`` with panel ends at the fronts
+        (:func:`replica._curve_kernels.folded_gaussian_panel_rule`)."""
+        t, wt = gauss_legendre_unit(self.base_nodes * 2**level)
+        return folded_gaussian_panel_rule(np.sqrt(self._breakpoints(profile, s_threshold)), t, wt)
+
+    @staticmethod
+    def _breakpoints(profile, s_threshold):
+        """Values of ``s²`` where the selected ``Q₁(s)`` may be non-smooth (extrema of ``T``, the front)."""
         s_pts = profile.breakpoints() if profile is not None else np.zeros(0)
         if 0.0 < s_threshold < SELECT_LOW:
             s_pts = np.append(s_pts, s_threshold)
-        v = np.sqrt(s_pts)
-        nodes, weights = self.law.panel_rule(np.concatenate([v, -v, [0.0]]), self.base_nodes * 2**level)
-        pos = nodes > 0
-        return nodes[pos], 2.0 * weights[pos]
+        return np.ascontiguousarray(s_pts, dtype=float)
 
     # ------------------------------------------------------------------ map
     def split(self, y):
@@ -184,40 +225,53 @@ class TwoLayerProfileSolver(ProfileSolver):
         n_v = self.model.n_readout
         y = np.asarray(y, dtype=float)
         # D = Δ + mmse ≥ Δ (and ≥ 1e-14 at Δ = 0: the channels' SNRs stay finite)
-        return (max(float(y[0]), self.model.delta, 1e-14), np.clip(y[1:1 + n_v], 0.0, 1.0),
-                np.clip(y[1 + n_v:1 + 2 * n_v], 0.0, 1.0 - 1e-15))
+        return (max(float(y[0]), self.model.delta, 1e-14), np.minimum(np.maximum(y[1:1 + n_v], 0.0), 1.0),
+                np.minimum(np.maximum(y[1 + n_v:1 + 2 * n_v], 0.0), 1.0 - 1e-15))
+
+    def _kernel_args(self) -> tuple:
+        """The compiled forms the kernels take (built at the first evaluation, then kept):
+        ``(consts, p(v), v², σ₁, σ₂, P₁, P₂, product channel)``."""
+        if self._args is None:
+            m = self.model
+            act1, act2 = m.activations
+            p1, p2 = m.weight_priors
+            consts = (float(m.a), float(m.b), float(m.gammas[0]), float(m.gammas[1]), float(m.g1_one),
+                      float(m.g2_one), float(m.delta))
+            self._args = (consts, np.ascontiguousarray(m.readout_weights, dtype=float),
+                          np.ascontiguousarray(m.v2, dtype=float), compiled_activation(act1),
+                          compiled_activation(act2), compiled_prior(p1), compiled_prior(p2),
+                          compiled_rectangular(m.channel))
+        return self._args
 
     def _evaluate(self, alpha, y, s_threshold, level):
         m = self.model
         D, inner, t = self.split(y)
-        act1, act2 = m.activations
-        gam1, gam2 = m.gammas
-        p1, p2 = m.weight_priors
-        pv, v2 = m.readout_weights, m.v2
-        g2p = act2.g_prime(inner)
-        tau = m.tilt(t)
-        r21 = np.maximum(alpha * m.a * v2 * g2p / (gam2 * D), 0.0)
-        gain = m.tilt_gain(tau, r21)
-        q21 = np.atleast_1d(m.channel.overlap(tau + r21))
-        if s_threshold == SELECT_ZERO:
-            profile = None
+        consts, pv, v2, act1_spec, act2_spec, p1_spec, p2_spec, rect = self._kernel_args()
+        if s_threshold == SELECT_ZERO:  # the universal point: no profile
+            g2p, tau, r21, gain, q21 = _kernels.global_channels(float(alpha), D, inner, t, consts, v2, act2_spec, rect,
+                                                                 _GL16_X, _GL16_W)
+            nodes, weights = self.rule(None, s_threshold, level)
+            snr1 = q1 = g1q = np.zeros(nodes.size)
+            snr2 = q2 = np.zeros((m.n_readout, nodes.size))
+            inner_new, t_new = m.a * q21, np.zeros(m.n_readout)
+            gap2 = float(pv @ (v2 * (m.g2_one - m.activations[1].g(np.clip(inner_new, 0.0, 1.0)))))
+            D_new = m.delta + m.b * m.g1_one * float(weights @ (nodes * nodes)) + gap2
+            iota = m.channel.mutual_information
+            rect_sum = float(pv @ (r21 * (1.0 - q21) / 2.0 - iota(r21) + iota(0.0 * r21)))
+            profile, entropic = None, (0.0, 0.0, rect_sum)
         else:
-            profile = EffectiveReadoutProfile(
-                p1, p2, act1, alpha * m.b / (gam1 * D), alpha * v2 * g2p / (gam1 * gam2 * D), gain / gam1,
-                alpha / (gam1 * D) * pv * v2 * g2p, gam2 / gam1 * pv * gain)
-        ctx = {"alpha": alpha, "D": D, "g2p": g2p, "gain": gain}
-        if s_threshold == SELECT_EQUILIBRIUM:
-            s_threshold = self.equilibrium_threshold(profile, ctx)
-        nodes, weights = self.rule(profile, s_threshold, level)
-        s2 = nodes * nodes
-        snr1, q1, g1q, snr2, q2 = self._roots(profile, s2, s_threshold)
-        inner_new = m.a * q21 + q2 @ (weights * g1q)
-        t_new = q2 @ (weights * q1)
-        gap1 = m.b * float(weights @ (s2 * (m.g1_one - g1q)))
-        gap2 = float(pv @ (v2 * (m.g2_one - act2.g(np.clip(inner_new, 0.0, 1.0)))))
+            t_gl, w_gl = gauss_legendre_unit(self.base_nodes * 2**level)
+            (g2p, tau, r21, gain, q21, curve, onset, r, T, rmin, lmax, minima, maxima, s_threshold, nodes, weights,
+             snr1, q1, g1q, snr2, q2, inner_new, t_new, D_new, ent1, ent2, rect_sum) = _kernels.evaluate_point(
+                float(alpha), D, inner, t, float(s_threshold), consts, pv, v2, act1_spec, act2_spec, p1_spec,
+                p2_spec, rect, _R_GRID, _FRONT_SCAN, t_gl, w_gl, _GL16_X, _GL16_W)
+            p1, p2 = m.weight_priors
+            profile = EffectiveReadoutProfile.from_table(p1, p2, m.activations[0], (act1_spec, p1_spec, p2_spec),
+                                                         curve, onset, r, T, rmin, lmax, minima, maxima)
+            entropic = (ent1, ent2, rect_sum)
         return {"tau": tau, "r21": r21, "gain": gain, "q21": q21, "profile": profile, "threshold": s_threshold,
                 "nodes": nodes, "weights": weights, "snr1": snr1, "q1": q1, "snr2": snr2, "q2": q2, "inner": inner_new,
-                "t": t_new, "D": m.delta + gap1 + gap2}
+                "t": t_new, "D": D_new, "entropic": entropic, "g2p": g2p}
 
     def _roots(self, profile, s2, s_threshold):
         """``(Q̂₁, Q₁, g₁(Q₁), Q̂₂, Q₂)`` of the selected roots at effective readouts ``√s2`` (zeros for
@@ -229,6 +283,15 @@ class TwoLayerProfileSolver(ProfileSolver):
         snr1 = profile.snr(s2, s_threshold)
         return (snr1, *profile.roots(snr1))
 
+    def _potential_args(self, ctx):
+        """The tuple ``pot`` of :mod:`replica.models._two_layer_kernels` from the context of one evaluation."""
+        m = self.model
+        pv = m.readout_weights
+        gam1, gam2 = (float(g) for g in m.gammas)
+        return (float(m.b), float(ctx["D"]), float(ctx["alpha"]), gam1, gam2,
+                np.ascontiguousarray(pv * m.v2 * ctx["g2p"], dtype=float), np.ascontiguousarray(pv, dtype=float),
+                np.ascontiguousarray(pv * ctx["gain"], dtype=float))
+
     def neuron_potential(self, profile, s2, snr1, ctx):
         r"""Free entropy per unit mass of the first-layer neurons with effective readout ``s`` on the root
         ``Q̂₁ = snr1`` (its second-layer entries following, ``Q₂(v, s) = h_v(Q₁)``), relative to ``Q ≡ 0``::
@@ -238,7 +301,8 @@ class TwoLayerProfileSolver(ProfileSolver):
                 + (γ₂/2α) Σ_v p(v) w_v Q₂(v) Q₁
 
         (the first-order change of ``f`` when a group of mass ε moves from ``Q ≡ 0`` to that root; its
-        stationary points in ``(Q₁, Q̂₁, Q₂, Q̂₂)`` are the per-neuron equations).
+        stationary points in ``(Q₁, Q̂₁, Q₂, Q̂₂)`` are the per-neuron equations). Compiled:
+        :func:`replica.models._two_layer_kernels.potential`.
 
         Parameters
         ----------
@@ -252,22 +316,18 @@ class TwoLayerProfileSolver(ProfileSolver):
         -------
         ndarray, shape of ``s2``
         """
-        m = self.model
-        gam1, gam2 = m.gammas
-        p1, p2 = m.weight_priors
-        alpha, D = ctx["alpha"], ctx["D"]
-        q1, g1q, snr2, q2 = profile.roots(snr1)
-        pv = m.readout_weights
-        energetic = g1q * (m.b * s2 + np.tensordot(pv * m.v2 * ctx["g2p"], q2, axes=1)) / (2 * D)
-        ent1 = gam1 / alpha * (p1.free_entropy(snr1) - q1 * snr1 / 2.0)
-        ent2 = gam1 * gam2 / alpha * np.tensordot(pv, p2.free_entropy(snr2) - q2 * snr2 / 2.0, axes=1)
-        rect = gam2 / (2 * alpha) * np.tensordot(pv * ctx["gain"], q2, axes=1) * q1
-        return energetic + ent1 + ent2 + rect
+        s2, snr1 = np.broadcast_arrays(np.asarray(s2, dtype=float), np.asarray(snr1, dtype=float))
+        out = _kernels.potential_many(np.ascontiguousarray(s2.ravel()), np.ascontiguousarray(snr1.ravel()),
+                                      profile.curve, self._potential_args(ctx), *profile.specs)
+        return out.reshape(s2.shape)
 
     def equilibrium_threshold(self, profile, ctx) -> float:
-        """``s²`` of the equal-potential front (:func:`replica.readout_grid.equal_potential_threshold`
-        with :meth:`neuron_potential`): every neuron on the root of larger free entropy."""
-        return equal_potential_threshold(profile, lambda s2, snr: self.neuron_potential(profile, s2, snr, ctx))
+        """``s²`` of the equal-potential front (the algorithm of
+        :func:`replica.readout_grid.equal_potential_threshold` with :meth:`neuron_potential`, compiled:
+        :func:`replica.models._two_layer_kernels.front`): every neuron on the root of larger free entropy."""
+        r, T, rmin, lmax, onset = profile.table
+        return float(_kernels.front(r, T, profile.minima, profile.maxima, rmin, lmax, onset, _FRONT_SCAN,
+                                    profile.curve, self._potential_args(ctx), *profile.specs))
 
     def update(self, alpha, y, s_threshold, level=0):
         """The map ``(D, inner, t) → (D', inner', t')`` at fixed selection and rule."""
@@ -280,20 +340,13 @@ class TwoLayerProfileSolver(ProfileSolver):
 
     # ------------------------------------------------------------------ state
     def free_entropy(self, alpha, e) -> float:
-        """``f`` of the module docstring of :mod:`replica.models.two_layer` on the rule of ``e``."""
-        m = self.model
-        gam1, gam2 = m.gammas
-        p1, p2 = m.weight_priors
-        w = e["weights"]
+        """``f`` of the module docstring of :mod:`replica.models.two_layer` on the rule of ``e`` (the
+        entropic sums are those of the evaluation; the product term uses the tilt of the new ``t``)."""
+        gam1, gam2 = self.model.gammas
         D = e["D"]
         if not D > 0.0:
             return math.inf
-        tau = m.tilt(np.clip(e["t"], 0.0, 1.0 - 1e-15))
-        iota = m.channel.mutual_information
-        ent1 = float(w @ (p1.free_entropy(e["snr1"]) - e["q1"] * e["snr1"] / 2.0))
-        ent2 = float(m.readout_weights @ ((p2.free_entropy(e["snr2"]) - e["q2"] * e["snr2"] / 2.0) @ w))
-        r21, q21 = e["r21"], e["q21"]
-        rect = float(m.readout_weights @ (r21 * (1.0 - q21) / 2.0 - iota(tau + r21) + iota(tau)))
+        ent1, ent2, rect = e["entropic"]
         return float(-0.5 * math.log(2 * math.pi * math.e * D)
                      + gam1 / alpha * ent1 + gam1 * gam2 / alpha * ent2 + gam2 / alpha * rect)
 
