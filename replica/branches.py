@@ -136,6 +136,8 @@ LABEL_RESOLVE_STEP = 1e-3
 LABELLED_END_RTOL = 1e-7
 #: distance (relative to max(1, α)) beyond a branch end where the system's jump is sought
 JUMP_OFFSET = 1e-3
+#: a jump beyond a fold starts this many widths of the fold's ghost downstream (:func:`_past_the_ghost`)
+GHOST_WIDTHS = 8.0
 #: at most this many branches per sweep (a safeguard)
 MAX_BRANCHES = 64
 #: relative tolerance of the root finding for bifurcations and the instability of the universal branch
@@ -609,6 +611,8 @@ def _refine_fold(model, accepted, direction, solve_kw):
         if got is None:
             return best
         a_new, r_new = got
+        # the geometry of the fold, for the jump beyond it (:func:`_jump_seeds`): α ≈ α_f − c ξ² along u
+        r_new.info["fold"] = {"direction": u, "curvature": abs(float(c2))}
         done = best is not None and abs(a_new - best[0]) <= 0.1 * MIN_STEP * max(1.0, abs(a_new))
         if best is None or (a_new - best[0]) * direction > 0.0:
             best = (a_new, r_new)
@@ -751,6 +755,7 @@ class _Curve:
         self.results = {}  # grid index -> FixedPointResult
         self.stability = {}  # grid index -> leading eigenvalue of the Jacobian
         self.ends = {}  # -1 (lower), +1 (upper) -> _End
+        self.jumps = {}  # -1, +1 -> the curve (or "universal") the system goes to beyond that end
 
     def lo(self, alphas):
         e = self.ends.get(-1)
@@ -851,12 +856,42 @@ def _trace(model, alphas, a0, seed_result, solve_kw):
     return curve
 
 
+def _past_the_ghost(model, alpha, end):
+    """Start of the damped iteration that finds where the system goes beyond a fold ``end`` at ``alpha``.
+
+    Beyond a saddle-node the iterate crawls through the ghost of the fold, a bottleneck of width
+    ``~√(δ/c)`` along the fold's direction ``u`` (``δ = |α − α_f|``, ``α ≈ α_f − c ξ²`` along ``u``,
+    :func:`_refine_fold`), for ``~1/√(δc)`` iterations, before it falls onto the attractor the fold
+    leads to. The damped iteration starts at the fold point moved :data:`GHOST_WIDTHS` bottleneck
+    widths downstream along ``u`` (the side the map moves it to), on the same slow manifold, so that
+    the attractor is the same and most of the crawl is skipped. Without the fold's geometry (an end
+    located by bisection): the fold point itself.
+    """
+    x = np.array(end.result.x, dtype=float)
+    fold = end.result.info.get("fold")
+    if not fold or not fold["curvature"] > 0.0:
+        return x
+    idx = _moving(model, x)
+    u = np.asarray(fold["direction"], dtype=float)
+    with np.errstate(all="ignore"):
+        try:
+            flow = float(u @ (np.asarray(model.update(alpha, x), dtype=float)[idx] - x[idx]))
+        except (ValueError, ZeroDivisionError, FloatingPointError):
+            return x
+    if not (np.isfinite(flow) and flow != 0.0):
+        return x
+    width = math.sqrt(abs(alpha - end.alpha) / fold["curvature"])
+    x[idx] += math.copysign(GHOST_WIDTHS * width, flow) * u
+    return x
+
+
 def _jump_seeds(model, alphas, curve, solve_kw):
     """Where ``curve`` ends inside the grid, the points the system goes to (off-grid seeds).
 
     Beyond a fold the damped iteration from the curve's last point (warm start) lands on
     another attractor; beyond a bifurcation the host branch (the overlaps that vanished set to
-    zero, then Newton) takes over. Returns ``[(alpha, result)]`` of stable non-universal points.
+    zero, then Newton) takes over. Returns ``[(direction, alpha, result)]`` of stable non-universal
+    points; an end whose jump lands on the universal point is recorded in ``curve.jumps``.
     """
     out = []
     for direction, e in curve.ends.items():
@@ -866,13 +901,15 @@ def _jump_seeds(model, alphas, curve, solve_kw):
         if not alphas[0] < a < alphas[-1]:
             continue
         if e.kind == "fold":
-            r = model.solve_from(a, None, e.result.x, start=curve.seed, **solve_kw)
+            r = model.solve_from(a, None, _past_the_ghost(model, a, e), start=curve.seed, **solve_kw)
         else:
             xh = _host_point(model, a, e.result, solve_kw)
             r = None if xh is None else _correct(model, a, xh, solve_kw)
-        if r is not None and _exists(r) and stability(model, a, r.x, order=1) < 1.0:
+        if r is not None and r.converged and "state" in r.info and _is_universal(r):
+            curve.jumps[direction] = "universal"
+        elif r is not None and _exists(r) and stability(model, a, r.x, order=1) < 1.0:
             r.start = curve.seed
-            out.append((a, r))
+            out.append((direction, a, r))
     return out
 
 
@@ -926,6 +963,65 @@ def _name_curves(model, curves, alphas):
 
 
 # --------------------------------------------------------------------------- equilibrium
+def _envelope_slope(model, alpha, st) -> float:
+    """``df/dα`` along a branch of stationary points at ``st``, or NaN.
+
+    Models whose free entropy is ``−½ ln(2πe(Δ + mmse)) + G/α`` with ``G`` a function of the order
+    parameters only (``model.envelope_identity``: every architecture of this package, docs/theory.md
+    §5.2 and §6) have, at a stationary point, ``df/dα = ∂f/∂α = −(f + ½ ln 2πe(Δ + mmse))/α``
+    (the envelope theorem: the order parameters' own variation does not count).
+    """
+    if not getattr(model, "envelope_identity", False):
+        return math.nan
+    D = float(model.delta) + float(st.mmse)
+    f = float(st.free_entropy)
+    if not (D > 0.0 and math.isfinite(f)):
+        return math.nan
+    return -(f + 0.5 * math.log(2 * math.pi * math.e * D)) / float(alpha)
+
+
+def _locate_crossing(value, a, b, rtol=CROSSING_RTOL):
+    """Root of a free-entropy difference in ``[a, b]``: Newton steps with the slope that ``value``
+    returns (``(difference, slope or None/NaN)``; the envelope identity, :func:`_envelope_slope`)
+    inside the bracket, regula falsi where a step leaves it or no slope is known; stops when a
+    Newton step is below ``rtol`` relative (its error is then of second order) or the bracket is.
+
+    Raises
+    ------
+    ValueError
+        The difference has the same sign at both ends.
+    """
+    fa, _ = value(a)
+    fb, _ = value(b)
+    if fa == 0.0:
+        return a
+    if fb == 0.0:
+        return b
+    if not fa * fb < 0.0:
+        raise ValueError("no sign change")
+    x = a - fa * (b - a) / (fb - fa)
+    for _ in range(100):
+        fx, dx = value(x)
+        if fx == 0.0 or not math.isfinite(fx):
+            return x
+        if (fx < 0.0) == (fa < 0.0):
+            a, fa = x, fx
+        else:
+            b, fb = x, fx
+        x_new = x - fx / dx if dx is not None and math.isfinite(dx) and dx != 0.0 else math.nan
+        newton = a < x_new < b
+        if newton and abs(x_new - x) <= rtol * max(1.0, abs(x)):
+            return float(x_new)
+        if not newton:
+            x_new = a - fa * (b - a) / (fb - fa)
+            if not a < x_new < b:
+                x_new = 0.5 * (a + b)
+        if b - a <= rtol * max(1.0, abs(x)):
+            return float(0.5 * (a + b))
+        x = x_new
+    return float(x)
+
+
 def _equilibrium_changes(model, alphas, curves, names, solve_kw):
     """Every change of the branch of largest free entropy, located (module docstring)."""
     members = [("universal", "universal")] + list(zip(names, curves))
@@ -984,12 +1080,15 @@ def _equilibrium_changes(model, alphas, curves, names, solve_kw):
         if left != right:
             cp, cq = by_name[left], by_name[right]
 
-            def diff(a):
-                return fe(cq, a) - fe(cp, a)
+            def diff(a, cp=cp, cq=cq):
+                sq, sp = state(cq, a), state(cp, a)
+                if sq is None or sp is None:
+                    return fe(cq, a) - fe(cp, a), None
+                slope = _envelope_slope(model, a, sq) - _envelope_slope(model, a, sp)
+                return float(sq.free_entropy) - float(sp.free_entropy), slope
 
             try:
-                from scipy import optimize  # lazy: start-up (docs/architecture.md)
-                a_c = float(optimize.brentq(diff, a_left, a_right, xtol=1e-14, rtol=CROSSING_RTOL))
+                a_c = _locate_crossing(diff, a_left, a_right)
             except ValueError:
                 logger.info("equilibrium change %s -> %s in [%g, %g] not bracketed", left, right, a_left, a_right)
                 a_c = 0.5 * (a_left + a_right)
@@ -1059,8 +1158,8 @@ def _solve(cache, key, i, alpha, compute):
 
 def _add_curve(model, alphas, a0, seed, curves, solve_kw):
     """Trace the curve through ``seed`` unless continuation joins it to a traced one, then
-    trace what the system jumps to at its ends (:func:`_jump_seeds`); returns the curve the
-    seed lies on (None if it touches no grid point)."""
+    trace what the system jumps to at its ends (:func:`_jump_seeds`, recorded in ``jumps`` of the
+    curve it leaves); returns the curve the seed lies on (None if it touches no grid point)."""
     new = _trace(model, alphas, a0, seed, solve_kw)
     if new is None:
         return None
@@ -1071,12 +1170,16 @@ def _add_curve(model, alphas, a0, seed, curves, solve_kw):
     curves.append(new)
     queue = [new]
     while queue and len(curves) < MAX_BRANCHES:
-        for a, r in _jump_seeds(model, alphas, queue.pop(0), solve_kw):
+        source = queue.pop(0)
+        for direction, a, r in _jump_seeds(model, alphas, source, solve_kw):
             c = _trace(model, alphas, a, r, solve_kw)
-            if c is None or any(d.matches(j, rj) for d in curves for j, rj in c.results.items()):
+            if c is None:
                 continue
-            curves.append(c)
-            queue.append(c)
+            known = next((d for d in curves if any(d.matches(j, rj) for j, rj in c.results.items())), None)
+            source.jumps[direction] = c if known is None else known
+            if known is None:
+                curves.append(c)
+                queue.append(c)
     return new
 
 
@@ -1108,15 +1211,34 @@ def _pass(model, alphas, order, overlaps0, start, key, curves, solve_kw, pbar, c
     Where the pass's previous point lies on a traced branch whose point at the next α is
     linearly stable, the damped iteration is not run: from a warm start on a stable branch
     it converges to that branch's next point (the grid step is taken as small compared with
-    the basin of attraction), so the pass simply follows the branch.
+    the basin of attraction), so the pass simply follows the branch. Where that branch ends
+    (fold or bifurcation) before the next α, the pass goes where the system jumps at that end
+    (the curve its jump seed landed on, :func:`_jump_seeds`, if it is stable at the next α; the
+    universal point if the jump landed there): a quasi-static sweep through the end, instead of a
+    damped iteration from the previous point across the ghost of the fold.
     """
     warm, on = None, None
+    previous = None
     for i in order:
         if pbar is not None:
             pbar.update(1)
         if on is not None and i in on.results and on.stability.get(i, math.nan) < 1.0:
-            warm = on.results[i].x
+            warm, previous = on.results[i].x, i
             continue
+        if on is not None and previous is not None and i not in on.results:
+            direction = 1 if i > previous else -1
+            end = on.ends.get(direction)
+            target = on.jumps.get(direction)
+            between = end is not None and np.isfinite(end.alpha) and \
+                min(alphas[previous], alphas[i]) < end.alpha < max(alphas[previous], alphas[i])
+            if between and target == "universal":
+                warm, on, previous = None, None, i
+                continue
+            if between and target is not None and i in target.results \
+                    and target.stability.get(i, math.nan) < 1.0:
+                warm, on, previous = target.results[i].x, target, i
+                continue
+        previous = i
         res = _solve(cache, key, i, alphas[i],
                      lambda a=alphas[i], w=warm: model.solve_from(a, overlaps0, w, start=start, **solve_kw))
         if not _exists(res):

@@ -81,6 +81,10 @@ class ReplicaModel(Protocol):
         Entries of the packed vector the map moves (default all): the unknowns of the
         continuation and of the stability Jacobian (one hidden layer with the profile solver
         of :mod:`replica.readout_grid`: ``(D, M)``; its selection and rule level are labels).
+    envelope_identity : bool, optional
+        True when the free entropy is ``−½ ln(2πe(Δ + mmse)) + G/α`` with ``G`` a function of the
+        order parameters only (and the model has ``delta``): the equilibrium crossings are then
+        located by Newton steps with ``df/dα = −(f + ½ ln 2πe(Δ + mmse))/α`` (default: no slope).
     fixed_labels : bool, optional
         True when those labels are constant along a branch (two hidden layers with the profile
         solver in s): the continuation then uses the Newton corrector on the moving entries, with

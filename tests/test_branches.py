@@ -86,6 +86,29 @@ def test_crossing_and_fold_are_grid_independent(issue_sweep, grid):
             issue_sweep.branches["specialized"].alpha_start, abs=1e-7)
 
 
+def test_a_located_fold_is_a_saddle_node_of_the_map(issue_sweep):
+    # the end where the strong branch appears: F_x − I is singular there (one singular value far
+    # below the others), and the curve turns back: Newton from the end point finds the branch just
+    # inside the fold, and no fixed point next to it just outside (the bordered solve of
+    # replica.branches locates the vertex of α along the curve, not the last point a corrector reached)
+    from replica.branches import _trace, jacobian
+
+    model = issue_model()
+    strong = issue_sweep.branches["specialized"]
+    i0 = int(np.flatnonzero(strong["exists"])[0])
+    seed = model.solve_from(float(issue_sweep.alpha[i0]), None, strong.points[i0], method="newton")
+    end = _trace(model, issue_sweep.alpha, float(issue_sweep.alpha[i0]), seed, {}).ends[-1]
+    assert end.kind == "fold" and end.alpha == pytest.approx(strong.alpha_start, rel=1e-12)
+    a_f, x_f = end.alpha, end.result.x
+    sv = np.linalg.svd(jacobian(model, a_f, x_f, order=2) - np.eye(x_f.size), compute_uv=False)
+    assert sv[-1] < 1e-6 * sv[0]  # the last point a bisection of the step reaches: ~5e-6
+    q_f = model.state(a_f, x_f).overlap_W[0]
+    inside = model.solve_from(a_f * (1 + 1e-6), None, x_f, method="newton")
+    assert inside.converged and abs(inside.info["state"].overlap_W[0] - q_f) < 0.05
+    outside = model.solve_from(a_f * (1 - 1e-6), None, x_f, method="newton")
+    assert not outside.converged or abs(outside.info["state"].overlap_W[0] - q_f) > 0.05
+
+
 @pytest.mark.parametrize("readout", ["ones", "rademacher", "4point"])
 def test_quadratic_activation_with_gaussian_weights_is_universal_only(readout):
     """docs/theory.md §5.4: g ≡ 0 and Gaussian W → the universal branch is Bayes-optimal."""

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from replica.activations import get_activation
-from replica.branches import sweep
+from replica.branches import _envelope_slope, sweep
 from replica.models.two_layer import TwoLayerModel, channel_tilt_gain
 from replica.readout_grid import SELECT_LARGEST
 
@@ -119,6 +119,8 @@ def test_envelope_identity_in_alpha(model, alpha, start):
     derivative = (f[1] - f[-1]) / (2 * h)
     expected = -(st.free_entropy + 0.5 * math.log(2 * math.pi * math.e * D)) / alpha
     assert derivative == pytest.approx(expected, rel=1e-5)
+    # the slope the equilibrium crossings are located with (replica.branches) is this identity
+    assert model.envelope_identity and _envelope_slope(model, alpha, st) == pytest.approx(derivative, rel=1e-5)
 
 
 def test_sweep_has_one_layer_1_branch_and_grid_independent_transitions():

@@ -146,6 +146,10 @@ class DeepModel:
         γ_ℓ ≤ 0, Δ < 0, unknown names.
     """
 
+    #: f = −½ ln(2πe(Δ + mmse)) + G/α with G a function of the order parameters only, so that
+    #: df/dα = −(f + ½ ln 2πe(Δ + mmse))/α along a branch (:func:`replica.branches._envelope_slope`)
+    envelope_identity = True
+
     def __init__(self, activation="tanh2", gammas=(1.0,), delta=0.1, *, weight_prior="gaussian",
                  readout_law="ones", readout_grid=None, drop_hermite=(), unit_variance=False):
         gammas = np.atleast_1d(np.asarray(gammas, dtype=float))

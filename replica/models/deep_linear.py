@@ -255,6 +255,10 @@ class DeepLinearModel:
         names, ``s_grid < 1``, a wrong number of activations, unknown ``tilt_split``.
     """
 
+    #: f = −½ ln(2πe(Δ + mmse)) + G/α with G a function of the order parameters only, so that
+    #: df/dα = −(f + ½ ln 2πe(Δ + mmse))/α along a branch (:func:`replica.branches._envelope_slope`)
+    envelope_identity = True
+
     def __init__(self, activation="tanh2", gammas=(1.0, 1.0, 1.0), delta=0.1, *, weight_prior="gaussian",
                  readout_law="ones", readout_grid=None, s_grid=DEFAULT_S_GRID, drop_hermite=(),
                  unit_variance=True, tilt_split="top"):

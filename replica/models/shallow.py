@@ -148,6 +148,10 @@ class ShallowModel:
     #: class of the states (built by the profile solver of :mod:`replica.readout_grid` too)
     state_type = ShallowState
 
+    #: f = −½ ln(2πe(Δ + mmse)) + G/α with G a function of the order parameters only, so that
+    #: df/dα = −(f + ½ ln 2πe(Δ + mmse))/α along a branch (:func:`replica.branches._envelope_slope`)
+    envelope_identity = True
+
     def __init__(
         self,
         activation="relu",

@@ -725,6 +725,9 @@ class TwoLayerModel:
     fixed_labels = True
     #: class of the states (built by the profile solver of :mod:`replica.models._two_layer_profile` too)
     state_type = TwoLayerState
+    #: f = −½ ln(2πe(Δ + mmse)) + G/α with G a function of the order parameters only, so that
+    #: df/dα = −(f + ½ ln 2πe(Δ + mmse))/α along a branch (:func:`replica.branches._envelope_slope`)
+    envelope_identity = True
 
     def __init__(self, activation="tanh2", gammas=(1.0, 1.0), delta=0.1, *, weight_prior="gaussian",
                  readout_law="ones", readout_grid=None, s_grid="adaptive", s_panels=DEFAULT_S_PANELS,
