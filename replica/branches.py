@@ -625,7 +625,7 @@ def _refine_fold(model, accepted, direction, solve_kw):
     return best
 
 
-def _advance(model, a0, r0, a_target, slope, solve_kw, jac_cache=None):
+def _advance(model, a0, r0, a_target, slope, solve_kw, jac_cache=None, trail=None):
     """Continue from the point ``r0`` at ``a0`` to ``a_target`` with step control.
 
     Predictor: secant (``slope``); corrector: chord Newton with ``J − I`` factorized at the
@@ -639,7 +639,8 @@ def _advance(model, a0, r0, a_target, slope, solve_kw, jac_cache=None):
     learned overlaps)`` when the curve ends before ``a_target`` (at a located fold, or where steps fall
     below :data:`MIN_STEP`). ``jac_cache`` (a dict, optional) carries the last factorized Jacobian
     between calls on one curve: it is reused when it was computed within :data:`JACOBIAN_REUSE` of
-    ``a0`` and left there for the next call.
+    ``a0`` and left there for the next call. ``trail`` (a list, optional) receives every accepted
+    point ``(α, result)`` (later solves on the curve start from the nearest of them).
     """
     a, r = a0, r0
     x = np.asarray(r0.x, dtype=float)
@@ -681,6 +682,8 @@ def _advance(model, a0, r0, a_target, slope, solve_kw, jac_cache=None):
             slope = (np.asarray(r_new.x) - x) / step
             a, r, x, ov = a_new, r_new, np.asarray(r_new.x, dtype=float), _overlaps(r_new)
             accepted.append((a, r))
+            if trail is not None:
+                trail.append((a, r))
             support |= np.abs(ov) > SUPPORT_OVERLAP  # learned overlaps stay tracked down to zero
             h = 2.0 * abs(step)
             if r_new.iterations > 3:
@@ -756,6 +759,7 @@ class _Curve:
         self.stability = {}  # grid index -> leading eigenvalue of the Jacobian
         self.ends = {}  # -1 (lower), +1 (upper) -> _End
         self.jumps = {}  # -1, +1 -> the curve (or "universal") the system goes to beyond that end
+        self.trail = []  # every point (α, result) the continuation accepted, grid points or not
 
     def lo(self, alphas):
         e = self.ends.get(-1)
@@ -836,7 +840,7 @@ def _trace(model, alphas, a0, seed_result, solve_kw):
             if not 0 <= j < n:
                 curve.ends[direction] = _End(math.nan, "grid", r, a)
                 break
-            r_next, slope, failure = _advance(model, a, r, float(alphas[j]), slope, solve_kw)
+            r_next, slope, failure = _advance(model, a, r, float(alphas[j]), slope, solve_kw, trail=curve.trail)
             if r_next is None:
                 a_last, r_last, why, learned = failure
                 ov = _overlaps(r_last)
@@ -928,8 +932,9 @@ def _solve_on_curve(model, curve, alphas, alpha, solve_kw, cache):
         return out
     solved = cache.setdefault(("solved", id(curve)), [])
     jac = cache.setdefault(("jacobian", id(curve)), {})
-    # grid points and earlier solves first: the last points before an end sit next to a singular Jacobian
-    nodes = [(float(alphas[i]), r) for i, r in curve.results.items()] + solved
+    # grid points, the continuation's own steps and earlier solves first: the last points before an
+    # end sit next to a singular Jacobian
+    nodes = [(float(alphas[i]), r) for i, r in curve.results.items()] + curve.trail + solved
     if not nodes or not any(abs(a - alpha) <= np.max(np.diff(alphas), initial=0.0) for a, _ in nodes):
         nodes += [(e.last_alpha, e.result) for e in curve.ends.values()]
     a0, r0 = min(nodes, key=lambda t: abs(t[0] - alpha))
@@ -1156,6 +1161,26 @@ def _solve(cache, key, i, alpha, compute):
     return cache(key, i, alpha, compute)
 
 
+def _curve_through(model, alphas, curves, alpha, result, solve_kw):
+    """The traced curve that passes through the point ``result`` at ``alpha`` (off the grid), or None.
+
+    Every curve that exists at ``alpha`` is continued there from the nearest of its grid points and
+    continuation steps (a few corrector steps); the point lies on it when the overlaps agree to
+    :data:`DISTINCT_TOL`. Avoids tracing a whole branch again to learn that a jump landed on it."""
+    ov = _overlaps(result)
+    for c in curves:
+        if not c.lo(alphas) <= alpha <= c.hi(alphas):
+            continue
+        nodes = [(float(alphas[i]), r) for i, r in c.results.items()] + c.trail
+        if not nodes:
+            continue
+        a0, r0 = min(nodes, key=lambda t: abs(t[0] - alpha))
+        r = r0 if a0 == alpha else _advance(model, a0, r0, float(alpha), None, solve_kw)[0]
+        if r is not None and float(np.max(np.abs(_overlaps(r) - ov), initial=0.0)) < DISTINCT_TOL:
+            return c
+    return None
+
+
 def _add_curve(model, alphas, a0, seed, curves, solve_kw):
     """Trace the curve through ``seed`` unless continuation joins it to a traced one, then
     trace what the system jumps to at its ends (:func:`_jump_seeds`, recorded in ``jumps`` of the
@@ -1172,6 +1197,10 @@ def _add_curve(model, alphas, a0, seed, curves, solve_kw):
     while queue and len(curves) < MAX_BRANCHES:
         source = queue.pop(0)
         for direction, a, r in _jump_seeds(model, alphas, source, solve_kw):
+            known = _curve_through(model, alphas, curves, a, r, solve_kw)
+            if known is not None:  # the jump lands on a traced branch: nothing new to trace
+                source.jumps[direction] = known
+                continue
             c = _trace(model, alphas, a, r, solve_kw)
             if c is None:
                 continue
