@@ -111,6 +111,9 @@ logger = logging.getLogger(__name__)
 UNIVERSAL_TOL = 1e-6
 #: two stationary points closer than this in max-norm of their overlaps are the same point
 DISTINCT_TOL = 1e-5
+#: points whose overlaps differ by less than this are compared again with the same labels
+#: (:func:`_same_point`: one sheet solved on two rule levels differs by the discretization error)
+RELABEL_DISTANCE = 1e-2
 #: an overlap below this is zero (the continuation never lets a learned overlap reach it)
 ZERO_OVERLAP = 1e-12
 #: overlaps above this are learned (below: rounding noise of an exact zero, not tracked)
@@ -125,6 +128,9 @@ BIFURCATION_OVERLAP = 1e-4
 FOLD_NEWTON_ITER = 12
 #: most solves of the bordered system while a fold is refined
 FOLD_MAX_SOLVES = 12
+#: a refined fold is accepted where the smallest singular value of F_x − I is below this fraction of the
+#: largest (measured at refined folds: ~1e-8; at the last point of a bisection to MIN_STEP: ~5e-6)
+FOLD_SINGULAR = 1e-4
 #: evaluation budget of one Newton corrector, in units of (number of order parameters + 1)
 CORRECTOR_MAXFEV = 8
 #: iterations and required contraction of the chord-Newton corrector of the continuation
@@ -597,9 +603,9 @@ def _refine_fold(model, accepted, direction, solve_kw):
         try:
             c2, c1, c0 = np.polyfit(xi - xi[-1], al, 2)
         except (np.linalg.LinAlgError, ValueError):
-            return best
+            break
         if not (np.isfinite(c2) and c2 * direction < 0.0):
-            return best
+            break
         vertex = xi[-1] - c1 / (2.0 * c2)
         a_pred = c0 - c1 * c1 / (4.0 * c2)
         # predictor: the quadratic through the points in ξ, for every moving entry
@@ -609,7 +615,7 @@ def _refine_fold(model, accepted, direction, solve_kw):
         x0[idx] = coef[0] * (vertex - xi[-1]) ** 2 + coef[1] * (vertex - xi[-1]) + coef[2]
         got = _bordered_solve(model, a_pred, x0, u, ref, vertex, solve_kw)
         if got is None:
-            return best
+            break
         a_new, r_new = got
         # the geometry of the fold, for the jump beyond it (:func:`_jump_seeds`): α ≈ α_f − c ξ² along u
         r_new.info["fold"] = {"direction": u, "curvature": abs(float(c2))}
@@ -617,12 +623,25 @@ def _refine_fold(model, accepted, direction, solve_kw):
         if best is None or (a_new - best[0]) * direction > 0.0:
             best = (a_new, r_new)
         if done:
-            return best
+            break
         pts.append((vertex, a_new, r_new))
         # keep the three points closest to the vertex
         pts.sort(key=lambda t: abs(t[0] - vertex))
         pts = pts[:3]
-    return best
+    return best if best is not None and _singular(model, best[0], best[1].x) else None
+
+
+def _singular(model, alpha, x) -> bool:
+    """Whether ``F_x − I`` is singular at ``x`` (a saddle-node): its smallest singular value below
+    :data:`FOLD_SINGULAR` times its largest. A vertex of α along the curve where it is not is a
+    turn of the parabola fit, not a fold."""
+    with np.errstate(all="ignore"):
+        try:
+            a = jacobian(model, alpha, x, order=1)
+            sv = np.linalg.svd(a - np.eye(a.shape[0]), compute_uv=False)
+        except (ValueError, ZeroDivisionError, FloatingPointError, np.linalg.LinAlgError):
+            return False
+    return bool(sv.size and np.all(np.isfinite(sv)) and sv[-1] <= FOLD_SINGULAR * sv[0])
 
 
 def _advance(model, a0, r0, a_target, slope, solve_kw, jac_cache=None, trail=None):
@@ -769,9 +788,31 @@ class _Curve:
         e = self.ends.get(+1)
         return alphas[-1] if e is None or not np.isfinite(e.alpha) else e.alpha
 
-    def matches(self, i, result, tol=DISTINCT_TOL) -> bool:
+    def matches(self, i, result, tol=DISTINCT_TOL, *, model=None, alpha=None) -> bool:
+        """Whether ``result`` is this curve's point at grid index ``i`` (overlaps within ``tol``).
+
+        With ``model`` and ``alpha``: a point solved with other labels (another rule level of a
+        profile solver, whose discretization moves it by ~1e-5) is first re-solved with this
+        curve's labels (``model.relabel``), so that one sheet found twice is one branch."""
         r = self.results.get(i)
-        return r is not None and float(np.max(np.abs(_overlaps(r) - _overlaps(result)), initial=0.0)) < tol
+        return r is not None and _same_point(model, alpha, r, result, tol)
+
+
+def _same_point(model, alpha, r, result, tol=DISTINCT_TOL) -> bool:
+    """Whether the results ``r`` and ``result`` at ``alpha`` are one stationary point (overlaps within
+    ``tol``, after re-solving ``result`` with the labels of ``r`` where they differ and the model can,
+    ``model.relabel``)."""
+    d = float(np.max(np.abs(_overlaps(r) - _overlaps(result)), initial=0.0))
+    if d < tol:
+        return True
+    relabel = getattr(model, "relabel", None)
+    if relabel is None or alpha is None or not d < RELABEL_DISTANCE:
+        return False
+    x = relabel(float(alpha), result.x, r.x)
+    if x is None:
+        return False
+    ov = np.asarray(model.state(float(alpha), x).overlaps, dtype=float)
+    return float(np.max(np.abs(_overlaps(r) - ov), initial=0.0)) < tol
 
 
 def _damped_step(model, a, r, solve_kw):
@@ -1176,7 +1217,7 @@ def _curve_through(model, alphas, curves, alpha, result, solve_kw):
             continue
         a0, r0 = min(nodes, key=lambda t: abs(t[0] - alpha))
         r = r0 if a0 == alpha else _advance(model, a0, r0, float(alpha), None, solve_kw)[0]
-        if r is not None and float(np.max(np.abs(_overlaps(r) - ov), initial=0.0)) < DISTINCT_TOL:
+        if r is not None and _same_point(model, alpha, r, result):
             return c
     return None
 
@@ -1188,7 +1229,8 @@ def _add_curve(model, alphas, a0, seed, curves, solve_kw):
     new = _trace(model, alphas, a0, seed, solve_kw)
     if new is None:
         return None
-    same = next((c for c in curves if any(c.matches(j, rj) for j, rj in new.results.items())), None)
+    same = next((c for c in curves if any(c.matches(j, rj, model=model, alpha=alphas[j])
+                                           for j, rj in new.results.items())), None)
     if same is not None:  # continuation connected it to a traced curve: one branch
         logger.debug("seed %s at alpha = %g joins a traced branch", seed.start, a0)
         return same
@@ -1204,7 +1246,8 @@ def _add_curve(model, alphas, a0, seed, curves, solve_kw):
             c = _trace(model, alphas, a, r, solve_kw)
             if c is None:
                 continue
-            known = next((d for d in curves if any(d.matches(j, rj) for j, rj in c.results.items())), None)
+            known = next((d for d in curves if any(d.matches(j, rj, model=model, alpha=alphas[j])
+                                                   for j, rj in c.results.items())), None)
             source.jumps[direction] = c if known is None else known
             if known is None:
                 curves.append(c)
@@ -1275,7 +1318,7 @@ def _pass(model, alphas, order, overlaps0, start, key, curves, solve_kw, pbar, c
             warm, on = None, None
             continue
         warm = res.x
-        on = next((c for c in curves if c.matches(i, res)), None)
+        on = next((c for c in curves if c.matches(i, res, model=model, alpha=alphas[i])), None)
         if on is not None:
             continue
         if not stability(model, alphas[i], res.x, order=1) < 1.0:

@@ -460,6 +460,20 @@ class ProfileSolver:
         return (x[:n], float(x[n]), int(x[n + 1]) if x.size > n + 1 else 0,
                 float(x[n + 2]) if x.size > n + 2 else 0.0)
 
+    def relabel(self, alpha, x, like):
+        """The solution ``x`` re-solved on the rule level of the packed point ``like`` (chord-Newton steps
+        from ``x``), as a packed point with ``like``'s level; ``x`` itself when the levels agree, None when
+        the selections differ or the solve fails. Used to recognize one stationary point solved on two
+        rule levels (:func:`replica.branches._same_point`)."""
+        y, sel, level, error = self.labels(x)
+        _, sel_like, level_like, _ = self.labels(like)
+        if sel != sel_like:
+            return None
+        if level == level_like:
+            return np.asarray(x, dtype=float)
+        r = self._refine(float(alpha), y, sel, level_like, "relabel", {})
+        return None if r is None else np.concatenate([r.x, [sel, level_like, error]])
+
     def packed_update(self, alpha, x):
         """The model's map on its packed point: the globals moved by :meth:`update`, labels unchanged."""
         x = np.asarray(x, dtype=float)

@@ -152,3 +152,20 @@ def test_second_layer_without_linear_part_keeps_the_exact_fixed_rule():
 def test_bad_s_grid_string():
     with pytest.raises(ValueError, match="s_grid"):
         TwoLayerModel("tanh2", GAMMAS, 0.1, s_grid="fine")
+
+
+def test_one_sheet_solved_on_two_rule_levels_is_one_branch():
+    # 4-point readouts: the partially specialized sheet is reached from seeds whose adaptive rules
+    # stopped at different levels (their points differ by the discretization error, ~1e-5); compared
+    # on one level they are one stationary point, so the sheet is one branch. Two distinct stable
+    # curves cannot end at the same fold, so no two branches may share an end.
+    m = TwoLayerModel("tanh2", GAMMAS, 0.1, readout_law="4point")
+    res = sweep(m, np.linspace(0.5, 8, 6), progress=False)
+    ends = [(name, a) for name, b in res.branches.items() if name != "universal"
+            for a in (b.alpha_start, b.alpha_end) if np.isfinite(a)]
+    for i, (n1, a1) in enumerate(ends):
+        for n2, a2 in ends[i + 1:]:
+            assert n1 == n2 or abs(a1 - a2) > 1e-6 * a1, (n1, n2, a1)
+    first = res.equilibrium_changes[0]
+    assert (first["from"], first["to"], first["kind"]) == ("layer_1", "layers_1_2", "crossing")
+    assert 1.3 < res.branches["layers_1_2"].alpha_start < first["alpha"] < 1.5

@@ -850,6 +850,14 @@ class TwoLayerModel:
             return self.profile_solver.refinement_error(alpha, x, **solver_options)
         return refined_solve(self, alpha, x, **solver_options)[0]
 
+    def relabel(self, alpha, x, like):
+        """Profile solver: ``x`` re-solved with the labels (rule level) of ``like``
+        (:meth:`replica.readout_grid.ProfileSolver.relabel`); on a fixed rule there are no labels
+        (``x`` itself)."""
+        if self.profile_solver is None:
+            return np.asarray(x, dtype=float)
+        return self.profile_solver.relabel(alpha, x, like)
+
     def interpolate_to(self, fine, x) -> np.ndarray:
         """Packed point ``x`` carried onto the s-grid of ``fine`` (``Q₁(s)`` and every row of
         ``Q₂(v, s)`` interpolated piecewise linearly in s; ``Q₂:₁`` unchanged)."""
