@@ -102,8 +102,8 @@ import numpy as np
 
 from .engine import STATUS_MESSAGES, FixedPointResult
 
-__all__ = ["BranchData", "SweepResult", "sweep", "stability", "jacobian", "UNIVERSAL_TOL", "DISTINCT_TOL",
-           "MAX_MOVE", "MIN_STEP"]
+__all__ = ["BranchData", "SweepResult", "sweep", "stability", "jacobian", "learned_layers", "UNIVERSAL_TOL",
+           "DISTINCT_TOL", "MAX_MOVE", "MIN_STEP"]
 
 logger = logging.getLogger(__name__)
 
@@ -238,7 +238,9 @@ class SweepResult:
         ``alpha``, ``mmse``, ``free_entropy``, ``branch`` (names), each shape (n_alpha,).
     transitions : dict
         ``alpha_sp``, ``alpha_c`` (NaN when absent) of the first specialization (module
-        docstring).
+        docstring); for models with ``n_layers ≥ 2`` also ``alpha_sp_layer_<ℓ>``,
+        ``alpha_c_layer_<ℓ>``: the same for the first change of the equilibrium into a branch
+        that has layer ℓ learned (:func:`learned_layers`).
     readout_values, readout_weights : ndarray, shape (n_readout,)
     branch_transitions : dict[str, dict]
         ``{branch: {"alpha_sp", "alpha_end", "alpha_c"}}`` for every non-universal branch
@@ -1435,25 +1437,63 @@ def sweep(model, alphas, *, branches="all", progress=True, solve_kw=None, locate
             per_branch[name] = {"alpha_sp": float(b.alpha_start), "alpha_end": float(b.alpha_end),
                                 "alpha_c": float(first)}
         main = getattr(model, "main_phase", None)
-        if main is None:
-            leave = next((c for c in changes if c["from"] == "universal"), None)
+        if main is None:  # the first change away from the universal branch
+            transitions = _entry(out, names, changes, equilibrium, lambda nm: nm != "universal",
+                                 leaves=lambda c: c["from"] == "universal")
         else:  # the first time the equilibrium reaches the model's main phase
-            leave = next((c for c in changes if c["to"].split("-")[0] == main), None)
-        if leave is not None:
-            transitions = {"alpha_sp": float(out[leave["to"]].alpha_start), "alpha_c": leave["alpha"]}
-        else:
-            # no change into the target phase (non-universal, or the model's main phase) on the grid:
-            # alpha_sp is where a target branch first appears inside the grid, NaN when the
-            # equilibrium is already in that phase at the first α (its spinodal lies below the grid)
-            def target(nm):
-                return nm != "universal" if main is None else nm.split("-")[0] == main
-
-            first = next((str(b) for b in equilibrium["branch"][equilibrium["free_entropy"] > -np.inf]), "")
-            starts_ = [out[nm].alpha_start for nm in names if target(nm) and np.isfinite(out[nm].alpha_start)]
-            alpha_sp = float(min(starts_)) if starts_ and not target(first) else math.nan
-            transitions = {"alpha_sp": alpha_sp, "alpha_c": math.nan}
+            transitions = _entry(out, names, changes, equilibrium, lambda nm: nm.split("-")[0] == main)
+        n_layers = int(getattr(model, "n_layers", 1))
+        if n_layers >= 2:  # where each layer becomes learned (docs/two_layer.md, docs/deep_linear.md)
+            for ell in range(1, n_layers + 1):
+                tr = _entry(out, names, changes, equilibrium, lambda nm, ell=ell: ell in learned_layers(nm, n_layers))
+                transitions[f"alpha_sp_layer_{ell}"] = tr["alpha_sp"]
+                transitions[f"alpha_c_layer_{ell}"] = tr["alpha_c"]
     return SweepResult(alphas, out, equilibrium, transitions, np.asarray(model.readout_values),
                        np.asarray(model.readout_weights), per_branch, changes, reason)
+
+
+def learned_layers(name, n_layers) -> frozenset:
+    """Layers a phase or branch name says are learned (``-2`` repeat suffixes ignored).
+
+    ``layer_ℓ`` → {ℓ}, ``layers_ℓ_ℓ'_…`` → {ℓ, ℓ', …} (a ``+product`` suffix adds none),
+    ``specialized`` → every layer, anything else (``universal``, ``weak``, ``product``) → none.
+
+    Parameters
+    ----------
+    name : str
+    n_layers : int
+
+    Returns
+    -------
+    frozenset of int
+    """
+    base = str(name).split("-")[0].split("+")[0]
+    if base == "specialized":
+        return frozenset(range(1, int(n_layers) + 1))
+    for prefix in ("layers_", "layer_"):
+        if base.startswith(prefix):
+            parts = base[len(prefix):].split("_")
+            if all(p.isdigit() for p in parts):
+                return frozenset(int(p) for p in parts)
+    return frozenset()
+
+
+def _entry(out, names, changes, equilibrium, target, leaves=None) -> dict:
+    """``alpha_sp``, ``alpha_c`` of the first change of the equilibrium into a branch with ``target(name)``
+    (or, with ``leaves``, the first change with ``leaves(change)``): ``alpha_c`` the change, ``alpha_sp``
+    the first α of the branch it goes to. Without such a change on the grid: ``alpha_c`` NaN and
+    ``alpha_sp`` where a target branch first appears inside the grid, NaN when the equilibrium is already
+    in a target branch at the first α (its spinodal lies below the grid)."""
+    if leaves is None:
+        change = next((c for c in changes if target(c["to"]) and not target(c["from"])), None)
+    else:
+        change = next((c for c in changes if leaves(c)), None)
+    if change is not None:
+        return {"alpha_sp": float(out[change["to"]].alpha_start), "alpha_c": float(change["alpha"])}
+    first = next((str(b) for b in equilibrium["branch"][equilibrium["free_entropy"] > -np.inf]), "")
+    starts_ = [out[nm].alpha_start for nm in names if target(nm) and np.isfinite(out[nm].alpha_start)]
+    alpha_sp = float(min(starts_)) if starts_ and not target(first) else math.nan
+    return {"alpha_sp": alpha_sp, "alpha_c": math.nan}
 
 
 def _fill_missing_fields(branches):

@@ -97,3 +97,18 @@ def test_s_grid_with_one_hidden_layer_is_refused(tmp_path, capsys):
     err = capsys.readouterr().err
     assert rc == 2 and "--s-grid: only used with --layers >= 2" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "x.h5").exists()
+
+
+def test_deep_diagram_stores_the_transition_of_every_layer(diagram):
+    # §6.1 (no linear part): both layers specialize together, at the main α_c; each line is the sweep's
+    # own per-layer transitions (replica.branches.sweep on the same model, solved here without dask)
+    from replica.branches import sweep
+    from replica.models.deep import DeepModel
+
+    data = read_phase_diagram(diagram)
+    assert data["alpha_c_layer"].shape == (2, 2) and data["alpha_sp_layer"].shape == (2, 2)
+    m = DeepModel("tanh2", [1.0, 1.0], 0.05, drop_hermite=(0, 1, 2), unit_variance=True)
+    tr = sweep(m, data["alpha"], progress=False).transitions
+    for ell in (1, 2):
+        assert data["alpha_c_layer"][0, ell - 1] == pytest.approx(tr[f"alpha_c_layer_{ell}"], rel=1e-9)
+        assert data["alpha_c_layer"][0, ell - 1] == pytest.approx(data["alpha_c"][0], rel=1e-9)

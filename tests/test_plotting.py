@@ -214,3 +214,26 @@ def test_every_branch_gets_its_own_colour(n_extra):
     colours = [to_hex(_branch_color(name, order)[0]) for name in order]
     assert len(set(colours)) == len(order)
     assert _branch_color("universal", order) == BRANCH_STYLE["universal"]
+
+
+def test_deep_phase_diagram_figure_draws_every_layer(tmp_path):
+    # per-layer lines (alpha_c_layer, alpha_sp_layer: n_param × L): one coloured α_c and spinodal line
+    # per layer whose transition lies inside the grid, a legend entry for a layer learned below it
+    alpha = np.linspace(0.5, 4.0, 6)
+    delta = np.array([0.05, 0.275, 0.5])
+    mmse = 0.1 / (1 + alpha[None, :] / (1 + delta[:, None]))
+    data = {"alpha": alpha, "delta": delta, "done": np.ones(3, bool), "mmse": mmse, "free_entropy": -mmse,
+            "branch": np.full((3, 6), "layer_1", dtype=object), "alpha_sp": np.array([1.5, 2.0, 2.6]),
+            "alpha_c": np.array([2.0, 2.7, 3.1]),
+            "alpha_sp_layer": np.array([[np.nan, 1.5], [np.nan, 2.0], [np.nan, 2.6]]),
+            "alpha_c_layer": np.array([[np.nan, 2.0], [np.nan, 2.7], [np.nan, 3.1]])}
+    path = write_phase_diagram(tmp_path / "ph.h5", data, {"activation": "tanh2", "gamma": [0.5, 0.5]},
+                               parameter="delta", complete=True)
+    fig = plotting.plot_file(path)
+    ax = fig.axes[0]
+    lines = [ln for ln in ax.get_lines() if len(ln.get_xdata()) > 1]
+    assert len(lines) == 2  # layer 2: α_c and α_sp; layer 1 has no line
+    np.testing.assert_allclose(sorted(lines[0].get_xdata()), [2.0, 2.7, 3.1])
+    labels = [t.get_text() for leg in fig.legends for t in leg.get_texts()]
+    assert "layer 1 learned below the grid" in labels
+    assert any(lbl.startswith("layer 2 learned") for lbl in labels)

@@ -91,3 +91,28 @@ def test_no_spinodal_reported_when_the_grid_starts_past_the_transition():
     assert 0.8 < early[0]["alpha_sp"] < early[0]["alpha_c"] < 1.3
     for key in ("alpha_sp", "alpha_c"):
         assert early[1][key] == pytest.approx(early[0][key], rel=1e-7)
+
+
+def test_learned_layers_of_phase_names():
+    from replica.branches import learned_layers
+
+    assert learned_layers("layer_1", 2) == {1}
+    assert learned_layers("layers_1_2-3", 2) == {1, 2}
+    assert learned_layers("layer_1+product", 3) == {1}
+    assert learned_layers("specialized", 3) == {1, 2, 3}
+    for name in ("universal", "weak", "product", "partial-2"):
+        assert learned_layers(name, 2) == frozenset()
+
+
+def test_two_layer_sweep_locates_where_each_layer_is_learned():
+    # tanh(2x) with its linear part, γ = (0.5, 0.5), Δ = 0.1: layer 1 is learned from the first α (a
+    # vanishing fraction of large-|s| neurons, docs/two_layer.md), layer 2 at the jump into layers_1_2:
+    # its transition is the main α_c and the first change into a branch with layer 2, located
+    from replica.models.two_layer import TwoLayerModel
+
+    res = sweep(TwoLayerModel("tanh2", (0.5, 0.5), 0.1), np.linspace(1.5, 2.5, 3), progress=False)
+    tr = res.transitions
+    assert np.isnan(tr["alpha_c_layer_1"]) and np.isnan(tr["alpha_sp_layer_1"])
+    assert tr["alpha_c_layer_2"] == tr["alpha_c"] and tr["alpha_sp_layer_2"] == tr["alpha_sp"]
+    change = next(c for c in res.equilibrium_changes if c["to"].startswith("layers_1_2"))
+    assert change["alpha"] == tr["alpha_c_layer_2"] and 2.0 < change["alpha"] < 2.2

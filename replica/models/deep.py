@@ -150,6 +150,11 @@ class DeepModel:
     #: df/dα = −(f + ½ ln 2πe(Δ + mmse))/α along a branch (:func:`replica.branches._envelope_slope`)
     envelope_identity = True
 
+    @property
+    def n_layers(self) -> int:
+        """Number of hidden layers L (per-layer transitions of :func:`replica.branches.sweep`)."""
+        return int(self.L)
+
     def __init__(self, activation="tanh2", gammas=(1.0,), delta=0.1, *, weight_prior="gaussian",
                  readout_law="ones", readout_grid=None, drop_hermite=(), unit_variance=False):
         gammas = np.atleast_1d(np.asarray(gammas, dtype=float))

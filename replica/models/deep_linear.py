@@ -259,6 +259,11 @@ class DeepLinearModel:
     #: df/dα = −(f + ½ ln 2πe(Δ + mmse))/α along a branch (:func:`replica.branches._envelope_slope`)
     envelope_identity = True
 
+    @property
+    def n_layers(self) -> int:
+        """Number of hidden layers L (per-layer transitions of :func:`replica.branches.sweep`)."""
+        return int(self.L)
+
     def __init__(self, activation="tanh2", gammas=(1.0, 1.0, 1.0), delta=0.1, *, weight_prior="gaussian",
                  readout_law="ones", readout_grid=None, s_grid=DEFAULT_S_GRID, drop_hermite=(),
                  unit_variance=True, tilt_split="top"):

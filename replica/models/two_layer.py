@@ -723,6 +723,8 @@ class TwoLayerModel:
     #: the labels of the profile solver's packed point (selection, rule level) are constant along a
     #: branch: the continuation corrects the global unknowns by Newton (:mod:`replica.branches`)
     fixed_labels = True
+    #: number of hidden layers (per-layer transitions of :func:`replica.branches.sweep`)
+    n_layers = 2
     #: class of the states (built by the profile solver of :mod:`replica.models._two_layer_profile` too)
     state_type = TwoLayerState
     #: f = −½ ln(2πe(Δ + mmse)) + G/α with G a function of the order parameters only, so that

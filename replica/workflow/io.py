@@ -44,7 +44,9 @@ Layout
     attributes ``alpha_sp`` and ``alpha_c`` (NaN when absent) of the first specialization:
     ``alpha_c`` is the first change of the equilibrium away from the universal branch (two
     hidden layers: the first change to the ``layers_1_2`` phase), ``alpha_sp`` the first α
-    of the branch it goes to.
+    of the branch it goes to; for two or more hidden layers also ``alpha_c_layer_<ℓ>`` and
+    ``alpha_sp_layer_<ℓ>``, the same for the first change into a branch with layer ℓ learned
+    (NaN when layer ℓ is already learned at the first α or never on the grid).
 ``/transitions/<branch>``
     per non-universal branch, attributes ``alpha_sp`` (= ``alpha_start``), ``alpha_end``
     and ``alpha_c`` (where it first becomes the equilibrium; NaN if never);
@@ -81,7 +83,9 @@ Phase diagrams
 coordinates ``alpha`` and ``<parameter>`` (e.g. ``delta``); the equilibrium ``mmse``,
 ``free_entropy`` and ``branch``; ``mmse_<branch>`` and ``exists_<branch>`` per branch;
 the transition lines ``alpha_sp``, ``alpha_c`` and ``alpha_instability`` (one value per
-parameter value, from the same continuation and root finding as a sweep); ``done``.
+parameter value, from the same continuation and root finding as a sweep), for two or more hidden
+layers ``alpha_c_layer`` and ``alpha_sp_layer`` (n_param × L: where each layer is first learned at
+equilibrium, and the spinodal of the branch it goes to; coordinate ``layer`` = 1 … L); ``done``.
 Root attributes ``kind = "phase_diagram"``, ``parameter``, ``parameters``,
 ``configuration``, ``version``, ``git_revision``, ``complete``. Unfinished diagrams
 (``complete = 0``, ``done`` false on the missing lines) are the checkpoints
@@ -808,16 +812,23 @@ def write_phase_diagram(path, data: dict, parameters: dict, *, parameter: str, c
         par = _write_array(h5, parameter, data[parameter])
         par.make_scale(parameter)
         for key, val in data.items():
-            if key in ("alpha", parameter):
+            if key in ("alpha", parameter, "layer"):
                 continue
             _write_array(h5, key, val)
         n_par, n_alpha = par.shape[0], alpha.shape[0]
+        n_layers = next((v.shape[1] for k, v in data.items() if k.endswith("_layer")), 0)
+        layer = None
+        if n_layers:  # per-layer transition lines (n_param, L): their own coordinate, the layer ℓ = 1 … L
+            layer = _write_array(h5, "layer", np.arange(1, n_layers + 1))
+            layer.make_scale("layer")
         for name, ds in h5.items():
-            if name in ("alpha", parameter) or not isinstance(ds, h5py.Dataset):
+            if name in ("alpha", parameter, "layer") or not isinstance(ds, h5py.Dataset):
                 continue
             if ds.ndim >= 1 and ds.shape[0] == n_par:
                 ds.dims[0].attach_scale(par)
-                if ds.ndim >= 2 and ds.shape[1] == n_alpha:
+                if ds.ndim >= 2 and name.endswith("_layer"):
+                    ds.dims[1].attach_scale(layer)
+                elif ds.ndim >= 2 and ds.shape[1] == n_alpha:
                     ds.dims[1].attach_scale(alpha)
     logger.info("wrote %s", path)
     return path

@@ -67,7 +67,9 @@ def solve_line(options: dict, alphas) -> dict:
     dict
         ``mmse``, ``free_entropy``, ``branch`` (equilibrium, shape (n_alpha,)), ``alpha_sp``,
         ``alpha_c``, ``alpha_instability`` (floats; the transitions of :func:`replica.branches.sweep`,
-        located by the same root finding), ``n_changes`` (number of equilibrium changes),
+        located by the same root finding), for two or more hidden layers ``alpha_sp_layer``,
+        ``alpha_c_layer`` (shape (L,): where layer ℓ is first learned at equilibrium and the spinodal
+        of the branch it goes to), ``n_changes`` (number of equilibrium changes),
         ``branches`` {name: {``mmse``, ``free_entropy``, ``exists``}},
         ``seconds`` (wall time of the sweep).
     """
@@ -89,6 +91,11 @@ def solve_line(options: dict, alphas) -> dict:
         "n_changes": len(res.equilibrium_changes),
         "branches": {},
     }
+    n_layers = int(getattr(model, "n_layers", 1))
+    if n_layers >= 2:  # where each layer becomes learned at equilibrium, and its spinodal
+        for key in ("alpha_sp", "alpha_c"):
+            out[f"{key}_layer"] = np.array([float(res.transitions.get(f"{key}_layer_{ell}", math.nan))
+                                            for ell in range(1, n_layers + 1)])
     for name, b in res.branches.items():
         if "mmse" not in b.fields:  # branch found nowhere on the grid
             continue
@@ -117,7 +124,8 @@ def assemble(parameter: str, values, alphas, lines: dict) -> dict:
     -------
     dict
         ``alpha``, ``<parameter>``, ``done``, ``mmse``, ``free_entropy``, ``branch``,
-        ``mmse_<b>``, ``exists_<b>``, ``alpha_sp``, ``alpha_c``, ``alpha_instability``, ``seconds``.
+        ``mmse_<b>``, ``exists_<b>``, ``alpha_sp``, ``alpha_c``, ``alpha_instability``, ``seconds``, and
+        for two or more hidden layers ``layer`` (1 … L), ``alpha_sp_layer``, ``alpha_c_layer`` (n_param, L).
     """
     values = np.asarray(values)
     alphas = np.sort(np.asarray(alphas, dtype=float))
@@ -129,6 +137,11 @@ def assemble(parameter: str, values, alphas, lines: dict) -> dict:
         "alpha_sp": np.full(n_par, np.nan), "alpha_c": np.full(n_par, np.nan), "seconds": np.full(n_par, np.nan),
         "alpha_instability": np.full(n_par, np.nan),
     }
+    n_layers = max((len(ln["alpha_c_layer"]) for ln in lines.values() if "alpha_c_layer" in ln), default=0)
+    if n_layers:
+        data["layer"] = np.arange(1, n_layers + 1)
+        data["alpha_sp_layer"] = np.full((n_par, n_layers), np.nan)
+        data["alpha_c_layer"] = np.full((n_par, n_layers), np.nan)
     names = [b for b in BRANCH_NAMES if any(b in ln["branches"] for ln in lines.values())]
     names += sorted({b for ln in lines.values() for b in ln["branches"]} - set(BRANCH_NAMES))
     names += sorted({b for ln in lines.values() for b in ln["branches"]} - set(names))
@@ -141,6 +154,9 @@ def assemble(parameter: str, values, alphas, lines: dict) -> dict:
             data[key][j] = ln[key]
         for key in ("alpha_sp", "alpha_c", "alpha_instability", "seconds"):
             data[key][j] = ln.get(key, np.nan)
+        for key in ("alpha_sp_layer", "alpha_c_layer"):
+            if key in ln:
+                data[key][j, :len(ln[key])] = ln[key]
         for b, rec in ln["branches"].items():
             data[f"mmse_{b}"][j] = rec["mmse"]
             data[f"exists_{b}"][j] = rec["exists"]
@@ -158,6 +174,8 @@ def _lines_from_file(data: dict, parameter: str, values, alphas) -> dict:
             "alpha_sp": float(data["alpha_sp"][j]), "alpha_c": float(data["alpha_c"][j]),
             "alpha_instability": float(data["alpha_instability"][j]) if "alpha_instability" in data else math.nan,
             "seconds": float(data["seconds"][j]) if "seconds" in data else math.nan,
+            **{key: np.asarray(data[key][j], dtype=float) for key in ("alpha_sp_layer", "alpha_c_layer")
+               if key in data},
             "branches": {b: {"mmse": data[f"mmse_{b}"][j], "exists": data[f"exists_{b}"][j]}
                          for b in names if f"exists_{b}" in data and data[f"exists_{b}"][j].any()
                          or b == "universal"},

@@ -797,15 +797,17 @@ def plot_phase_diagram(data: dict, *, title=None, logy=False):
         cb.set_label("equilibrium mmse")
         sp = np.asarray(data.get("alpha_sp", np.full(values.size, np.nan)), dtype=float)
         ac = np.asarray(data.get("alpha_c", np.full(values.size, np.nan)), dtype=float)
+        layer_handles = _layer_transition_lines(ax, data, values)
         ok = np.isfinite(sp) & np.isfinite(ac)
         if ok.any():
             ax.fill_betweenx(values[ok], sp[ok], ac[ok], facecolor="none", edgecolor="0.2", hatch="////", lw=0,
                              alpha=0.45, label="specialized branch metastable")
-        # α_c first, the dashed spinodal on top: both stay visible where they coincide
+        # α_c first, the dashed spinodal on top: both stay visible where they coincide (deep networks:
+        # the lines of every layer instead, the last layer's being these)
         for arr, style, z in ((ac, dict(color="#ff5a36", ls="-", marker="s", mfc="#ff5a36", lw=2.4), 3),
                               (sp, dict(color="black", ls=(0, (3, 2)), marker="o", mfc="white", lw=1.4), 4)):
             m = np.isfinite(arr)
-            if m.any():
+            if m.any() and not layer_handles:
                 ax.plot(arr[m], values[m], ms=4, mec="black", mew=0.6, zorder=z, **style)
         # rows whose transition lies outside the α grid: arrows at the edge
         branch = np.asarray(data.get("branch", np.full(mmse.shape, "", dtype=object)), dtype=object)
@@ -827,12 +829,14 @@ def plot_phase_diagram(data: dict, *, title=None, logy=False):
         from matplotlib.lines import Line2D
         from matplotlib.patches import Patch
 
-        handles = [Line2D([], [], color="black", ls=(0, (3, 2)), marker="o", mfc="white", mec="black", mew=0.6,
-                          lw=1.4, ms=4, label=r"spinodal $\alpha_{\rm sp}$"),
-                   Line2D([], [], color="#ff5a36", ls="-", marker="s", mfc="#ff5a36", mec="black", mew=0.6, lw=2.4,
-                          ms=4, label=r"transition $\alpha_c$"),
-                   Patch(facecolor="none", edgecolor="0.35", hatch="////", lw=0,
-                         label="specialized branch metastable")]
+        handles = layer_handles or [
+            Line2D([], [], color="black", ls=(0, (3, 2)), marker="o", mfc="white", mec="black", mew=0.6,
+                   lw=1.4, ms=4, label=r"spinodal $\alpha_{\rm sp}$"),
+            Line2D([], [], color="#ff5a36", ls="-", marker="s", mfc="#ff5a36", mec="black", mew=0.6, lw=2.4,
+                   ms=4, label=r"transition $\alpha_c$")]
+        handles = handles + [Patch(facecolor="none", edgecolor="0.35", hatch="////", lw=0,
+                                   label="every layer learned: metastable" if layer_handles
+                                   else "specialized branch metastable")]
         if below.any() or above.any():
             handles.append(Line2D([], [], ls="none", marker=">", color="#ff5a36", mec="black", mew=0.6, ms=6,
                                   label=r"$\alpha_c$ outside the grid"))
@@ -842,6 +846,42 @@ def plot_phase_diagram(data: dict, *, title=None, logy=False):
         fig.suptitle(title if title is not None else _wrap("phase diagram: " + describe(
             data.get("parameters", {}), skip=(par,)), 75), fontsize=9)
     return fig
+
+
+#: colours of the per-layer transition lines of deep phase diagrams (layer 1, 2, …)
+LAYER_COLORS = ("#1f77b4", "#ff5a36", "#2ca02c", "#9467bd", "#8c564b", "#e377c2")
+
+
+def _layer_transition_lines(ax, data, values):
+    """Per-layer lines of a deep phase diagram: where layer ℓ is first learned at equilibrium
+    (``alpha_c_layer``, solid) and the spinodal of the branch it goes to (``alpha_sp_layer``, dashed),
+    one colour per layer; a layer learned at every α of the grid on every line gets a legend entry
+    saying so. Returns the legend handles ([] without per-layer data)."""
+    from matplotlib.lines import Line2D
+
+    ac = data.get("alpha_c_layer")
+    if ac is None:
+        return []
+    ac = np.asarray(ac, dtype=float)
+    sp = np.asarray(data.get("alpha_sp_layer", np.full(ac.shape, np.nan)), dtype=float)
+    handles = []
+    for ell in range(ac.shape[1]):
+        color = LAYER_COLORS[ell % len(LAYER_COLORS)]
+        m_c, m_s = np.isfinite(ac[:, ell]), np.isfinite(sp[:, ell])
+        if m_c.any():
+            ax.plot(ac[m_c, ell], values[m_c], color=color, ls="-", marker="s", ms=4, mec="black", mew=0.6, lw=2.2,
+                    zorder=3)
+            handles.append(Line2D([], [], color=color, ls="-", marker="s", ms=4, mec="black", mew=0.6, lw=2.2,
+                                  label=rf"layer {ell + 1} learned: $\alpha_c$"))
+        if m_s.any():
+            ax.plot(sp[m_s, ell], values[m_s], color=color, ls=(0, (3, 2)), marker="o", mfc="white", ms=4,
+                    mec=color, mew=0.8, lw=1.2, zorder=4)
+            handles.append(Line2D([], [], color=color, ls=(0, (3, 2)), marker="o", mfc="white", ms=4, mec=color,
+                                  mew=0.8, lw=1.2, label=rf"layer {ell + 1}: spinodal $\alpha_{{\rm sp}}$"))
+        if not m_c.any() and not m_s.any():
+            handles.append(Line2D([], [], color=color, ls="none", marker="<", ms=5, mec="black", mew=0.6,
+                                  label=f"layer {ell + 1} learned below the grid"))
+    return handles
 
 
 def plot_spectrum(data: dict, *, title=None, logy=False):
