@@ -21,7 +21,8 @@ import numpy as np
 
 from priors._kernels import kernel
 
-__all__ = ["compiled_rectangular", "rect_values", "rect_iota", "rect_inverse", "rect_gain"]
+__all__ = ["compiled_rectangular", "rect_values", "rect_iota", "rect_inverse", "rect_gain", "rect_overlap_many",
+           "rect_iota_many", "rect_tilt_many", "rect_gain_many", "overlap_of", "iota_of", "tilt_of", "tilt_gain_of"]
 
 _LAM_SMALL = 1e-6
 _LAM_LARGE = 1e8
@@ -190,3 +191,72 @@ def rect_gain(spec, tau, r, gl_x, gl_w):  # pragma: no cover - compiled
         u = 0.5 * (u_hi - u_lo) * gl_x[k] + 0.5 * (u_hi + u_lo)
         total += gl_w[k] * rect_values(spec, 1.0 / u)[2] / (u * u)
     return 0.5 * (u_hi - u_lo) * total / rect_values(spec, tau)[2]
+
+
+@kernel(cache=True)
+def rect_overlap_many(spec, lam):  # pragma: no cover - compiled
+    """:func:`rect_values`' overlap at every entry of the 1-D array ``lam``."""
+    out = np.empty(lam.size)
+    for i in range(lam.size):
+        out[i] = rect_values(spec, lam[i])[0]
+    return out
+
+
+@kernel(cache=True)
+def rect_iota_many(spec, lam):  # pragma: no cover - compiled
+    """:func:`rect_iota` at every entry of the 1-D array ``lam``."""
+    out = np.empty(lam.size)
+    for i in range(lam.size):
+        out[i] = rect_iota(spec, lam[i])
+    return out
+
+
+@kernel(cache=True)
+def rect_tilt_many(spec, t):  # pragma: no cover - compiled
+    """The tilt ``τ`` with ``overlap(τ) = t`` at every entry of the 1-D array ``t`` (0 where ``t ≤ 0``;
+    ``t`` capped at 1 − 1e-15)."""
+    out = np.zeros(t.size)
+    for i in range(t.size):
+        if t[i] > 0.0:
+            out[i] = rect_inverse(spec, min(t[i], 1.0 - 1e-15))
+    return out
+
+
+@kernel(cache=True)
+def rect_gain_many(spec, tau, r, gl_x, gl_w):  # pragma: no cover - compiled
+    """:func:`rect_gain` at every pair of the 1-D arrays ``tau``, ``r``."""
+    out = np.empty(tau.size)
+    for i in range(tau.size):
+        out[i] = rect_gain(spec, tau[i], r[i], gl_x, gl_w)
+    return out
+
+
+def _flat(x):
+    x = np.asarray(x, dtype=float)
+    return x, np.ascontiguousarray(x.ravel())
+
+
+def overlap_of(channel, lam):
+    """``channel.overlap(λ)`` for an array of SNRs through the compiled tables (shape kept)."""
+    lam, flat = _flat(lam)
+    return rect_overlap_many(compiled_rectangular(channel), flat).reshape(lam.shape)
+
+
+def iota_of(channel, lam):
+    """``channel.mutual_information(λ)`` for an array through the compiled tables (shape kept)."""
+    lam, flat = _flat(lam)
+    return rect_iota_many(compiled_rectangular(channel), flat).reshape(lam.shape)
+
+
+def tilt_of(channel, t):
+    """Tilt ``τ`` with ``channel.overlap(τ) = t`` elementwise (0 where ``t ≤ 0``), compiled (shape kept)."""
+    t, flat = _flat(t)
+    return rect_tilt_many(compiled_rectangular(channel), flat).reshape(t.shape)
+
+
+def tilt_gain_of(channel, tau, r):
+    """``(m(τ + r) − m(τ))/m'(τ)`` elementwise without cancellation at large τ (:func:`rect_gain`),
+    compiled (shape of ``tau``)."""
+    tau, flat = _flat(tau)
+    r = np.ascontiguousarray(np.broadcast_to(np.asarray(r, dtype=float), tau.shape).ravel())
+    return rect_gain_many(compiled_rectangular(channel), flat, r, _GL16_X, _GL16_W).reshape(tau.shape)

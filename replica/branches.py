@@ -144,6 +144,10 @@ LABELLED_END_RTOL = 1e-7
 JUMP_OFFSET = 1e-3
 #: a jump beyond a fold starts this many widths of the fold's ghost downstream (:func:`_past_the_ghost`)
 GHOST_WIDTHS = 8.0
+#: above this many moving order parameters, stability comes from Jacobian–vector products (ARPACK)
+ARNOLDI_SIZE = 40
+#: restarts of ARPACK for the leading eigenvalue
+ARNOLDI_MAXITER = 200
 #: at most this many branches per sweep (a safeguard)
 MAX_BRANCHES = 64
 #: relative tolerance of the root finding for bifurcations and the instability of the universal branch
@@ -329,6 +333,10 @@ def stability(model, alpha, x, *, order=2, indices=None, near=None) -> float:
     x = np.asarray(x, dtype=float)
     if not np.all(np.isfinite(x)):
         return math.nan
+    if near is None and indices is None and _moving(model, x).size > ARNOLDI_SIZE:
+        value = _leading_eigenvalue(model, alpha, x)
+        if np.isfinite(value):
+            return value
     with np.errstate(all="ignore"):
         try:
             jac = jacobian(model, alpha, x, order=order, indices=indices)
@@ -342,6 +350,43 @@ def stability(model, alpha, x, *, order=2, indices=None, near=None) -> float:
     if near is not None:
         return float(ev[np.argmin(np.abs(ev - near))].real)
     return float(np.max(ev.real))
+
+
+def _leading_eigenvalue(model, alpha, x) -> float:
+    """Largest real part of the eigenvalues of ``F_x`` at ``x`` from Jacobian–vector products
+    (forward differences along the positive and negative parts of the vector, two evaluations each)
+    by ARPACK's implicitly restarted Arnoldi method: for
+    models with many order parameters, instead of a dense Jacobian (as many evaluations as
+    unknowns). NaN when ARPACK does not converge (the caller then builds the dense Jacobian)."""
+    from scipy.sparse.linalg import ArpackError, ArpackNoConvergence, LinearOperator, eigs
+
+    idx = _moving(model, x)
+    with np.errstate(all="ignore"):
+        try:
+            f0 = np.asarray(model.update(alpha, x), dtype=float)[idx]
+            scale = 1e-7 * max(1.0, float(np.max(np.abs(x[idx]))))
+
+            def one_sided(v):
+                """(F(x + h v) − F(x))/h for v ≥ 0: upward steps only, as the dense Jacobian takes them
+                at overlaps ≤ 0.5 (an overlap at 0 is clipped from below by the map)."""
+                norm = float(np.linalg.norm(v))
+                if norm == 0.0:
+                    return np.zeros_like(v)
+                h = scale / norm
+                y = x.copy()
+                y[idx] += h * v
+                return (np.asarray(model.update(alpha, y), dtype=float)[idx] - f0) / h
+
+            def matvec(v):
+                v = np.asarray(v, dtype=float).ravel()
+                return one_sided(np.maximum(v, 0.0)) - one_sided(np.maximum(-v, 0.0))
+
+            op = LinearOperator((idx.size, idx.size), matvec=matvec, dtype=float)
+            ev = eigs(op, k=1, which="LR", tol=1e-8, maxiter=ARNOLDI_MAXITER, return_eigenvectors=False)
+        except (ArpackNoConvergence, ArpackError, ValueError, ZeroDivisionError, FloatingPointError):
+            return math.nan
+    value = float(np.max(ev.real))
+    return value if np.isfinite(value) else math.nan
 
 
 # --------------------------------------------------------------------------- continuation
@@ -435,21 +480,40 @@ class _End:
     last_alpha: float  # α of that point
 
 
+class _InverseJacobian:
+    """Approximate ``(F_x − I)⁻¹`` on the moving entries: the inverse of a finite-difference Jacobian,
+    improved along the corrector's iterates by good-Broyden rank-one updates (so that a factorization
+    serves several continuation steps, and models with many order parameters need few Jacobians)."""
+
+    def __init__(self, a):
+        self.h = np.linalg.inv(a)
+
+    def solve(self, rhs):
+        return self.h @ rhs
+
+    def update(self, dx, dg):
+        """Broyden's update from a step ``dx`` and the change ``dg`` of ``F(x) − x`` it caused."""
+        hdg = self.h @ dg
+        den = float(dx @ hdg)
+        if abs(den) > 1e-300 and np.isfinite(den):
+            self.h = self.h + np.outer(dx - hdg, dx @ self.h) / den
+
+
 def _chord(model, alpha, x_pred, lu, solve_kw):
-    """Chord-Newton corrector with a fixed factorized ``J − I``: the result or None.
+    """Chord-Newton corrector with an approximate inverse of ``J − I`` (:class:`_InverseJacobian`,
+    updated by Broyden's rule at every iterate): the result or None.
 
     Iterates ``y ← y − (J − I)⁻¹ (F(y) − y)`` until the residual test of
     :func:`replica.engine.solve_fixed_point` passes (``atol``, ``rtol`` of ``solve_kw``);
     gives up after :data:`CHORD_MAX_ITER` iterations or when a step is not at least
     :data:`CHORD_CONTRACTION` times shorter than the previous one.
     """
-    from scipy.linalg import lu_solve
-
     atol = float(solve_kw.get("atol", 1e-12))
     rtol = float(solve_kw.get("rtol", 1e-10))
     y = np.array(x_pred, dtype=float)
     idx = _moving(model, y)
     previous = math.inf
+    g_prev = dy = None
     with np.errstate(all="ignore"):
         for k in range(CHORD_MAX_ITER):
             try:
@@ -469,20 +533,21 @@ def _chord(model, alpha, x_pred, lu, solve_kw):
                                        "continuation", {"evaluations": k + 1, "polished": True})
                 res.info["state"] = st
                 return res
-            dy = lu_solve(lu, -g[idx])
+            if g_prev is not None:
+                lu.update(dy, g[idx] - g_prev)
+            dy = lu.solve(-g[idx])
             size = float(np.max(np.abs(dy)))
             if not np.isfinite(size) or size > CHORD_CONTRACTION * previous:
                 return None
-            previous = size
+            previous, g_prev = size, g[idx]
             y = y.copy()
             y[idx] += dy
     return None
 
 
 def _factor(model, alpha, x):
-    """LU factors of ``J − I`` at a packed point (first-order differences), or None if singular."""
-    from scipy.linalg import lu_factor
-
+    """:class:`_InverseJacobian` of ``J − I`` at a packed point (first-order differences), or None if
+    singular."""
     with np.errstate(all="ignore"):
         try:
             a = jacobian(model, alpha, x, order=1)
@@ -491,10 +556,13 @@ def _factor(model, alpha, x):
             return None
         if not np.all(np.isfinite(a)):
             return None
-        lu = lu_factor(a, check_finite=False)
-    if not np.all(np.isfinite(lu[0])) or np.min(np.abs(np.diag(lu[0]))) == 0.0:
+        try:
+            inv = _InverseJacobian(a)
+        except np.linalg.LinAlgError:
+            return None
+    if not np.all(np.isfinite(inv.h)):
         return None
-    return lu
+    return inv
 
 
 def _fold_estimate(points, direction):

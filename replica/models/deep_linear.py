@@ -66,12 +66,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from hciz.compiled import iota_of, overlap_of, tilt_gain_of, tilt_of
 from hciz.rectangular import rectangular_channel
 
 from ..activations import get_activation
 from .deep import layer_priors_and_readout
 from ..engine import STATUS_MESSAGES, FixedPointResult, solve_fixed_point
-from .two_layer import (DEFAULT_S_GRID, PHASE_THRESHOLD, channel_tilt, channel_tilt_gain,
+from .two_layer import (DEFAULT_S_GRID, PHASE_THRESHOLD,
                         effective_readout_grid, phase_transitions, TwoLayerModel)
 
 __all__ = ["DeepLinearModel", "DeepLinearState", "matrix_keys", "product_channel_shape", "phase_label"]
@@ -446,14 +447,14 @@ class DeepLinearModel:
         for (ell, m) in self.keys:
             hat[(ell, m)] = alpha * self.A(ell, m) * np.outer(B[ell], G[m - 1]) / (self.entries[(ell, m)] * D)
         t = self.tilts(Q)
-        tau = {P: channel_tilt(self.channels[P], t[P]) for P in self.products}
+        tau = {P: tilt_of(self.channels[P], t[P]) for P in self.products}
         # conjugates of products first (largest spans first: a product's r needs the gains of
         # the longer products it is a factor of)
         gain = {}
         for P in sorted(self.products, key=lambda k: -(k[0] - k[1])):
             hat[P] = hat[P] + self._tilt_feedback(P, Q, gain)
             hat[P] = np.maximum(hat[P], 0.0)
-            gain[P] = channel_tilt_gain(self.channels[P], tau[P], hat[P])
+            gain[P] = tilt_gain_of(self.channels[P], tau[P], hat[P])
         for ell in range(1, self.L + 1):
             X = (ell, ell)
             hat[X] = np.maximum(hat[X] + self._tilt_feedback(X, Q, gain), 0.0)
@@ -462,7 +463,7 @@ class DeepLinearModel:
             if X[0] == X[1]:
                 new[X] = self.weight_priors[X[0] - 1].overlap(hat[X])
             else:
-                new[X] = np.asarray(self.channels[X].overlap(tau[X] + hat[X]), dtype=float).reshape(self.shapes[X])
+                new[X] = overlap_of(self.channels[X], tau[X] + hat[X]).reshape(self.shapes[X])
         return {"Q": Q, "hat": hat, "t": t, "tau": tau, "gain": gain, "new": new, "c": ker["c"], "G": G, "D": D}
 
     def _tilt_feedback(self, X, Q, gain):
@@ -518,8 +519,10 @@ class DeepLinearModel:
                 term = P.free_entropy(H[X]) - Q[X] * H[X] / 2.0
             else:
                 ch = self.channels[X]
-                tau = channel_tilt(ch, t[X])
-                iota = ch.mutual_information
+                tau = tilt_of(ch, t[X])
+
+                def iota(lam, ch=ch):
+                    return iota_of(ch, lam)
                 term = H[X] * (1.0 - Q[X]) / 2.0 - np.asarray(iota(tau + H[X])) + np.asarray(iota(tau))
             total += self.entries[X] / alpha * float(pr @ np.asarray(term).reshape(self.shapes[X]) @ pc)
         return float(total)

@@ -111,6 +111,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize, special
 
+from hciz.compiled import tilt_gain_of, tilt_of
 from hciz.rectangular import rectangular_channel
 
 from ..activations import get_activation
@@ -920,12 +921,14 @@ class TwoLayerModel:
         return {"g1q": g1q, "inner": inner, "t": t, "D": self.delta + gap1 + gap2}
 
     def tilt(self, t):
-        """``τ_v`` with ``m_rect(τ_v) = t_v`` (0 where ``t_v ≤ 0``), shape (n_readout,)."""
-        return channel_tilt(self.channel, t)
+        """``τ_v`` with ``m_rect(τ_v) = t_v`` (0 where ``t_v ≤ 0``), shape (n_readout,); compiled
+        (:func:`hciz.compiled.tilt_of`; :func:`channel_tilt` is the same in Python)."""
+        return tilt_of(self.channel, t)
 
     def tilt_gain(self, tau, r):
-        """``(m(τ + r) − m(τ))/m'(τ)`` per readout value (:func:`channel_tilt_gain`)."""
-        return channel_tilt_gain(self.channel, tau, r)
+        """``(m(τ + r) − m(τ))/m'(τ)`` per readout value, compiled (:func:`hciz.compiled.tilt_gain_of`;
+        :func:`channel_tilt_gain` is the same in Python)."""
+        return tilt_gain_of(self.channel, tau, r)
 
     def conjugates(self, alpha, x):
         """Conjugates at packed overlaps ``x`` (docs/theory.md §6.2, derived in the module docstring).
