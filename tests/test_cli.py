@@ -180,7 +180,7 @@ def _wait_for(path, timeout=120.0):
 def test_interrupted_sweep_leaves_valid_file_and_resumes(capsys, tmp_path, sig):
     out = tmp_path / "run.h5"
     ckpt = checkpoint_path(out)
-    argv = DEEP + ["--alpha", "1:8:30", "--delta", "0.1", "-o", str(out)]
+    argv = DEEP + ["--alpha", "1:8:200", "--delta", "0.1", "-o", str(out)]  # long enough to be interrupted
     proc = subprocess.Popen([sys.executable, "-m", "replica"] + argv + ["--checkpoint-every", "0"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:

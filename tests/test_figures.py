@@ -12,7 +12,7 @@ def test_quick_figures_run_and_agree_with_the_published_numbers(tmp_path, capsys
     out = tmp_path / "figs"
     assert figures.main(["--quick", "-o", str(out), "--quiet"]) == 0
     for name in ("quadratic", "relu", "rademacher_readout_rademacher", "rademacher_readout_ones", "deep",
-                 "two_layer"):
+                 "two_layer", "two_layer_phase"):
         assert (out / f"{name}.png").stat().st_size > 10_000, name
     rows = list(csv.DictReader(open(out / "deviations.csv")))
     dev = {(r["figure"], r["comparison"]): float(r["max_deviation"]) for r in rows}
