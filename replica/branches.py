@@ -930,7 +930,8 @@ def _trace_labelled(model, alphas, i0, r0, solve_kw):
 
 def _trace(model, alphas, a0, seed_result, solve_kw):
     """Follow the curve through ``seed_result`` (at ``a0``, a grid point or not) in both
-    directions along the grid; None when the curve touches no grid point."""
+    directions along the grid; None when the curve touches no grid point and does not end inside
+    the grid on both sides."""
     if _labelled(model, seed_result.x):
         on_grid = np.flatnonzero(alphas == a0)
         return _trace_labelled(model, alphas, int(on_grid[0]), seed_result, solve_kw) if on_grid.size else None
@@ -939,6 +940,7 @@ def _trace(model, alphas, a0, seed_result, solve_kw):
             float(np.max(np.abs(_overlaps(r0) - _overlaps(seed_result)), initial=0.0)) > DISTINCT_TOL * 10:
         r0 = seed_result  # the damped point is the better estimate (Newton wandered off)
     curve = _Curve(seed_result.start)
+    curve.trail.append((float(a0), r0))
     n = alphas.size
     on_grid = np.flatnonzero(alphas == a0)
     if on_grid.size:
@@ -965,8 +967,11 @@ def _trace(model, alphas, a0, seed_result, solve_kw):
             curve.results[j] = r_next
             r, a = r_next, float(alphas[j])
             j += direction
-    if not curve.results:
+    if not curve.results and not all(e.kind in ("fold", "bifurcation") for e in curve.ends.values()):
         return None
+    # a curve between two grid points (both ends located inside one interval) has no point on the grid
+    # but takes part in the equilibrium (its free entropy may be the largest there): it is kept, with
+    # its continuation steps as its points
     curve.stability = {j: stability(model, alphas[j], r.x, order=1) for j, r in curve.results.items()}
     return curve
 
@@ -1068,7 +1073,7 @@ def _name_curves(model, curves, alphas):
     used = {"universal": 1}
     for k in order:
         c = curves[k]
-        states = [r.info["state"] for r in c.results.values()]
+        states = [r.info["state"] for r in c.results.values()] or [r.info["state"] for _, r in c.trail]
         best = max(states, key=model.specialization)
         base = model.phase(best) if hasattr(model, "phase") else "specialized"
         if base == "universal":

@@ -169,3 +169,18 @@ def test_one_sheet_solved_on_two_rule_levels_is_one_branch():
     first = res.equilibrium_changes[0]
     assert (first["from"], first["to"], first["kind"]) == ("layer_1", "layers_1_2", "crossing")
     assert 1.3 < res.branches["layers_1_2"].alpha_start < first["alpha"] < 1.5
+
+
+def test_a_sheet_between_two_grid_points_still_sets_the_equilibrium():
+    # the partially specialized layers_1_2 sheet lives on [1.9963, 2.1706] only: on a grid with no point
+    # there it is reached by the jump from the fully specialized sheet's fold and kept (its continuation
+    # steps as its points), so the located changes do not depend on the grid
+    m = TwoLayerModel("tanh2", GAMMAS, 0.1)
+    coarse = sweep(m, np.linspace(0.5, 6.0, 6), progress=False)
+    fine = sweep(m, np.linspace(1.9, 2.3, 3), progress=False)
+    sheet = coarse.branches["layers_1_2"]
+    assert not sheet["exists"].any() and sheet.alpha_start == pytest.approx(1.99633578, rel=1e-8)
+    for key in ("alpha_sp", "alpha_c"):
+        assert coarse.transitions[key] == pytest.approx(fine.transitions[key], rel=1e-8)
+    assert [(c["from"], c["to"]) for c in coarse.equilibrium_changes] == \
+        [(c["from"], c["to"]) for c in fine.equilibrium_changes]
