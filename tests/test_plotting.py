@@ -13,6 +13,7 @@ from replica.workflow import plotting  # noqa: E402
 from replica.branches import sweep  # noqa: E402
 from replica.workflow.cli import plot_main  # noqa: E402
 from replica.models.deep import DeepModel  # noqa: E402
+from replica.models.shallow import ShallowModel  # noqa: E402
 from replica.workflow.io import write_phase_diagram, write_sweep  # noqa: E402
 
 ALPHAS = np.linspace(1.0, 8.0, 8)
@@ -237,3 +238,27 @@ def test_deep_phase_diagram_figure_draws_every_layer(tmp_path):
     labels = [t.get_text() for leg in fig.legends for t in leg.get_texts()]
     assert "layer 1 learned below the grid" in labels
     assert any(lbl.startswith("layer 2 learned") for lbl in labels)
+
+
+def test_neuron_maps_figure(tmp_path):
+    # replica-plot --neurons on a two-layer sweep: the Q₁ map over (α, neuron quantile) and the Q₂ map;
+    # on a file without per-neuron maps a one-line error
+    from replica.branches import sweep
+    from replica.models.two_layer import TwoLayerModel
+
+    m = TwoLayerModel("tanh2", (0.5, 0.5), 0.1)
+    res = sweep(m, np.array([1.0, 3.0]), progress=False)
+    path = write_sweep(tmp_path / "two.h5", res, {"layers": 2}, grids=m.grids, axes=m.dataset_axes)
+    fig = plotting.plot_file(path, kind="neurons")
+    meshes = [c for ax in fig.axes[:2] for c in ax.collections]  # the two map panels (then the colour bar)
+    assert len(meshes) == 2
+    q1 = meshes[0].get_array().reshape(64, 2)  # (neuron quantile, α)
+    eq = res.equilibrium["branch"]
+    np.testing.assert_allclose(q1[:, 1], res.branches[eq[1]]["neuron_overlap_layer_1"][1])
+    assert fig.axes[0].yaxis_inverted()  # strongest neurons at the top
+    out = tmp_path / "n.png"
+    assert plot_main([str(path), "--neurons", "-o", str(out), "--quiet"]) == 0 and _is_png(out)
+    bad = write_sweep(tmp_path / "one.h5", sweep(ShallowModel("relu", 0.5, 0.1), [1.0, 2.0], progress=False),
+                      {"layers": 1})
+    with pytest.raises(plotting.PlotError, match="no per-neuron maps"):
+        plotting.plot_file(bad, kind="neurons")

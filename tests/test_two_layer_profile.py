@@ -184,3 +184,34 @@ def test_a_sheet_between_two_grid_points_still_sets_the_equilibrium():
         assert coarse.transitions[key] == pytest.approx(fine.transitions[key], rel=1e-8)
     assert [(c["from"], c["to"]) for c in coarse.equilibrium_changes] == \
         [(c["from"], c["to"]) for c in fine.equilibrium_changes]
+
+
+@pytest.mark.parametrize("alpha,start", [(1.5, "layer_1"), (3.0, "informed")])
+def test_per_neuron_maps_are_each_neurons_own_fixed_point(model, alpha, start):
+    # the neuron quantile u is the fraction of first-layer neurons with a stronger effective readout,
+    # P(|s'| > |s|) = u; at each u the stored Q₁, Q₂ solve the per-neuron equations at that |s|
+    from scipy.stats import norm
+
+    st = _solve(model, alpha, start).info["state"]
+    u, s = model.neuron_u, model.neuron_s
+    np.testing.assert_allclose(2 * norm.sf(s), u, rtol=1e-12)
+    r = _solve(model, alpha, start)
+    g1, g2 = model.gammas
+    act1, act2 = model.activations
+    n_v = model.n_readout
+    D, inner, t = r.x[0], r.x[1:1 + n_v], r.x[1 + n_v:1 + 2 * n_v]
+    q1, q2 = st.neuron_overlap_layer_1, st.neuron_overlap_layer_2
+    p, v2 = model.readout_weights, model.v2
+    g2p = act2.g_prime(inner)
+    w = channel_tilt_gain(model.channel, model.tilt(t), alpha * model.a * v2 * g2p / (g2 * D))
+    q2_hat = alpha * np.outer(v2 * g2p, act1.g(q1)) / (g1 * g2 * D) + np.outer(w, q1) / g1
+    q1_hat = alpha / g1 * act1.g_prime(q1) * (model.b * s**2 + (p * v2 * g2p) @ q2) / D + g2 / g1 * ((p * w) @ q2)
+    np.testing.assert_allclose(q2, q2_hat / (1.0 + q2_hat), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(q1, q1_hat / (1.0 + q1_hat), rtol=1e-8, atol=1e-10)
+    # the map averaged over neurons is E_s Q₁ (midpoint rule in u: one quantile's width at the front)
+    assert np.mean(q1) == pytest.approx(st.collective[0], abs=1.5 / u.size)
+    # the fixed rule reports the same maps by interpolation where Q₁(s) is smooth (no front)
+    if start == "informed":
+        dense = TwoLayerModel("tanh2", GAMMAS, 0.1, s_grid=None, s_panels=32)
+        st_d = _solve(dense, alpha, start).info["state"]
+        np.testing.assert_allclose(st_d.neuron_overlap_layer_1, q1, atol=1e-5)

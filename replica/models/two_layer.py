@@ -120,6 +120,7 @@ from ..engine import STATUS_MESSAGES, FixedPointResult, solve_fixed_point
 from ..readout_grid import SELECT_EQUILIBRIUM, SELECT_LOW, SELECT_ZERO
 
 __all__ = ["TwoLayerModel", "TwoLayerState", "product_channel", "effective_readout_grid", "effective_readout_panels",
+           "neuron_quantiles",
            "converge_s_grid", "phase_name", "phase_transitions", "channel_tilt", "channel_tilt_gain",
            "refined_solve"]
 
@@ -139,6 +140,8 @@ S_PANEL_NODES = 4
 MAX_S_PANELS = 64
 #: relative accuracy of mmse and free entropy ``--s-grid auto`` refines the panel rule to
 S_GRID_TARGET = 1e-3
+#: neuron quantiles of the per-neuron maps stored with a sweep (:func:`neuron_quantiles`)
+NEURON_QUANTILES = 64
 _S_TAIL_RATIO = 1e-3  # mass ratio of successive tail panels
 _S_TAIL_FLOOR = 1e-13  # folded-Gaussian mass left out beyond the last panel (the rule stops there)
 _GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(16)
@@ -331,6 +334,30 @@ def effective_readout_panels(panels: int, nodes: int = S_PANEL_NODES):
     m0, m2, m4 = p.sum(), p @ s**2, p @ s**4
     c0, c1 = np.linalg.solve([[m0, m2], [m2, m4]], [1.0, 1.0])
     return s, p * (c0 + c1 * s * s)
+
+
+def neuron_quantiles(n: int = NEURON_QUANTILES):
+    """Neuron quantiles of the per-neuron maps: neurons ordered by the strength of their effective
+    readout, strongest first.
+
+    Parameters
+    ----------
+    n : int
+        Number of quantiles (≥ 1).
+
+    Returns
+    -------
+    u : ndarray, shape (n,)
+        ``(k + ½)/n``: the fraction of first-layer neurons whose effective readout is stronger.
+    s : ndarray, shape (n,)
+        ``|s|`` at those quantiles: ``P(|s'| > |s|) = u`` for ``s' ~ N(0, 1)``, i.e. ``s = √2 erfc⁻¹(u)``
+        (decreasing).
+    """
+    n = int(n)
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
+    u = (np.arange(n) + 0.5) / n
+    return u, math.sqrt(2.0) * special.erfcinv(u)
 
 
 def phase_name(overlap_layer_1, overlap_layer_2, overlap_product_2_1, *, threshold=PHASE_THRESHOLD) -> str:
@@ -599,6 +626,12 @@ class TwoLayerState:
         crosses the reporting grid); None on a fixed rule.
     discretization_error : float or None
         Profile solver: relative change of mmse and free entropy on the doubled rule.
+    neuron_overlap_layer_1 : ndarray, shape (n_q,), or None
+        ``Q₁`` of the first-layer neuron at each neuron quantile (:func:`neuron_quantiles`: the
+        fraction ``u`` of neurons with a stronger effective readout, strongest first).
+    neuron_overlap_layer_2 : ndarray, shape (n_readout, n_q), or None
+        ``Q₂(v, s)`` of the pair (second-layer neuron with readout ``v``, first-layer neuron at
+        quantile ``u``).
     """
 
     alpha: float
@@ -614,6 +647,8 @@ class TwoLayerState:
     mutual_information: float
     collective: np.ndarray | None = None
     discretization_error: float | None = None
+    neuron_overlap_layer_1: np.ndarray | None = None
+    neuron_overlap_layer_2: np.ndarray | None = None
 
     @property
     def overlaps(self) -> np.ndarray:
@@ -631,6 +666,9 @@ class TwoLayerState:
             "overlap_layer_2": self.overlap_layer_2, "overlap_hat_layer_2": self.overlap_hat_layer_2,
             "overlap_product_2_1": self.overlap_product_2_1,
             "overlap_hat_product_2_1": self.overlap_hat_product_2_1, "tau_product_2_1": self.tau_product,
+            **({} if self.neuron_overlap_layer_1 is None else
+               {"neuron_overlap_layer_1": self.neuron_overlap_layer_1,
+                "neuron_overlap_layer_2": self.neuron_overlap_layer_2}),
         }
 
 
@@ -780,6 +818,7 @@ class TwoLayerModel:
             self.s_grid, self.s_panels = int(s_grid), None
             self.s_values, self.s_weights = effective_readout_grid(s_grid)
         self._refined_model = None
+        self.neuron_u, self.neuron_s = neuron_quantiles()
         self.s2 = self.s_values**2
         self.channel = product_channel(self.gammas)
         self.n_s = self.s_values.size
@@ -789,8 +828,26 @@ class TwoLayerModel:
 
     @property
     def grids(self) -> dict:
-        """Extra coordinates stored with a sweep: ``s_values``, ``s_weights`` (n_s,)."""
-        return {"s_values": self.s_values, "s_weights": self.s_weights}
+        """Extra coordinates stored with a sweep: ``s_values``, ``s_weights`` (n_s,); the neuron
+        quantiles of the per-neuron maps ``neuron_quantiles`` and the effective readouts there,
+        ``neuron_effective_readouts`` (n_q,; :func:`neuron_quantiles`)."""
+        return {"s_values": self.s_values, "s_weights": self.s_weights, "neuron_quantiles": self.neuron_u,
+                "neuron_effective_readouts": self.neuron_s}
+
+    @property
+    def dataset_axes(self) -> dict:
+        """Dimension scales of the per-neuron maps: ``neuron_overlap_layer_1`` (α, neuron quantile),
+        ``neuron_overlap_layer_2`` (α, readout value, neuron quantile)."""
+        return {"neuron_overlap_layer_1": ("neuron_quantiles",),
+                "neuron_overlap_layer_2": ("readout_values", "neuron_quantiles")}
+
+    def neuron_maps(self, q1, q2):
+        """The per-neuron maps from profiles on the reporting grid ``s_values`` (piecewise linear in s):
+        ``(Q₁ at the neuron quantiles (n_q,), Q₂ (n_readout, n_q))``."""
+        q1 = np.asarray(q1, dtype=float)
+        q2 = np.asarray(q2, dtype=float).reshape(self.n_readout, -1)
+        return (np.interp(self.neuron_s, self.s_values, q1),
+                np.array([np.interp(self.neuron_s, self.s_values, row) for row in q2]))
 
     @property
     def s_grid_rule(self) -> str:
@@ -1018,8 +1075,10 @@ class TwoLayerModel:
         c = self.conjugates(alpha, x)
         q1, q2, q21 = self.unpack(x)
         f = self.free_entropy(alpha, q1, c["q1_hat"], q2, c["q2_hat"], q21, c["r21"])
+        n1, n2 = self.neuron_maps(q1, q2)
         return TwoLayerState(float(alpha), q1.copy(), c["q1_hat"], q2.copy(), c["q2_hat"], q21.copy(), c["r21"],
-                             c["tau"], max(float(c["D"] - self.delta), 0.0), f, self.mutual_information(alpha, f))
+                             c["tau"], max(float(c["D"] - self.delta), 0.0), f, self.mutual_information(alpha, f),
+                             neuron_overlap_layer_1=n1, neuron_overlap_layer_2=n2)
 
     def specialization(self, state) -> float:
         """``E_s Q₁² + E_{v,s} v² Q₂² + E_v v² Q₂:₁²`` (orders the non-universal branches)."""

@@ -651,10 +651,14 @@ def build_plot_parser() -> argparse.ArgumentParser:
     p.add_argument("--reference", action="append", default=[], metavar="FILE.csv[:COLUMN[:ERROR]]",
                    help="overlay a curve from a CSV file with an 'alpha' column: COLUMN (default: mmse, gen_error "
                         "or y_MMSEs) against α, with ERROR as error bars (repeatable)")
-    p.add_argument("--kind", choices=["auto", "curve", "overlaps", "layers", "phase"], default="auto",
+    p.add_argument("--kind", choices=["auto", "curve", "overlaps", "layers", "neurons", "phase"], default="auto",
                    help="what to draw: auto (everything the file allows; the only kind for experiment, spectrum "
                         "and SGD files), curve (learning curve only), overlaps (Q(v) profiles / overlaps vs α), "
-                        "layers (per-layer maps, deep networks), phase (phase diagram) (default auto)")
+                        "layers (per-layer maps, deep networks), neurons (per-neuron overlap maps of two hidden "
+                        "layers: every first-layer neuron and every pair of neurons, ordered by readout strength), "
+                        "phase (phase diagram) (default auto)")
+    p.add_argument("--neurons", action="store_const", const="neurons", dest="kind",
+                   help="the same as --kind neurons")
     p.add_argument("--logy", action="store_true", help="logarithmic mmse axis")
     p.add_argument("--title", default=None, help="figure title (default: the model parameters)")
     p.add_argument("--dpi", type=number_type("--dpi", minimum=LIMITS["dpi"][0], maximum=LIMITS["dpi"][1],

@@ -313,15 +313,16 @@ def _write_array(group, name, value):
 S_AXIS_DATASETS = ("overlap_layer_1", "overlap_hat_layer_1", "overlap_layer_2", "overlap_hat_layer_2")
 
 
-def _attach_scales(group, alpha, readout=None, s_scale=None, axes=None):
+def _attach_scales(group, alpha, readout=None, s_scale=None, axes=None, coordinates=()):
     """Attach the datasets of ``group`` to the dimension scales ``alpha`` (axis 0),
     ``readout`` (axis 1, and axis 0 of ``readout_weights``) and, for the datasets of
     :data:`S_AXIS_DATASETS`, ``s_values`` (last axis; axis 0 of ``s_weights``); a dataset named
-    in ``axes`` gets the scales listed there on its axes after α instead."""
+    in ``axes`` gets the scales listed there on its axes after α instead; the 1-D ``coordinates``
+    (the model's grids) get no scale."""
     axes = axes or {}
     for name, ds in group.items():
         if not isinstance(ds, h5py.Dataset) or name in ("alpha", "readout_values") or name.startswith("s_values") \
-                or ds.ndim == 0:
+                or ds.ndim == 0 or (name in coordinates and name != "s_weights"):
             continue
         if name in axes and ds.shape[0] == alpha.shape[0] and len(axes[name]) == ds.ndim - 1:
             ds.dims[0].attach_scale(alpha)
@@ -413,12 +414,13 @@ def write_sweep(path, result, parameters: dict, *, configuration: dict | None = 
             rv.make_scale("readout_values")
             _write_array(gb, "readout_weights", result.readout_weights)
             sv = None
+            named = {scale for names in (axes or {}).values() for scale in names}
             for key, val in (grids or {}).items():
                 ds = _write_array(gb, key, np.asarray(val, dtype=float))
-                if key.startswith("s_values"):
+                if key.startswith("s_values") or key in named:
                     ds.make_scale(key)
                     sv = ds if key == "s_values" else sv
-            _attach_scales(gb, alpha, rv, sv, axes or {})
+            _attach_scales(gb, alpha, rv, sv, axes or {}, coordinates=tuple(grids or ()))
             for key, val in (b.attributes() if hasattr(b, "attributes") else {}).items():
                 gb.attrs[key] = val
         reason = getattr(result, "universal_only_reason", None)

@@ -30,6 +30,7 @@ __all__ = [
     "plot_file",
     "plot_sweep",
     "plot_phase_diagram",
+    "plot_neuron_maps",
     "plot_experiments",
     "plot_spectrum",
     "plot_sgd",
@@ -848,6 +849,87 @@ def plot_phase_diagram(data: dict, *, title=None, logy=False):
     return fig
 
 
+def _equilibrium_neuron_maps(data):
+    """The per-neuron maps of the equilibrium at every α: ``(u, Q₁ (n_α, n_q), Q₂ (n_α, n_v, n_q), v)``
+    or None when the file has none (``neuron_overlap_layer_*`` of two-hidden-layer sweeps)."""
+    branches = data["branches"]
+    first = next((b for b in branches.values() if "neuron_overlap_layer_1" in b), None)
+    if first is None:
+        return None
+    u = np.asarray(first["neuron_quantiles"], dtype=float)
+    v = np.asarray(first["readout_values"], dtype=float)
+    eq = data["equilibrium"]
+    n_a = np.asarray(eq["alpha"]).size
+    q1 = np.full((n_a, u.size), np.nan)
+    q2 = np.full((n_a, v.size, u.size), np.nan)
+    for i, name in enumerate(eq["branch"]):
+        b = branches.get(str(name))
+        if b is not None and "neuron_overlap_layer_1" in b:
+            q1[i] = b["neuron_overlap_layer_1"][i]
+            q2[i] = np.asarray(b["neuron_overlap_layer_2"][i]).reshape(v.size, u.size)
+    return u, q1, q2, v
+
+
+def plot_neuron_maps(data: dict, *, title=None, max_maps=6):
+    """Per-neuron maps of the equilibrium of a two-hidden-layer sweep (``replica-plot --neurons``).
+
+    Left: ``Q₁`` of every first-layer neuron against α, neurons ordered by the strength of their
+    effective readout ``|s|`` (the neuron quantile ``u``: the fraction of neurons with a stronger readout,
+    strongest at the top). Right: ``Q₂(v, s)`` of the weights between second-layer neurons with readout
+    ``v`` and those first-layer neurons — against α for one readout value, otherwise one map (``|v|`` ×
+    ``u``) per α for up to ``max_maps`` α values of the grid, stacked as the training set grows.
+
+    Raises
+    ------
+    PlotError
+        The file has no per-neuron maps (not a two-hidden-layer sweep of this version).
+    """
+    got = _equilibrium_neuron_maps(data)
+    if got is None:
+        raise PlotError("--neurons: the file has no per-neuron maps (neuron_overlap_layer_1): only sweeps of two "
+                        "hidden layers with linear parts store them")
+    u, q1, q2, v = got
+    alpha = np.asarray(data["equilibrium"]["alpha"], dtype=float)
+    matplotlib, plt = _mpl()
+    # one row per readout strength |v| (the equations depend on v²), strongest first
+    strengths, first = np.unique(np.round(np.abs(v), 12), return_index=True)
+    order = first[np.argsort(-strengths, kind="stable")]
+    multi = order.size > 1
+    with matplotlib.rc_context(_RC):
+        if multi:
+            idx = np.unique(np.round(np.linspace(0, alpha.size - 1, min(max_maps, alpha.size))).astype(int))
+            fig = plt.figure(figsize=(3.4 + 1.5 * idx.size, 3.4), layout="constrained")
+            grid = fig.add_gridspec(1, 1 + idx.size, width_ratios=[2.2] + [1.0] * idx.size)
+            ax1 = fig.add_subplot(grid[0])
+            axes2 = [fig.add_subplot(grid[1 + k]) for k in range(idx.size)]
+        else:
+            fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(6.8, 3.2), layout="constrained")
+        mesh = ax1.pcolormesh(alpha, u, q1.T, shading="nearest", cmap="magma", vmin=0.0, vmax=1.0)
+        ax1.invert_yaxis()
+        ax1.set_xlabel(ALPHA_LABEL)
+        ax1.set_ylabel(r"neuron quantile $u$ (strongest $|s|$ first)")
+        ax1.set_title(r"layer 1: $Q_1$ per neuron", loc="left")
+        if not multi:
+            ax2.pcolormesh(alpha, u, q2[:, 0, :].T, shading="nearest", cmap="magma", vmin=0.0, vmax=1.0)
+            ax2.invert_yaxis()
+            ax2.set_xlabel(ALPHA_LABEL)
+            ax2.set_title(r"layer 2: $Q_2(v, s)$ per first-layer neuron", loc="left")
+        else:
+            rows = np.arange(order.size)
+            for ax, i in zip(axes2, idx):
+                ax.pcolormesh(u, rows, q2[i][order], shading="nearest", cmap="magma", vmin=0.0, vmax=1.0)
+                ax.invert_yaxis()
+                ax.set_title(rf"$\alpha = {alpha[i]:.3g}$", fontsize=8)
+                ax.set_xlabel(r"$u$ (layer 1)")
+                ax.set_yticks(rows, [f"{abs(x):.2g}" for x in v[order]] if ax is axes2[0] else [])
+            axes2[0].set_ylabel(r"$|v|$ (layer 2, strongest first)")
+        cb = fig.colorbar(mesh, ax=fig.axes, pad=0.01, fraction=0.04)
+        cb.set_label("teacher–student overlap")
+        fig.suptitle(title if title is not None else _wrap("per-neuron overlaps at equilibrium: " + describe(
+            data.get("parameters", {})), 90), fontsize=9)
+    return fig
+
+
 #: colours of the per-layer transition lines of deep phase diagrams (layer 1, 2, …)
 LAYER_COLORS = ("#1f77b4", "#ff5a36", "#2ca02c", "#9467bd", "#8c564b", "#e377c2")
 
@@ -979,7 +1061,8 @@ def plot_file(path, *, experiments=(), references=(), kind="auto", title=None, l
     references : sequence of dict, keyword-only
         Reference curves (:func:`read_reference`).
     kind : str, keyword-only
-        ``auto``, ``curve``, ``overlaps``, ``layers`` (sweeps) or ``phase``.
+        ``auto``, ``curve``, ``overlaps``, ``layers``, ``neurons`` (sweeps: :func:`plot_neuron_maps`) or
+        ``phase``.
 
     Raises
     ------
@@ -1016,6 +1099,8 @@ def plot_file(path, *, experiments=(), references=(), kind="auto", title=None, l
             name = {"spectrum": "a spectrum", "sgd": "an SGD", "experiment": "an experiment"}[fkind]
             raise PlotError(f"--kind {kind}: {path} is {name} file, drawn only with --kind auto "
                             "(curve, overlaps and layers are parts of sweep figures)")
+        if fkind == "sweep" and kind == "neurons":
+            return plot_neuron_maps(read_sweep(path), title=title)
         if fkind == "sweep":
             return plot_sweep(read_sweep(path), experiments=extra, references=references, kind=kind, title=title,
                               logy=logy)
