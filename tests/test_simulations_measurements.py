@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from simulations.measurements import (OVERLAP_BIN_EDGES, matched_overlaps, mean_and_sem, measure_chain,
-                                      r2_overlap)
+from simulations.measurements import (OVERLAP_BIN_EDGES, cross_fitted_overlaps, matched_overlaps, mean_and_sem,
+                                      measure_chain, r2_overlap)
 from simulations.teacher_student import Architecture, network_output, sample_readout, sample_weights
 
 
@@ -113,3 +113,46 @@ def test_mean_and_sem():
     assert np.allclose(sem, [1.0, 0.0])
     _, sem1 = mean_and_sem(np.array([[1.0]]), axis=1)
     assert np.isnan(sem1).all()
+
+
+def _two_layer(rng, d, k1, k2):
+    return [rng.standard_normal((k1, d)), rng.standard_normal((k2, k1))]
+
+
+def test_cross_fitted_overlaps_are_zero_between_independent_networks():
+    # unlearned networks (independent draws of the prior, two hidden layers of 20 neurons, d = 40): the
+    # plain matched overlap is biased upwards by the matching, the cross-fitted one has mean 0
+    rng = np.random.default_rng(3)
+    v = np.ones(20)
+    plain, cross, cross_w2 = [], [], []
+    for rep in range(40):
+        teacher, student = _two_layer(rng, 40, 20, 20), _two_layer(rng, 40, 20, 20)
+        plain.append([q.mean() for q in matched_overlaps(student, teacher, v)[0]])
+        neurons, weights = cross_fitted_overlaps(student, teacher, v, seed=rep)
+        cross.append([q.mean() for q in neurons])
+        cross_w2.append(weights[1].mean())
+    plain, cross = np.array(plain), np.array(cross)
+    assert np.all(plain.mean(axis=0) > 0.2)  # the bias of the plain matching, both layers
+    mean, sem = cross.mean(axis=0), cross.std(axis=0, ddof=1) / np.sqrt(cross.shape[0])
+    assert np.all(np.abs(mean) < 3.5 * sem) and np.all(sem < 0.02)
+    assert abs(np.mean(cross_w2)) < 3.5 * np.std(cross_w2, ddof=1) / np.sqrt(len(cross_w2))
+
+
+def test_cross_fitted_overlaps_measure_a_learned_overlap():
+    # a student whose neurons have overlap 0.6 with their (permuted) teachers in layer 1 and whose second
+    # layer is the teacher's (permuted the same way): the cross-fitted estimates are 0.6 and 1 on average
+    rng = np.random.default_rng(4)
+    d, k = 60, 30
+    v = np.ones(k)
+    est1, est2 = [], []
+    for rep in range(20):
+        teacher = _two_layer(rng, d, k, k)
+        perm = rng.permutation(k)
+        w1 = 0.6 * teacher[0] + np.sqrt(1 - 0.6**2) * rng.standard_normal((k, d))  # unit variance, overlap 0.6
+        student = [w1[perm], teacher[1][:, perm]]
+        neurons, _ = cross_fitted_overlaps(student, teacher, v, seed=rep)
+        est1.append(neurons[0].mean())
+        est2.append(neurons[1].mean())
+    assert np.mean(est1) == pytest.approx(0.6, abs=0.02)
+    # layer 2: the teacher's own rows, columns relabelled by the layer-1 matching: overlap E W² = 1
+    assert np.mean(est2) == pytest.approx(1.0, abs=0.05)
