@@ -43,11 +43,13 @@ MODULES = [
     "priors.weight_priors",
     "priors.readout_laws",
     "priors.continuous_laws",
+    "priors.compiled",
     "hciz",
     "hciz.symmetric",
     "hciz.rectangular",
     "hciz.rie",
     "hciz.cache",
+    "hciz.compiled",
     "simulations.gamp_rie",
 ]
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .measurements import OVERLAP_BIN_EDGES, measure_chain, mean_and_sem
+from .measurements import NEURON_BINS, OVERLAP_BIN_EDGES, measure_chain, mean_and_sem
 from .teacher_student import WEIGHT_PRIOR_NAMES, Architecture, make_dataset, sample_teacher, sample_weights
 
 __all__ = ["ExperimentConfig", "InitResult", "run_experiment", "INITS", "DEFAULT_STEPS"]
@@ -255,7 +255,10 @@ def run_experiment(config: ExperimentConfig, *, progress: bool = False, chains: 
 
     n_alpha, n_teachers, layers = len(config.alpha), config.teachers, architecture.layers
     bins = len(OVERLAP_BIN_EDGES) - 1
+    n_groups = _map_groups(config, architecture)
     store = {init: {"scalars": {name: np.full((n_alpha, n_teachers), np.nan) for name in _SCALARS},
+                    "neuron_map_layer_1": np.full((n_alpha, n_teachers, NEURON_BINS), np.nan),
+                    "neuron_map_layer_2": np.full((n_alpha, n_teachers, n_groups, NEURON_BINS), np.nan),
                     "overlap": np.full((n_alpha, n_teachers, layers), np.nan),
                     "replica_overlap": np.full((n_alpha, n_teachers, layers), np.nan),
                     "histogram": np.zeros((n_alpha, layers, bins)),
@@ -318,7 +321,7 @@ def _run_chain(config, runner, teacher, test, train, alpha, t, i, init) -> dict:
         elapsed = time.perf_counter() - begin
         m = measure_chain(chain.samples, chain.test_outputs, teacher.weights, test.labels,
                           teacher.readout, point_estimate=config.sampler in POINT_ESTIMATES,
-                          matrix_estimate=chain.matrix_estimate)
+                          matrix_estimate=chain.matrix_estimate, neuron_groups=_readout_groups(config))
     if not np.isfinite(m.error):
         logger.warning("alpha=%g teacher=%d %s: diverged after %d steps (error %s); left out of the teacher "
                        "averages", alpha, t, init, int(chain.steps), m.error)
@@ -341,7 +344,9 @@ def _run_chain(config, runner, teacher, test, train, alpha, t, i, init) -> dict:
                   mean_integration_steps=chain.mean_integration_steps, wall_time=elapsed,
                   converged=chain.converged, iterations=chain.steps)
     record = {name: np.asarray(value, dtype=float) for name, value in values.items()}
-    record.update(overlap=np.asarray(m.overlap), replica_overlap=np.asarray(m.replica_overlap),
+    record.update(neuron_map_layer_1=np.asarray(m.neuron_map_layer_1, dtype=float),
+                  neuron_map_layer_2=np.asarray(m.neuron_map_layer_2, dtype=float),
+                  overlap=np.asarray(m.overlap), replica_overlap=np.asarray(m.replica_overlap),
                   histogram=np.asarray(m.histogram), matrix_histogram=np.asarray(m.matrix_histogram),
                   trace=np.asarray(chain.trace_errors), trace_steps=np.asarray(chain.trace_steps))
     return record
@@ -353,6 +358,9 @@ def _add_chain(entry, a, t, record) -> None:
         entry["scalars"][name][a, t] = record[name]
     entry["overlap"][a, t] = record["overlap"]
     entry["replica_overlap"][a, t] = record["replica_overlap"]
+    for name in ("neuron_map_layer_1", "neuron_map_layer_2"):  # absent from checkpoints of earlier versions
+        if name in record and np.shape(record[name]) == entry[name].shape[2:]:
+            entry[name][a, t] = record[name]
     entry["histogram"][a] += record["histogram"]
     entry["matrix_histogram"][a] += record["matrix_histogram"]
     entry["trace"][a][t] = record["trace"]
@@ -398,6 +406,26 @@ def excluded_chains(scalars) -> np.ndarray:
     return ~np.isfinite(np.asarray(scalars["error"], float))
 
 
+def _readout_groups(config):
+    """Readout-strength groups of the per-pair maps (``groups`` of :func:`neuron_quantile_maps`).
+
+    A discrete readout law gives its distinct strengths ``|v|``; a continuous one (put on a grid
+    by the theory) gives ``NEURON_BINS`` quantile bins of ``|v|``.
+    """
+    from priors import get_readout_law
+
+    law = get_readout_law(config.readout)
+    return np.unique(np.abs(np.asarray(law.values, float))) if law.exact else NEURON_BINS
+
+
+def _map_groups(config, architecture) -> int:
+    """Number of rows of the per-pair maps (two hidden layers; 0 otherwise)."""
+    if architecture.layers != 2:
+        return 0
+    groups = _readout_groups(config)
+    return int(groups) if np.ndim(groups) == 0 else int(groups.size)
+
+
 def _summarize(init, config, architecture, entry) -> InitResult:
     s = entry["scalars"]
     excluded = excluded_chains(s)
@@ -415,7 +443,12 @@ def _summarize(init, config, architecture, entry) -> InitResult:
     rep_ov_mean, rep_ov_sem = mean_and_sem(entry["replica_overlap"], axis=1, keep=keep)
     rep_r2_mean, rep_r2_sem = mean_and_sem(s["replica_r2"], axis=1, keep=keep)
     traces = np.array([[np.asarray(tr) for tr in row] for row in entry["trace"]])
+    n1_mean, n1_sem = mean_and_sem(entry["neuron_map_layer_1"], axis=1, keep=keep)
+    n2_mean, n2_sem = mean_and_sem(entry["neuron_map_layer_2"], axis=1, keep=keep)
     datasets = {
+        "neuron_overlap_layer_1_mean": n1_mean, "neuron_overlap_layer_1_sem": n1_sem,
+        "neuron_overlap_layer_2_mean": n2_mean, "neuron_overlap_layer_2_sem": n2_sem,
+        "neuron_quantile_edges": np.linspace(0.0, 1.0, NEURON_BINS + 1),
         "mmse_mean": mmse_mean, "mmse_sem": mmse_sem, "mmse": s["error"],
         "posterior_mean_error_mean": pm_mean, "posterior_mean_error_sem": pm_sem,
         "overlap_mean": overlap_mean, "overlap_sem": overlap_sem, "overlap": entry["overlap"],

@@ -36,6 +36,8 @@ __all__ = [
     "ChainMeasurement",
     "matched_overlaps",
     "cross_fitted_overlaps",
+    "neuron_quantile_maps",
+    "NEURON_BINS",
     "overlap_matrices",
     "r2_overlap",
     "measure_chain",
@@ -177,6 +179,102 @@ def cross_fitted_overlaps(student, teacher, readout, *, seed: int = 0, tolerance
     return neurons, weights
 
 
+#: equal bins of the neuron quantile u (the fraction of neurons with a stronger readout) of the measured
+#: per-neuron maps
+NEURON_BINS = 8
+
+
+def neuron_quantile_maps(student, teacher, readout, *, bins: int = NEURON_BINS, groups=None, seed: int = 0):
+    """Cross-fitted per-neuron overlaps binned on neuron quantiles, as the theory's per-neuron maps.
+
+    Neurons are ordered by the strength of their (teacher's) readout: for two hidden layers the
+    first-layer neurons by their effective readout ``|s_j| = |(vᵀW⁰₂)_j|/√k₂`` and the second-layer
+    neurons by ``|v_i|``; for one hidden layer the neurons by ``|v_j|``. The quantile of neuron ``j`` is
+    ``u_j = (r_j + ½)/k`` with ``r_j`` the number of neurons with a stronger readout (ties broken by
+    index), and the overlaps of :func:`cross_fitted_overlaps` (mean 0 for an unlearned neuron) are
+    averaged in ``bins`` equal bins of ``u``.
+
+    Parameters
+    ----------
+    student, teacher : sequence of ndarray
+        Weights of one or two hidden layers.
+    readout : ndarray, shape (k_L,)
+    bins : int, keyword-only
+    groups : None, int or array_like, keyword-only
+        Readout-strength groups of the second-layer neurons (two hidden layers): ``None`` — the
+        distinct ``|v|`` of ``readout``; an array — the strengths ``|v|`` of a discrete readout law,
+        each neuron joining the nearest; an int ``m`` — ``m`` equal quantile bins of ``|v|`` (for a
+        continuous law). Groups are ordered strongest first.
+    seed : int, keyword-only
+        Seed of the cross-fitting split.
+
+    Returns
+    -------
+    layer_1 : ndarray, shape (bins,)
+        Mean overlap of the first-layer neurons in each quantile bin (NaN in an empty bin).
+    layer_2 : ndarray, shape (n_groups, bins)
+        Two hidden layers: mean per-weight overlap of the pairs (second-layer neurons of readout
+        strength group ``g``, first-layer neurons in bin ``b``; NaN where a group is empty); one
+        hidden layer: an empty array of shape (0, bins). Deeper networks: NaN.
+
+    Raises
+    ------
+    ValueError
+        If ``bins`` or an integer ``groups`` is smaller than 1.
+    """
+    teacher = [np.asarray(w, float) for w in teacher]
+    v = np.asarray(readout, float)
+    bins = int(bins)
+    if bins < 1:
+        raise ValueError(f"bins must be >= 1, got {bins}")
+    strength_v = np.abs(v)
+    member, n_groups = _readout_membership(strength_v, groups)
+    if len(teacher) > 2:
+        return np.full(bins, np.nan), np.full((n_groups, bins), np.nan)
+    neurons, weights = cross_fitted_overlaps(student, teacher, v, seed=seed)
+    strength = strength_v if len(teacher) == 1 else np.abs(v @ teacher[1]) / np.sqrt(teacher[1].shape[0])
+    which = _quantile_bin(strength, bins)
+
+    def binned(values):
+        out = np.full(bins, np.nan)
+        for b in range(bins):
+            sel = which == b
+            if np.any(sel) and values.shape[0]:
+                out[b] = float(np.mean(values[..., sel]))
+        return out
+
+    layer_1 = binned(neurons[0])
+    if len(teacher) == 1:
+        return layer_1, np.empty((0, bins))
+    layer_2 = np.array([binned(weights[1][member == g]) for g in range(n_groups)])
+    return layer_1, layer_2
+
+
+def _readout_membership(strength, groups):
+    """Group index (strongest first) of each second-layer neuron and the number of groups.
+
+    ``groups`` as in :func:`neuron_quantile_maps`; raises ValueError for an integer below 1.
+    """
+    if groups is not None and np.ndim(groups) == 0:
+        n_groups = int(groups)
+        if n_groups < 1:
+            raise ValueError(f"groups must be >= 1, got {groups}")
+        return _quantile_bin(strength, n_groups), n_groups
+    values = np.round(strength, 12) if groups is None else np.abs(np.asarray(groups, float))
+    values = np.unique(values)[::-1]
+    return np.argmin(np.abs(strength[:, None] - values[None, :]), axis=1), values.size
+
+
+def _quantile_bin(strength, bins):
+    """Bin ``0..bins-1`` of each neuron's quantile ``u = (r + ½)/k``, ``r`` = number of stronger neurons."""
+    k = strength.size
+    rank = np.empty(k, dtype=int)
+    rank[np.argsort(-strength, kind="stable")] = np.arange(k)
+    edges = np.linspace(0.0, 1.0, bins + 1)
+    return np.clip(np.searchsorted(edges, (rank + 0.5) / k, side="right") - 1, 0, bins - 1)
+
+
+
 def overlap_matrices(student, teacher):
     """Unmatched overlap matrices ``W_ℓ W⁰_ℓᵀ / k_{ℓ−1}`` (entries are permutation invariant)."""
     return [np.asarray(w, float) @ np.asarray(w0, float).T / np.asarray(w0).shape[1]
@@ -228,6 +326,9 @@ class ChainMeasurement:
     replica_error, replica_overlap, replica_r2 : float / ndarray
         Sample–sample versions of ``error``, ``overlap``, ``r2`` (Nishimori check; NaN if
         fewer than two samples were kept).
+    neuron_map_layer_1, neuron_map_layer_2 : ndarray, shapes (bins,) and (n_groups, bins)
+        Cross-fitted per-neuron maps on neuron quantiles averaged over the samples
+        (:func:`neuron_quantile_maps`; NaN without weights).
     """
 
     error: float
@@ -239,11 +340,13 @@ class ChainMeasurement:
     replica_error: float
     replica_overlap: np.ndarray
     replica_r2: float
+    neuron_map_layer_1: np.ndarray | None = None
+    neuron_map_layer_2: np.ndarray | None = None
 
 
 def measure_chain(samples, test_outputs, teacher_weights, teacher_test_outputs, readout, *,
                   point_estimate: bool = False, max_overlap_samples: int = 50,
-                  bin_edges=OVERLAP_BIN_EDGES, matrix_estimate=None) -> ChainMeasurement:
+                  bin_edges=OVERLAP_BIN_EDGES, matrix_estimate=None, neuron_groups=None) -> ChainMeasurement:
     """Measure one chain.
 
     Parameters
@@ -266,6 +369,8 @@ def measure_chain(samples, test_outputs, teacher_weights, teacher_test_outputs, 
         With ``samples=None``: a point estimate ``Ŝ`` of ``S⁰ = W⁰ᵀdiag(v)W⁰/√(kd)``;
         ``r2`` is then ``1 − ‖Ŝ − S⁰‖²_F/d``, the overlap ``m_S`` of a posterior mean
         (the factor ½ of :func:`r2_overlap` is for two independent samples).
+    neuron_groups : None, int or array_like
+        Readout-strength groups of the per-neuron maps (``groups`` of :func:`neuron_quantile_maps`).
 
     Returns
     -------
@@ -279,7 +384,7 @@ def measure_chain(samples, test_outputs, teacher_weights, teacher_test_outputs, 
     posterior_mean_error = float(np.mean((outputs.mean(axis=0) - target) ** 2))
     if samples is None:
         return _point_measurement(error, posterior_mean_error, teacher_weights, readout, matrix_estimate,
-                                  len(bin_edges) - 1)
+                                  len(bin_edges) - 1, neuron_groups)
 
     chosen = np.unique(np.linspace(0, num_kept - 1, min(num_kept, max_overlap_samples)).astype(int))
     layers = len(teacher_weights)
@@ -288,8 +393,12 @@ def measure_chain(samples, test_outputs, teacher_weights, teacher_test_outputs, 
     matrix_histogram = np.zeros((layers, bins))
     overlap_sum = np.zeros(layers)
     r2_values = []
+    maps_1, maps_2 = [], []
     for a in chosen:
         student = [s[a] for s in samples]
+        m1, m2 = neuron_quantile_maps(student, teacher_weights, readout, groups=neuron_groups, seed=int(a))
+        maps_1.append(m1)
+        maps_2.append(m2)
         q, _ = matched_overlaps(student, teacher_weights, readout)
         for layer in range(layers):
             overlap_sum[layer] += q[layer].mean()
@@ -326,10 +435,13 @@ def measure_chain(samples, test_outputs, teacher_weights, teacher_test_outputs, 
         replica_error=replica_error,
         replica_overlap=replica_overlap,
         replica_r2=replica_r2,
+        neuron_map_layer_1=np.mean(maps_1, axis=0),
+        neuron_map_layer_2=np.mean(maps_2, axis=0),
     )
 
 
-def _point_measurement(error, posterior_mean_error, teacher_weights, readout, matrix_estimate, bins):
+def _point_measurement(error, posterior_mean_error, teacher_weights, readout, matrix_estimate, bins,
+                       neuron_groups=None):
     """:class:`ChainMeasurement` of a method that returns no weights (GAMP-RIE)."""
     layers = len(teacher_weights)
     r2 = float("nan")
@@ -340,9 +452,12 @@ def _point_measurement(error, posterior_mean_error, teacher_weights, readout, ma
         s0 = w0.T @ (v[:, None] * w0) / np.sqrt(k * d)
         r2 = float(1.0 - np.sum((np.asarray(matrix_estimate, float) - s0) ** 2) / d)
     nan = np.full(layers, np.nan)
+    groups = _readout_membership(np.abs(np.asarray(readout, float)), neuron_groups)[1] if layers == 2 else 0
     return ChainMeasurement(error=error, posterior_mean_error=posterior_mean_error, overlap=nan, r2=r2,
                             histogram=np.zeros((layers, bins)), matrix_histogram=np.zeros((layers, bins)),
-                            replica_error=float("nan"), replica_overlap=nan.copy(), replica_r2=float("nan"))
+                            replica_error=float("nan"), replica_overlap=nan.copy(), replica_r2=float("nan"),
+                            neuron_map_layer_1=np.full(NEURON_BINS, np.nan),
+                            neuron_map_layer_2=np.full((groups, NEURON_BINS), np.nan))
 
 
 def _histogram(values, bin_edges):

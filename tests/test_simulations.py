@@ -198,6 +198,29 @@ def test_tiny_run_layout(tiny_run):
     assert [p.name for p in tiny_run.parent.iterdir()] == ["exp.h5"]
 
 
+def test_two_layer_run_writes_neuron_maps(tmp_path):
+    # two hidden layers, 4point readout (two strengths |v|): the per-neuron maps have one row per strength
+    # and one column per quantile bin (d = 16: k₁ = 8, one neuron per bin); the informed chain starts at
+    # the teacher and stays near it at small noise, so its first-layer map is far above the uninformed
+    # one (which starts unlearned)
+    path = tmp_path / "two.h5"
+    args = ["--layers", "2", "--gamma", "0.5", "--activation", "tanh2", "--readout", "4point", "--alpha", "2",
+            "--dim", "16", "--teachers", "2", "--steps", "100", "--kept", "10", "--delta", "0.01",
+            "--init", "informed,uninformed", "--seed", "1", "--quiet", "-o", str(path)]
+    assert cli.main(args) == 0
+    groups = read_experiment(path)["groups"]
+    maps = {}
+    for init in ("informed", "uninformed"):
+        g = groups[("hmc", init)]
+        bins = len(g["neuron_quantile_edges"]) - 1
+        assert g["neuron_overlap_layer_1_mean"].shape == (1, bins)
+        assert g["neuron_overlap_layer_2_mean"].shape == (1, 2, bins)
+        assert np.all(np.isfinite(g["neuron_overlap_layer_1_mean"]))
+        maps[init] = g["neuron_overlap_layer_1_mean"]
+    assert np.mean(maps["informed"]) > 0.5
+    assert np.mean(maps["informed"]) > np.mean(maps["uninformed"]) + 0.3
+
+
 def test_tiny_run_is_reproducible(tiny_run, tmp_path):
     again = tmp_path / "again.h5"
     assert cli.main(TINY + ["-o", str(again)]) == 0

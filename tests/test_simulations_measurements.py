@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from simulations.measurements import (OVERLAP_BIN_EDGES, cross_fitted_overlaps, matched_overlaps, mean_and_sem,
-                                      measure_chain, r2_overlap)
+                                      measure_chain, neuron_quantile_maps, r2_overlap)
 from simulations.teacher_student import Architecture, network_output, sample_readout, sample_weights
 
 
@@ -156,3 +156,51 @@ def test_cross_fitted_overlaps_measure_a_learned_overlap():
     assert np.mean(est1) == pytest.approx(0.6, abs=0.02)
     # layer 2: the teacher's own rows, columns relabelled by the layer-1 matching: overlap E W² = 1
     assert np.mean(est2) == pytest.approx(1.0, abs=0.05)
+
+
+def test_neuron_quantile_maps_order_neurons_by_readout_strength():
+    # one hidden layer, readout 4point: the student learned (overlap 0.8) exactly the neurons of strong
+    # readout |v| = 3/√5, the others are independent draws. Ordered by |v|, the strong neurons are the
+    # first half of the quantiles: the map is 0.8 on the first half of the bins and 0 on the second.
+    rng = np.random.default_rng(5)
+    d, k = 60, 40
+    v = np.repeat(np.array([3.0, -3.0, 1.0, -1.0]) / np.sqrt(5.0), k // 4)
+    strong = np.abs(v) > 1.0
+    maps = []
+    for rep in range(20):
+        teacher = [rng.standard_normal((k, d))]
+        w = rng.standard_normal((k, d))
+        w[strong] = 0.8 * teacher[0][strong] + 0.6 * rng.standard_normal((int(strong.sum()), d))
+        order = rng.permutation(k)  # relabelling the neurons with their readouts changes nothing
+        layer_1, layer_2 = neuron_quantile_maps([w[order]], [teacher[0][order]], v[order], bins=4, seed=rep)
+        assert layer_2.shape == (0, 4)
+        maps.append(layer_1)
+    mean = np.mean(maps, axis=0)
+    assert mean[:2] == pytest.approx([0.8, 0.8], abs=0.05)
+    assert mean[2:] == pytest.approx([0.0, 0.0], abs=0.05)
+
+
+def test_neuron_quantile_maps_group_second_layer_by_readout():
+    # two hidden layers: the student's second layer is the teacher's for the second-layer neurons of
+    # readout +1 and independent for those of readout 1/3 (first layer learned exactly). The per-pair map
+    # is 1 in the strong group and 0 in the weak one, in every first-layer quantile bin; an integer
+    # ``groups`` splits |v| into quantile bins (strongest first), giving the same rows here.
+    rng = np.random.default_rng(6)
+    d, k1, k2 = 40, 20, 20
+    v = np.repeat([1.0, 1.0 / 3.0], k2 // 2)
+    rows = {None: [], 2: [], "law": []}
+    for rep in range(20):
+        teacher = _two_layer(rng, d, k1, k2)
+        w2 = rng.standard_normal((k2, k1))
+        w2[: k2 // 2] = teacher[1][: k2 // 2]
+        student = [teacher[0] + 0.05 * rng.standard_normal((k1, d)), w2]
+        for key, groups in ((None, None), (2, 2), ("law", np.array([-1.0, 1.0 / 3.0, 1.0]))):
+            _, layer_2 = neuron_quantile_maps(student, teacher, v, bins=2, groups=groups, seed=rep)
+            rows[key].append(layer_2)
+    for key in rows:
+        mean = np.mean(rows[key], axis=0)
+        assert mean.shape == (2, 2)
+        assert mean[0] == pytest.approx([1.0, 1.0], abs=0.1)
+        assert mean[1] == pytest.approx([0.0, 0.0], abs=0.1)
+    with pytest.raises(ValueError, match="groups"):
+        neuron_quantile_maps(student, teacher, v, groups=0)
