@@ -260,6 +260,7 @@ def run_experiment(config: ExperimentConfig, *, progress: bool = False, chains: 
                     "neuron_map_layer_1": np.full((n_alpha, n_teachers, NEURON_BINS), np.nan),
                     "neuron_map_layer_2": np.full((n_alpha, n_teachers, n_groups, NEURON_BINS), np.nan),
                     "overlap": np.full((n_alpha, n_teachers, layers), np.nan),
+                    "unbiased_overlap": np.full((n_alpha, n_teachers, layers), np.nan),
                     "replica_overlap": np.full((n_alpha, n_teachers, layers), np.nan),
                     "histogram": np.zeros((n_alpha, layers, bins)),
                     "matrix_histogram": np.zeros((n_alpha, layers, bins)),
@@ -346,6 +347,7 @@ def _run_chain(config, runner, teacher, test, train, alpha, t, i, init) -> dict:
     record = {name: np.asarray(value, dtype=float) for name, value in values.items()}
     record.update(neuron_map_layer_1=np.asarray(m.neuron_map_layer_1, dtype=float),
                   neuron_map_layer_2=np.asarray(m.neuron_map_layer_2, dtype=float),
+                  unbiased_overlap=np.asarray(m.unbiased_overlap, dtype=float),
                   overlap=np.asarray(m.overlap), replica_overlap=np.asarray(m.replica_overlap),
                   histogram=np.asarray(m.histogram), matrix_histogram=np.asarray(m.matrix_histogram),
                   trace=np.asarray(chain.trace_errors), trace_steps=np.asarray(chain.trace_steps))
@@ -358,7 +360,7 @@ def _add_chain(entry, a, t, record) -> None:
         entry["scalars"][name][a, t] = record[name]
     entry["overlap"][a, t] = record["overlap"]
     entry["replica_overlap"][a, t] = record["replica_overlap"]
-    for name in ("neuron_map_layer_1", "neuron_map_layer_2"):  # absent from checkpoints of earlier versions
+    for name in ("neuron_map_layer_1", "neuron_map_layer_2", "unbiased_overlap"):  # absent from older checkpoints
         if name in record and np.shape(record[name]) == entry[name].shape[2:]:
             entry[name][a, t] = record[name]
     entry["histogram"][a] += record["histogram"]
@@ -444,11 +446,13 @@ def _summarize(init, config, architecture, entry) -> InitResult:
     rep_r2_mean, rep_r2_sem = mean_and_sem(s["replica_r2"], axis=1, keep=keep)
     traces = np.array([[np.asarray(tr) for tr in row] for row in entry["trace"]])
     n1_mean, n1_sem = mean_and_sem(entry["neuron_map_layer_1"], axis=1, keep=keep)
+    ub_mean, ub_sem = mean_and_sem(entry["unbiased_overlap"], axis=1, keep=keep)
     n2_mean, n2_sem = mean_and_sem(entry["neuron_map_layer_2"], axis=1, keep=keep)
     datasets = {
         "neuron_overlap_layer_1_mean": n1_mean, "neuron_overlap_layer_1_sem": n1_sem,
         "neuron_overlap_layer_2_mean": n2_mean, "neuron_overlap_layer_2_sem": n2_sem,
         "neuron_quantile_edges": np.linspace(0.0, 1.0, NEURON_BINS + 1),
+        "unbiased_overlap_mean": ub_mean, "unbiased_overlap_sem": ub_sem, "unbiased_overlap": entry["unbiased_overlap"],
         "mmse_mean": mmse_mean, "mmse_sem": mmse_sem, "mmse": s["error"],
         "posterior_mean_error_mean": pm_mean, "posterior_mean_error_sem": pm_sem,
         "overlap_mean": overlap_mean, "overlap_sem": overlap_sem, "overlap": entry["overlap"],

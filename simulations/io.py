@@ -24,6 +24,16 @@ name                               shape               meaning
 ``posterior_mean_error_*``         (A,)                E(⟨λ⟩ − λ⁰)² over kept samples
 ``overlap_mean``, ``overlap_sem``  (A, L)              matched per-neuron overlap per layer
 ``overlap``                        (A, T, L)           per teacher
+``unbiased_overlap_mean``,         (A, L)              cross-fitted matched overlap per layer
+``unbiased_overlap_sem``                               (mean 0 for unlearned networks)
+``unbiased_overlap``               (A, T, L)           per teacher
+``neuron_overlap_layer_1_mean``,   (A, Q)              cross-fitted overlap of the first-layer
+``neuron_overlap_layer_1_sem``                         neurons in Q bins of the neuron quantile
+                                                       (strongest effective readout first)
+``neuron_overlap_layer_2_mean``,   (A, G, Q)           per-weight overlap between second-layer
+``neuron_overlap_layer_2_sem``                         neurons of readout group G (strongest
+                                                       first) and first-layer quantile bins
+``neuron_quantile_edges``          (Q+1,)              bins of the neuron quantile
 ``r2_mean``, ``r2_sem``, ``r2``    (A,), (A,), (A, T)  R₂ = 1 − ‖S − S⁰‖²/(2kd²)
 ``overlap_histogram``              (A, L, B)           density of matched per-neuron overlaps
 ``overlap_matrix_histogram``       (A, L, B)           density of all entries of W Wᵀ⁰/k_{ℓ−1}

@@ -184,7 +184,8 @@ def cross_fitted_overlaps(student, teacher, readout, *, seed: int = 0, tolerance
 NEURON_BINS = 8
 
 
-def neuron_quantile_maps(student, teacher, readout, *, bins: int = NEURON_BINS, groups=None, seed: int = 0):
+def neuron_quantile_maps(student, teacher, readout, *, bins: int = NEURON_BINS, groups=None, seed: int = 0,
+                         overlaps=None):
     """Cross-fitted per-neuron overlaps binned on neuron quantiles, as the theory's per-neuron maps.
 
     Neurons are ordered by the strength of their (teacher's) readout: for two hidden layers the
@@ -207,6 +208,9 @@ def neuron_quantile_maps(student, teacher, readout, *, bins: int = NEURON_BINS, 
         continuous law). Groups are ordered strongest first.
     seed : int, keyword-only
         Seed of the cross-fitting split.
+    overlaps : tuple, keyword-only, optional
+        ``(neurons, weights)`` of :func:`cross_fitted_overlaps` already computed for this pair (then
+        ``seed`` is not used).
 
     Returns
     -------
@@ -231,7 +235,7 @@ def neuron_quantile_maps(student, teacher, readout, *, bins: int = NEURON_BINS, 
     member, n_groups = _readout_membership(strength_v, groups)
     if len(teacher) > 2:
         return np.full(bins, np.nan), np.full((n_groups, bins), np.nan)
-    neurons, weights = cross_fitted_overlaps(student, teacher, v, seed=seed)
+    neurons, weights = overlaps if overlaps is not None else cross_fitted_overlaps(student, teacher, v, seed=seed)
     strength = strength_v if len(teacher) == 1 else np.abs(v @ teacher[1]) / np.sqrt(teacher[1].shape[0])
     which = _quantile_bin(strength, bins)
 
@@ -329,6 +333,9 @@ class ChainMeasurement:
     neuron_map_layer_1, neuron_map_layer_2 : ndarray, shapes (bins,) and (n_groups, bins)
         Cross-fitted per-neuron maps on neuron quantiles averaged over the samples
         (:func:`neuron_quantile_maps`; NaN without weights).
+    unbiased_overlap : ndarray, shape (L,)
+        Mean cross-fitted per-neuron overlap per layer (:func:`cross_fitted_overlaps`: mean 0 for an
+        unlearned network, unlike ``overlap``), averaged over the samples; NaN without weights.
     """
 
     error: float
@@ -342,6 +349,7 @@ class ChainMeasurement:
     replica_r2: float
     neuron_map_layer_1: np.ndarray | None = None
     neuron_map_layer_2: np.ndarray | None = None
+    unbiased_overlap: np.ndarray | None = None
 
 
 def measure_chain(samples, test_outputs, teacher_weights, teacher_test_outputs, readout, *,
@@ -393,10 +401,12 @@ def measure_chain(samples, test_outputs, teacher_weights, teacher_test_outputs, 
     matrix_histogram = np.zeros((layers, bins))
     overlap_sum = np.zeros(layers)
     r2_values = []
-    maps_1, maps_2 = [], []
+    maps_1, maps_2, unbiased = [], [], []
     for a in chosen:
         student = [s[a] for s in samples]
-        m1, m2 = neuron_quantile_maps(student, teacher_weights, readout, groups=neuron_groups, seed=int(a))
+        crossed = cross_fitted_overlaps(student, teacher_weights, readout, seed=int(a))
+        unbiased.append([q.mean() for q in crossed[0]])
+        m1, m2 = neuron_quantile_maps(student, teacher_weights, readout, groups=neuron_groups, overlaps=crossed)
         maps_1.append(m1)
         maps_2.append(m2)
         q, _ = matched_overlaps(student, teacher_weights, readout)
@@ -437,6 +447,7 @@ def measure_chain(samples, test_outputs, teacher_weights, teacher_test_outputs, 
         replica_r2=replica_r2,
         neuron_map_layer_1=np.mean(maps_1, axis=0),
         neuron_map_layer_2=np.mean(maps_2, axis=0),
+        unbiased_overlap=np.mean(unbiased, axis=0),
     )
 
 
@@ -457,7 +468,7 @@ def _point_measurement(error, posterior_mean_error, teacher_weights, readout, ma
                             histogram=np.zeros((layers, bins)), matrix_histogram=np.zeros((layers, bins)),
                             replica_error=float("nan"), replica_overlap=nan.copy(), replica_r2=float("nan"),
                             neuron_map_layer_1=np.full(NEURON_BINS, np.nan),
-                            neuron_map_layer_2=np.full((groups, NEURON_BINS), np.nan))
+                            neuron_map_layer_2=np.full((groups, NEURON_BINS), np.nan), unbiased_overlap=nan.copy())
 
 
 def _histogram(values, bin_edges):

@@ -12,7 +12,7 @@ def test_quick_figures_run_and_agree_with_the_published_numbers(tmp_path, capsys
     out = tmp_path / "figs"
     assert figures.main(["--quick", "-o", str(out), "--quiet"]) == 0
     for name in ("quadratic", "relu", "rademacher_readout_rademacher", "rademacher_readout_ones", "deep",
-                 "two_layer", "two_layer_phase"):
+                 "two_layer", "two_layer_phase", "neurons"):
         assert (out / f"{name}.png").stat().st_size > 10_000, name
     rows = list(csv.DictReader(open(out / "deviations.csv")))
     dev = {(r["figure"], r["comparison"]): float(r["max_deviation"]) for r in rows}
@@ -29,6 +29,7 @@ def test_quick_figures_run_and_agree_with_the_published_numbers(tmp_path, capsys
     assert dev[("rademacher", "universal mmse vs published curve, readout rademacher")] < 1e-6
     assert dev[("deep", "alpha_c(L) vs published, L = 1..3")] < 1e-5
     assert dev[("deep", "alpha_sp(L) vs published, L = 1..3")] < 1e-3
+    _check_neuron_maps(out)
     # the deep thresholds computed here are stored too
     table = np.genfromtxt(out / "deep_thresholds.csv", delimiter=",", names=True)
     assert list(table["L"]) == [1, 2, 3] and np.all(np.diff(table["alpha_c"]) > 0)
@@ -49,3 +50,26 @@ def test_bad_input_is_one_line(tmp_path, capsys, argv, message):
     assert figures.main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1
+
+
+def _check_neuron_maps(out):
+    # the per-neuron figure's data (quick: α = 1, 4; d = 16). Theory: at α = 1 only the strongest
+    # effective readouts of layer 1 are learned (first quantile bin), layer 2 not at all; at α = 4 every
+    # weight is learned. Measured: the informed chain (started at the teacher) keeps the teacher's
+    # features at α = 4; the uninformed one and Adam from a random start do not reach them (the
+    # specialized phase is entered through a first-order transition)
+    from replica.workflow.io import read_sweep
+    from replica.workflow.plotting import binned_neuron_maps
+    from simulations.io import read_experiment
+
+    groups = read_experiment(out / "neurons_hmc.h5")["groups"] | read_experiment(out / "neurons_adam.h5")["groups"]
+    informed = groups[("hmc", "informed")]
+    edges = informed["neuron_quantile_edges"]
+    q1, q2, strengths = binned_neuron_maps(read_sweep(out / "neurons.h5"), [1.0, 4.0], edges)
+    assert strengths == pytest.approx([3 / np.sqrt(5), 1 / np.sqrt(5)])
+    assert q1[0, 0] > 0.5 and np.all(q1[0, 1:] < 1e-6) and np.all(q2[0] < 1e-6)
+    assert np.all(q1[1] > 0.9) and np.all(q2[1] > 0.5)
+    layer_1 = {key: np.mean(g["neuron_overlap_layer_1_mean"][1]) for key, g in groups.items()}
+    assert layer_1[("hmc", "informed")] > 0.5
+    assert layer_1[("hmc", "informed")] > layer_1[("hmc", "uninformed")] + 0.2
+    assert layer_1[("hmc", "informed")] > layer_1[("adam", "uninformed")] + 0.2

@@ -230,6 +230,41 @@ def test_quick_seeded_validation_informed_chain():
     assert samp["informed"]["error_mean"][0] < 0.5 * theory["mmse_universal"]
 
 
+def test_finite_size_extrapolation_recovers_the_large_d_limit():
+    # y(d) = y_inf + b/d exactly: the weighted fit recovers y_inf and b whatever the weights; with
+    # Gaussian noise of known standard error, the reported standard error of y_inf is the spread of the
+    # estimates over repetitions (within 15%), and non-finite points are left out
+    study = _validation_module("finite_size_study")
+    dims = np.array([40.0, 60.0, 80.0, 120.0])
+    exact = study.extrapolate(dims, 0.2 + 3.0 / dims, [0.01, 0.02, 0.01, 0.05])
+    assert exact["infinity"] == pytest.approx(0.2, abs=1e-12) and exact["slope"] == pytest.approx(3.0, rel=1e-10)
+    rng = np.random.default_rng(0)
+    sems = np.array([0.004, 0.006, 0.008, 0.01])
+    fits = [study.extrapolate(dims, 0.2 + 3.0 / dims + sems * rng.standard_normal(4), sems) for _ in range(2000)]
+    estimates = np.array([f["infinity"] for f in fits])
+    reported = np.median([f["infinity_sem"] for f in fits])
+    assert abs(estimates.mean() - 0.2) < 4 * estimates.std() / np.sqrt(estimates.size)
+    assert reported == pytest.approx(estimates.std(), rel=0.15)
+    left = study.extrapolate([40, 60, 80], [0.3, np.nan, 0.25], [0.01, 0.01, 0.01])
+    assert left["infinity"] == pytest.approx(0.3 - (0.3 - 0.25) / (1 / 40 - 1 / 80) / 40, rel=1e-10)
+    assert np.isnan(study.extrapolate([40, 60], [0.3, np.nan], [0.01, 0.01])["infinity"])
+
+
+@pytest.mark.slow
+def test_quick_finite_size_study_runs_and_resumes(tmp_path):
+    # the seeded smoke test of scripts/experiments/finite_size_study.py (≈ 1 min): every file written,
+    # the report has both protocols; a second call reuses the finished runs (no new sampling)
+    require("jax", extra="experiments")
+    study = _validation_module("finite_size_study")
+    assert study.main(["--quick", "-o", str(tmp_path)]) == 0
+    report = __import__("json").loads((tmp_path / "finite_size_study.json").read_text())
+    assert set(report) == {"two_layer", "rademacher"}
+    assert (tmp_path / "two_layer_d16.h5").exists() and (tmp_path / "rademacher_d12.h5").exists()
+    before = (tmp_path / "two_layer_d16.h5").stat().st_mtime_ns
+    assert study.main(["--quick", "--only", "two_layer", "-o", str(tmp_path)]) == 0
+    assert (tmp_path / "two_layer_d16.h5").stat().st_mtime_ns == before
+
+
 @pytest.mark.slow
 def test_validation_against_hmc_d30():
     # scripts/experiments/two_layer_validation.py at d = 30, γ = (0.5, 0.5), Δ = 0.1, 3 teachers

@@ -24,6 +24,13 @@ figure, the largest relative deviation from the published data:
     the (α, Δ) phase diagram of the same network (20 Δ × 40 α, on a local cluster of two
     workers): where each layer is first learned at equilibrium and the spinodals; no published
     numbers.
+``neurons``
+    per-neuron teacher–student overlaps of the same network with a 4-point readout, side by side:
+    the theory's equilibrium maps (docs/two_layer.md), HMC from informed and uninformed starts and
+    Adam from a random start (cross-fitted matched overlaps, unbiased on unlearned networks,
+    :func:`simulations.measurements.neuron_quantile_maps`), one row per α; needs the
+    ``experiments`` extra (JAX). The chains are written as they finish: an interrupted run
+    resumes where it stopped.
 
 Each figure writes ``NAME.png`` (and the sweep files it drew, ``NAME*.h5``) in the output
 directory and one row per comparison in ``deviations.csv`` (columns ``figure``, ``comparison``,
@@ -47,7 +54,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["FIGURES", "deep_thresholds", "build_parser", "main"]
 
-FIGURES = ("quadratic", "relu", "rademacher", "deep", "two_layer", "two_layer_phase")
+FIGURES = ("quadratic", "relu", "rademacher", "deep", "two_layer", "two_layer_phase", "neurons")
 HE2_HE3 = "hermite:2=1.4142135623730951,3=1"   # (x² − 1)/√2 + (x³ − 3x)/6: μ₂ = √2, μ₃ = 1
 
 
@@ -312,8 +319,64 @@ def figure_two_layer_phase(outdir: Path, quick: bool, report: _Report):
                note="layer 1 is learned at every alpha of the grid" if np.all(np.isnan(ac[:, 0])) else "")
 
 
+#: the two-hidden-layer network of the per-neuron figure: tanh(2x) with unit variance and its linear part,
+#: γ = (0.5, 0.5), Δ = 0.1, Gaussian weights, 4-point readout (two strengths |v|, so that the second
+#: layer's neurons differ in their readouts as the first layer's differ in their effective readouts)
+NEURON_MODEL = ["--layers", "2", "--gamma", "0.5,0.5", "--activation", "tanh2", "--unit-variance", "--delta", "0.1",
+                "--readout", "4point"]
+#: α rows of the per-neuron figure and the finite-size settings (quick: a seeded smoke test of every path)
+NEURON_RUNS = {
+    True: {"alpha": "1,4", "dim": 16, "teachers": 1, "hmc_steps": 300, "adam_steps": 600},
+    False: {"alpha": "1,2,3,5", "dim": 40, "teachers": 2, "hmc_steps": 2000, "adam_steps": 4000},
+}
+
+
+def _experiment(out: Path, args: list) -> dict:
+    """Run ``replica-experiment ARGS -o OUT`` in-process, resuming a checkpoint of an interrupted run
+    (the chains are written as they finish), and read the file back."""
+    from simulations.cli import main as experiment_main
+    from simulations.io import read_experiment
+
+    code = experiment_main([*args, "-o", str(out), "--resume", "--overwrite", "--quiet"])
+    if code != 0:
+        raise RuntimeError(f"replica-experiment {' '.join(args)} failed with exit code {code}")
+    return read_experiment(out)
+
+
+def figure_neurons(outdir: Path, quick: bool, report: _Report):
+    """Per-neuron overlaps of two hidden layers: theory, HMC (informed, uninformed) and Adam, rows = α."""
+    from .plotting import binned_neuron_maps, plot_neuron_comparison, save_figure
+
+    run = NEURON_RUNS[bool(quick)]
+    theory = _sweep(outdir / "neurons.h5", [*NEURON_MODEL, "--alpha", run["alpha"]])
+    common = [*NEURON_MODEL, "--alpha", run["alpha"], "--dim", str(run["dim"]), "--teachers", str(run["teachers"]),
+              "--seed", "0"]
+    hmc = _experiment(outdir / "neurons_hmc.h5", [*common, "--sampler", "hmc", "--init", "informed,uninformed",
+                                                  "--steps", str(run["hmc_steps"]), "--kept", "20"])
+    adam = _experiment(outdir / "neurons_adam.h5", [*common, "--sampler", "adam", "--init", "uninformed",
+                                                    "--steps", str(run["adam_steps"])])
+    alphas = np.array([float(a) for a in run["alpha"].split(",")])
+    measured = {"HMC, informed": hmc["groups"][("hmc", "informed")], "HMC, uninformed": hmc["groups"][("hmc", "uninformed")],
+                "Adam, random start": adam["groups"][("adam", "uninformed")]}
+    edges = next(iter(measured.values()))["neuron_quantile_edges"]
+    q1, q2, strengths = binned_neuron_maps(theory, alphas, edges)
+    panels = {"theory (equilibrium)": (q1, q2)}
+    for name, g in measured.items():
+        panels[f"{name}, d = {run['dim']}"] = (g["neuron_overlap_layer_1_mean"], g["neuron_overlap_layer_2_mean"])
+    save_figure(plot_neuron_comparison(panels, alphas, strengths, title=(
+        "per-neuron teacher–student overlaps, two hidden layers, tanh(2x), γ = (0.5, 0.5), Δ = 0.1, "
+        "4-point readout")), outdir / "neurons.png")
+    for name, g in measured.items():
+        dev = np.abs(np.asarray(g["neuron_overlap_layer_1_mean"]) - q1)
+        i = int(np.nanargmax(np.nanmax(dev, axis=1)))
+        report.add("neurons", f"layer-1 map, theory vs {name} (d = {run['dim']})", float(np.nanmax(dev)),
+                   f"alpha = {alphas[i]:.3g}", measure="absolute",
+                   note="finite d; no published per-neuron data")
+
+
 _BUILDERS = {"quadratic": figure_quadratic, "relu": figure_relu, "rademacher": figure_rademacher,
-             "deep": figure_deep, "two_layer": figure_two_layer, "two_layer_phase": figure_two_layer_phase}
+             "deep": figure_deep, "two_layer": figure_two_layer, "two_layer_phase": figure_two_layer_phase,
+             "neurons": figure_neurons}
 
 
 # --------------------------------------------------------------------------- command line

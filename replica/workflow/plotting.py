@@ -31,6 +31,8 @@ __all__ = [
     "plot_sweep",
     "plot_phase_diagram",
     "plot_neuron_maps",
+    "plot_neuron_comparison",
+    "binned_neuron_maps",
     "plot_experiments",
     "plot_spectrum",
     "plot_sgd",
@@ -927,6 +929,110 @@ def plot_neuron_maps(data: dict, *, title=None, max_maps=6):
         cb.set_label("teacher–student overlap")
         fig.suptitle(title if title is not None else _wrap("per-neuron overlaps at equilibrium: " + describe(
             data.get("parameters", {})), 90), fontsize=9)
+    return fig
+
+
+def binned_neuron_maps(data: dict, alphas, edges):
+    """The theory's equilibrium per-neuron maps at ``alphas``, averaged on the quantile bins ``edges``.
+
+    The measured maps (:func:`simulations.measurements.neuron_quantile_maps`) are means over the neurons
+    of a quantile bin; the theory's are on the nodes ``u_k = (k + ½)/n_q`` of equal weight, so the
+    comparable number is the mean over the nodes inside each bin. Readout values ``±v`` (the equations
+    depend on v²) are one group; groups are ordered strongest first, as in the measured maps.
+
+    Parameters
+    ----------
+    data : dict
+        A two-hidden-layer sweep (:func:`replica.workflow.io.read_sweep`) with per-neuron maps.
+    alphas : array_like, shape (n,)
+        Sample ratios; each takes the nearest α of the sweep's grid.
+    edges : array_like, shape (bins + 1,)
+        Increasing bin edges on [0, 1].
+
+    Returns
+    -------
+    q1 : ndarray, shape (n, bins)
+    q2 : ndarray, shape (n, n_groups, bins)
+    strengths : ndarray, shape (n_groups,)
+        The readout strengths ``|v|`` of the rows of ``q2``, strongest first.
+
+    Raises
+    ------
+    PlotError
+        The sweep has no per-neuron maps.
+    """
+    got = _equilibrium_neuron_maps(data)
+    if got is None:
+        raise PlotError("the sweep has no per-neuron maps (neuron_overlap_layer_1): only sweeps of two hidden "
+                        "layers with linear parts store them")
+    u, q1, q2, v = got
+    grid = np.asarray(data["equilibrium"]["alpha"], dtype=float)
+    rows = [int(np.argmin(np.abs(grid - a))) for a in np.atleast_1d(np.asarray(alphas, dtype=float))]
+    edges = np.asarray(edges, dtype=float)
+    which = np.clip(np.searchsorted(edges, u, side="right") - 1, 0, edges.size - 2)
+    strengths = np.unique(np.round(np.abs(v), 12))[::-1]
+    member = np.argmin(np.abs(np.abs(v)[:, None] - strengths[None, :]), axis=1)
+
+    def binned(values):  # values (..., n_q) -> (..., bins), mean over the nodes of each bin
+        out = np.full(values.shape[:-1] + (edges.size - 1,), np.nan)
+        for b in range(edges.size - 1):
+            if np.any(which == b):
+                out[..., b] = np.mean(values[..., which == b], axis=-1)
+        return out
+
+    m1 = binned(q1[rows])
+    by_group = np.stack([np.mean(q2[rows][:, member == g, :], axis=1) for g in range(strengths.size)], axis=1)
+    return m1, binned(by_group), strengths
+
+
+def plot_neuron_comparison(panels: dict, alphas, strengths, *, title=None):
+    """Per-neuron maps side by side: theory and measurements, one row per α (``replica-figures neurons``).
+
+    Each cell is a map over neuron quantiles (columns: first-layer neurons ordered by their effective
+    readout ``|s|``, strongest first): its top row is the first layer's ``Q₁`` per neuron, the rows below
+    the per-weight overlaps ``Q₂`` between the second-layer neurons of readout strength ``|v|`` and those
+    first-layer neurons.
+
+    Parameters
+    ----------
+    panels : dict
+        ``{column title: (q1, q2)}`` with ``q1`` of shape (n_α, bins) and ``q2`` of shape
+        (n_α, n_groups, bins), in the order of the columns.
+    alphas : array_like, shape (n_α,)
+    strengths : array_like, shape (n_groups,)
+        ``|v|`` of the rows of ``q2``.
+    title : str, optional
+    """
+    matplotlib, plt = _mpl()
+    alphas = np.asarray(alphas, dtype=float)
+    strengths = np.asarray(strengths, dtype=float)
+    names = list(panels)
+    labels = ["layer 1"] + [rf"layer 2, $|v|={x:.2g}$" for x in strengths]
+    with matplotlib.rc_context(_RC):
+        fig, axes = plt.subplots(alphas.size, len(names), figsize=(1.9 * len(names) + 1.6, 0.55 * (1 + strengths.size)
+                                                                      * alphas.size + 1.0),
+                                 layout="constrained", squeeze=False, sharex=True, sharey=True)
+        mesh = None
+        for j, name in enumerate(names):
+            q1, q2 = (np.asarray(x, dtype=float) for x in panels[name])
+            for i in range(alphas.size):
+                ax = axes[i, j]
+                image = np.vstack([q1[i][None, :], q2[i]])
+                bins = image.shape[1]
+                mesh = ax.pcolormesh((np.arange(bins + 1)) / bins, np.arange(image.shape[0] + 1) - 0.5, image,
+                                     cmap="magma", vmin=0.0, vmax=1.0)
+                ax.axhline(0.5, color="white", lw=0.8)
+                ax.set_ylim(image.shape[0] - 0.5, -0.5)  # layer 1 on top (the axes share y: no invert_yaxis)
+                if i == 0:
+                    ax.set_title(name, fontsize=8)
+                if j == 0:
+                    ax.set_yticks(np.arange(len(labels)), labels, fontsize=7)
+                    ax.set_ylabel(rf"$\alpha = {alphas[i]:.3g}$", fontsize=9)
+        fig.supxlabel(r"first-layer neuron quantile $u$ (strongest effective readout $|s|$ first)", fontsize=8)
+        cb = fig.colorbar(mesh, ax=axes, pad=0.01, fraction=0.03)
+        cb.set_label("teacher–student overlap")
+        if title:
+            fig.suptitle(title, fontsize=9)
     return fig
 
 
