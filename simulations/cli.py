@@ -89,7 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="number of independent teachers averaged over (default 2)")
     sim.add_argument("--sampler", choices=SAMPLERS, default="hmc",
                      help="hmc/nuts (BlackJAX, Gaussian prior), metropolis (single flips, Rademacher "
-                          "prior), adam (training on the squared loss) or gamp-rie (message passing with "
+                          "prior), adam (training on the squared loss), sgd (plain SGD, one sample per "
+                          "update; --steps passes, 1 = online) or gamp-rie (message passing with "
                           "a rotationally invariant matrix denoiser, one hidden layer, reaches the "
                           "universal branch; docs/gamp_rie.md) (default hmc)")
     sim.add_argument("--init", default=None,
@@ -97,14 +98,14 @@ def build_parser() -> argparse.ArgumentParser:
                           "from the prior; gamp-rie: the prior mean) (default informed,uninformed; "
                           "gamp-rie: uninformed)")
     sim.add_argument("--steps", type=number_type("--steps", minimum=0, strict=True, integer=True), default=None,
-                     help="HMC/NUTS transitions, Metropolis sweeps, Adam updates or GAMP-RIE iterations "
-                          "(at most) per run (default "
+                     help="HMC/NUTS transitions, Metropolis sweeps, Adam updates, SGD passes over the "
+                          "samples or GAMP-RIE iterations (at most) per run (default "
                           + ", ".join(f"{k} {v}" for k, v in DEFAULT_STEPS.items()) + ")")
     sim.add_argument("--warmup-fraction", type=number_type("--warmup-fraction", minimum=0, maximum=1),
                      default=0.5, help="fraction of steps for step-size adaptation/burn-in, not measured "
                                        "(default 0.5)")
     sim.add_argument("--kept", type=number_type("--kept", minimum=0, strict=True, integer=True), default=50,
-                     help="posterior samples kept (evenly thinned) after warm-up; Adam: trace points "
+                     help="posterior samples kept (evenly thinned) after warm-up; Adam, SGD: trace points "
                           "(default 50)")
     sim.add_argument("--n-test", type=number_type("--n-test", minimum=0, strict=True, integer=True), default=10_000,
                      help="fresh noiseless test inputs for the error (default 10000)")
@@ -120,8 +121,8 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--max-doublings", type=number_type("--max-doublings", minimum=0, strict=True, maximum=20,
                                                          upper_strict=False, integer=True),
                      default=8, help="NUTS: at most 2^N leapfrog steps per transition, N <= 20 (default 8)")
-    sim.add_argument("--learning-rate", type=number_type("--learning-rate", minimum=0, strict=True), default=0.01,
-                     help="Adam learning rate (default 0.01)")
+    sim.add_argument("--learning-rate", type=number_type("--learning-rate", minimum=0, strict=True), default=None,
+                     help="learning rate of adam (default 0.01) and of sgd (per sample, default 0.1)")
     sim.add_argument("--batch-fraction", type=number_type("--batch-fraction", minimum=0, strict=True), default=0.25,
                      help="Adam minibatch size as a fraction of n (default 0.25)")
     sim.add_argument("--x64", action="store_true", help="double precision (default float32)")
@@ -180,6 +181,7 @@ def config_from_args(args):
         Any inconsistent option (one-line message).
     """
     from .experiment import DEFAULT_STEPS, INITS, ExperimentConfig
+    from .samplers import TRAINERS
 
     gamma = _parse_list("--gamma", args.gamma, float)
     lo, hi = LIMITS["gamma"]
@@ -209,7 +211,8 @@ def config_from_args(args):
             warmup_fraction=args.warmup_fraction, num_kept=args.kept, n_test=args.n_test, seed=args.seed,
             num_integration_steps=args.leapfrog_steps, target_acceptance=args.target_acceptance,
             initial_step_size=args.initial_step_size, max_num_doublings=args.max_doublings,
-            learning_rate=args.learning_rate, batch_fraction=args.batch_fraction, x64=args.x64)
+            learning_rate=args.learning_rate if args.learning_rate is not None else TRAINERS.get(args.sampler, 0.01),
+            batch_fraction=args.batch_fraction, x64=args.x64)
     except ValueError as exc:
         message = str(exc)
         option = _FIELD_OPTIONS.get(message.split(" ", 1)[0])

@@ -32,7 +32,7 @@ logger = logging.getLogger(__name__)
 INITS = ("informed", "uninformed")
 
 #: Default number of steps per sampler (transitions, sweeps, updates): minutes on 2 cores at d ≈ 40.
-DEFAULT_STEPS = {"hmc": 2000, "nuts": 1000, "metropolis": 1000, "adam": 4000, "gamp-rie": 500}
+DEFAULT_STEPS = {"hmc": 2000, "nuts": 1000, "metropolis": 1000, "adam": 4000, "sgd": 1, "gamp-rie": 500}
 
 
 @dataclass(frozen=True)
@@ -63,13 +63,14 @@ class ExperimentConfig:
         Input dimension d.
     teachers : int
         Number of independent teachers averaged over.
-    sampler : {'hmc', 'nuts', 'metropolis', 'adam', 'gamp-rie'}
+    sampler : {'hmc', 'nuts', 'metropolis', 'adam', 'sgd', 'gamp-rie'}
     init : tuple of {'informed', 'uninformed'}
         Starts: at the teacher or at a prior draw (GAMP-RIE: ``uninformed`` only, i.e. the
         prior mean).
     steps : int
-        Transitions (HMC/NUTS), sweeps (Metropolis), updates (Adam) or at most this many
-        iterations (GAMP-RIE).
+        Transitions (HMC/NUTS), sweeps (Metropolis), updates (Adam), passes over the samples
+        with one sample per update (SGD; 1 = online SGD) or at most this many iterations
+        (GAMP-RIE).
     warmup_fraction : float
         Fraction of steps for warm-up/burn-in (samplers).
     num_kept : int
@@ -80,7 +81,7 @@ class ExperimentConfig:
     num_integration_steps, target_acceptance, initial_step_size, max_num_doublings
         HMC/NUTS settings.
     learning_rate, batch_fraction
-        Adam settings.
+        Adam settings (SGD: ``learning_rate`` only).
     x64 : bool
         Double precision in JAX.
     """
@@ -151,10 +152,10 @@ class ExperimentConfig:
             from .gamp_rie import check_experiment
 
             check_experiment(self)
-        if self.sampler not in ("adam", "gamp-rie") and self.delta == 0:
+        if self.sampler not in ("adam", "sgd", "gamp-rie") and self.delta == 0:
             raise ValueError("posterior sampling needs delta > 0 (the noiseless posterior is singular)")
-        if self.steps < 2:
-            raise ValueError(f"steps must be >= 2, got {self.steps}")
+        if self.steps < (1 if self.sampler == "sgd" else 2):
+            raise ValueError(f"steps must be >= {1 if self.sampler == 'sgd' else 2}, got {self.steps}")
         if not 0 <= self.warmup_fraction < 1:
             raise ValueError(f"warmup_fraction must be in [0, 1), got {self.warmup_fraction}")
         if self.num_kept < 1 or self.n_test < 1:
@@ -366,7 +367,8 @@ def _add_chain(entry, a, t, record) -> None:
     entry["histogram"][a] += record["histogram"]
     entry["matrix_histogram"][a] += record["matrix_histogram"]
     entry["trace"][a][t] = record["trace"]
-    entry["trace_steps"] = record["trace_steps"]
+    entry.setdefault("trace_steps_by_alpha", {})[a] = np.asarray(record["trace_steps"])
+    entry["trace_steps"] = entry["trace_steps_by_alpha"][max(entry["trace_steps_by_alpha"])]
 
 
 def _alpha_key(alpha: float) -> int:
@@ -475,6 +477,10 @@ def _summarize(init, config, architecture, entry) -> InitResult:
         "trace_steps": np.asarray(entry["trace_steps"]), "trace_error": traces,
         "widths": np.asarray(architecture.widths),
     }
+    if config.sampler == "sgd":  # updates = samples seen, proportional to n: one row per α
+        by_alpha = entry.get("trace_steps_by_alpha", {})
+        datasets["trace_samples"] = np.array([by_alpha.get(a, np.full(traces.shape[-1], np.nan))
+                                              for a in range(len(config.alpha))], dtype=float)
     return InitResult(init=init, alpha=np.asarray(config.alpha),
                       num_samples=np.array([architecture.num_samples(a) for a in config.alpha]),
                       datasets=datasets)

@@ -51,7 +51,8 @@ name                               shape               meaning
                                                        (diverged); its own per-teacher values
                                                        are kept as measured
 ``chains_used``                    (A,)                chains entering the averages
-``trace_steps``, ``trace_error``   (S,), (A, T, S)     error along the run
+``trace_steps``, ``trace_error``   (S,), (A, T, S)     error along the run (steps of the last α)
+``trace_samples``                  (A, S)              SGD only: samples seen at each trace point
 ``widths``                         (L,)                hidden widths k_ℓ
 =================================  ==================  ==========================================
 

@@ -12,7 +12,7 @@ def test_quick_figures_run_and_agree_with_the_published_numbers(tmp_path, capsys
     out = tmp_path / "figs"
     assert figures.main(["--quick", "-o", str(out), "--quiet"]) == 0
     for name in ("quadratic", "relu", "rademacher_readout_rademacher", "rademacher_readout_ones", "deep",
-                 "two_layer", "two_layer_phase", "neurons"):
+                 "two_layer", "two_layer_phase", "neurons", "trapped"):
         assert (out / f"{name}.png").stat().st_size > 10_000, name
     rows = list(csv.DictReader(open(out / "deviations.csv")))
     dev = {(r["figure"], r["comparison"]): float(r["max_deviation"]) for r in rows}
@@ -30,6 +30,7 @@ def test_quick_figures_run_and_agree_with_the_published_numbers(tmp_path, capsys
     assert dev[("deep", "alpha_c(L) vs published, L = 1..3")] < 1e-5
     assert dev[("deep", "alpha_sp(L) vs published, L = 1..3")] < 1e-3
     _check_neuron_maps(out)
+    _check_training(out)
     # the deep thresholds computed here are stored too
     table = np.genfromtxt(out / "deep_thresholds.csv", delimiter=",", names=True)
     assert list(table["L"]) == [1, 2, 3] and np.all(np.diff(table["alpha_c"]) > 0)
@@ -73,3 +74,18 @@ def _check_neuron_maps(out):
     assert layer_1[("hmc", "informed")] > 0.5
     assert layer_1[("hmc", "informed")] > layer_1[("hmc", "uninformed")] + 0.2
     assert layer_1[("hmc", "informed")] > layer_1[("adam", "uninformed")] + 0.2
+
+
+def _check_training(out):
+    # no estimator beats the Bayes-optimal error: Adam from a random start (every α of the quick run)
+    # is above the theory's equilibrium mmse; online SGD's trace is recorded against the samples seen
+    from replica.workflow.io import read_sweep
+    from simulations.io import read_experiment
+
+    theory = read_sweep(out / "trapped.h5")["equilibrium"]
+    adam = read_experiment(out / "trapped_adam.h5")["groups"][("adam", "uninformed")]
+    bayes = np.interp(adam["alpha"], theory["alpha"], theory["mmse"])
+    assert np.all(adam["mmse_mean"] - 2 * adam["mmse_sem"] > bayes)
+    sgd = read_experiment(out / "trapped_sgd_d16.h5")["groups"][("sgd", "uninformed")]
+    assert sgd["trace_samples"][0, -1] == sgd["num_samples"][0]  # one pass: every sample seen once
+    assert np.all(np.diff(sgd["trace_samples"][0]) > 0)

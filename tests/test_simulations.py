@@ -148,6 +148,49 @@ def test_metropolis_matches_exact_enumeration(widths):
     assert 0.0 < chain.acceptance_rate < 1.0
 
 
+def test_sgd_takes_one_gradient_step_per_sample_in_order():
+    # two hidden layers (d = 3, widths 2, 2), tanh, three samples, one pass: the result equals three
+    # plain gradient steps W ← W − η ∇ ½(y − λ)² on the samples in their order, the gradient taken here
+    # by central finite differences of the NumPy network; two passes see 2n samples
+    import jax
+
+    from simulations.samplers import AdamSettings
+
+    rng = np.random.default_rng(7)
+    shapes = [(2, 3), (2, 2)]
+    start = [rng.standard_normal(s) for s in shapes]
+    v = np.array([1.0, -0.5])
+    x, y = rng.standard_normal((3, 3)), rng.standard_normal(3)
+    def output(ws, xx):
+        h = xx
+        for w in ws:
+            h = np.tanh(h @ w.T / np.sqrt(w.shape[1]))
+        return h @ v / np.sqrt(v.size)
+
+    eta = 0.3
+    ws = [w.copy() for w in start]
+    for i in range(3):
+        grads = []
+        for layer, w in enumerate(ws):
+            g = np.zeros_like(w)
+            for idx in np.ndindex(w.shape):
+                for sign in (1, -1):
+                    shifted = [u.copy() for u in ws]
+                    shifted[layer][idx] += sign * 1e-5
+                    g[idx] += sign * 0.5 * (y[i] - output(shifted, x[i:i + 1])[0]) ** 2 / 2e-5
+            grads.append(g)
+        ws = [w - eta * g for w, g in zip(ws, grads)]
+    runner = make_runner("sgd", activation=get_jax_activation("tanh"), delta=0.0, steps=1, num_kept=3,
+                         adam=AdamSettings(eta))
+    chain = runner(jax.random.key(0), tuple(start), v, x, y, x, output(start, x))
+    for got, want, before in zip(chain.samples, ws, start):
+        assert np.max(np.abs(want - before)) > 0.01  # the steps move the weights
+        np.testing.assert_allclose(got[0], want, rtol=0, atol=1e-5)  # float32
+    assert chain.trace_steps.tolist() == [1, 2, 3] and chain.steps == 3
+    twice = make_runner("sgd", activation=get_jax_activation("tanh"), delta=0.0, steps=2, num_kept=2)
+    assert twice(jax.random.key(0), tuple(start), v, x, y, x, y).trace_steps.tolist() == [3, 6]
+
+
 def test_adam_lowers_the_test_error_from_a_random_start():
     config = ExperimentConfig(dim=12, alpha=(2.0,), teachers=1, sampler="adam", init=("uninformed",),
                               steps=300, num_kept=10, n_test=2000)

@@ -31,6 +31,12 @@ figure, the largest relative deviation from the published data:
     :func:`simulations.measurements.neuron_quantile_maps`), one row per α; needs the
     ``experiments`` extra (JAX). The chains are written as they finish: an interrupted run
     resumes where it stopped.
+``trapped``
+    training from random starts on the two-hidden-layer teachers (v ≡ 1): Adam on n = αd²
+    samples and online SGD (one pass, one sample per update; its test error against the samples
+    seen per d², for several d) over the theory's branches, equilibrium and metastable, and the
+    sample ratio at which online SGD leaves the universal branch per d (NaN: trapped up to the
+    largest α).
 
 Each figure writes ``NAME.png`` (and the sweep files it drew, ``NAME*.h5``) in the output
 directory and one row per comparison in ``deviations.csv`` (columns ``figure``, ``comparison``,
@@ -54,7 +60,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["FIGURES", "deep_thresholds", "build_parser", "main"]
 
-FIGURES = ("quadratic", "relu", "rademacher", "deep", "two_layer", "two_layer_phase", "neurons")
+FIGURES = ("quadratic", "relu", "rademacher", "deep", "two_layer", "two_layer_phase", "neurons", "trapped")
 HE2_HE3 = "hermite:2=1.4142135623730951,3=1"   # (x² − 1)/√2 + (x³ − 3x)/6: μ₂ = √2, μ₃ = 1
 
 
@@ -374,9 +380,63 @@ def figure_neurons(outdir: Path, quick: bool, report: _Report):
                    note="finite d; no published per-neuron data")
 
 
+#: the two-hidden-layer network of the trapped-dynamics figure (as the finite-size study: v ≡ 1)
+TRAINED_MODEL = ["--layers", "2", "--gamma", "0.5,0.5", "--activation", "tanh2", "--unit-variance", "--delta", "0.1",
+                 "--readout", "ones"]
+TRAINED_RUNS = {
+    True: {"theory": "0.25:6:12", "adam_alpha": "1,4", "adam_dim": 16, "online_dims": (12, 16), "teachers": 2,
+           "adam_steps": 600},
+    False: {"theory": "0.25:6:48", "adam_alpha": "0.5,1,2,3,4,6", "adam_dim": 40, "online_dims": (20, 40, 60),
+            "teachers": 3, "adam_steps": 4000},
+}
+
+
+def figure_trapped(outdir: Path, quick: bool, report: _Report):
+    """Adam and online SGD from random starts against the theory's branches (two hidden layers)."""
+    from .plotting import escape_alpha, plot_training, save_figure
+
+    run = TRAINED_RUNS[bool(quick)]
+    theory = _sweep(outdir / "trapped.h5", [*TRAINED_MODEL, "--alpha", run["theory"]])
+    adam = _experiment(outdir / "trapped_adam.h5", [*TRAINED_MODEL, "--alpha", run["adam_alpha"], "--dim",
+                                                    str(run["adam_dim"]), "--teachers", str(run["teachers"]),
+                                                    "--sampler", "adam", "--init", "uninformed", "--steps",
+                                                    str(run["adam_steps"]), "--seed", "0"])
+    top = float(np.max(theory["equilibrium"]["alpha"]))
+    eq_alpha = np.asarray(theory["equilibrium"]["alpha"], float)
+    eq_mmse = np.asarray(theory["equilibrium"]["mmse"], float)
+    universal = np.asarray(theory["branches"]["universal"]["mmse"], float)
+    online = {}
+    for d in run["online_dims"]:
+        g = _experiment(outdir / f"trapped_sgd_d{d}.h5", [*TRAINED_MODEL, "--alpha", f"{top:g}", "--dim", str(d),
+                                                         "--teachers", str(run["teachers"]), "--sampler", "sgd",
+                                                         "--init", "uninformed", "--kept", "100", "--seed", "0",
+                                                         "--learning-rate", "0.2"])
+        g = g["groups"][("sgd", "uninformed")]
+        alpha_t = np.asarray(g["trace_samples"], float)[0] / d**2  # samples seen per d²
+        traces = np.asarray(g["trace_error"], float)[0]  # (teachers, points)
+        mean = traces.mean(axis=0)
+        sem = traces.std(axis=0, ddof=1) / np.sqrt(traces.shape[0]) if traces.shape[0] > 1 else 0 * mean
+        online[f"online SGD, d = {d}, η = 0.2"] = (alpha_t, mean, sem)
+        level = np.interp(alpha_t, eq_alpha, 0.5 * (universal + eq_mmse))  # midway: universal ↔ equilibrium
+        escapes = [escape_alpha(alpha_t, t, level) for t in traces]
+        report.add("trapped", f"online SGD d = {d}: alpha where the error falls midway to the equilibrium",
+                   float(np.nanmedian(escapes)) if np.isfinite(escapes).any() else float("nan"),
+                   f"{int(np.isfinite(escapes).sum())} of {len(escapes)} teachers before alpha = {top:g}",
+                   measure="none", note="NaN: stays at or above the universal branch (trapped)")
+    label = f"Adam, random start, d = {run['adam_dim']}"
+    save_figure(plot_training(theory, adam={label: adam["groups"][("adam", "uninformed")]}, online=online, title=(
+        "two hidden layers, tanh(2x), γ = (0.5, 0.5), Δ = 0.1, v ≡ 1: training from random starts")),
+        outdir / "trapped.png")
+    g = adam["groups"][("adam", "uninformed")]
+    gap = np.asarray(g["mmse_mean"], float) - np.interp(np.asarray(g["alpha"], float), eq_alpha, eq_mmse)
+    i = int(np.nanargmax(gap))
+    report.add("trapped", f"Adam d = {run['adam_dim']}: test error minus the equilibrium mmse", float(gap[i]),
+               f"alpha = {float(g['alpha'][i]):.3g}", measure="absolute", note="> 0: above the Bayes error")
+
+
 _BUILDERS = {"quadratic": figure_quadratic, "relu": figure_relu, "rademacher": figure_rademacher,
              "deep": figure_deep, "two_layer": figure_two_layer, "two_layer_phase": figure_two_layer_phase,
-             "neurons": figure_neurons}
+             "neurons": figure_neurons, "trapped": figure_trapped}
 
 
 # --------------------------------------------------------------------------- command line

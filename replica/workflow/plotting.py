@@ -32,6 +32,8 @@ __all__ = [
     "plot_phase_diagram",
     "plot_neuron_maps",
     "plot_neuron_comparison",
+    "plot_training",
+    "escape_alpha",
     "binned_neuron_maps",
     "plot_experiments",
     "plot_spectrum",
@@ -1033,6 +1035,72 @@ def plot_neuron_comparison(panels: dict, alphas, strengths, *, title=None):
         cb.set_label("teacher–student overlap")
         if title:
             fig.suptitle(title, fontsize=9)
+    return fig
+
+
+def escape_alpha(alpha_t, error, level) -> float:
+    """First sample ratio at which a training trace falls below ``level`` (NaN if it never does).
+
+    Parameters
+    ----------
+    alpha_t, error : array_like, shape (m,)
+        Samples seen per d² and the test error along one run, in increasing ``alpha_t``.
+    level : float or array_like, shape (m,)
+        The error that counts as having left the metastable branch (e.g. midway between the
+        universal branch and the equilibrium at each ``alpha_t``).
+
+    Returns
+    -------
+    float
+        ``alpha_t`` of the first crossing, linearly interpolated between the two trace points around it.
+    """
+    a = np.asarray(alpha_t, dtype=float)
+    gap = np.asarray(error, dtype=float) - np.broadcast_to(np.asarray(level, dtype=float), a.shape)
+    below = np.flatnonzero(gap < 0)
+    if below.size == 0:
+        return float("nan")
+    i = int(below[0])
+    if i == 0:
+        return float(a[0])
+    return float(a[i - 1] + (a[i] - a[i - 1]) * gap[i - 1] / (gap[i - 1] - gap[i]))
+
+
+def plot_training(theory: dict, *, adam=None, online=None, title=None):
+    """Training from a random start against the theory's branches (``replica-figures trapped``).
+
+    Parameters
+    ----------
+    theory : dict
+        A sweep (:func:`replica.workflow.io.read_sweep`): every branch, equilibrium solid,
+        metastable dashed.
+    adam : dict, optional
+        ``{label: experiment group}`` of Adam runs (``mmse_mean`` ± ``mmse_sem`` against ``alpha``).
+    online : dict, optional
+        ``{label: (alpha_t, error_mean, error_sem)}``: online-SGD traces, the test error against the
+        samples seen per d², mean ± s.e.m. over teachers.
+    title : str, optional
+    """
+    matplotlib, plt = _mpl()
+    with matplotlib.rc_context(_RC):
+        fig, ax = plt.subplots(figsize=(7.4, 4.0), layout="constrained")
+        _draw_curves(ax, theory)
+        colors = ("0.55", "0.3", "0.0", "#7b241c")  # greys: apart from the branch colours
+        for k, (label, (a, y, e)) in enumerate((online or {}).items()):
+            a, y, e = (np.asarray(x, dtype=float) for x in (a, y, e))
+            ax.plot(a, y, color=colors[k % len(colors)], lw=1.2, label=label, zorder=4)
+            ax.fill_between(a, y - e, y + e, color=colors[k % len(colors)], alpha=0.2, lw=0, zorder=4)
+        for k, (label, g) in enumerate((adam or {}).items()):
+            ax.errorbar(np.asarray(g["alpha"], float), np.asarray(g["mmse_mean"], float),
+                        yerr=np.asarray(g["mmse_sem"], float), fmt=_EXPERIMENT_MARKERS[k + 1], ms=4, mfc="white",
+                        mec="black", color="black", elinewidth=0.8, capsize=2, lw=0, label=label, zorder=5)
+        ax.set_ylabel("test error (theory: Bayes-optimal mmse)")
+        universal = theory["branches"].get("universal", {}).get("mmse")
+        top = np.nanmax(np.asarray(universal if universal is not None else theory["equilibrium"]["mmse"], float))
+        ax.set_ylim(0.0, 2.0 * float(top))
+        ax.set_xlim(0.0, float(np.max(theory["equilibrium"]["alpha"])))
+        fig.legend(*ax.get_legend_handles_labels(), loc="outside right upper", fontsize=7)
+        if title:
+            ax.set_title(title, fontsize=8)
     return fig
 
 
