@@ -89,3 +89,22 @@ def _check_training(out):
     sgd = read_experiment(out / "trapped_sgd_d16.h5")["groups"][("sgd", "uninformed")]
     assert sgd["trace_samples"][0, -1] == sgd["num_samples"][0]  # one pass: every sample seen once
     assert np.all(np.diff(sgd["trace_samples"][0]) > 0)
+
+
+def test_figures_that_need_jax_are_skipped_without_it(tmp_path, monkeypatch, capsys):
+    # without the experiments extra, the default run draws every other figure and says what it skipped;
+    # asking for such a figure by name exits 3 naming the extra
+    called = []
+    builders = {name: (lambda outdir, quick, report, name=name: called.append(name)) for name in figures.FIGURES}
+
+    def needs_jax(outdir, quick, report):
+        raise ImportError("No module named 'jax'", name="jax")
+
+    builders.update({name: needs_jax for name in figures.EXPERIMENT_FIGURES})
+    monkeypatch.setattr(figures, "_BUILDERS", builders)
+    monkeypatch.setattr(figures, "_missing_experiment_modules", lambda: ["jax"])
+    assert figures.main(["--quick", "-o", str(tmp_path / "a")]) == 0
+    assert called == [n for n in figures.FIGURES if n not in figures.EXPERIMENT_FIGURES]
+    assert "skipping neurons, trapped" in capsys.readouterr().err
+    assert figures.main(["--quick", "--only", "neurons", "-o", str(tmp_path / "b")]) == 3
+    assert "experiments" in capsys.readouterr().err

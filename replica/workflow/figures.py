@@ -478,6 +478,11 @@ def _run(args) -> int:
     unknown = [n for n in names if n not in _BUILDERS]
     if unknown or not names:
         raise UsageError(f"--only: unknown figure(s) {', '.join(unknown) or '(none)'}; choose from {', '.join(FIGURES)}")
+    missing = _missing_experiment_modules()
+    if missing and str(args.only) == ",".join(FIGURES):  # all figures by default: skip those that need JAX
+        logger.warning("skipping %s: they run finite-size experiments, which need %s (pip install -e "
+                       "'.[experiments]')", ", ".join(EXPERIMENT_FIGURES), ", ".join(missing))
+        names = [n for n in names if n not in EXPERIMENT_FIGURES]
     if args.output is None:
         raise UsageError("-o/--output: required: give the output directory (or 'output' in the [figures] table "
                          "of --config)")
@@ -514,10 +519,20 @@ def _run(args) -> int:
     return 0
 
 
+#: figures that run finite-size experiments (the ``experiments`` extra: JAX, BlackJAX, optax)
+EXPERIMENT_FIGURES = ("neurons", "trapped")
+
+
+def _missing_experiment_modules() -> list:
+    import importlib.util
+
+    return [m for m in ("jax", "blackjax", "optax") if importlib.util.find_spec(m) is None]
+
+
 def main(argv=None) -> int:
     from .cli import _main
 
-    return _main("replica-figures", build_parser, _run, argv)
+    return _main("replica-figures", build_parser, _run, argv, missing_extra="experiments")
 
 
 if __name__ == "__main__":  # pragma: no cover
