@@ -44,6 +44,7 @@ MODULES = [
     "priors.readout_laws",
     "priors.continuous_laws",
     "priors.compiled",
+    "priors.output_channels",
     "hciz",
     "hciz.symmetric",
     "hciz.rectangular",
