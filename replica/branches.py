@@ -204,10 +204,11 @@ class BranchData:
         self.fields.setdefault("start", np.array([""] * n, dtype=object))
         self.fields.setdefault("stability", np.full(n, np.nan))
 
-    def set(self, i, result: FixedPointResult, stability_value: float = math.nan):
-        """Store ``result`` (with ``info["state"]``) at grid index ``i``."""
+    def set(self, i, result: FixedPointResult, stability_value: float = math.nan, extra=None):
+        """Store ``result`` (with ``info["state"]``) at grid index ``i``, with the per-point fields ``extra``
+        (:func:`_channel_fields`)."""
         f = self.fields
-        for key, val in result.info["state"].record().items():
+        for key, val in {**result.info["state"].record(), **(extra or {})}.items():
             val = np.asarray(val, dtype=float)
             if key not in f:
                 f[key] = np.full((self.alpha.size,) + val.shape, np.nan)
@@ -1087,18 +1088,23 @@ def _name_curves(model, curves, alphas):
 def _envelope_slope(model, alpha, st) -> float:
     """``df/dα`` along a branch of stationary points at ``st``, or NaN.
 
-    Models whose free entropy is ``−½ ln(2πe(Δ + mmse)) + G/α`` with ``G`` a function of the order
-    parameters only (``model.envelope_identity``: every architecture of this package, docs/theory.md
-    §5.2 and §6) have, at a stationary point, ``df/dα = ∂f/∂α = −(f + ½ ln 2πe(Δ + mmse))/α``
-    (the envelope theorem: the order parameters' own variation does not count).
+    Models whose free entropy is ``Ψ_out(mmse) + G/α`` with ``G`` a function of the order parameters
+    only (``model.envelope_identity``: every architecture of this package, docs/theory.md §5.2, §6 and
+    §10; ``Ψ_out = −½ ln(2πe(Δ + mmse))`` for Gaussian labels) have, at a stationary point,
+    ``df/dα = ∂f/∂α = −(f − Ψ_out(mmse))/α`` (the envelope theorem: the order parameters' own variation
+    does not count).
     """
     if not getattr(model, "envelope_identity", False):
         return math.nan
-    D = float(model.delta) + float(st.mmse)
     f = float(st.free_entropy)
-    if not (D > 0.0 and math.isfinite(f)):
+    if hasattr(model, "energetic"):
+        psi = float(model.energetic(float(st.mmse)))
+    else:  # a model without an output channel: Gaussian labels of variance model.delta
+        D = float(model.delta) + float(st.mmse)
+        psi = -0.5 * math.log(2 * math.pi * math.e * D) if D > 0.0 else math.inf
+    if not (math.isfinite(psi) and math.isfinite(f)):
         return math.nan
-    return -(f + 0.5 * math.log(2 * math.pi * math.e * D)) / float(alpha)
+    return -(f - psi) / float(alpha)
 
 
 def _locate_crossing(value, a, b, rtol=CROSSING_RTOL):
@@ -1475,7 +1481,7 @@ def sweep(model, alphas, *, branches="all", progress=True, solve_kw=None, locate
     universal = BranchData("universal", alphas)
     for i, a in enumerate(alphas):
         r = _solve(cache, "universal", i, a, lambda a=a: model.solve_universal(a))
-        universal.set(i, r, stability(model, a, r.x, indices=uni_indices))
+        universal.set(i, r, stability(model, a, r.x, indices=uni_indices), _channel_fields(model, r))
         pbar.update(1)
     out = {"universal": universal}
 
@@ -1491,7 +1497,7 @@ def sweep(model, alphas, *, branches="all", progress=True, solve_kw=None, locate
         b = BranchData(name, alphas, seed=c.seed)
         for i in sorted(c.results):
             r = c.results[i]
-            b.set(i, r, c.stability[i])
+            b.set(i, r, c.stability[i], _channel_fields(model, r))
         lo, hi = c.ends.get(-1), c.ends.get(+1)
         b.alpha_start, b.start_kind = (lo.alpha, lo.kind) if lo else (math.nan, "grid")
         b.alpha_end, b.end_kind = (hi.alpha, hi.kind) if hi else (math.nan, "grid")
@@ -1567,6 +1573,14 @@ def _entry(out, names, changes, equilibrium, target, leaves=None) -> dict:
     starts_ = [out[nm].alpha_start for nm in names if target(nm) and np.isfinite(out[nm].alpha_start)]
     alpha_sp = float(min(starts_)) if starts_ and not target(first) else math.nan
     return {"alpha_sp": alpha_sp, "alpha_c": math.nan}
+
+
+def _channel_fields(model, result) -> dict:
+    """Classification errors of a point for a ±1 output channel (:meth:`OutputChannelTerms.channel_fields
+    <replica.models._output.OutputChannelTerms.channel_fields>`); ``{}`` for other channels and models
+    without one."""
+    fields = getattr(model, "channel_fields", None)
+    return fields(float(result.info["state"].mmse)) if fields is not None else {}
 
 
 def _fill_missing_fields(branches):

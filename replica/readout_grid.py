@@ -4,7 +4,8 @@ At fixed global order parameters the overlap of a neuron depends on its readout 
 through ``s = v²`` (docs/theory.md §5.2, docs/theory.md §5.2):
 
     Q̂(v) = s (A g'(Q(v)) + B Q(v)),      Q(v) = m_P(Q̂(v)),
-    A = α/(γ D),   B = (m_S(τ + R̂₂) − m_S(τ)) / (γ m_S'(τ)),   D = Δ + K_d − K*.
+    A = α/(γ D),   B = (m_S(τ + R̂₂) − m_S(τ)) / (γ m_S'(τ)),   D = Δ + K_d − K*
+    (for a generic output channel ``D`` is its effective variance at ``mmse = K_d − K*``, docs/theory.md §10).
 
 Writing ``r = Q̂`` and ``k(r) = A g'(m_P(r)) + B m_P(r)``, the fixed points of a neuron with
 ``v² = s`` are the SNRs ``r`` with ``T(r) = s``, where
@@ -346,7 +347,8 @@ class ProfileSolver:
 
     Used by :class:`replica.models.shallow.ShallowModel` for continuous readout laws and for
     discrete laws with many atoms. The packed point of a solution is ``x = (D, M,
-    s_threshold, level, discretization_error)``: ``D = Δ + K_d − K*``, ``M = E_v[v² Q(v)²]``,
+    s_threshold, level, discretization_error)``: ``D = Δ + K_d − K*`` (the output channel's effective
+    variance, :meth:`~replica.models.shallow.ShallowModel.effective_variance`), ``M = E_v[v² Q(v)²]``,
     the selection (module docstring), the rule it was solved on and its error estimate. Only
     ``(D, M)`` are iterated.
 
@@ -438,9 +440,10 @@ class ProfileSolver:
         M_new = float(weights @ (s * Q * Q))
         g_gap = float(weights @ (s * (m.g1 - m.activation.g(Q))))
         R2 = float(m.channel.overlap(tau + R2_hat)) + (m.R_d - 1.0)
-        D_new = m.delta + m.mu2**2 * (m.R_d - R2) / 2.0 + g_gap
+        mmse = m.mu2**2 * (m.R_d - R2) / 2.0 + g_gap
+        D_new = m.effective_variance(mmse)
         return {"tau": tau, "R2_hat": R2_hat, "gain": gain, "profile": profile, "nodes": nodes,
-                "weights": weights, "snr": snr, "overlap": Q, "M": M_new, "R2": R2, "D": D_new,
+                "weights": weights, "snr": snr, "overlap": Q, "M": M_new, "R2": R2, "D": D_new, "mmse": mmse,
                 "threshold": s_threshold}
 
     def neuron_potential(self, alpha, D, gain, s, snr):
@@ -503,12 +506,12 @@ class ProfileSolver:
         y, s_threshold, level, error = self.labels(x)
         e = self.evaluate(alpha, y, s_threshold, level)
         w, Q, snr = e["weights"], e["overlap"], e["snr"]
-        D = e["D"]
+        energetic = m.energetic(e["mmse"])
         tau, R2_hat = e["tau"], e["R2_hat"]
         iota = m.channel.mutual_information
         entropic = float(w @ (m.weight_prior.free_entropy(snr) - Q * snr / 2.0))
-        if D > 0.0 and np.isfinite(R2_hat):
-            f = float(-0.5 * math.log(2 * math.pi * math.e * D) + (m.R_d - e["R2"]) * R2_hat / (4 * alpha)
+        if math.isfinite(energetic) and np.isfinite(R2_hat):
+            f = float(energetic + (m.R_d - e["R2"]) * R2_hat / (4 * alpha)
                       + m.gamma / alpha * entropic - (iota(tau + R2_hat) - iota(tau)) / alpha)
         else:
             f = math.inf
@@ -517,7 +520,7 @@ class ProfileSolver:
         snr_r = e["profile"].snr(rv * rv, e["threshold"]) if e["profile"] is not None else np.zeros(rv.size)
         return m.state_type(
             alpha=float(alpha), overlap_W=np.clip(m.weight_prior.overlap(snr_r), 0.0, 1.0),
-            overlap_W_hat=snr_r, R2=e["R2"], R2_hat=R2_hat, tau=tau, mmse=D - m.delta, free_entropy=f,
+            overlap_W_hat=snr_r, R2=e["R2"], R2_hat=R2_hat, tau=tau, mmse=e["mmse"], free_entropy=f,
             mutual_information=m.mutual_information(alpha, f), discretization_error=error)
 
     # ------------------------------------------------------------------ solve
@@ -550,8 +553,8 @@ class ProfileSolver:
             R2_hat = 1e6
         tau = float(m.channel.overlap_inverse(M0)) if M0 > 0 else 0.0
         R2 = float(m.channel.overlap(tau + R2_hat)) + (m.R_d - 1.0)
-        D0 = m.delta + m.mu2**2 * (m.R_d - R2) / 2.0 + float(
-            m.readout_weights @ (m.v2 * (m.g1 - m.activation.g(Q0))))
+        D0 = m.effective_variance(m.mu2**2 * (m.R_d - R2) / 2.0 + float(
+            m.readout_weights @ (m.v2 * (m.g1 - m.activation.g(Q0)))))
         return np.array([max(D0, 1e-12), M0, sel])
 
     def solve(self, alpha, x0, *, start="", **solver_options):

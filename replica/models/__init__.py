@@ -54,6 +54,9 @@ class ModelRequest:
     readout_law : priors.ReadoutLaw
     options : dict
         Every resolved option (``s_grid`` and architecture-specific ones).
+    output_channel : priors.output_channels.OutputChannel or None
+        Law of the labels (None: Gaussian noise of variance ``delta``); an architecture that builds its
+        model without one supports Gaussian labels only (:func:`build` refuses other channels for it).
     """
 
     layers: int
@@ -63,6 +66,7 @@ class ModelRequest:
     weight_prior: object
     readout_law: object
     options: dict = field(default_factory=dict)
+    output_channel: object = None
 
 
 @dataclass(frozen=True)
@@ -169,10 +173,20 @@ def build(request: ModelRequest, architecture: str | None = None):
     Returns
     -------
     ReplicaModel
+
+    Raises
+    ------
+    ValueError
+        ``channel: …`` when the request has a non-Gaussian output channel and the architecture's model
+        does not take it.
     """
     arch = select(request.layers, request.activations) if architecture in (None, "", "auto") else \
         get_architecture(architecture)
-    return arch.build(request)
+    model = arch.build(request)
+    wanted = request.output_channel
+    if wanted is not None and wanted.name != "gaussian" and getattr(model, "output_channel", None) != wanted:
+        raise ValueError(f"channel: the {arch.name} architecture supports Gaussian labels only, got {wanted.name}")
+    return model
 
 
 # --------------------------------------------------------------------------- built-in architectures
@@ -184,7 +198,7 @@ def _build_shallow(r: ModelRequest):
     from .shallow import ShallowModel
 
     return ShallowModel(r.activations[0], r.gammas[0], r.delta, weight_prior=r.weight_prior,
-                        readout_law=r.readout_law)
+                        readout_law=r.readout_law, output_channel=r.output_channel)
 
 
 def _s_grid_keywords(value) -> dict:
@@ -206,7 +220,7 @@ def _build_two_layer(r: ModelRequest):
 
     acts = list(r.activations) if len(r.activations) == 2 else r.activations[0]
     return TwoLayerModel(acts, list(r.gammas), r.delta, weight_prior=r.weight_prior, readout_law=r.readout_law,
-                         **_s_grid_keywords(r.options.get("s_grid")))
+                         output_channel=r.output_channel, **_s_grid_keywords(r.options.get("s_grid")))
 
 
 #: largest s grid of L >= 3 models: the doubled grid of their discretization_error must exist
@@ -225,7 +239,7 @@ def _build_deep_linear(r: ModelRequest):
                          f"solves on twice as many Gauss–Hermite nodes, whose weights underflow beyond 150), got {s_grid}")
     acts = list(r.activations) if len(r.activations) == r.layers else r.activations[0]
     return DeepLinearModel(acts, list(r.gammas), r.delta, weight_prior=r.weight_prior,
-                           readout_law=r.readout_law, s_grid=s_grid or DEFAULT_S_GRID)
+                           readout_law=r.readout_law, s_grid=s_grid or DEFAULT_S_GRID, output_channel=r.output_channel)
 
 
 def _build_deep(r: ModelRequest):
@@ -234,7 +248,7 @@ def _build_deep(r: ModelRequest):
     from .deep import DeepModel
 
     return DeepModel(r.activations[0], list(r.gammas), r.delta, weight_prior=r.weight_prior,
-                     readout_law=r.readout_law)
+                     readout_law=r.readout_law, output_channel=r.output_channel)
 
 
 register(Architecture("shallow", _build_shallow, lambda layers, acts: layers == 1, priority=30,

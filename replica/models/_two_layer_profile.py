@@ -204,6 +204,13 @@ class TwoLayerProfileSolver(ProfileSolver):
     def n_globals(self) -> int:
         return 1 + 2 * self.model.n_readout
 
+    @property
+    def _d_floor(self) -> float:
+        """``D(mmse = 0)``: the smallest effective variance (Δ for Gaussian labels)."""
+        if getattr(self, "_floor", None) is None:
+            self._floor = float(self.model.effective_variance(0.0))
+        return self._floor
+
     # ------------------------------------------------------------------ rules
     def rule(self, profile, s_threshold, level):
         """Folded Gaussian panel rule on ``s > 0`` with panel ends at the fronts
@@ -224,8 +231,8 @@ class TwoLayerProfileSolver(ProfileSolver):
         """``(D, inner (n_v,), t (n_v,))`` from the globals, projected on their domains."""
         n_v = self.model.n_readout
         y = np.asarray(y, dtype=float)
-        # D = Δ + mmse ≥ Δ (and ≥ 1e-14 at Δ = 0: the channels' SNRs stay finite)
-        return (max(float(y[0]), self.model.delta, 1e-14), np.minimum(np.maximum(y[1:1 + n_v], 0.0), 1.0),
+        # D = D(mmse) ≥ D(0) (Δ for Gaussian labels; and ≥ 1e-14 for noiseless labels: the SNRs stay finite)
+        return (max(float(y[0]), self._d_floor, 1e-14), np.minimum(np.maximum(y[1:1 + n_v], 0.0), 1.0),
                 np.minimum(np.maximum(y[1 + n_v:1 + 2 * n_v], 0.0), 1.0 - 1e-15))
 
     def _kernel_args(self) -> tuple:
@@ -235,8 +242,9 @@ class TwoLayerProfileSolver(ProfileSolver):
             m = self.model
             act1, act2 = m.activations
             p1, p2 = m.weight_priors
+            # the kernels return the new mmse in place of D' (their Δ is 0); the channel maps it to D'
             consts = (float(m.a), float(m.b), float(m.gammas[0]), float(m.gammas[1]), float(m.g1_one),
-                      float(m.g2_one), float(m.delta))
+                      float(m.g2_one), 0.0)
             self._args = (consts, np.ascontiguousarray(m.readout_weights, dtype=float),
                           np.ascontiguousarray(m.v2, dtype=float), compiled_activation(act1),
                           compiled_activation(act2), compiled_prior(p1), compiled_prior(p2),
@@ -255,14 +263,14 @@ class TwoLayerProfileSolver(ProfileSolver):
             snr2 = q2 = np.zeros((m.n_readout, nodes.size))
             inner_new, t_new = m.a * q21, np.zeros(m.n_readout)
             gap2 = float(pv @ (v2 * (m.g2_one - m.activations[1].g(np.clip(inner_new, 0.0, 1.0)))))
-            D_new = m.delta + m.b * m.g1_one * float(weights @ (nodes * nodes)) + gap2
+            mmse_new = m.b * m.g1_one * float(weights @ (nodes * nodes)) + gap2
             iota = m.channel.mutual_information
             rect_sum = float(pv @ (r21 * (1.0 - q21) / 2.0 - iota(r21) + iota(0.0 * r21)))
             profile, entropic = None, (0.0, 0.0, rect_sum)
         else:
             t_gl, w_gl = gauss_legendre_unit(self.base_nodes * 2**level)
             (g2p, tau, r21, gain, q21, curve, onset, r, T, rmin, lmax, minima, maxima, s_threshold, nodes, weights,
-             snr1, q1, g1q, snr2, q2, inner_new, t_new, D_new, ent1, ent2, rect_sum) = _kernels.evaluate_point(
+             snr1, q1, g1q, snr2, q2, inner_new, t_new, mmse_new, ent1, ent2, rect_sum) = _kernels.evaluate_point(
                 float(alpha), D, inner, t, float(s_threshold), consts, pv, v2, act1_spec, act2_spec, p1_spec,
                 p2_spec, rect, _R_GRID, _FRONT_SCAN, t_gl, w_gl, _GL16_X, _GL16_W)
             p1, p2 = m.weight_priors
@@ -271,7 +279,7 @@ class TwoLayerProfileSolver(ProfileSolver):
             entropic = (ent1, ent2, rect_sum)
         return {"tau": tau, "r21": r21, "gain": gain, "q21": q21, "profile": profile, "threshold": s_threshold,
                 "nodes": nodes, "weights": weights, "snr1": snr1, "q1": q1, "snr2": snr2, "q2": q2, "inner": inner_new,
-                "t": t_new, "D": D_new, "entropic": entropic, "g2p": g2p}
+                "t": t_new, "D": m.effective_variance(mmse_new), "mmse": mmse_new, "entropic": entropic, "g2p": g2p}
 
     def _roots(self, profile, s2, s_threshold):
         """``(Q̂₁, Q₁, g₁(Q₁), Q̂₂, Q₂)`` of the selected roots at effective readouts ``√s2`` (zeros for
@@ -343,11 +351,11 @@ class TwoLayerProfileSolver(ProfileSolver):
         """``f`` of the module docstring of :mod:`replica.models.two_layer` on the rule of ``e`` (the
         entropic sums are those of the evaluation; the product term uses the tilt of the new ``t``)."""
         gam1, gam2 = self.model.gammas
-        D = e["D"]
-        if not D > 0.0:
+        energetic = self.model.energetic(e["mmse"])
+        if not math.isfinite(energetic):
             return math.inf
         ent1, ent2, rect = e["entropic"]
-        return float(-0.5 * math.log(2 * math.pi * math.e * D)
+        return float(energetic
                      + gam1 / alpha * ent1 + gam1 * gam2 / alpha * ent2 + gam2 / alpha * rect)
 
     def state(self, alpha, x):
@@ -363,7 +371,7 @@ class TwoLayerProfileSolver(ProfileSolver):
         _, n1, _, _, n2 = self._roots(e["profile"], m.neuron_s**2, e["threshold"])
         collective = np.concatenate([[float(e["weights"] @ e["q1"])], e["inner"], e["t"], e["q21"]])
         return m.state_type(float(alpha), q1, snr1, q2, snr2, e["q21"].copy(), e["r21"].copy(), e["tau"].copy(),
-                             max(float(e["D"] - m.delta), 0.0), f, m.mutual_information(alpha, f),
+                             max(float(e["mmse"]), 0.0), f, m.mutual_information(alpha, f),
                              collective=collective, discretization_error=error, neuron_overlap_layer_1=n1,
                              neuron_overlap_layer_2=n2)
 
@@ -392,7 +400,7 @@ class TwoLayerProfileSolver(ProfileSolver):
         g1q = float(act1.g(np.array([q1]))[0])
         inner = m.a * q21 + q2 * g1q
         t = q2 * q1
-        D = m.delta + m.b * (m.g1_one - g1q) + float(m.readout_weights @ (m.v2 * (m.g2_one - act2.g(inner))))
+        D = m.effective_variance(m.b * (m.g1_one - g1q) + float(m.readout_weights @ (m.v2 * (m.g2_one - act2.g(inner)))))
         return np.concatenate([[max(D, 1e-12)], inner, t, [selection]])
 
     def universal_point(self):

@@ -44,6 +44,7 @@ from priors import get_readout_law, get_weight_prior
 
 from ..activations import get_activation
 from ..engine import STATUS_MESSAGES, FixedPointResult, solve_fixed_point
+from ._output import OutputChannelTerms, make_output_channel
 
 __all__ = ["DeepModel", "DeepState"]
 
@@ -121,7 +122,7 @@ class DeepState:
         return rec
 
 
-class DeepModel:
+class DeepModel(OutputChannelTerms):
     """L-hidden-layer network with the Hermite degrees ≤ 2 removed (docs/theory.md §6.1).
 
     Parameters
@@ -131,13 +132,15 @@ class DeepModel:
     gammas : sequence of float, length L
         Width ratios ``γ_ℓ = k_ℓ/d > 0``.
     delta : float
-        Label-noise variance Δ ≥ 0.
+        Label-noise variance Δ ≥ 0 (ignored when ``output_channel`` is given).
     weight_prior : str, WeightPrior, or a sequence of them (one per layer), keyword-only
     readout_law : str or ReadoutLaw, keyword-only
     readout_grid : int, keyword-only
         Grid size of continuous readout laws.
     drop_hermite, unit_variance : keyword-only
         Activation modifiers applied when ``activation`` is a name.
+    output_channel : priors.output_channels.OutputChannel, keyword-only, optional
+        Law of the labels (default Gaussian noise of variance ``delta``; docs/theory.md §10).
 
     Raises
     ------
@@ -156,7 +159,7 @@ class DeepModel:
         return int(self.L)
 
     def __init__(self, activation="tanh2", gammas=(1.0,), delta=0.1, *, weight_prior="gaussian",
-                 readout_law="ones", readout_grid=None, drop_hermite=(), unit_variance=False):
+                 readout_law="ones", readout_grid=None, drop_hermite=(), unit_variance=False, output_channel=None):
         gammas = np.atleast_1d(np.asarray(gammas, dtype=float))
         if gammas.ndim != 1 or gammas.size == 0 or not np.all(np.isfinite(gammas)) or np.any(gammas <= 0):
             raise ValueError(f"gamma must be a list of finite numbers > 0 (one per layer), got {gammas.tolist()}")
@@ -164,7 +167,8 @@ class DeepModel:
             raise ValueError(f"delta must be a finite number >= 0, got {delta}")
         self.gammas = gammas
         self.L = gammas.size
-        self.delta = float(delta)
+        self.output_channel = make_output_channel(delta, output_channel)
+        self.delta = float(self.output_channel.delta)
         if isinstance(activation, str):
             activation = get_activation(activation, drop_hermite=tuple(drop_hermite), unit_variance=unit_variance)
         self.activation = activation
@@ -185,6 +189,7 @@ class DeepModel:
         # number of weights of layer ℓ in units of d²
         self.layer_sizes = np.concatenate([[1.0], gammas[:-1]]) * gammas
         self.g1 = float(activation.g1)
+        self.output_variance = self.g1  # K_d: μ₀ = μ₁ = μ₂ = 0, E v² = 1
 
     @property
     def n_readout(self) -> int:
@@ -232,7 +237,7 @@ class DeepModel:
 
     def conjugates(self, alpha, x):
         K, grad_inner, grad_last, _ = self.kernel(x)
-        D = self.delta + self.g1 - K
+        D = self.effective_variance(self.g1 - K)
         hat_inner = alpha * grad_inner / (self.layer_sizes[:-1] * D)
         hat_last = alpha * grad_last / (self.layer_sizes[-1] * D)
         return K, D, np.maximum(hat_inner, 0.0), np.maximum(hat_last, 0.0)
@@ -247,12 +252,11 @@ class DeepModel:
     def free_entropy(self, alpha, x, hats) -> float:
         """``f`` as a function of the packed overlaps ``x`` and packed conjugates ``hats``."""
         K, *_ = self.kernel(x)
-        D = self.delta + self.g1 - K
-        if not D > 0.0:
-            return math.inf  # perfect recovery at Δ = 0: f diverges
+        total = self.energetic(self.g1 - K)
+        if not math.isfinite(total):
+            return math.inf  # perfect recovery with noiseless labels: f diverges
         inner, last = self.unpack(x)
         h_inner, h_last = self.unpack(hats)
-        total = -0.5 * math.log(2 * math.pi * math.e * D)
         for ell in range(self.L - 1):
             P = self.weight_priors[ell]
             total += self.layer_sizes[ell] / alpha * (float(P.free_entropy(h_inner[ell])) - inner[ell] * h_inner[ell] / 2)
@@ -267,10 +271,9 @@ class DeepModel:
         hats = self.pack(hi, hl)
         f = self.free_entropy(alpha, x, hats)
         inner, last = self.unpack(x)
-        mi = math.inf if self.delta == 0 or not math.isfinite(f) else alpha / self.layer_sizes.sum() * (
-            -0.5 * math.log(2 * math.pi * math.e * self.delta) - f)
+        mi = self.mutual_information_from(alpha / self.layer_sizes.sum(), f)
         return DeepState(float(alpha), [np.float64(q) for q in inner] + [np.array(last)],
-                         [np.float64(h) for h in hi] + [np.array(hl)], max(float(D - self.delta), 0.0), f, mi)
+                         [np.float64(h) for h in hi] + [np.array(hl)], max(float(self.g1 - K), 0.0), f, mi)
 
     def specialization(self, state) -> float:
         """Sum over layers of the squared overlaps (readout-weighted for the last layer)."""

@@ -72,6 +72,7 @@ from hciz.rectangular import rectangular_channel
 from ..activations import get_activation
 from .deep import layer_priors_and_readout
 from ..engine import STATUS_MESSAGES, FixedPointResult, solve_fixed_point
+from ._output import OutputChannelTerms, make_output_channel
 from .two_layer import (DEFAULT_S_GRID, PHASE_THRESHOLD,
                         effective_readout_grid, phase_transitions, TwoLayerModel)
 
@@ -221,7 +222,7 @@ class DeepLinearState:
         return rec
 
 
-class DeepLinearModel:
+class DeepLinearModel(OutputChannelTerms):
     """L hidden layers with odd activations that keep their linear part (docs/deep_linear.md).
 
     Parameters
@@ -267,7 +268,7 @@ class DeepLinearModel:
 
     def __init__(self, activation="tanh2", gammas=(1.0, 1.0, 1.0), delta=0.1, *, weight_prior="gaussian",
                  readout_law="ones", readout_grid=None, s_grid=DEFAULT_S_GRID, drop_hermite=(),
-                 unit_variance=True, tilt_split="top"):
+                 unit_variance=True, tilt_split="top", output_channel=None):
         g = np.atleast_1d(np.asarray(gammas, dtype=float))
         if g.ndim != 1 or g.size == 0 or not np.all(np.isfinite(g)) or np.any(g <= 0):
             raise ValueError(f"gammas must be a list of finite numbers > 0 (one per layer), got {g.tolist()}")
@@ -277,7 +278,8 @@ class DeepLinearModel:
             raise ValueError(f"tilt_split must be one of {TILT_SPLITS}, got {tilt_split!r}")
         self.L = L = g.size
         self.gammas = g
-        self.delta = float(delta)
+        self.output_channel = make_output_channel(delta, output_channel)
+        self.delta = float(self.output_channel.delta)
         self.tilt_split = tilt_split
         acts = list(activation) if isinstance(activation, (list, tuple)) else [activation] * L
         if len(acts) != L:
@@ -316,6 +318,8 @@ class DeepLinearModel:
         offsets = np.cumsum([0] + [int(np.prod(self.shapes[k])) for k in self.keys])
         self._slices = {k: slice(int(offsets[i]), int(offsets[i + 1])) for i, k in enumerate(self.keys)}
         self.mmse_universal = float(self._gap({}, universal=True))
+        #: K_d = A_{L+1,1} + Σ_m A_{L+1,m+1} E_ρ[ρ² g_m(1)]: the variance of the centred teacher pre-output
+        self.output_variance = self.A(L + 1, 1) + self.mmse_universal
 
     # ----------------------------------------------------------------- helpers
     def A(self, ell: int, m: int) -> float:
@@ -440,7 +444,8 @@ class DeepLinearModel:
         """
         Q = {k: np.clip(v, 0.0, 1.0) for k, v in self.unpack(x).items()}
         ker = self.kernel(Q)
-        D = self.delta + self._gap(ker)
+        mmse = self._gap(ker)
+        D = self.effective_variance(mmse)
         B = self.backward(Q, ker)
         G = ker["G"]
         hat = {}
@@ -464,7 +469,8 @@ class DeepLinearModel:
                 new[X] = self.weight_priors[X[0] - 1].overlap(hat[X])
             else:
                 new[X] = overlap_of(self.channels[X], tau[X] + hat[X]).reshape(self.shapes[X])
-        return {"Q": Q, "hat": hat, "t": t, "tau": tau, "gain": gain, "new": new, "c": ker["c"], "G": G, "D": D}
+        return {"Q": Q, "hat": hat, "t": t, "tau": tau, "gain": gain, "new": new, "c": ker["c"], "G": G, "D": D,
+                "mmse": mmse}
 
     def _tilt_feedback(self, X, Q, gain):
         """Derivative of the products' tilt terms with respect to ``Q_X`` over X's entropic weight."""
@@ -509,8 +515,7 @@ class DeepLinearModel:
         Q = {k: np.asarray(v, dtype=float).reshape(self.shapes[k]) for k, v in overlaps.items()}
         H = {k: np.asarray(v, dtype=float).reshape(self.shapes[k]) for k, v in hats.items()}
         ker = self.kernel(Q)
-        D = self.delta + self._gap(ker)
-        total = -0.5 * math.log(2 * math.pi * math.e * D)
+        total = self.energetic(self._gap(ker))
         t = self.tilts(Q)
         for X in self.keys:
             pr, pc = self.label_weights[X[0]], self.label_weights[X[1] - 1]
@@ -533,17 +538,16 @@ class DeepLinearModel:
         return float(sum(self.entries[(ell, ell)] for ell in range(1, self.L + 1)))
 
     def mutual_information(self, alpha, free_entropy) -> float:
-        """Mutual information per weight parameter ``α/Σ_ℓ γ_ℓγ_{ℓ−1} (−½ ln(2πeΔ) − f)``."""
-        if self.delta == 0.0:
-            return math.inf
-        return alpha / self.weights_per_d2 * (-0.5 * math.log(2 * math.pi * math.e * self.delta) - free_entropy)
+        """Mutual information per weight parameter ``α/Σ_ℓ γ_ℓγ_{ℓ−1} (E ln P_out(y | λ⁰) − f)`` (Gaussian
+        labels: ``−½ ln(2πeΔ)`` for the first term)."""
+        return self.mutual_information_from(alpha / self.weights_per_d2, free_entropy)
 
     def state(self, alpha, x) -> DeepLinearState:
         """All order parameters, error and free entropy at packed point ``x``."""
         c = self.conjugates(alpha, x)
         Q = {k: v.copy() for k, v in self.unpack(x).items()}
         f = self.free_entropy(alpha, Q, c["hat"])
-        st = DeepLinearState(float(alpha), Q, c["hat"], c["tau"], float(c["D"] - self.delta), f,
+        st = DeepLinearState(float(alpha), Q, c["hat"], c["tau"], float(c["mmse"]), f,
                              self.mutual_information(alpha, f), list(self.keys))
         st.mean_overlaps = self.mean_overlaps(st)
         return st
@@ -598,7 +602,8 @@ class DeepLinearModel:
         if getattr(self, "_refined_model", None) is None:
             self._refined_model = DeepLinearModel(
                 list(self.activations), tuple(self.gammas), self.delta, weight_prior=list(self.weight_priors),
-                readout_law=self.readout_law, s_grid=2 * self.n_s, tilt_split=self.tilt_split)
+                readout_law=self.readout_law, s_grid=2 * self.n_s, tilt_split=self.tilt_split,
+                output_channel=self.output_channel)
         return self._refined_model
 
     def interpolate_to(self, fine, x) -> np.ndarray:

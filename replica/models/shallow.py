@@ -39,6 +39,7 @@ from priors import get_readout_law, get_weight_prior
 from ..activations import get_activation
 from ..engine import STATUS_MESSAGES, FixedPointResult, solve_fixed_point
 from ..readout_grid import SELECT_ZERO, ProfileSolver
+from ._output import OutputChannelTerms, make_output_channel
 
 __all__ = ["ShallowModel", "ShallowState"]
 
@@ -113,7 +114,7 @@ class ShallowState:
         return out
 
 
-class ShallowModel:
+class ShallowModel(OutputChannelTerms):
     """One-hidden-layer Bayes-optimal learning problem.
 
     Parameters
@@ -123,13 +124,17 @@ class ShallowModel:
     gamma : float
         Width ratio γ = k/d > 0.
     delta : float
-        Label-noise variance Δ ≥ 0.
+        Label-noise variance Δ ≥ 0 of Gaussian labels (ignored when ``output_channel`` is given: then
+        ``delta`` is the channel's).
     weight_prior : str or WeightPrior, keyword-only
         ``"gaussian"``, ``"rademacher"`` or ``"uniform"``.
     readout_law : str or ReadoutLaw, keyword-only
         Readout law spec (``"ones"``, ``"gaussian"``, …, see ``priors``).
     readout_grid : int or None, keyword-only
         Fixed grid size for continuous readout laws (default: adaptive, converged rule).
+    output_channel : priors.output_channels.OutputChannel, keyword-only, optional
+        Law of the labels given the centred pre-output (default: Gaussian noise of variance ``delta``;
+        docs/theory.md §10).
 
     Notes
     -----
@@ -161,18 +166,20 @@ class ShallowModel:
         weight_prior="gaussian",
         readout_law="ones",
         readout_grid: int | None = None,
+        output_channel=None,
     ):
         if not (np.isfinite(gamma) and gamma > 0):
             raise ValueError(f"gamma must be a finite number > 0, got {gamma}")
         if not (np.isfinite(delta) and delta >= 0):
             raise ValueError(f"delta must be a finite number >= 0, got {delta}")
+        self.output_channel = make_output_channel(delta, output_channel)
         self.activation = get_activation(activation) if isinstance(activation, str) else activation
         self.weight_prior = get_weight_prior(weight_prior) if isinstance(weight_prior, str) else weight_prior
         self.readout_law = (
             get_readout_law(readout_law, grid_size=readout_grid) if isinstance(readout_law, str) else readout_law
         )
         self.gamma = float(gamma)
-        self.delta = float(delta)
+        self.delta = float(self.output_channel.delta)
         v = np.asarray(self.readout_law.values, dtype=float)
         p = np.asarray(self.readout_law.weights, dtype=float)
         self.readout_values = v
@@ -187,6 +194,7 @@ class ShallowModel:
         self._kernel_cache = {}
         self.R_d = 1.0 + self.gamma * float(np.dot(p, v)) ** 2
         self.K_d = self.mu1**2 + self.mu2**2 * self.R_d / 2.0 + self.g1
+        self.output_variance = self.K_d
         profile = getattr(self.readout_law, "law", None) is not None or v.size > GUARDED_NEWTON_MAX_SIZE
         #: solver through global order parameters (None: dense iteration on Q(v))
         self.profile_solver = ProfileSolver(self) if profile else None
@@ -348,9 +356,9 @@ class ShallowModel:
             self._kernel_cache[key] = terms
         return terms
 
-    def _denominator(self, overlap_W, R2) -> float:
-        """``Δ + K_d − K*`` written without cancellation."""
-        return self.delta + self.mu2**2 * (self.R_d - R2) / 2.0 + self._kernel_terms(overlap_W)[0]
+    def _gap(self, overlap_W, R2) -> float:
+        """``mmse = K_d − K*`` written without cancellation."""
+        return self.mu2**2 * (self.R_d - R2) / 2.0 + self._kernel_terms(overlap_W)[0]
 
     # ------------------------------------------------------------- free entropy
     def free_entropy(self, alpha, R2, R2_hat, overlap_W, overlap_W_hat) -> float:
@@ -375,25 +383,24 @@ class ShallowModel:
         Q = np.asarray(overlap_W, dtype=float)
         Qh = np.asarray(overlap_W_hat, dtype=float)
         tau = self.tilt(Q)
-        D = self._denominator(Q, R2)
-        if not D > 0.0:
-            # perfect recovery (Δ = 0 and the target learned exactly): f diverges, as
+        energetic = self.energetic(self._gap(Q, R2))
+        if not math.isfinite(energetic):
+            # perfect recovery (noiseless labels and the target learned exactly): f diverges, as
             # ``−½ ln(2πe(Δ + mmse))`` does when Δ + mmse → 0
             return math.inf
         iota = self.channel.mutual_information
         entropic = self._ev(self.weight_prior.free_entropy(Qh) - Q * Qh / 2.0)
         return float(
-            -0.5 * math.log(2 * math.pi * math.e * D)
+            energetic
             + (self.R_d - R2) * R2_hat / (4 * alpha)
             + self.gamma / alpha * entropic
             - (iota(tau + R2_hat) - iota(tau)) / alpha
         )
 
     def mutual_information(self, alpha, free_entropy) -> float:
-        """Mutual information per weight parameter ``(α/γ)(−½ ln(2πeΔ) − f)``."""
-        if self.delta == 0.0 or not math.isfinite(free_entropy):
-            return math.inf
-        return alpha / self.gamma * (-0.5 * math.log(2 * math.pi * math.e * self.delta) - free_entropy)
+        """Mutual information per weight parameter ``(α/γ)(E ln P_out(y | λ⁰) − f)`` (Gaussian labels:
+        ``(α/γ)(−½ ln(2πeΔ) − f)``)."""
+        return self.mutual_information_from(alpha / self.gamma, free_entropy)
 
     # -------------------------------------------------------------- update map
     def conjugates(self, alpha, overlap_W, R2_hat):
@@ -401,20 +408,23 @@ class ShallowModel:
 
         Returns
         -------
-        dict with keys ``tau, R2, D, R2_hat_new, overlap_W_hat``.
+        dict with keys ``tau, R2, mmse, D, R2_hat_new, overlap_W_hat`` (``D`` = :meth:`effective_variance`
+        of ``mmse``).
         """
         Q = np.clip(np.asarray(overlap_W, dtype=float), 0.0, 1.0)
         R2_hat = max(float(R2_hat), 0.0)
         tau = self.tilt(Q)
         R2 = self.channel.overlap(tau + R2_hat) + (self.R_d - 1.0)
         g_gap, g_prime = self._kernel_terms(Q)
-        D = np.float64(self.delta + self.mu2**2 * (self.R_d - R2) / 2.0 + g_gap)
+        mmse = self.mu2**2 * (self.R_d - R2) / 2.0 + g_gap
+        D = np.float64(self.effective_variance(mmse))
         with np.errstate(divide="ignore", invalid="ignore"):  # D = 0 (noiseless, g ≡ 0): inf → failed solve
             R2_hat_new = alpha * self.mu2**2 / D
             Qh = (alpha / self.gamma) * self.v2 * g_prime / D
         if np.any(Q != 0.0):
             Qh = Qh + self.tilt_gain(tau, R2_hat) / self.gamma * self.v2 * Q
-        return {"tau": tau, "R2": R2, "D": D, "R2_hat_new": R2_hat_new, "overlap_W_hat": np.maximum(Qh, 0.0)}
+        return {"tau": tau, "R2": R2, "mmse": mmse, "D": D, "R2_hat_new": R2_hat_new,
+                "overlap_W_hat": np.maximum(Qh, 0.0)}
 
     @staticmethod
     def _project(x):
@@ -453,7 +463,7 @@ class ShallowModel:
             R2=float(c["R2"]),
             R2_hat=R2_hat,
             tau=float(c["tau"]),
-            mmse=max(float(c["D"] - self.delta), 0.0),
+            mmse=max(float(c["mmse"]), 0.0),
             free_entropy=f,
             mutual_information=self.mutual_information(alpha, f),
         )
@@ -473,6 +483,8 @@ class ShallowModel:
         zeros = np.zeros(self.n_readout)
         if self.mu2 == 0.0:
             return self._finish(alpha, np.concatenate([zeros, [0.0]]), "universal", "exact")
+        if not self._gaussian:
+            return self._solve_universal_channel(alpha, zeros)
         delta2 = 2.0 * (self.delta + self.g1) / self.mu2**2
         mmse_S = self.channel.mmse
 
@@ -503,6 +515,41 @@ class ShallowModel:
             lam = float(res.x[0])
         return self._finish(alpha, np.concatenate([zeros, [lam]]), "universal", "exact")
 
+    def _solve_universal_channel(self, alpha, zeros) -> FixedPointResult:
+        """The universal branch for a non-Gaussian output channel: ``R̂₂ = α μ₂²/D(mmse(R̂₂))`` with
+        ``mmse(λ) = g(1) + μ₂² mmse_S(λ)/2`` and ``D`` the channel's :meth:`effective_variance` (for
+        Gaussian labels ``D = Δ + mmse`` and this is the equation of :meth:`solve_universal`). With ``D``
+        increasing in ``mmse`` (every channel of :mod:`priors.output_channels`) the right side lies in
+        ``[0, hi]``, ``hi = α μ₂²/D(g(1))``, and Brent's method finds the fixed point in that bracket (unique for
+        Gaussian labels, where ``λ·mmse_S(λ)`` increases; for other channels the first sign change of
+        ``λ − R̂₂(λ)`` above 0 — the tests compare with damped iterations). A noiseless channel with ``g ≡ 0``
+        (``D(g(1)) = 0``) may recover the quadratic part exactly (``R̂₂ = ∞``) when the bracket grows without
+        bound."""
+        mmse_S = self.channel.mmse
+        scale = alpha * self.mu2**2
+
+        def target(lam):
+            return scale / self.effective_variance(self.g1 + self.mu2**2 * float(mmse_S(max(lam, 0.0))) / 2.0)
+
+        floor = self.effective_variance(self.g1)
+        hi = scale / floor if floor > 0 else None
+        if hi is None:
+            hi = 1.0
+            while target(hi) > hi:
+                hi *= 4.0
+                if hi > 1e15:
+                    return self._finish(alpha, np.concatenate([zeros, [np.inf]]), "universal", "exact")
+        if alpha == 0.0:
+            return self._finish(alpha, np.concatenate([zeros, [0.0]]), "universal", "exact")
+        # λ − target(λ) increases from −target(0) < 0 to hi − target(hi) >= 0: Brent's method brackets the
+        # one root in ~10–40 evaluations of the channel (a damped iteration needs hundreds)
+        from scipy.optimize import brentq
+
+        if hi - target(hi) <= 0.0:
+            return self._finish(alpha, np.concatenate([zeros, [hi]]), "universal", "exact")
+        lam = brentq(lambda lam: lam - target(lam), 0.0, hi, xtol=1e-300, rtol=4 * np.finfo(float).eps, maxiter=500)
+        return self._finish(alpha, np.concatenate([zeros, [float(lam)]]), "universal", "exact")
+
     def _finish(self, alpha, x, start, status, result: FixedPointResult | None = None) -> FixedPointResult:
         if np.isinf(x[-1]):
             # perfect recovery of the quadratic part (noiseless, μ-only quadratic target)
@@ -515,7 +562,7 @@ class ShallowModel:
         if self.profile_solver is not None and start == "universal":
             # Q ≡ 0: every v-integral is exact; packed as (D, M = 0, SELECT_ZERO, level, error)
             st.discretization_error = 0.0
-            result.x = np.array([st.mmse + self.delta, 0.0, SELECT_ZERO, 0.0, 0.0])
+            result.x = np.array([self.effective_variance(st.mmse), 0.0, SELECT_ZERO, 0.0, 0.0])
         result.info["state"] = st
         return result
 

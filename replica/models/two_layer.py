@@ -118,6 +118,7 @@ from ..activations import get_activation
 from .deep import layer_priors_and_readout
 from ..engine import STATUS_MESSAGES, FixedPointResult, solve_fixed_point
 from ..readout_grid import SELECT_EQUILIBRIUM, SELECT_LOW, SELECT_ZERO
+from ._output import OutputChannelTerms, make_output_channel
 
 __all__ = ["TwoLayerModel", "TwoLayerState", "product_channel", "effective_readout_grid", "effective_readout_panels",
            "neuron_quantiles",
@@ -712,7 +713,7 @@ def refined_solve(model, alpha, x, **solver_options):
                abs(a.free_entropy - b.free_entropy) / max(abs(b.free_entropy), 1e-300)), r.x
 
 
-class TwoLayerModel:
+class TwoLayerModel(OutputChannelTerms):
     """Two-hidden-layer network with odd activations and linear parts (docs/theory.md §6.2).
 
     Parameters
@@ -724,7 +725,7 @@ class TwoLayerModel:
     gammas : sequence of two floats
         ``(γ₁, γ₂) = (k₁/d, k₂/d) > 0``.
     delta : float
-        Label-noise variance Δ ≥ 0.
+        Label-noise variance Δ ≥ 0 (ignored when ``output_channel`` is given).
     weight_prior : str, WeightPrior, or a pair (one per layer), keyword-only
     readout_law : str or ReadoutLaw, keyword-only
     readout_grid : int, keyword-only
@@ -749,6 +750,8 @@ class TwoLayerModel:
         Hermite degrees removed when ``activation`` is a name.
     unit_variance : bool, keyword-only
         Rescale named activations to ``E σ² = 1`` (default True).
+    output_channel : priors.output_channels.OutputChannel, keyword-only, optional
+        Law of the labels (default Gaussian noise of variance ``delta``; docs/theory.md §10).
 
     Raises
     ------
@@ -772,11 +775,12 @@ class TwoLayerModel:
 
     def __init__(self, activation="tanh2", gammas=(1.0, 1.0), delta=0.1, *, weight_prior="gaussian",
                  readout_law="ones", readout_grid=None, s_grid="adaptive", s_panels=DEFAULT_S_PANELS,
-                 drop_hermite=(), unit_variance=True):
+                 drop_hermite=(), unit_variance=True, output_channel=None):
         self.gammas = np.array(_check_gammas(gammas))
         if not (np.isfinite(delta) and delta >= 0):
             raise ValueError(f"delta must be a finite number >= 0, got {delta}")
-        self.delta = float(delta)
+        self.output_channel = make_output_channel(delta, output_channel)
+        self.delta = float(self.output_channel.delta)
         acts = activation if isinstance(activation, (list, tuple)) else (activation, activation)
         if len(acts) != 2:
             raise ValueError(f"activation: expected one activation or a pair, got {len(acts)}")
@@ -799,6 +803,8 @@ class TwoLayerModel:
         self.readout_values = np.asarray(self.readout_law.values, dtype=float)
         self.readout_weights = np.asarray(self.readout_law.weights, dtype=float)
         self.v2 = self.readout_values**2
+        #: K_d = a b + b g₁(1) + g₂(1) E v² (E s² = 1): the variance of the centred teacher pre-output
+        self.output_variance = self.a * self.b + self.b * self.g1_one + self.g2_one * float(self.readout_weights @ self.v2)
         #: the solver through global order parameters (``s_grid="adaptive"``), else None
         self.profile_solver = None
         if isinstance(s_grid, str) and s_grid != "adaptive":
@@ -884,7 +890,8 @@ class TwoLayerModel:
         """The same model on another rule in ``s`` (arguments as in the constructor)."""
         return TwoLayerModel(tuple(self.activations), tuple(self.gammas), self.delta,
                              weight_prior=tuple(self.weight_priors), readout_law=self.readout_law,
-                             s_grid=s_grid, s_panels=DEFAULT_S_PANELS if s_panels is None else s_panels)
+                             s_grid=s_grid, s_panels=DEFAULT_S_PANELS if s_panels is None else s_panels,
+                             output_channel=self.output_channel)
 
     def discretization_error(self, alpha, x, **solver_options) -> float:
         """Change of the solution at ``x`` when the s-grid is refined (error estimate of the grid):
@@ -967,7 +974,8 @@ class TwoLayerModel:
         -------
         dict
             ``g1q`` (n_s,) = ``g₁(Q₁(s))``, ``inner`` (n_readout,) = ``inner_v``,
-            ``t`` (n_readout,) = ``E_s[Q₂ Q₁]``, ``D`` = Δ + K_d − K* (without cancellation).
+            ``t`` (n_readout,) = ``E_s[Q₂ Q₁]``, ``mmse`` = K_d − K* (without cancellation) and ``D``, the
+            output channel's effective variance there (Δ + mmse for Gaussian labels).
         """
         act1, act2 = self.activations
         g1q = act1.g(np.clip(q1, -1.0, 1.0))
@@ -975,7 +983,7 @@ class TwoLayerModel:
         t = q2 @ (self.s_weights * q1)
         gap1 = self.b * float(self.s_weights @ (self.s2 * (self.g1_one - g1q)))
         gap2 = float(self.readout_weights @ (self.v2 * (self.g2_one - act2.g(np.clip(inner, -1.0, 1.0)))))
-        return {"g1q": g1q, "inner": inner, "t": t, "D": self.delta + gap1 + gap2}
+        return {"g1q": g1q, "inner": inner, "t": t, "mmse": gap1 + gap2, "D": self.effective_variance(gap1 + gap2)}
 
     def tilt(self, t):
         """``τ_v`` with ``m_rect(τ_v) = t_v`` (0 where ``t_v ≤ 0``), shape (n_readout,); compiled
@@ -1056,17 +1064,17 @@ class TwoLayerModel:
         ent1 = float(self.s_weights @ (p1.free_entropy(q1_hat) - q1 * q1_hat / 2.0))
         ent2 = float(self.readout_weights @ ((p2.free_entropy(q2_hat) - q2 * q2_hat / 2.0) @ self.s_weights))
         rect = float(self.readout_weights @ (r21 * (1.0 - q21) / 2.0 - iota(tau + r21) + iota(tau)))
-        if not ker["D"] > 0.0:
-            return math.inf  # perfect recovery at Δ = 0: f diverges
-        return float(-0.5 * math.log(2 * math.pi * math.e * ker["D"])
+        energetic = self.energetic(ker["mmse"])
+        if not math.isfinite(energetic):
+            return math.inf  # perfect recovery with noiseless labels: f diverges
+        return float(energetic
                      + gam1 / alpha * ent1 + gam1 * gam2 / alpha * ent2 + gam2 / alpha * rect)
 
     def mutual_information(self, alpha, free_entropy) -> float:
-        """Mutual information per weight parameter ``α/(γ₁ + γ₁γ₂) (−½ ln(2πeΔ) − f)``."""
-        if self.delta == 0.0 or not math.isfinite(free_entropy):
-            return math.inf
+        """Mutual information per weight parameter ``α/(γ₁ + γ₁γ₂) (E ln P_out(y | λ⁰) − f)`` (Gaussian labels:
+        ``−½ ln(2πeΔ)`` for the first term)."""
         gam1, gam2 = self.gammas
-        return alpha / (gam1 + gam1 * gam2) * (-0.5 * math.log(2 * math.pi * math.e * self.delta) - free_entropy)
+        return self.mutual_information_from(alpha / (gam1 + gam1 * gam2), free_entropy)
 
     def state(self, alpha, x) -> TwoLayerState:
         """All order parameters, error and free entropy at packed point ``x``."""
@@ -1077,7 +1085,7 @@ class TwoLayerModel:
         f = self.free_entropy(alpha, q1, c["q1_hat"], q2, c["q2_hat"], q21, c["r21"])
         n1, n2 = self.neuron_maps(q1, q2)
         return TwoLayerState(float(alpha), q1.copy(), c["q1_hat"], q2.copy(), c["q2_hat"], q21.copy(), c["r21"],
-                             c["tau"], max(float(c["D"] - self.delta), 0.0), f, self.mutual_information(alpha, f),
+                             c["tau"], max(float(c["mmse"]), 0.0), f, self.mutual_information(alpha, f),
                              neuron_overlap_layer_1=n1, neuron_overlap_layer_2=n2)
 
     def specialization(self, state) -> float:
