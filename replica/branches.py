@@ -1242,11 +1242,17 @@ def _change(model, by_name, frm, to, alpha, kind, state):
             "mmse_after": math.nan if after is None else float(after.mmse)}
 
 
+#: per-point fields carried into the equilibrium next to mmse (present for ±1 output channels)
+EQUILIBRIUM_EXTRA_FIELDS = ("classification_error", "sign_disagreement")
+
+
 def _equilibrium(alphas, branches):
     n = alphas.size
     best = np.full(n, -np.inf)
     name = np.array(["universal"] * n, dtype=object)
-    mmse = np.full(n, np.nan)
+    carried = ("mmse",) + tuple(k for k in EQUILIBRIUM_EXTRA_FIELDS
+                                if any(k in b.fields for b in branches.values()))
+    values = {k: np.full(n, np.nan) for k in carried}
     for bname, b in branches.items():
         if "free_entropy" not in b.fields:  # branch found nowhere on the grid
             continue
@@ -1255,8 +1261,10 @@ def _equilibrium(alphas, branches):
         better = ok & (f > best)
         best[better] = f[better]
         name[better] = bname
-        mmse[better] = b["mmse"][better]
-    return {"alpha": alphas.copy(), "mmse": mmse, "free_entropy": best, "branch": name}
+        for k in carried:
+            if k in b.fields:
+                values[k][better] = b[k][better]
+    return {"alpha": alphas.copy(), **values, "free_entropy": best, "branch": name}
 
 
 def _alpha_instability(model, alphas, universal, indices):

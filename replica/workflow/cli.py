@@ -34,7 +34,8 @@ import numpy as np
 from .. import __version__
 from .config import (LIMITS, SHARED_OPTION_KEYS, CommandParser, UsageError, number_type, parse_with_config,
                      resolved_configuration)
-from .model_options import build_model, check_readout_grid, s_grid_type, split_activations  # noqa: F401 - part of this module's API
+from .model_options import (build_model, check_readout_grid, output_channel_options,  # noqa: F401 - API
+                            s_grid_type, split_activations)
 
 __all__ = [
     "sweep_main",
@@ -257,8 +258,9 @@ def add_model_options(p, *, grids=False):
                             "1000000, Gauss–Legendre in the quantile of the law) instead of the default adaptive "
                             "rule (target 1e-4 between refinements, warning above 1e-3); or a grid 'a,b,c' of sizes "
                             "(the second axis)")
-        g.add_argument("--delta", default="0.1",
-                       help="label-noise variance Δ >= 0, or a grid 'start:stop:num' / 'a,b,c' (default 0.1)")
+        g.add_argument("--delta", default=None,
+                       help="label-noise variance Δ >= 0 (gaussian and probit channels), or a grid 'start:stop:num' / "
+                            "'a,b,c' (default 0.1)")
     else:
         g.add_argument("--readout-grid", type=number_type("--readout-grid", minimum=2, maximum=1_000_000,
                                                           upper_strict=False, integer=True), default=None,
@@ -267,8 +269,20 @@ def add_model_options(p, *, grids=False):
                             "which refines the grid until mmse and free entropy change by less than 1e-4 between "
                             "refinements (per-α estimate in the dataset discretization_error, warning above 1e-3)")
         g.add_argument("--delta", type=number_type("--delta", minimum=0.0, maximum=LIMITS["delta"][1],
-                                                   upper_strict=False), default=0.1,
-                       help="label-noise variance 0 <= Δ <= 1e4 (default 0.1)")
+                                                   upper_strict=False), default=None,
+                       help="label-noise variance 0 <= Δ <= 1e4 of the gaussian and probit channels (default 0.1)")
+    g.add_argument("--channel", default="gaussian",
+                   help="output channel P_out(y | λ) of the labels, λ the teacher's centred pre-output (docs/theory.md "
+                        "§10): gaussian (y = λ + √Δ ξ), probit (y = sign(λ − θ + √Δ ξ)), sign (noiseless probit, Δ = 0) "
+                        "or logistic (P(y = +1 | λ) = 1/(1 + e^(−λ/T))); ±1 channels also store classification_error "
+                        "and sign_disagreement (default gaussian)")
+    g.add_argument("--temperature", type=number_type("--temperature", minimum=0.0, strict=True, maximum=1e4,
+                                                     upper_strict=False), default=None,
+                   help="--channel logistic only: temperature 0 < T <= 1e4 (default 1)")
+    g.add_argument("--channel-threshold", type=number_type("--channel-threshold", minimum=-1e4, maximum=1e4,
+                                                           upper_strict=False), default=None, metavar="THETA",
+                   help="--channel probit or sign only: decision threshold θ on the centred pre-output, |θ| <= 1e4 "
+                        "(default 0)")
     g.add_argument("--s-grid", type=s_grid_type, default=None,
                    help="L >= 2 with a linear part only: rule for the effective readout s ~ N(0, 1) of inner-layer "
                         "neurons (s = (vᵀW₂)_j/√k₂ for L = 2). L = 2 default 'adaptive': no grid in s — the profile "
@@ -497,7 +511,8 @@ def sweep_parameters(args) -> tuple:
     parameters = {
         "layers": args.layers, "gamma": gammas, "activation": args.activation, "drop_hermite": list(drop),
         "unit_variance": args.unit_variance, "prior": args.prior,
-        "readout": args.readout, "readout_grid": args.readout_grid, "delta": args.delta,
+        "readout": args.readout, "readout_grid": args.readout_grid,
+        **output_channel_options(args.channel, args.delta, args.temperature, args.channel_threshold),
         "alpha": alphas.tolist(), "branches": args.branches, "damping": args.damping,
     }
     if args.s_grid is not None:  # checked against --layers by build_model, as for the phase diagram
@@ -651,9 +666,12 @@ def build_plot_parser() -> argparse.ArgumentParser:
     p.add_argument("--reference", action="append", default=[], metavar="FILE.csv[:COLUMN[:ERROR]]",
                    help="overlay a curve from a CSV file with an 'alpha' column: COLUMN (default: mmse, gen_error "
                         "or y_MMSEs) against α, with ERROR as error bars (repeatable)")
-    p.add_argument("--kind", choices=["auto", "curve", "overlaps", "layers", "neurons", "phase"], default="auto",
+    p.add_argument("--kind", choices=["auto", "curve", "classification", "overlaps", "layers", "neurons", "phase"],
+                   default="auto",
                    help="what to draw: auto (everything the file allows; the only kind for experiment, spectrum "
-                        "and SGD files), curve (learning curve only), overlaps (Q(v) profiles / overlaps vs α), "
+                        "and SGD files), curve (learning curve only), classification (the Bayes-optimal "
+                        "classification error of ±1 output channels, --channel probit/sign/logistic), overlaps "
+                        "(Q(v) profiles / overlaps vs α), "
                         "layers (per-layer maps, deep networks), neurons (per-neuron overlap maps of two hidden "
                         "layers: every first-layer neuron and every pair of neurons, ordered by readout strength), "
                         "phase (phase diagram) (default auto)")
@@ -790,13 +808,19 @@ def phase_diagram_options(args) -> tuple:
             continue
         text = raw[k]
         if k == "delta":
-            base[k] = float(_single(text, "--delta", minimum=0.0, maximum=LIMITS["delta"][1]))
+            base[k] = None if text is None else float(_single(text, "--delta", minimum=0.0, maximum=LIMITS["delta"][1]))
         elif k == "gamma":
             base[k] = parse_gammas(text, args.layers)
         elif text is not None:
             base[k] = int(_single(text, "--readout-grid", integer=True, minimum=2, maximum=1_000_000))
         else:
             base[k] = None
+    channel = output_channel_options(args.channel, base.get("delta"), args.temperature, args.channel_threshold)
+    if vary == "delta":
+        if channel.get("channel") in ("sign", "logistic"):
+            raise UsageError(f"--vary delta: --channel {channel['channel']} has no noise variance Δ")
+        channel.pop("delta")
+    base.update(channel)
     base["vary"] = vary
     return vary, values, base, alphas
 

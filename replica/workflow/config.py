@@ -82,14 +82,15 @@ _NOT_CONFIGURABLE = {"help", "version", "config"}
 # between commands may hold. Written out so that parsing one command line builds one parser and
 # imports no other command (tests/test_architecture.py checks it against every parser).
 SHARED_OPTION_KEYS = frozenset({
-    "activation", "alpha", "backend", "batch", "batch_fraction", "bins", "branches", "checkpoint_every",
-    "closure", "config", "damping", "delta", "density_grid", "device", "dim", "dpi", "drop_hermite",
-    "experiment", "figures", "file", "gamma", "help", "init", "init_scale", "initial_step_size", "kept",
-    "kind", "lambda_grid", "layers", "leapfrog_steps", "learning_rate", "logy", "lr", "max_doublings",
-    "n_test", "no_theory", "only", "output", "overwrite", "plot", "prior", "quick", "quiet", "readout",
-    "readout_grid", "record_every", "reference", "resolution", "resume", "s_grid", "sampler", "scheduler",
-    "seed", "steps", "target_acceptance", "teachers", "theory_timeout", "threshold", "time", "title",
-    "unit_variance", "vary", "verbose", "version", "warmup_fraction", "workers", "x64",
+    "activation", "alpha", "backend", "batch", "batch_fraction", "bins", "branches", "channel",
+    "channel_threshold", "checkpoint_every", "closure", "config", "damping", "delta", "density_grid",
+    "device", "dim", "dpi", "drop_hermite", "experiment", "figures", "file", "gamma", "help", "init",
+    "init_scale", "initial_step_size", "kept", "kind", "lambda_grid", "layers", "leapfrog_steps",
+    "learning_rate", "logy", "lr", "max_doublings", "n_test", "no_theory", "only", "output", "overwrite",
+    "plot", "prior", "quick", "quiet", "readout", "readout_grid", "record_every", "reference", "resolution",
+    "resume", "s_grid", "sampler", "scheduler", "seed", "steps", "target_acceptance", "teachers",
+    "temperature", "theory_timeout", "threshold", "time", "title", "unit_variance", "vary", "verbose",
+    "version", "warmup_fraction", "workers", "x64",
 })
 
 

@@ -34,7 +34,9 @@ Layout
 ``/branches`` attribute ``universal_only_reason``
     present when only the universal branch is reported (docs/theory.md §5.4).
 ``/equilibrium/``
-    ``alpha``, ``mmse``, ``free_entropy``, ``branch`` (name of the equilibrium branch).
+    ``alpha``, ``mmse``, ``free_entropy``, ``branch`` (name of the equilibrium branch); for ±1 output
+    channels also ``classification_error`` and ``sign_disagreement`` (root attributes ``output_channel``
+    and ``output_channel_parameters``, JSON, name the law of the labels of every file).
 ``/equilibrium_changes/``
     one entry per change of the equilibrium branch, ordered in α: ``alpha`` (located by
     root finding on the free-entropy difference, or at the end or birth of a branch),
@@ -141,6 +143,8 @@ VARIABLE_ATTRS = {
     "mmse": ("Bayes-optimal excess test error (mmse)", "1"),
     "free_entropy": ("replica-symmetric free entropy f per d²", "nats"),
     "mutual_information": ("mutual information per weight parameter", "nats"),
+    "classification_error": ("Bayes-optimal classification error P(ŷ ≠ y) of ±1 labels", "1"),
+    "sign_disagreement": ("disagreement P(ŷ ≠ sign(λ⁰ − θ)) with the teacher's noiseless decision", "1"),
     "R2": ("overlap R₂ of S = Wᵀdiag(v)W/√(kd)", "1"),
     "R2_hat": ("conjugate R̂₂", "1"),
     "tau": ("tilt τ, m_S(τ) = E_v[v² Q(v)²]", "1"),
@@ -347,8 +351,28 @@ def _attach_scales(group, alpha, readout=None, s_scale=None, axes=None, coordina
             ds.dims[1].attach_scale(readout)
 
 
+def channel_parameters(parameters: dict) -> dict:
+    """The output channel's parameters in a command's resolved ``parameters`` (``--channel``, ``--delta``,
+    ``--temperature``, ``--channel-threshold``): ``{"name": …, …}`` as
+    :meth:`priors.output_channels.OutputChannel.parameters` gives them; Gaussian labels when absent."""
+    name = str(parameters.get("channel", "gaussian"))
+    out = {"name": name}
+    if name in ("gaussian", "probit") and parameters.get("delta") is not None:
+        out["delta"] = float(parameters["delta"])
+    if name in ("probit", "sign"):
+        out["threshold"] = float(parameters.get("channel_threshold") or 0.0)
+        if name == "sign":
+            out["delta"] = 0.0
+    if name == "logistic":
+        out["temperature"] = float(parameters.get("temperature") or 1.0)
+    return out
+
+
 def _root_attrs(h5, parameters, *, kind, complete, configuration=None):
     h5.attrs["parameters"] = json.dumps(parameters, sort_keys=True)
+    # the law of the labels (docs/theory.md §10), also for files of Gaussian-only runs
+    h5.attrs["output_channel"] = str(parameters.get("channel", "gaussian"))
+    h5.attrs["output_channel_parameters"] = json.dumps(channel_parameters(parameters), sort_keys=True)
     h5.attrs["version"] = __version__
     h5.attrs["git_revision"] = git_revision()
     h5.attrs["kind"] = kind

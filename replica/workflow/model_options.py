@@ -16,7 +16,53 @@ import numpy as np
 
 from .config import UsageError
 
-__all__ = ["build_model", "check_readout_grid", "s_grid_type", "split_activations"]
+__all__ = ["build_model", "check_readout_grid", "output_channel_options", "s_grid_type", "split_activations"]
+
+#: default label-noise variance Δ of ``--delta`` (the noiseless ``--channel sign`` has Δ = 0)
+DEFAULT_DELTA = 0.1
+
+
+def output_channel_options(channel="gaussian", delta=None, temperature=None, threshold=None) -> dict:
+    """Check ``--channel`` with the options that parametrize it; returns the entries of the resolved
+    ``parameters`` (``delta``, and ``channel``, ``temperature``, ``channel_threshold`` for non-Gaussian
+    channels, so that Gaussian runs keep the parameters of files written before channels existed).
+
+    ``--delta`` is the noise variance of ``gaussian`` and ``probit`` (default 0.1); ``sign`` is noiseless
+    (``Δ = 0``); ``logistic`` has its ``--temperature`` instead (default 1); ``--channel-threshold`` θ applies to
+    ``probit`` and ``sign`` (default 0). The pre-output λ that the channel reads is the teacher's *centred*
+    pre-output (its known mean removed; docs/theory.md §10).
+
+    Raises
+    ------
+    UsageError
+        Unknown channel, or an option that the channel does not use.
+    """
+    from priors.output_channels import OUTPUT_CHANNELS
+
+    name = str(channel).strip().lower()
+    if name not in OUTPUT_CHANNELS:
+        raise UsageError(f"--channel: unknown output channel {channel!r}; choose from {', '.join(OUTPUT_CHANNELS)}")
+    if temperature is not None and name != "logistic":
+        raise UsageError(f"--temperature: only for --channel logistic (got --channel {name})")
+    if threshold is not None and name not in ("probit", "sign"):
+        raise UsageError(f"--channel-threshold: only for --channel probit or sign (got --channel {name})")
+    if name == "sign":
+        if delta not in (None, 0, 0.0):
+            raise UsageError(f"--delta: --channel sign is noiseless (Δ = 0), got --delta {delta}; "
+                             "use --channel probit for noise before the sign")
+        delta = 0.0
+    elif name == "logistic":
+        if delta is not None:
+            raise UsageError("--delta: --channel logistic has no noise variance; its noise is --temperature T")
+        delta = 0.0
+    out = {"delta": DEFAULT_DELTA if delta is None else delta}
+    if name != "gaussian":
+        out["channel"] = name
+    if name == "logistic":
+        out["temperature"] = 1.0 if temperature is None else float(temperature)
+    if name in ("probit", "sign"):
+        out["channel_threshold"] = 0.0 if threshold is None else float(threshold)
+    return out
 
 
 def s_grid_type(text):
@@ -114,7 +160,8 @@ def build_model(options: dict):
         ``layers``, ``gamma`` (list, one per layer), ``activation`` (one specification, or one per
         layer separated by commas, see :func:`split_activations`), ``drop_hermite`` (list),
         ``unit_variance``, ``prior``, ``readout``, ``readout_grid`` (int or None), ``delta``;
-        optionally ``s_grid`` (layers >= 2 with a linear part) and ``architecture`` (a name of
+        optionally ``channel``, ``temperature``, ``channel_threshold`` (:func:`output_channel_options`),
+        ``s_grid`` (layers >= 2 with a linear part) and ``architecture`` (a name of
         :func:`replica.models.architectures`; default: the automatic choice of
         :func:`replica.models.select`).
 
@@ -164,13 +211,23 @@ def build_model(options: dict):
         raise UsageError(f"--readout-grid: {msg}" if msg.startswith("grid_size") else f"--readout: {msg}") from None
     from ..models import ModelRequest, build
 
-    request = ModelRequest(layers, tuple(acts), tuple(gammas), delta, prior, readout, dict(options))
+    from priors.output_channels import get_output_channel
+
+    try:
+        channel = get_output_channel(options.get("channel", "gaussian"), delta=delta,
+                                     temperature=options.get("temperature") or 1.0,
+                                     threshold=options.get("channel_threshold") or 0.0)
+    except ValueError as exc:
+        raise UsageError(f"--channel: {str(exc).splitlines()[0]}") from None
+    request = ModelRequest(layers, tuple(acts), tuple(gammas), delta, prior, readout, dict(options),
+                           output_channel=None if channel.name == "gaussian" else channel)
     try:
         return build(request, options.get("architecture"))
     except ValueError as exc:
         msg = str(exc).splitlines()[0]
         for key, opt in (("activation", "--activation"), ("prior", "--prior"), ("gamma", "--gamma"),
                          ("delta", "--delta"), ("readout", "--readout"), ("s_grid", "--s-grid"),
+                         ("channel", "--channel"),
                          ("architecture", "architecture")):
             if msg.startswith(key):
                 raise UsageError(f"{opt}: {msg[len(key):].lstrip(' :')}") from None

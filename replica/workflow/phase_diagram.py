@@ -91,6 +91,8 @@ def solve_line(options: dict, alphas) -> dict:
         "n_changes": len(res.equilibrium_changes),
         "branches": {},
     }
+    if "classification_error" in eq:  # ±1 output channels
+        out["classification_error"] = np.asarray(eq["classification_error"], dtype=float)
     n_layers = int(getattr(model, "n_layers", 1))
     if n_layers >= 2:  # where each layer becomes learned at equilibrium, and its spinodal
         for key in ("alpha_sp", "alpha_c"):
@@ -124,6 +126,7 @@ def assemble(parameter: str, values, alphas, lines: dict) -> dict:
     -------
     dict
         ``alpha``, ``<parameter>``, ``done``, ``mmse``, ``free_entropy``, ``branch``,
+        ``classification_error`` (±1 output channels),
         ``mmse_<b>``, ``exists_<b>``, ``alpha_sp``, ``alpha_c``, ``alpha_instability``, ``seconds``, and
         for two or more hidden layers ``layer`` (1 … L), ``alpha_sp_layer``, ``alpha_c_layer`` (n_param, L).
     """
@@ -145,13 +148,16 @@ def assemble(parameter: str, values, alphas, lines: dict) -> dict:
     names = [b for b in BRANCH_NAMES if any(b in ln["branches"] for ln in lines.values())]
     names += sorted({b for ln in lines.values() for b in ln["branches"]} - set(BRANCH_NAMES))
     names += sorted({b for ln in lines.values() for b in ln["branches"]} - set(names))
+    if any("classification_error" in ln for ln in lines.values()):
+        data["classification_error"] = np.full((n_par, n_alpha), np.nan)
     for b in names:
         data[f"mmse_{b}"] = np.full((n_par, n_alpha), np.nan)
         data[f"exists_{b}"] = np.zeros((n_par, n_alpha), bool)
     for j, ln in lines.items():
         data["done"][j] = True
-        for key in ("mmse", "free_entropy", "branch"):
-            data[key][j] = ln[key]
+        for key in ("mmse", "free_entropy", "branch", "classification_error"):
+            if key in ln:
+                data[key][j] = ln[key]
         for key in ("alpha_sp", "alpha_c", "alpha_instability", "seconds"):
             data[key][j] = ln.get(key, np.nan)
         for key in ("alpha_sp_layer", "alpha_c_layer"):
@@ -170,6 +176,7 @@ def _lines_from_file(data: dict, parameter: str, values, alphas) -> dict:
     for j in np.flatnonzero(np.asarray(data["done"], bool)):
         lines[int(j)] = {
             "mmse": data["mmse"][j], "free_entropy": data["free_entropy"][j],
+            **({"classification_error": data["classification_error"][j]} if "classification_error" in data else {}),
             "branch": np.asarray(data["branch"][j], dtype=object),
             "alpha_sp": float(data["alpha_sp"][j]), "alpha_c": float(data["alpha_c"][j]),
             "alpha_instability": float(data["alpha_instability"][j]) if "alpha_instability" in data else math.nan,

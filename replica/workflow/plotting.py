@@ -63,6 +63,7 @@ _EXPERIMENT_COLORS = ("#000000", "#6c3483", "#b9770e", "#117a65", "#884ea0", "#5
 
 ALPHA_LABEL = r"sample ratio $\alpha = n/d^2$"
 MMSE_LABEL = r"Bayes-optimal test error (mmse)"
+CLASSIFICATION_LABEL = r"classification error $P(\hat y \neq y)$"
 PARAMETER_LABELS = {
     "delta": r"label-noise variance $\Delta$",
     "gamma": r"width ratio $\gamma = k/d$",
@@ -131,8 +132,18 @@ def describe(parameters: dict, *, skip=()) -> str:
             parts.append(rf"$\gamma = {g[0]:g}$")
         else:
             parts.append(r"$\gamma_\ell = " + ",".join(f"{x:g}" for x in g) + "$")
-    if "delta" not in skip and p.get("delta") is not None:
-        parts.append(rf"$\Delta = {float(p['delta']):g}$")
+    channel = p.get("channel", "gaussian")
+    if channel == "logistic":
+        parts.append(rf"logistic labels, $T = {float(p.get('temperature') or 1.0):g}$")
+    elif channel == "sign":
+        parts.append(r"labels sign$(\lambda" + (rf" - {float(p['channel_threshold']):g}" if p.get("channel_threshold")
+                                                 else "") + ")$")
+    else:
+        if channel == "probit":
+            parts.append(r"probit labels" + (rf", $\theta = {float(p['channel_threshold']):g}$"
+                                               if p.get("channel_threshold") else ""))
+        if "delta" not in skip and p.get("delta") is not None:
+            parts.append(rf"$\Delta = {float(p['delta']):g}$")
     if p.get("prior"):
         parts.append(rf"$P_W$ {p['prior']}")
     if p.get("readout"):
@@ -248,8 +259,9 @@ def _draw_transition_lines(ax, transitions, *, color="0.35", legend=True):
             ax.axvline(a, color=color, ls=ls, lw=0.9, zorder=1, label=f"{text} = {a:.4g}" if legend else None)
 
 
-def _draw_curves(ax, data, *, logy=False):
-    """Branches (equilibrium solid, metastable dashed, linearly unstable dotted) and transitions.
+def _draw_curves(ax, data, *, logy=False, field="mmse", ylabel=None):
+    """Branches (equilibrium solid, metastable dashed, linearly unstable dotted) and transitions, of the
+    per-point ``field`` (``mmse``; ``classification_error`` for ±1 output channels).
 
     A point is linearly unstable where the branch's ``stability`` (leading eigenvalue of the
     Jacobian of the undamped map) is above 1. The equilibrium part of each branch is extended
@@ -270,10 +282,10 @@ def _draw_curves(ax, data, *, logy=False):
     order = _ordered_branches(data["branches"])
     for name in order:
         b = data["branches"][name]
-        if "mmse" not in b:  # branch found nowhere on the grid (files of older versions)
+        if field not in b:  # branch found nowhere on the grid (files of older versions)
             continue
         alpha = np.asarray(b["alpha"], dtype=float)
-        mmse = np.asarray(b["mmse"], dtype=float)
+        mmse = np.asarray(b[field], dtype=float)
         ok = np.asarray(b["exists"], bool) & np.asarray(b["converged"], bool) & np.isfinite(mmse)
         if not ok.any():
             continue
@@ -319,7 +331,7 @@ def _draw_curves(ax, data, *, logy=False):
         ax.axvline(a, color="0.55", ls=(0, (5, 2, 1, 2)), lw=0.7, zorder=1,
                    label="equilibrium change" if j == 0 else None)
     ax.set_xlabel(ALPHA_LABEL)
-    ax.set_ylabel(MMSE_LABEL)
+    ax.set_ylabel(MMSE_LABEL if ylabel is None else ylabel)
     if logy:
         ax.set_yscale("log")
     return drawn
@@ -632,7 +644,7 @@ def plot_sweep(data: dict, *, experiments=None, references=None, kind="auto", ti
         (added to the file's own experiments).
     references : list of dict, optional, keyword-only
         Reference curves from :func:`read_reference`.
-    kind : {"auto", "curve", "overlaps", "layers"}, keyword-only
+    kind : {"auto", "curve", "classification", "overlaps", "layers"}, keyword-only
         ``auto``: learning curve, overlaps and (deep networks) the per-layer maps.
     title : str, optional, keyword-only
     logy : bool, keyword-only
@@ -656,13 +668,17 @@ def plot_sweep(data: dict, *, experiments=None, references=None, kind="auto", ti
             n_layers += 1
         layer_panels = (["layers_eq"] + [f"s_map_{ell}" for ell in range(1, n_layers + 1)]
                         + (["readout_map"] if multi_atom and n_layers == 2 else []))
-    panels = {"auto": ["curve", "overlaps"] + (layer_panels if deep else []),
-              "curve": ["curve"], "overlaps": ["overlaps"],
+    classify = ["classification"] if any("classification_error" in b for b in data["branches"].values()) else []
+    panels = {"auto": ["curve"] + classify + ["overlaps"] + (layer_panels if deep else []),
+              "curve": ["curve"], "overlaps": ["overlaps"], "classification": classify,
               "layers": layer_panels}[kind]
     if kind == "layers" and not deep:
         raise PlotError("--kind layers: the file is not a deep-network sweep (no overlap_layer_<ℓ> datasets)")
+    if kind == "classification" and not classify:
+        raise PlotError("--kind classification: the file has no classification_error (labels of a ±1 output "
+                        "channel: replica-sweep --channel probit, sign or logistic)")
     if kind == "auto" and "specialized" not in data["branches"] and not deep:
-        panels = ["curve"]
+        panels = ["curve"] + classify
     with matplotlib.rc_context(_RC):
         ncols = 2 if len(panels) > 1 else 1
         nrows = math.ceil(len(panels) / ncols)
@@ -687,6 +703,12 @@ def plot_sweep(data: dict, *, experiments=None, references=None, kind="auto", ti
                 else:
                     ax.legend(loc="best")
                 ax.set_title("learning curve", loc="left")
+            elif panel == "classification":
+                _draw_curves(ax, data, logy=logy, field="classification_error", ylabel=CLASSIFICATION_LABEL)
+                ax.set_xlim(left=0)
+                if not logy:
+                    ax.set_ylim(bottom=0)
+                ax.set_title("classification error", loc="left")
             elif panel == "overlaps":
                 if not _draw_overlap_panel(ax, data):
                     ax.set_axis_off()
