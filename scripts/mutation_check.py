@@ -48,6 +48,22 @@ class Mutation:
 
 M = Mutation
 MUTATIONS = [
+    # ---------------------------------------------------------------- output channels (docs/theory.md §10)
+    M("channel-effective-variance-at-zero-mmse", "replica/models/_output.py",
+      "return self.output_channel.effective_variance(self.output_variance, self._clip(mmse))",
+      "return self.output_channel.effective_variance(self.output_variance, 0.0)",
+      "the conjugates of a generic channel use D at mmse = 0 instead of the stationary mmse",
+      ("tests/test_channel_models.py::test_generic_channel_code_reproduces_the_gaussian_solvers",)),
+    M("channel-classification-is-disagreement", "replica/models/_output.py",
+      '"classification_error": ch.classification_error(self.output_variance, m)',
+      '"classification_error": ch.sign_disagreement(self.output_variance, m)',
+      "the stored classification error is the disagreement with the noiseless teacher, not with the labels",
+      ("tests/test_channel_cli.py::test_sweep_solves_with_the_channel_and_records_it",)),
+    M("equilibrium-classification-misaligned", "replica/branches.py",
+      "                values[k][better] = b[k][better]",
+      "                values[k][better] = b[k][::-1][better]",
+      "the equilibrium's classification error is taken at the wrong α",
+      ("tests/test_channel_cli.py::test_sweep_solves_with_the_channel_and_records_it",)),
     # ---------------------------------------------------------------- I/O and stored numbers
     M("io-equilibrium-universal-mmse", "replica/workflow/io.py",
       "        for key, val in result.equilibrium.items():\n            _write_array(ge, key, val)",
