@@ -168,6 +168,8 @@ from pathlib import Path
 import numpy as np
 from numpy.polynomial import polynomial as _P
 
+from .package_data import data_dir
+
 __all__ = [
     "RectangularChannel",
     "rectangular_channel",
@@ -974,7 +976,7 @@ _LAM_SMALL = 1e-6  # below: series λ − λ² + c₃λ³
 _LAM_LARGE = 1e8  # above: mmse = c₁/λ + c₂/λ²
 _TABLE_TOL = 1e-13
 _TABLE_FORMAT = 1
-_DATA_DIR = Path(__file__).resolve().parents[1] / "data"
+_DATA_DIR = data_dir()  # data/ of the repository, installed as replica_hciz_data
 
 
 class RectangularChannel:

@@ -1,10 +1,12 @@
-"""Published reference data shipped with the repository (``data/reference/``).
+"""Published reference data shipped with the package (``data/reference/``).
 
 Every file is a CSV table preceded by ``# key: value`` comment lines naming the paper, the
 public repository and file it comes from, the normalization in this package's convention and
-the stated accuracy (``data/reference/README.md`` is the index).  The data live in the
-source tree, next to the packages, so they are available in a clone and in an editable
-install (``pip install -e .``); set ``REPLICA_HCIZ_REFERENCE`` to use another directory.
+the stated accuracy (``data/reference/README.md`` is the index).  The files stay in
+``data/reference/`` of the repository and are installed as package data
+(``replica_hciz_data/reference``, read with :mod:`importlib.resources` through
+:func:`hciz.package_data.data_dir`), so a clone, an editable install and a wheel find them;
+set ``REPLICA_HCIZ_REFERENCE`` to use another directory.
 
 Examples
 --------
@@ -24,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+
+from hciz.package_data import data_dir
 
 __all__ = ["Table", "reference_dir", "path", "read", "read_csv"]
 
@@ -52,19 +56,20 @@ class Table:
 
 
 def reference_dir() -> Path:
-    """Directory of the reference data: ``$REPLICA_HCIZ_REFERENCE`` or ``<repository>/data/reference``.
+    """Directory of the reference data: ``$REPLICA_HCIZ_REFERENCE``, else the installed package
+    data (``data/reference/`` of the repository).
 
     Raises
     ------
     FileNotFoundError
-        The directory does not exist (e.g. a non-editable install without the source tree).
+        The directory does not exist (``REPLICA_HCIZ_REFERENCE`` set to a missing directory, or
+        an install without its package data).
     """
     env = os.environ.get("REPLICA_HCIZ_REFERENCE")
-    root = Path(env) if env else Path(__file__).resolve().parents[2] / "data" / "reference"
+    root = Path(env) if env else data_dir() / "reference"
     if not root.is_dir():
-        raise FileNotFoundError(
-            f"reference data directory {root} not found: run from a clone of the repository "
-            "(pip install -e .) or set REPLICA_HCIZ_REFERENCE")
+        source = "REPLICA_HCIZ_REFERENCE" if env else "the package data (reinstall replica-hciz)"
+        raise FileNotFoundError(f"reference data directory {root} not found: check {source}")
     return root
 
 
