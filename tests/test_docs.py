@@ -1,4 +1,7 @@
-"""The documentation tells the truth: README.md and docs/*.md.
+"""The documentation tells the truth: README.md and every page of docs/ (docs/*.md, the pages of
+the documentation site; tests/test_docs_site.py builds the site).
+
+* README.md stays short (at most 150 lines) and links every page of docs/;
 
 * every repository path quoted (in backticks or as a Markdown link) exists;
 * every console script quoted exists and parses ``--help``; every ``--option`` written after
@@ -28,7 +31,7 @@ except ModuleNotFoundError:  # Python 3.10
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-GENERATED = {"api.md"}   # docs/api.md is generated from the docstrings (docs/make_api.py)
+README_MAX_LINES = 150
 
 
 def _parsers():
@@ -109,7 +112,15 @@ def test_quoted_paths_exist(doc):
     assert not missing, f"{doc.name}: quoted paths that do not exist: {sorted(missing)}"
 
 
-@pytest.mark.parametrize("doc", [d for d in DOCS if d.name not in GENERATED], ids=lambda d: d.name)
+def test_readme_is_short_and_links_every_page():
+    text = (ROOT / "README.md").read_text()
+    assert len(text.splitlines()) <= README_MAX_LINES
+    linked = set(re.findall(r"\]\(docs/([\w-]+\.md)", text))
+    pages = {p.name for p in (ROOT / "docs").glob("*.md")} - {"index.md"}
+    assert pages <= linked, f"pages not linked from README.md: {sorted(pages - linked)}"
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda d: d.name)
 def test_commands_and_options_exist(doc):
     text = doc.read_text()
     problems = []
