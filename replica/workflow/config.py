@@ -59,7 +59,7 @@ COMMAND_TABLES = {
     "replica-figures": ("figures",),
 }
 
-#: documented domains of the numeric options shared by several commands (README, "Commands"):
+#: documented domains of the numeric options shared by several commands (docs/commands.md):
 #: values outside are refused in one line naming the option, before anything is computed
 LIMITS = {
     "alpha": (0.0, 1e8),          # sample ratio α = n/d² (exclusive lower bound)

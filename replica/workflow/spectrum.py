@@ -173,7 +173,7 @@ def spectrum(gamma, readout, lambdas, *, density_grid=None, resolution=None, rea
     -----
     ``mmse_S(λ) = (1 − (4π²/3) ∫ρ_λ³ dx)/λ``, ``m_S = 1 − mmse_S``, ``ι(λ) = ¼∫₀^λ mmse_S``
     (docs/theory.md §4.1), evaluated from the channel's table, which is accurate to ~1e-12
-    except while a band separates (README, known issues).
+    except while a band separates (docs/theory.md §4.1: bands split at necks).
 
     References
     ----------

@@ -2,7 +2,7 @@
 
 Workloads (tanh(2x) with unit variance and its linear part, Gaussian weights, Δ = 0.1):
 
-* ``two``: two hidden layers, γ = (0.5, 0.5), ``v ≡ 1``, 16 α in [0.5, 8] (the README sweep);
+* ``two``: two hidden layers, γ = (0.5, 0.5), ``v ≡ 1``, 16 α in [0.5, 8] (the sweep of docs/physics.md);
 * ``two-4point``: the same with the 4-point readout law, 6 α;
 * ``three``: three hidden layers, γ = 0.5 each, 16 α (optional, ``--workloads``).
 
