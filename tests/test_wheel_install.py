@@ -13,7 +13,8 @@ not executed). From an empty temporary directory it then runs:
 * every ``<!-- runnable -->`` block of docs/tutorial.md, slow ones included, in order.
 
 It checks that ``replica``, the reference data and the rectangular HCIZ tables are read from the
-install and not from the clone. 107 s of wall time (41 s of CPU) on the shared 2-core machine.
+install and not from the clone. 107–152 s of wall time (41 s of CPU; the first command compiles the numba kernels of the fresh
+install) on the shared 2-core machine.
 """
 
 from __future__ import annotations
