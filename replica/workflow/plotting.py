@@ -469,7 +469,7 @@ def equilibrium_curve(data: dict, field: str = "mmse") -> list:
         alpha = np.asarray(b["alpha"], dtype=float)
         values = np.asarray(b[field], dtype=float)
         ok = np.asarray(b["exists"], bool) & np.asarray(b["converged"], bool) & np.isfinite(values)
-        is_eq = np.isin(alpha, eq_alpha[eq_branch == name]) & ok
+        is_eq = ok & np.isin(alpha, eq_alpha[eq_branch == name])
         out += [(name, x, y) for x, y in _equilibrium_pieces(name, alpha, values, ok, is_eq, located)]
     return sorted(out, key=lambda piece: float(piece[1][0]))
 
