@@ -169,7 +169,6 @@ def figure(datas):
         ax_thr.set_ylabel(r"threshold $\alpha$")
         ax_thr.set_xticks(sorted(set(depths)))
         ax_thr.xaxis.set_major_locator(MaxNLocator(integer=True))  # L counts layers
-        ax_thr.set_ylim(bottom=0)
         ax_thr.legend(loc="best")
         ax_thr.set_title("thresholds vs depth", loc="left")
         fig.suptitle(describe(datas[0]["parameters"], skip=()).replace(f"$L = {depths[0]}$, ", ""))
