@@ -151,7 +151,7 @@ def check_figure(fig, name="", *, gap_tol=1e-6, alpha_range=None):
 
 def theory_and_published_ranges(fig):
     """For a figure with theory lines (legend "this package…") and published points or curves (legend
-    naming a paper, "… et al. …"): ((lo, hi) of the theory, (lo, hi) of the published data) in α."""
+    naming a paper, "… et al. …", or "published"): ((lo, hi) of the theory, (lo, hi) of the published data) in α."""
     theory, published = [], []
     for ax in fig.axes:
         if not ax.xaxis.label.get_text().startswith("sample ratio"):
@@ -162,7 +162,7 @@ def theory_and_published_ranges(fig):
                 theory.append(np.asarray(ln.get_xdata(), float))
         handles, labels = ax.get_legend_handles_labels()
         for h, label in zip(handles, labels):
-            if "et al." in label:
+            if "et al." in label or "published" in label:
                 line = h if hasattr(h, "get_xdata") else getattr(h, "lines", (None,))[0]  # errorbar: its data line
                 if line is not None and len(line.get_xdata()):
                     published.append(np.asarray(line.get_xdata(), float))
