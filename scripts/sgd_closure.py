@@ -177,26 +177,29 @@ def figure(stats, args):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(stats), figsize=(4.3 * len(stats), 3.8), squeeze=False)
-    for a, (act, s) in zip(axes[0], stats.items()):
-        t = s["t"]
-        pos = t > 0
-        a.fill_between(t[pos], s["lo"][pos], s["hi"][pos], color="tab:blue", alpha=0.25,
-                       label=f"SGD, {len(s['err'])} seeds (range)")
-        for e in s["err"]:
-            a.loglog(t[pos], e[pos], color="tab:blue", lw=0.6)
-        a.loglog(t[pos], s["pred"][pos], "k--", lw=1.2, label="Gaussian closure")
-        if math.isfinite(s["onset"]):
-            a.axvline(s["onset"], color="gray", ls=":", lw=1)
-            a.text(s["onset"], a.get_ylim()[0] * 1.1, " specialization onset", fontsize=7,
-                   color="gray", rotation=90, va="bottom")
-        a.set_title(f"{act}: d = {args.dim}, k = {round(args.gamma * args.dim)}, η = {args.lr}, "
-                    f"Δ = {args.delta}", fontsize=9)
-        a.set_xlabel(r"$t = n/(kd)$")
-        a.legend(fontsize=7, loc="lower left")
-    axes[0][0].set_ylabel(r"test error $E_x(\lambda(x;W_t)-\lambda(x;W^0))^2$")
-    fig.tight_layout()
-    fig.savefig(args.figure, dpi=150)
+    from replica.workflow.plotting import figure_style
+
+    with figure_style():  # the package style
+        fig, axes = plt.subplots(1, len(stats), figsize=(4.3 * len(stats), 3.8), squeeze=False)
+        for a, (act, s) in zip(axes[0], stats.items()):
+            t = s["t"]
+            pos = t > 0
+            a.fill_between(t[pos], s["lo"][pos], s["hi"][pos], color="tab:blue", alpha=0.25,
+                           label=f"SGD, {len(s['err'])} seeds (range)")
+            for e in s["err"]:
+                a.loglog(t[pos], e[pos], color="tab:blue", lw=0.6)
+            a.loglog(t[pos], s["pred"][pos], "k--", lw=1.2, label="Gaussian closure")
+            if math.isfinite(s["onset"]):
+                a.axvline(s["onset"], color="gray", ls=":", lw=1)
+                a.text(s["onset"], a.get_ylim()[0] * 1.1, " specialization onset", fontsize=7,
+                       color="gray", rotation=90, va="bottom")
+            a.set_title(f"{act}: d = {args.dim}, k = {round(args.gamma * args.dim)}, η = {args.lr}, "
+                        f"Δ = {args.delta}", fontsize=9)
+            a.set_xlabel(r"$t = n/(kd)$")
+            a.legend(fontsize=7, loc="lower left")
+        axes[0][0].set_ylabel(r"test error $E_x(\lambda(x;W_t)-\lambda(x;W^0))^2$")
+        fig.tight_layout()
+        fig.savefig(args.figure, dpi=150)
     plt.close(fig)
 
 

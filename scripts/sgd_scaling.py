@@ -185,25 +185,28 @@ def figure(runs, fits, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(5.5, 4.2))
-    for i, (act, e) in enumerate(fits.items()):
-        color = f"C{i}"
-        sel = [r for r in runs if r["activation"] == act and not r["censored"]]
-        ax.loglog([r["k"] for r in sel], [r["t_spec"] for r in sel], "o", color=color, ms=4, alpha=0.6)
-        cen = [r for r in runs if r["activation"] == act and r["censored"]]
-        if cen:
-            ax.loglog([r["k"] for r in cen], [r["t_end"] for r in cen], "^", color=color, ms=5, mfc="none")
-        if "raw" in e:
-            kk = np.linspace(min(r["k"] for r in sel), max(r["k"] for r in sel), 50)
-            f = e["raw"]
-            ax.loglog(kk, np.exp(f["intercept"]) * kk ** f["exponent"], "-", color=color,
-                      label=f"{act}: b = {f['exponent']:.2f} ± {f['stderr']:.2f} (r = {e['r']})")
-    ax.set_xlabel("width k (d = k/γ)")
-    ax.set_ylabel(r"$t_{spec}$ ($t = n/(kd)$)")
-    ax.set_title("SGD specialization time (▵: censored at t_max)", fontsize=10)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=150)
+    from replica.workflow.plotting import figure_style
+
+    with figure_style():  # the package style
+        fig, ax = plt.subplots(figsize=(5.5, 4.2))
+        for i, (act, e) in enumerate(fits.items()):
+            color = f"C{i}"
+            sel = [r for r in runs if r["activation"] == act and not r["censored"]]
+            ax.loglog([r["k"] for r in sel], [r["t_spec"] for r in sel], "o", color=color, ms=4, alpha=0.6)
+            cen = [r for r in runs if r["activation"] == act and r["censored"]]
+            if cen:
+                ax.loglog([r["k"] for r in cen], [r["t_end"] for r in cen], "^", color=color, ms=5, mfc="none")
+            if "raw" in e:
+                kk = np.linspace(min(r["k"] for r in sel), max(r["k"] for r in sel), 50)
+                f = e["raw"]
+                ax.loglog(kk, np.exp(f["intercept"]) * kk ** f["exponent"], "-", color=color,
+                          label=f"{act}: b = {f['exponent']:.2f} ± {f['stderr']:.2f} (r = {e['r']})")
+        ax.set_xlabel("width k (d = k/γ)")
+        ax.set_ylabel(r"$t_{spec}$ ($t = n/(kd)$)")
+        ax.set_title("SGD specialization time (▵: censored at t_max)", fontsize=10)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(path, dpi=150)
     plt.close(fig)
 
 

@@ -30,6 +30,20 @@ logger = logging.getLogger(__name__)
 STAGES = ("initialization", "Gaussian closure", "specialization", "refinement")
 
 
+def _styled(function):
+    """Run a figure function inside the package style (:func:`replica.workflow.plotting.figure_style`)."""
+    import functools
+
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        from replica.workflow.plotting import figure_style
+
+        with figure_style():
+            return function(*args, **kwargs)
+
+    return wrapper
+
+
 def _load(data):
     if isinstance(data, (str, Path)):
         from .sgd_results import read_sgd
@@ -82,6 +96,7 @@ def stage_times(data):
     return out
 
 
+@_styled
 def plot_overlap_histograms(data, *, indices=None, threshold=None, ax=None):
     """Histograms of the teacher–student cosines at four times.
 
@@ -160,6 +175,7 @@ def plot_overlap_histograms(data, *, indices=None, threshold=None, ax=None):
     return fig
 
 
+@_styled
 def plot_test_error(data, *, theory=True, theory_timeout=300.0, ax=None):
     """Test error against ``t`` with the replica levels, and the order parameters.
 
@@ -311,11 +327,15 @@ def make_figures(path, prefix, *, theory=True, theory_timeout=300.0, dpi=150, ov
         if out.exists() and not overwrite:
             raise FileExistsError(f"-o/--output: {out} exists; pass --overwrite to replace it, or -o PREFIX "
                                   "for other names")
+    from replica.workflow.plotting import figure_style
+
     fig = plot_overlap_histograms(data)
-    fig.savefig(outputs[0], dpi=dpi)
+    with figure_style():
+        fig.savefig(outputs[0], dpi=dpi)
     plt.close(fig)
     fig = plot_test_error(data, theory=theory, theory_timeout=theory_timeout)
-    fig.savefig(outputs[1], dpi=dpi)
+    with figure_style():
+        fig.savefig(outputs[1], dpi=dpi)
     plt.close(fig)
     return outputs
 

@@ -8,12 +8,16 @@ import pytest
 from replica.workflow import figures
 
 
-def test_quick_figures_run_and_agree_with_the_published_numbers(tmp_path, capsys):
+def test_quick_figures_run_and_agree_with_the_published_numbers(tmp_path, capsys, monkeypatch):
+    from figure_checks import checked_figures
+
     out = tmp_path / "figs"
+    checked = checked_figures(monkeypatch)  # every figure: one style, legends in words, ticks, limits, no gaps
     assert figures.main(["--quick", "-o", str(out), "--quiet"]) == 0
     for name in ("quadratic", "relu", "rademacher_readout_rademacher", "rademacher_readout_ones", "deep",
                  "two_layer", "two_layer_phase", "neurons", "trapped"):
         assert (out / f"{name}.png").stat().st_size > 10_000, name
+        assert checked.get(name) == "", checked.get(name, f"{name}: not drawn through save_figure")
     rows = list(csv.DictReader(open(out / "deviations.csv")))
     dev = {(r["figure"], r["comparison"]): float(r["max_deviation"]) for r in rows}
     measure = {(r["figure"], r["comparison"]): r["measure"] for r in rows}

@@ -119,50 +119,67 @@ def _argmax_where(dev, alpha):
 
 # --------------------------------------------------------------------------- figures
 def figure_quadratic(outdir: Path, quick: bool, report: _Report):
-    """x²/√2 at Δ = 0: the universal branch against Maillard et al. (curves and GAMP-RIE)."""
-    from .plotting import _mpl, save_figure
+    """x²/√2 at Δ = 0: the universal branch against Maillard et al. (curves and GAMP-RIE).
+
+    The published curves end where the error vanishes (perfect recovery, α = κ − κ²/2 for κ ≤ 1 and
+    1/2 above), their GAMP-RIE points go on to α = 0.5: the theory is drawn on its own grid up to the
+    largest published α, through every compared row (and the last row of each curve, also in --quick).
+    """
+    from .plotting import _mpl, figure_style, save_figure
     from .reference import read
     from ..models.shallow import ShallowModel
 
     _, plt = _mpl()
-    fig, ax = plt.subplots(figsize=(6.4, 4.4))
     kappas = (0.5,) if quick else (0.1, 0.5, 1.0, 2.0)
     step = 16 if quick else 1
+    tables = {kappa: read(f"maillard2024_quadratic/line_no_noise_{kappa}.csv") for kappa in kappas}
+    amps = {d: read(f"maillard2024_quadratic/AMP_{d}_0.5_0.0.csv") for d in (100, 200)}
+    top = max([float(np.max(t["alpha"])) for t in tables.values()] + [float(np.max(a["alpha"])) for a in amps.values()])
     worst_abs, worst_rel = (0.0, ""), (0.0, "")
-    for k, kappa in enumerate(kappas):
-        table = read(f"maillard2024_quadratic/line_no_noise_{kappa}.csv")
-        alpha, pub = table["alpha"][::step], table["gen_error"][::step]
-        model = ShallowModel("quadratic", kappa, 0.0, weight_prior="gaussian", readout_law="ones")
-        ours = np.array([model.solve_universal(a).info["state"].mmse for a in alpha])
-        color = f"C{k}"
-        ax.plot(alpha, ours, "-", color=color, lw=1.6, label=f"this package, γ = {kappa}")
-        ax.plot(alpha, pub, ":", color="k", lw=1.2, label="Maillard et al. (published)" if k == 0 else None)
-        d, where = _argmax_where(np.abs(ours - pub), alpha)
-        if d > worst_abs[0]:
-            worst_abs = (d, f"gamma = {kappa}, {where}")
-        keep = pub >= 0.05          # relative errors blow up where the error vanishes (perfect recovery)
-        d, where = _argmax_where(np.where(keep, _rel(ours, pub), np.nan), alpha)
-        if d > worst_rel[0]:
-            worst_rel = (d, f"gamma = {kappa}, {where}")
+    with figure_style():
+        fig, ax = plt.subplots(figsize=(6.4, 4.4), layout="constrained")
+        for k, kappa in enumerate(kappas):
+            table = tables[kappa]
+            rows = np.union1d(np.arange(0, table["alpha"].size, step), [table["alpha"].size - 1])
+            alpha, pub = table["alpha"][rows], table["gen_error"][rows]
+            model = ShallowModel("quadratic", kappa, 0.0, weight_prior="gaussian", readout_law="ones")
+            grid = np.union1d(alpha, np.linspace(float(alpha[0]), top, 26 if quick else 101))
+            curve = np.array([model.solve_universal(a).info["state"].mmse for a in grid])
+            ours = curve[np.searchsorted(grid, alpha)]
+            color = f"C{k}"
+            ax.plot(grid, curve, "-", color=color, lw=1.6, label=f"this package, γ = {kappa}")
+            ax.plot(alpha, pub, ":", color="k", lw=1.2,
+                    label="Bayes-optimal error (Maillard et al. 2024)" if k == 0 else None)
+            d, where = _argmax_where(np.abs(ours - pub), alpha)
+            if d > worst_abs[0]:
+                worst_abs = (d, f"gamma = {kappa}, {where}")
+            keep = pub >= 0.05          # relative errors blow up where the error vanishes (perfect recovery)
+            d, where = _argmax_where(np.where(keep, _rel(ours, pub), np.nan), alpha)
+            if d > worst_rel[0]:
+                worst_rel = (d, f"gamma = {kappa}, {where}")
+        model = ShallowModel("quadratic", 0.5, 0.0, weight_prior="gaussian", readout_law="ones")
+        deviations = []
+        for d, marker in ((100, "s"), (200, "o")):
+            amp = amps[d]
+            ax.errorbar(amp["alpha"], amp["AMP_mean"], yerr=amp["AMP_std"], fmt=marker, ms=4, capsize=2,
+                        color="0.3", mfc="none", label=f"GAMP-RIE, d = {d}, γ = 0.5 (Maillard et al. 2024)")
+            theory = np.array([model.solve_universal(a).info["state"].mmse for a in amp["alpha"]])
+            keep = theory >= 0.05
+            dev = np.abs(amp["AMP_mean"] - theory) / np.maximum(amp["AMP_std"], 1e-12)
+            deviations.append((d, float(np.max(dev[keep]))))
+        ax.set_xlabel(r"sample ratio $\alpha = n/d^2$")
+        ax.set_ylabel("Bayes-optimal test error (mmse)")
+        ax.set_title(r"$\sigma(x) = x^2/\sqrt{2}$, $\Delta = 0$, $v \equiv 1$, Gaussian $W$")
+        ax.set_xlim(0, 1.02 * top)
+        ax.set_ylim(0, 1.05)
+        ax.legend()
     report.add("quadratic", "universal mmse vs published curves, all rows", *worst_abs, measure="absolute",
                note="near perfect recovery alpha = gamma - gamma^2/2 their root finding is least accurate")
     report.add("quadratic", "same, rows with published error >= 0.05", *worst_rel,
                note="their stated accuracy ~1e-3")
-    model = ShallowModel("quadratic", 0.5, 0.0, weight_prior="gaussian", readout_law="ones")
-    for d, marker in ((100, "s"), (200, "o")):
-        amp = read(f"maillard2024_quadratic/AMP_{d}_0.5_0.0.csv")
-        ax.errorbar(amp["alpha"], amp["AMP_mean"], yerr=amp["AMP_std"], fmt=marker, ms=4, capsize=2,
-                    color="0.3", mfc="none", label=f"GAMP-RIE d = {d} (published)")
-        theory = np.array([model.solve_universal(a).info["state"].mmse for a in amp["alpha"]])
-        keep = theory >= 0.05
-        dev = np.abs(amp["AMP_mean"] - theory) / np.maximum(amp["AMP_std"], 1e-12)
-        report.add("quadratic", f"GAMP-RIE d = {d} vs theory, in units of their std (error >= 0.05)",
-                   float(np.max(dev[keep])), measure="std", note="finite-size algorithm, not a deviation of the theory")
-    ax.set_xlabel(r"sample ratio $\alpha = n/d^2$")
-    ax.set_ylabel("Bayes-optimal test error (mmse)")
-    ax.set_title(r"$\sigma(x) = x^2/\sqrt{2}$, $\Delta = 0$, $v \equiv 1$, Gaussian $W$")
-    ax.set_ylim(0, 1.05)
-    ax.legend(fontsize=8)
+    for d, dev in deviations:
+        report.add("quadratic", f"GAMP-RIE d = {d} vs theory, in units of their std (error >= 0.05)", dev,
+                   measure="std", note="finite-size algorithm, not a deviation of the theory")
     save_figure(fig, outdir / "quadratic.png")
 
 
@@ -254,7 +271,7 @@ def deep_thresholds(L: int, *, points: int = 12):
 
 def figure_deep(outdir: Path, quick: bool, report: _Report):
     """α_sp(L) and α_c(L), L = 1…6 (quick: 1…3), against the published thresholds (L ≤ 5)."""
-    from .plotting import _mpl, save_figure
+    from .plotting import _mpl, figure_style, save_figure
     from .reference import read
 
     depths = np.arange(1, 4 if quick else 7)
@@ -265,15 +282,20 @@ def figure_deep(outdir: Path, quick: bool, report: _Report):
             fh.write(f"{int(L)},{float(sp)!r},{float(c)!r}\n")
     pub = read("barbier2025_deep/thresholds_tanh2_delta0.1.csv")
     _, plt = _mpl()
-    fig, ax = plt.subplots(figsize=(6.0, 4.2))
-    ax.plot(depths, ours[:, 0], "o-", color="C0", label=r"$\alpha_{sp}$ (this package)")
-    ax.plot(depths, ours[:, 1], "s-", color="C3", label=r"$\alpha_c$ (this package)")
-    ax.plot(pub["L"], pub["alpha_sp"], "x", color="k", ms=9, label=r"$\alpha_{sp}$ published")
-    ax.plot(pub["L"], pub["alpha_c"], "+", color="k", ms=11, label=r"$\alpha_c$ published")
-    ax.set_xlabel("number of hidden layers L")
-    ax.set_ylabel(r"sample ratio $\alpha = n/d^2$")
-    ax.set_title(r"deep MLP, $\tanh(2x)$ without Hermite degrees $\leq 2$, $\Delta = 0.1$, $\gamma_\ell = 1$")
-    ax.legend(fontsize=8)
+    from matplotlib.ticker import MaxNLocator
+
+    with figure_style():
+        fig, ax = plt.subplots(figsize=(6.0, 4.2), layout="constrained")
+        ax.plot(depths, ours[:, 0], "o-", color="C0", label=r"$\alpha_{\rm sp}$ (this package)")
+        ax.plot(depths, ours[:, 1], "s-", color="C3", label=r"$\alpha_c$ (this package)")
+        ax.plot(pub["L"], pub["alpha_sp"], "x", color="k", ms=9, label=r"$\alpha_{\rm sp}$ (Barbier et al. 2025)")
+        ax.plot(pub["L"], pub["alpha_c"], "+", color="k", ms=11, label=r"$\alpha_c$ (Barbier et al. 2025)")
+        ax.set_xlabel("number of hidden layers L")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # L counts layers: ticks at integers only
+        ax.set_ylabel(r"sample ratio $\alpha = n/d^2$")
+        ax.set_ylim(bottom=0)
+        ax.set_title(r"deep MLP, $\tanh(2x)$ without Hermite degrees $\leq 2$, $\Delta = 0.1$, $\gamma_\ell = 1$")
+        ax.legend()
     save_figure(fig, outdir / "deep.png")
     common = [int(L) for L in pub["L"] if L in depths]
     idx = [int(np.flatnonzero(depths == L)[0]) for L in common]

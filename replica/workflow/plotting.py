@@ -20,6 +20,7 @@ dispatch :func:`plot_file` (docs/architecture.md, "Module size").
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 from pathlib import Path
@@ -42,6 +43,12 @@ __all__ = [
     "save_figure",
     "PlotError",
     "BRANCH_STYLE",
+    "branch_label",
+    "equilibrium_curve",
+    "experiment_label",
+    "reference_label",
+    "figure_style",
+    "style_path",
 ]
 
 logger = logging.getLogger(__name__)
@@ -70,25 +77,9 @@ PARAMETER_LABELS = {
     "readout_grid": r"readout grid size",
 }
 
-_RC = {
-    "font.size": 9,
-    "axes.labelsize": 9,
-    "axes.titlesize": 9,
-    "legend.fontsize": 7.5,
-    "xtick.labelsize": 8,
-    "ytick.labelsize": 8,
-    "axes.linewidth": 0.8,
-    "lines.linewidth": 1.6,
-    "xtick.direction": "in",
-    "ytick.direction": "in",
-    "xtick.top": True,
-    "ytick.right": True,
-    "legend.frameon": False,
-    "savefig.bbox": "tight",
-    "savefig.pad_inches": 0.03,
-    "mathtext.fontset": "cm",
-    "font.family": "serif",
-}
+#: the package style file (package data of :mod:`replica.workflow`, read with importlib.resources):
+#: every figure of the package is drawn and saved inside :func:`figure_style`
+STYLE_FILE = "replica.mplstyle"
 
 
 class PlotError(ValueError):
@@ -106,6 +97,25 @@ def _mpl():
     import matplotlib.pyplot as plt
 
     return matplotlib, plt
+
+
+def style_path():
+    """The package matplotlib style file (``replica/workflow/replica.mplstyle``) as a
+    :mod:`importlib.resources` traversable."""
+    from importlib.resources import files
+
+    return files(__package__) / STYLE_FILE
+
+
+@contextlib.contextmanager
+def figure_style():
+    """Context in which every figure of the package is created, drawn and saved: the package style
+    (:func:`style_path`) on top of the current rc parameters."""
+    from importlib.resources import as_file
+
+    matplotlib, _ = _mpl()
+    with as_file(style_path()) as path, matplotlib.style.context(str(path)):
+        yield
 
 
 # --------------------------------------------------------------------------- text helpers
@@ -172,6 +182,37 @@ def _wrap(text: str, width: int) -> str:
     return "\n".join(lines)
 
 
+def _cell_edges(centres, *, lower=None, upper=None, log=False):
+    """Edges of the cells of a colour map around increasing ``centres`` (midpoints; the outer cells as
+    wide as their neighbours), clipped to ``[lower, upper]``: the map of a nonnegative quantity (α, Δ, γ,
+    |s|) does not run below 0. ``log``: midpoints in log scale. Not increasing: None (use ``shading="nearest"``)."""
+    c = np.asarray(centres, dtype=float)
+    if c.size == 0 or np.any(~np.isfinite(c)) or (c.size > 1 and np.any(np.diff(c) <= 0)) or (log and np.any(c <= 0)):
+        return None
+    t = np.log(c) if log else c
+    if t.size == 1:
+        half = 0.5 * max(abs(t[0]), 1.0) if not log else 0.5
+        edges = np.array([t[0] - half, t[0] + half])
+    else:
+        mid = 0.5 * (t[1:] + t[:-1])
+        edges = np.concatenate([[t[0] - (mid[0] - t[0])], mid, [t[-1] + (t[-1] - mid[-1])]])
+    edges = np.exp(edges) if log else edges
+    if lower is not None:
+        edges = np.maximum(edges, lower)
+    if upper is not None:
+        edges = np.minimum(edges, upper)
+    return edges
+
+
+def _mesh(ax, x, y, z, *, x_lower=None, y_lower=None, y_upper=None, x_upper=None, log_y=False, **kw):
+    """``pcolormesh`` of ``z`` (len(y) × len(x)) with the cells of :func:`_cell_edges`."""
+    xe = _cell_edges(x, lower=x_lower, upper=x_upper)
+    ye = _cell_edges(y, lower=y_lower, upper=y_upper, log=log_y)
+    if xe is None or ye is None:
+        return ax.pcolormesh(x, y, z, shading="nearest", **kw)
+    return ax.pcolormesh(xe, ye, z, shading="flat", **kw)
+
+
 def _segments(mask):
     """Index runs where ``mask`` is True."""
     idx = np.flatnonzero(mask)
@@ -183,6 +224,41 @@ def _segments(mask):
     return [np.arange(s, e + 1) for s, e in zip(starts, ends)]
 
 
+def _and(words) -> str:
+    words = list(words)
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
+def branch_label(name: str) -> str:
+    """The branch ``name`` of a file in words, for legends: ``layer_1`` → "layer 1 learned",
+    ``layers_1_2-2`` → "layers 1 and 2 learned, sheet 2", ``layers_1_to_3`` → "layers 1 to 3 learned",
+    ``layer_1+product`` → "layer 1 and a product learned" (names: docs/two_layer.md, the ``phase`` of
+    each model; ``-k``: the k-th branch of one phase)."""
+    import re
+
+    name = str(name)
+    base, sheet = name, ""
+    m = re.fullmatch(r"(.+)-(\d+)", name)
+    if m:
+        base, sheet = m.group(1), f", sheet {m.group(2)}"
+    if base in BRANCH_STYLE:
+        return BRANCH_STYLE[base][1] + sheet
+    head, _, extra = base.partition("+")
+    m = re.fullmatch(r"layers?_(\d+)_to_(\d+)", head)
+    if m:
+        words = f"layers {m.group(1)} to {m.group(2)}"
+    elif re.fullmatch(r"layers?(_\d+)+", head):
+        layers = head.split("_")[1:]
+        words = ("layer " if len(layers) == 1 else "layers ") + _and(layers)
+    elif head == "product":
+        return "a product of layers learned" + sheet
+    else:
+        return base.replace("_", " ") + sheet
+    if extra:
+        words += " and a product"
+    return words + " learned" + sheet
+
+
 def _branch_color(name, names):
     """(colour, label) of branch ``name``; ``names``: every branch in drawing order (the k-th
     branch without a style of its own gets the k-th extra colour, the same in every panel)."""
@@ -191,10 +267,51 @@ def _branch_color(name, names):
     extras = [n for n in names if n not in BRANCH_STYLE]
     k = extras.index(name)
     if len(extras) <= len(_EXTRA_COLORS):
-        return _EXTRA_COLORS[k], name
+        return _EXTRA_COLORS[k], branch_label(name)
     from matplotlib import colormaps  # more branches than colours: evenly spaced along one colour map
 
-    return colormaps["turbo"](0.04 + 0.92 * k / (len(extras) - 1)), name
+    return colormaps["turbo"](0.04 + 0.92 * k / (len(extras) - 1)), branch_label(name)
+
+
+#: experiment samplers (``replica-experiment --sampler``) and starts in words
+SAMPLER_WORDS = {"hmc": "HMC", "nuts": "NUTS", "metropolis": "Metropolis", "adam": "Adam", "sgd": "online SGD",
+                 "gamp-rie": "GAMP-RIE"}
+
+
+def experiment_label(sampler, init) -> str:
+    """Legend entry of an experiment group: "HMC, informed start", "Adam, uninformed start"."""
+    return f"{SAMPLER_WORDS.get(str(sampler), str(sampler).replace('_', ' '))}, {str(init).replace('_', ' ')} start"
+
+
+#: columns of the published tables of data/reference/ in words (the rest: the column name without '_')
+REFERENCE_COLUMNS = {"mmse": "theory", "gen_error": "Bayes-optimal error", "info_mean": "HMC, informed",
+                     "unfo_mean": "HMC, uninformed", "AMP_mean": "GAMP-RIE", "y_MMSEs": "MMSE"}
+
+
+def reference_label(column: str, meta: dict, fallback: str) -> str:
+    """Legend entry of a published table's column from its ``# key: value`` header (data/reference/):
+    what the column is, the first author and year of the paper (from its arXiv number), the dimension of a
+    finite-size run — e.g. "HMC, informed (Barbier et al. 2025, d = 150)", "universal branch (Barbier et al.
+    2025)". Without a ``paper`` line: ``fallback`` (the file's name and the column), underscores as spaces."""
+    import re
+
+    paper = str(meta.get("paper", ""))
+    if not paper:
+        return fallback.replace("_", " ")
+    content = str(meta.get("content", ""))
+    what = REFERENCE_COLUMNS.get(column, column.replace("_", " "))
+    if column == "mmse":
+        for key, words in (("universal branch", "universal branch"), ("informed start", "specialized branch"),
+                           ("specialized", "specialized branch")):
+            if key in content:
+                what = words
+                break
+    author = paper.split(",")[0].strip()
+    arxiv = re.search(r"arXiv (\d{2})(\d{2})\.\d+", paper)
+    year = re.search(r"\b(19|20)\d\d\b", paper)
+    cite = f"{author} et al." + (f" 20{arxiv.group(1)}" if arxiv else f" {year.group(0)}" if year else "")
+    dim = re.search(r"\bd = (\d+)", content) if column not in ("mmse", "gen_error") else None
+    return f"{what} ({cite}{f', d = {dim.group(1)}' if dim else ''})"
 
 
 # --------------------------------------------------------------------------- references
@@ -220,7 +337,8 @@ def read_reference(spec: str) -> dict:
         raise ValueError(f"{path} does not exist")
     from .reference import read_csv   # skips the '# key: value' header of data/reference files
 
-    columns = read_csv(path).columns
+    table_ = read_csv(path)
+    columns = table_.columns
     header = list(columns)
     if "alpha" not in header:
         raise ValueError(f"{path} has no 'alpha' column (columns: {', '.join(header)})")
@@ -236,8 +354,7 @@ def read_reference(spec: str) -> dict:
         raise ValueError(f"{path} has a header but no data rows")
     out = {"alpha": table[:, header.index("alpha")], "value": table[:, header.index(column)],
            "error": table[:, header.index(error)] if error else None,
-           "label": (f"{path.parent.name}: {column}" if len(path.stem) > 24 and path.parent.name
-                     else f"{path.stem}: {column}")}
+           "label": reference_label(column, table_.meta, f"{path.stem}: {column}")}
     order = np.argsort(out["alpha"])
     for k in ("alpha", "value", "error"):
         if out[k] is not None:
@@ -259,24 +376,121 @@ def _draw_transition_lines(ax, transitions, *, color="0.35", legend=True):
             ax.axvline(a, color=color, ls=ls, lw=0.9, zorder=1, label=f"{text} = {a:.4g}" if legend else None)
 
 
+def _located_changes(data, field="mmse"):
+    """The located changes of the equilibrium branch, ordered in α: dicts ``alpha``, ``from``, ``to``,
+    ``before``, ``after`` (the value of ``field`` on the two branches at the change; NaN where unknown).
+
+    ``mmse_before``/``mmse_after`` are stored in the file (``/equilibrium_changes``, solved at the
+    located α). The per-point fields of ±1 output channels (``classification_error``, …) are functions of
+    the mmse alone (docs/theory.md §10), so at a change they are read off the map mmse ↦ field of the
+    file's points (linear interpolation). Older files without the group: only ``α_c``, without branch
+    names and values.
+    """
+    tr = data.get("transitions", {}) or {}
+    group = data.get("equilibrium_changes") or {}
+    alphas = np.atleast_1d(np.asarray(group.get("alpha", []), dtype=float))
+    if alphas.size == 0:
+        a_c = tr.get("alpha_c", math.nan)
+        return ([{"alpha": float(a_c), "from": None, "to": None, "before": math.nan, "after": math.nan}]
+                if a_c is not None and np.isfinite(a_c) else [])
+    n = alphas.size
+
+    def column(key, fill):
+        return list(np.atleast_1d(np.asarray(group.get(key, [fill] * n), dtype=object)))
+
+    frm, to = column("from_branch", ""), column("to_branch", "")
+    before = np.atleast_1d(np.asarray(group.get("mmse_before", np.full(n, np.nan)), dtype=float))
+    after = np.atleast_1d(np.asarray(group.get("mmse_after", np.full(n, np.nan)), dtype=float))
+    if field != "mmse":
+        pairs = [(m, v) for b in data["branches"].values() if field in b and "mmse" in b
+                 for m, v in zip(np.asarray(b["mmse"], float), np.asarray(b[field], float))
+                 if np.isfinite(m) and np.isfinite(v)]
+        if len(pairs) >= 2:
+            m, v = np.asarray(sorted(pairs)).T
+            before, after = (np.where(np.isfinite(x), np.interp(x, m, v), np.nan) for x in (before, after))
+        else:
+            before, after = np.full(n, np.nan), np.full(n, np.nan)
+    out = [{"alpha": float(alphas[i]), "from": str(frm[i]), "to": str(to[i]), "before": float(before[i]),
+            "after": float(after[i])} for i in range(n)]
+    return sorted(out, key=lambda c: c["alpha"])
+
+
+def _equilibrium_pieces(name, alpha, values, ok, is_eq, changes):
+    """The equilibrium curve of one branch: the runs of its equilibrium grid points, each extended to
+    the located changes of the equilibrium next to it (the branch's own value there, stored in the file;
+    for older files linear interpolation between the grid points around the change), and the stretches
+    between two changes where the branch is the equilibrium without a grid point (a branch that wins
+    only between two grid points). Returns a list of (x, y)."""
+    pieces = []
+    tol = 1e-12
+
+    def neighbour_value(a, i, j):  # older files: interpolate on the branch between grid points i < j
+        if 0 <= i < j < alpha.size and ok[i] and ok[j]:
+            return float(np.interp(a, alpha[[i, j]], values[[i, j]]))
+        return math.nan
+
+    for seg in _segments(is_eq):
+        lo, hi = seg[0], seg[-1]
+        left = alpha[lo - 1] if lo > 0 else -math.inf
+        right = alpha[hi + 1] if hi + 1 < alpha.size else math.inf
+        x, y = list(alpha[seg]), list(values[seg])
+        into = [c for c in changes if left + tol < c["alpha"] < alpha[lo] - tol and c["to"] in (name, None)]
+        if into:
+            c = into[-1]
+            v = c["after"] if c["to"] == name and np.isfinite(c["after"]) else neighbour_value(c["alpha"], lo - 1, lo)
+            if np.isfinite(v):
+                x, y = [c["alpha"]] + x, [v] + y
+        out = [c for c in changes if alpha[hi] + tol < c["alpha"] < right - tol and c["from"] in (name, None)]
+        if out:
+            c = out[0]
+            v = c["before"] if c["from"] == name and np.isfinite(c["before"]) else neighbour_value(c["alpha"], hi, hi + 1)
+            if np.isfinite(v):
+                x, y = x + [c["alpha"]], y + [v]
+        pieces.append((np.asarray(x), np.asarray(y)))
+    for c, d in zip(changes[:-1], changes[1:]):  # equilibrium between two changes, no grid point between
+        if c["to"] == name and d["from"] == name and not np.any((alpha > c["alpha"]) & (alpha < d["alpha"])) \
+                and np.isfinite(c["after"]) and np.isfinite(d["before"]):
+            pieces.append((np.array([c["alpha"], d["alpha"]]), np.array([c["after"], d["before"]])))
+    return pieces
+
+
+def equilibrium_curve(data: dict, field: str = "mmse") -> list:
+    """The equilibrium curve of a sweep (:func:`replica.workflow.io.read_sweep`) as drawn by
+    ``replica-plot``: a list of ``(branch, alpha, value)`` pieces, ordered in α, through the grid points
+    of the equilibrium branch and the located changes of the equilibrium (both branches' values there,
+    :func:`_equilibrium_pieces`), so the pieces cover the α range of the grid without gaps."""
+    eq_alpha = np.asarray(data["equilibrium"]["alpha"], dtype=float)
+    eq_branch = np.asarray(data["equilibrium"]["branch"], dtype=object)
+    located = _located_changes(data, field)
+    out = []
+    for name, b in data["branches"].items():
+        if field not in b:
+            continue
+        alpha = np.asarray(b["alpha"], dtype=float)
+        values = np.asarray(b[field], dtype=float)
+        ok = np.asarray(b["exists"], bool) & np.asarray(b["converged"], bool) & np.isfinite(values)
+        is_eq = ok & np.isin(alpha, eq_alpha[eq_branch == name])
+        out += [(name, x, y) for x, y in _equilibrium_pieces(name, alpha, values, ok, is_eq, located)]
+    return sorted(out, key=lambda piece: float(piece[1][0]))
+
+
 def _draw_curves(ax, data, *, logy=False, field="mmse", ylabel=None):
     """Branches (equilibrium solid, metastable dashed, linearly unstable dotted) and transitions, of the
     per-point ``field`` (``mmse``; ``classification_error`` for ±1 output channels).
 
     A point is linearly unstable where the branch's ``stability`` (leading eigenvalue of the
-    Jacobian of the undamped map) is above 1. The equilibrium part of each branch is extended
-    to the equilibrium changes (``equilibrium_changes/alpha``, or ``α_c`` in older files) by
-    linear interpolation between the grid points around them, so the jump of the
+    Jacobian of the undamped map) is above 1. The equilibrium curve runs through the located changes
+    of the equilibrium (``/equilibrium_changes``: α and the values on both branches there), not only
+    through grid points (:func:`_equilibrium_pieces`): it has no gap in α, and the jump of the
     equilibrium error sits at the located change.
     """
     eq = data["equilibrium"]
     eq_alpha = np.asarray(eq["alpha"], dtype=float)
     eq_branch = np.asarray(eq["branch"], dtype=object)
     tr = data.get("transitions", {}) or {}
-    changes = np.asarray((data.get("equilibrium_changes") or {}).get("alpha", []), dtype=float)
+    located = _located_changes(data, field)
+    changes = np.asarray([c["alpha"] for c in located], dtype=float)
     a_c = tr.get("alpha_c", math.nan)
-    if changes.size == 0 and a_c is not None and np.isfinite(a_c):
-        changes = np.array([a_c])
     drawn = []
     metastable = unstable_any = False
     order = _ordered_branches(data["branches"])
@@ -287,12 +501,13 @@ def _draw_curves(ax, data, *, logy=False, field="mmse", ylabel=None):
         alpha = np.asarray(b["alpha"], dtype=float)
         mmse = np.asarray(b[field], dtype=float)
         ok = np.asarray(b["exists"], bool) & np.asarray(b["converged"], bool) & np.isfinite(mmse)
-        if not ok.any():
+        is_eq = np.isin(alpha, eq_alpha[eq_branch == name]) & ok
+        pieces = _equilibrium_pieces(name, alpha, mmse, ok, is_eq, located)
+        if not ok.any() and not pieces:
             continue
         color, label = _branch_color(name, order)
         stab = np.asarray(b.get("stability", np.full(alpha.shape, np.nan)), dtype=float)
         unstable = ok & (stab > 1.0)
-        is_eq = np.isin(alpha, eq_alpha[eq_branch == name]) & ok
         metastable |= bool(np.any(ok & ~is_eq & ~unstable))
         unstable_any |= bool(unstable.any())
         for seg in _segments(ok & ~unstable):  # a branch met at one α only: a marker (a line of one point is invisible)
@@ -304,20 +519,11 @@ def _draw_curves(ax, data, *, logy=False, field="mmse", ylabel=None):
             seg = np.arange(lo, hi + 1)[ok[lo:hi + 1]]
             ax.plot(alpha[seg], mmse[seg], color=color, ls=(0, (1, 1.5)), lw=1.0, alpha=0.7, zorder=2,
                     gid=f"unstable:{name}")
-        for seg in _segments(is_eq):
-            x, y = alpha[seg], mmse[seg]
-            lo, hi = seg[0], seg[-1]
-            for a in changes:
-                if lo > 0 and ok[lo - 1] and alpha[lo - 1] < a < alpha[lo]:
-                    y0 = np.interp(a, alpha[lo - 1:lo + 1], mmse[lo - 1:lo + 1])
-                    x, y = np.concatenate([[a], x]), np.concatenate([[y0], y])
-                if hi + 1 < alpha.size and ok[hi + 1] and alpha[hi] < a < alpha[hi + 1]:
-                    y1 = np.interp(a, alpha[hi:hi + 2], mmse[hi:hi + 2])
-                    x, y = np.concatenate([x, [a]]), np.concatenate([y, [y1]])
+        for x, y in pieces:
             if x.size == 1:
-                ax.plot(x, y, "o", color=color, ms=3, zorder=3)
+                ax.plot(x, y, "o", color=color, ms=3, zorder=3, gid=f"equilibrium:{name}")
             else:
-                ax.plot(x, y, color=color, lw=2.0, zorder=3)
+                ax.plot(x, y, color=color, lw=2.0, zorder=3, gid=f"equilibrium:{name}")
         ax.plot([], [], color=color, lw=2.0, label=label)
         drawn.append(name)
     if metastable:
@@ -347,7 +553,7 @@ def _draw_experiments(ax, experiments: dict, *, column="mmse_mean", error="mmse_
         if y.ndim == 2:
             y = y[:, -1 if layer is None else layer]
             e = e[:, -1 if layer is None else layer] if e is not None and e.ndim == 2 else None
-        label = f"{sampler.upper() if len(sampler) <= 4 else sampler}, {init} start"
+        label = experiment_label(sampler, init)
         bad = ~np.isfinite(y)
         if np.any(bad):
             logger.warning("experiment %s/%s: %d of %d points not drawn (%s not finite at alpha = %s)", sampler, init,
@@ -463,7 +669,7 @@ def _draw_s_map(fig, ax, data, key, *, cmap="viridis"):
         q = np.einsum("avs,v->as", q, w / w.sum())
     alpha = np.asarray(data["equilibrium"]["alpha"], dtype=float)
     s_values = np.asarray(b0["s_values"], dtype=float)
-    mesh = ax.pcolormesh(alpha, s_values, q.T, shading="nearest", cmap=cmap, vmin=0.0, vmax=1.0)
+    mesh = _mesh(ax, alpha, s_values, q.T, x_lower=0.0, y_lower=0.0, cmap=cmap, vmin=0.0, vmax=1.0)
     ax.set_xlabel(ALPHA_LABEL)
     ax.set_ylabel(r"effective readout $|s|$")
     cb = fig.colorbar(mesh, ax=ax, pad=0.02, fraction=0.06)
@@ -490,7 +696,7 @@ def _draw_readout_map(fig, ax, data, *, cmap="viridis"):
     alpha = np.asarray(data["equilibrium"]["alpha"], dtype=float)
     values = np.asarray(b0.get("readout_values", [1.0]), dtype=float)
     order = np.argsort(values)
-    mesh = ax.pcolormesh(alpha, np.arange(values.size), q[:, order].T, shading="nearest", cmap=cmap, vmin=0.0,
+    mesh = _mesh(ax, alpha, np.arange(values.size), q[:, order].T, x_lower=0.0, cmap=cmap, vmin=0.0,
                          vmax=1.0)
     ax.set_yticks(np.arange(values.size))
     ax.set_yticklabels([f"{v:.2g}" for v in values[order]])
@@ -513,7 +719,7 @@ def _draw_layer_map(fig, ax, data, branch_name, *, cmap="viridis"):
     ok = np.asarray(b["exists"], bool) & np.asarray(b["converged"], bool)
     grid = np.vstack(layers)
     grid = np.where(ok[None, :], grid, np.nan)
-    mesh = ax.pcolormesh(alpha, np.arange(1, len(layers) + 1), grid, shading="nearest", cmap=cmap, vmin=0.0,
+    mesh = _mesh(ax, alpha, np.arange(1, len(layers) + 1), grid, x_lower=0.0, cmap=cmap, vmin=0.0,
                          vmax=1.0)
     ax.set_yticks(np.arange(1, len(layers) + 1))
     ax.set_yticklabels(_layer_labels(b, len(layers)))
@@ -679,7 +885,7 @@ def plot_sweep(data: dict, *, experiments=None, references=None, kind="auto", ti
                         "channel: replica-sweep --channel probit, sign or logistic)")
     if kind == "auto" and "specialized" not in data["branches"] and not deep:
         panels = ["curve"] + classify
-    with matplotlib.rc_context(_RC):
+    with figure_style():
         ncols = 2 if len(panels) > 1 else 1
         nrows = math.ceil(len(panels) / ncols)
         fig, axes = plt.subplots(nrows, ncols, figsize=(3.4 * ncols, 2.9 * nrows + 0.5), layout="constrained",
@@ -697,7 +903,7 @@ def plot_sweep(data: dict, *, experiments=None, references=None, kind="auto", ti
                 handles, labels = ax.get_legend_handles_labels()
                 if len(labels) > 4:  # long legends go below the panels, never over the curves
                     longest = max(_visible_length(lab) for lab in labels)
-                    ncol = max(1, min(4, math.ceil(len(labels) / 2), int(95 * ncols / 2 // (longest + 6))))
+                    ncol = max(1, min(4, math.ceil(len(labels) / 2), int(120 * ncols / 2 // (longest + 6))))
                     fig.legend(handles, labels, loc="outside lower center", ncol=ncol, handlelength=2.2,
                                columnspacing=1.2)
                 else:
@@ -758,7 +964,7 @@ def plot_experiments(experiments: dict, *, parameters=None, title=None, logy=Fal
         raise PlotError("the file has no experiments/<sampler>/<init> groups")
     has_overlap = any("overlap_mean" in d and np.any(np.isfinite(np.asarray(d["overlap_mean"], float)))
                       for d in experiments.values())  # GAMP-RIE stores no weights: NaN overlaps
-    with matplotlib.rc_context(_RC):
+    with figure_style():
         ncols = 2 if has_overlap else 1
         fig, axes = plt.subplots(1, ncols, figsize=(3.4 * ncols, 2.75), layout="constrained", squeeze=False)
         ax = axes[0, 0]
@@ -787,7 +993,7 @@ def plot_experiments(experiments: dict, *, parameters=None, title=None, logy=Fal
                                  fmt=_EXPERIMENT_MARKERS[k % len(_EXPERIMENT_MARKERS)] + ("-" if ell == 0 else "--"),
                                  ms=4, mfc="white", lw=0.8, capsize=2,
                                  color=_EXPERIMENT_COLORS[k % len(_EXPERIMENT_COLORS)],
-                                 label=f"{sampler.upper() if len(sampler) <= 4 else sampler}, {init} start"
+                                 label=experiment_label(sampler, init)
                                  + (f", layer {ell + 1}" if q.shape[1] > 1 else ""))
             ax2.set_xlabel(ALPHA_LABEL)
             ax2.set_ylabel(r"matched overlap $W_i\cdot W^0_{\pi(i)}/d$")
@@ -814,12 +1020,14 @@ def plot_phase_diagram(data: dict, *, title=None, logy=False):
     values = np.asarray(data[par], dtype=float)
     alpha = np.asarray(data["alpha"], dtype=float)
     mmse = np.asarray(data["mmse"], dtype=float)
-    with matplotlib.rc_context(_RC):
+    with figure_style():
         fig, ax = plt.subplots(figsize=(5.0, 3.9), layout="constrained")
         finite = mmse[np.isfinite(mmse) & (mmse > 0)]
         norm = colors.LogNorm(vmin=finite.min(), vmax=finite.max()) if finite.size and finite.min() < finite.max() \
             else None
-        mesh = ax.pcolormesh(alpha, values, np.ma.masked_invalid(mmse), shading="nearest", cmap="viridis", norm=norm)
+        # cells clipped at 0: α, Δ, γ and the readout grid size are nonnegative (the axes start at ≥ 0)
+        mesh = _mesh(ax, alpha, values, np.ma.masked_invalid(mmse), x_lower=0.0, y_lower=0.0, log_y=logy,
+                     cmap="viridis", norm=norm)
         cb = fig.colorbar(mesh, ax=ax, pad=0.02, fraction=0.05)
         cb.set_label("equilibrium mmse")
         sp = np.asarray(data.get("alpha_sp", np.full(values.size, np.nan)), dtype=float)
@@ -842,17 +1050,21 @@ def plot_phase_diagram(data: dict, *, title=None, logy=False):
         below = done & ~np.isfinite(ac) & (branch[:, 0] != "universal") & (branch[:, 0] != "")
         above = done & ~np.isfinite(ac) & (branch[:, -1] == "universal")
         dx = 0.5 * np.diff(alpha).min(initial=0) if alpha.size > 1 else 0.0
+        left, right = max(alpha.min() - dx, 0.0), alpha.max() + dx  # α ≥ 0
         if below.any():
-            ax.plot(np.full(below.sum(), alpha.min() - 0.6 * dx), values[below], "<", color="#ff5a36", mec="black",
-                    mew=0.6, ms=6, zorder=5, clip_on=False)
+            ax.plot(np.full(below.sum(), alpha.min() - 0.6 * (alpha.min() - left)), values[below], "<",
+                    color="#ff5a36", mec="black", mew=0.6, ms=6, zorder=5, clip_on=False)
         if above.any():
             ax.plot(np.full(above.sum(), alpha.max() + 0.6 * dx), values[above], ">", color="#ff5a36", mec="black",
                     mew=0.6, ms=6, zorder=5, clip_on=False)
         ax.set_xlabel(ALPHA_LABEL)
         ax.set_ylabel(PARAMETER_LABELS.get(par, par))
-        ax.set_xlim(alpha.min() - dx if alpha.size > 1 else None, alpha.max() + dx if alpha.size > 1 else None)
+        ax.set_xlim(left if alpha.size > 1 else None, right if alpha.size > 1 else None)
         if logy:
             ax.set_yscale("log")
+        edges = _cell_edges(values, lower=0.0, log=logy)
+        if edges is not None:  # the rows' cells, not below 0 (the lines and markers add no margin below)
+            ax.set_ylim(edges[0], edges[-1])
         from matplotlib.lines import Line2D
         from matplotlib.patches import Patch
 
@@ -921,7 +1133,7 @@ def plot_neuron_maps(data: dict, *, title=None, max_maps=6):
     strengths, first = np.unique(np.round(np.abs(v), 12), return_index=True)
     order = first[np.argsort(-strengths, kind="stable")]
     multi = order.size > 1
-    with matplotlib.rc_context(_RC):
+    with figure_style():
         if multi:
             idx = np.unique(np.round(np.linspace(0, alpha.size - 1, min(max_maps, alpha.size))).astype(int))
             fig = plt.figure(figsize=(3.4 + 1.5 * idx.size, 3.4), layout="constrained")
@@ -930,20 +1142,20 @@ def plot_neuron_maps(data: dict, *, title=None, max_maps=6):
             axes2 = [fig.add_subplot(grid[1 + k]) for k in range(idx.size)]
         else:
             fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(6.8, 3.2), layout="constrained")
-        mesh = ax1.pcolormesh(alpha, u, q1.T, shading="nearest", cmap="magma", vmin=0.0, vmax=1.0)
+        mesh = _mesh(ax1, alpha, u, q1.T, x_lower=0.0, y_lower=0.0, y_upper=1.0, cmap="magma", vmin=0.0, vmax=1.0)
         ax1.invert_yaxis()
         ax1.set_xlabel(ALPHA_LABEL)
         ax1.set_ylabel(r"neuron quantile $u$ (strongest $|s|$ first)")
         ax1.set_title(r"layer 1: $Q_1$ per neuron", loc="left")
         if not multi:
-            ax2.pcolormesh(alpha, u, q2[:, 0, :].T, shading="nearest", cmap="magma", vmin=0.0, vmax=1.0)
+            _mesh(ax2, alpha, u, q2[:, 0, :].T, x_lower=0.0, y_lower=0.0, y_upper=1.0, cmap="magma", vmin=0.0, vmax=1.0)
             ax2.invert_yaxis()
             ax2.set_xlabel(ALPHA_LABEL)
             ax2.set_title(r"layer 2: $Q_2(v, s)$ per first-layer neuron", loc="left")
         else:
             rows = np.arange(order.size)
             for ax, i in zip(axes2, idx):
-                ax.pcolormesh(u, rows, q2[i][order], shading="nearest", cmap="magma", vmin=0.0, vmax=1.0)
+                _mesh(ax, u, rows, q2[i][order], x_lower=0.0, x_upper=1.0, cmap="magma", vmin=0.0, vmax=1.0)
                 ax.invert_yaxis()
                 ax.set_title(rf"$\alpha = {alpha[i]:.3g}$", fontsize=8)
                 ax.set_xlabel(r"$u$ (layer 1)")
@@ -1032,7 +1244,7 @@ def plot_neuron_comparison(panels: dict, alphas, strengths, *, title=None):
     strengths = np.asarray(strengths, dtype=float)
     names = list(panels)
     labels = ["layer 1"] + [rf"layer 2, $|v|={x:.2g}$" for x in strengths]
-    with matplotlib.rc_context(_RC):
+    with figure_style():
         fig, axes = plt.subplots(alphas.size, len(names), figsize=(1.9 * len(names) + 1.6, 0.55 * (1 + strengths.size)
                                                                       * alphas.size + 1.0),
                                  layout="constrained", squeeze=False, sharex=True, sharey=True)
@@ -1103,7 +1315,7 @@ def plot_training(theory: dict, *, adam=None, online=None, title=None):
     title : str, optional
     """
     matplotlib, plt = _mpl()
-    with matplotlib.rc_context(_RC):
+    with figure_style():
         fig, ax = plt.subplots(figsize=(7.4, 4.0), layout="constrained")
         _draw_curves(ax, theory)
         colors = ("0.55", "0.3", "0.0", "#7b241c")  # greys: apart from the branch colours
@@ -1179,39 +1391,40 @@ def plot_spectrum(data: dict, *, title=None, logy=False):
     matplotlib.figure.Figure
     """
     _, plt = _mpl()
-    lam = np.asarray(data["lambda"], dtype=float)
-    has_density = "density" in data and "x" in data
-    fig, axes = plt.subplots(1, 3 if has_density else 2, figsize=(13.5 if has_density else 9.5, 4.0),
-                             constrained_layout=True)
-    pos = lam > 0
-    xscale = "log" if np.count_nonzero(pos) > 2 and lam[pos].max() / lam[pos].min() > 50 else "linear"
-    ax = axes[0]
-    ax.plot(lam[pos], np.asarray(data["m"])[pos], color="C0", label=r"$m_S(\lambda)$")
-    ax.plot(lam[pos], np.asarray(data["mmse"])[pos], color="C3", label=r"$\mathrm{mmse}_S(\lambda) = 1 - m_S$")
-    ax.set_xscale(xscale)
-    if logy:
-        ax.set_yscale("log")
-    ax.set_xlabel(r"SNR $\lambda$")
-    ax.set_title("overlap and MMSE")
-    ax.legend()
-    ax = axes[1]
-    ax.plot(lam, np.asarray(data["iota"]), color="C2")
-    ax.set_xscale(xscale)
-    ax.set_xlabel(r"SNR $\lambda$")
-    ax.set_ylabel(r"$\iota(\lambda) = \frac{1}{4}\int_0^\lambda \mathrm{mmse}_S$")
-    ax.set_title("mutual information per $d^2$")
-    if has_density:
-        ax = axes[2]
-        x, rho = np.asarray(data["x"]), np.asarray(data["density"])
-        rows = np.unique(np.linspace(0, lam.size - 1, min(6, lam.size)).round().astype(int))
-        for k, i in enumerate(rows):
-            ax.plot(x[i], rho[i], color=f"C{k}", lw=1.2, label=rf"$\lambda = {lam[i]:.3g}$")
-        ax.set_xlabel("x")
-        ax.set_ylabel(r"$\rho_\lambda(x)$")
-        ax.set_title(r"spectral density of $\sqrt{\lambda} S + Z$")
-        ax.legend(fontsize=8)
-    params = data.get("attrs", {}).get("parameters", {})
-    fig.suptitle(title or f"symmetric HCIZ channel, γ = {params.get('gamma')}, readout {params.get('readout')}")
+    with figure_style():
+        lam = np.asarray(data["lambda"], dtype=float)
+        has_density = "density" in data and "x" in data
+        fig, axes = plt.subplots(1, 3 if has_density else 2, figsize=(13.5 if has_density else 9.5, 4.0),
+                                 constrained_layout=True)
+        pos = lam > 0
+        xscale = "log" if np.count_nonzero(pos) > 2 and lam[pos].max() / lam[pos].min() > 50 else "linear"
+        ax = axes[0]
+        ax.plot(lam[pos], np.asarray(data["m"])[pos], color="C0", label=r"$m_S(\lambda)$")
+        ax.plot(lam[pos], np.asarray(data["mmse"])[pos], color="C3", label=r"$\mathrm{mmse}_S(\lambda) = 1 - m_S$")
+        ax.set_xscale(xscale)
+        if logy:
+            ax.set_yscale("log")
+        ax.set_xlabel(r"SNR $\lambda$")
+        ax.set_title("overlap and MMSE")
+        ax.legend()
+        ax = axes[1]
+        ax.plot(lam, np.asarray(data["iota"]), color="C2")
+        ax.set_xscale(xscale)
+        ax.set_xlabel(r"SNR $\lambda$")
+        ax.set_ylabel(r"$\iota(\lambda) = \frac{1}{4}\int_0^\lambda \mathrm{mmse}_S$")
+        ax.set_title("mutual information per $d^2$")
+        if has_density:
+            ax = axes[2]
+            x, rho = np.asarray(data["x"]), np.asarray(data["density"])
+            rows = np.unique(np.linspace(0, lam.size - 1, min(6, lam.size)).round().astype(int))
+            for k, i in enumerate(rows):
+                ax.plot(x[i], rho[i], color=f"C{k}", lw=1.2, label=rf"$\lambda = {lam[i]:.3g}$")
+            ax.set_xlabel("x")
+            ax.set_ylabel(r"$\rho_\lambda(x)$")
+            ax.set_title(r"spectral density of $\sqrt{\lambda} S + Z$")
+            ax.legend(fontsize=8)
+        params = data.get("attrs", {}).get("parameters", {})
+        fig.suptitle(title or f"symmetric HCIZ channel, γ = {params.get('gamma')}, readout {params.get('readout')}")
     return fig
 
 
@@ -1227,21 +1440,22 @@ def plot_sgd(path, *, title=None, logy=False):
     from simulations.sgd_plots import plot_overlap_histograms, plot_test_error
 
     _, plt = _mpl()
-    fig = plt.figure(figsize=(14.0, 6.4), constrained_layout=True)
-    outer = fig.add_gridspec(1, 2, width_ratios=[1.1, 1.0])
-    left = outer[0].subgridspec(2, 1, height_ratios=[3, 2])
-    a0 = fig.add_subplot(left[0])
-    a1 = fig.add_subplot(left[1], sharex=a0)
-    right = outer[1].subgridspec(2, 2)
-    hist_axes = np.array([fig.add_subplot(right[i, j]) for i in range(2) for j in range(2)])
-    import warnings
+    with figure_style():
+        fig = plt.figure(figsize=(14.0, 6.4), constrained_layout=True)
+        outer = fig.add_gridspec(1, 2, width_ratios=[1.1, 1.0])
+        left = outer[0].subgridspec(2, 1, height_ratios=[3, 2])
+        a0 = fig.add_subplot(left[0])
+        a1 = fig.add_subplot(left[1], sharex=a0)
+        right = outer[1].subgridspec(2, 2)
+        hist_axes = np.array([fig.add_subplot(right[i, j]) for i in range(2) for j in range(2)])
+        import warnings
 
-    with warnings.catch_warnings():   # the panels call tight_layout; this figure uses constrained layout
-        warnings.simplefilter("ignore", UserWarning)
-        plot_test_error(path, theory=False, ax=(a0, a1))
-        plot_overlap_histograms(path, ax=hist_axes)
-    if title:
-        fig.suptitle(title)
+        with warnings.catch_warnings():   # the panels call tight_layout; this figure uses constrained layout
+            warnings.simplefilter("ignore", UserWarning)
+            plot_test_error(path, theory=False, ax=(a0, a1))
+            plot_overlap_histograms(path, ax=hist_axes)
+        if title:
+            fig.suptitle(title)
     return fig
 
 
@@ -1338,7 +1552,8 @@ def save_figure(fig, path, *, dpi=200):
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=path.suffix, dir=directory)
     os.close(fd)
     try:
-        fig.savefig(tmp, dpi=dpi, format=path.suffix.lstrip(".").lower().replace("jpg", "jpeg"))
+        with figure_style():  # the style's savefig parameters, and ticks created while drawing
+            fig.savefig(tmp, dpi=dpi, format=path.suffix.lstrip(".").lower().replace("jpg", "jpeg"))
         mask = os.umask(0)
         os.umask(mask)
         os.chmod(tmp, 0o666 & ~mask)

@@ -107,70 +107,84 @@ def layer_thresholds(data, level=0.5) -> dict:
     return {lab: located.get(lab, v) for lab, v in out.items()}
 
 
+def figure(datas):
+    """The figure of the sweeps ``datas`` (one per depth, :func:`replica.workflow.io.read_sweep`) and the
+    table of thresholds: ``(fig, [(L, layer thresholds, alpha_c, alpha_sp, located changes), ...])``."""
+    from replica.workflow.plotting import (ALPHA_LABEL, MMSE_LABEL, _cell_edges, _mpl, describe, equilibrium_curve,
+                                           figure_style)
+
+    depths = [int(d["parameters"].get("layers", 1)) for d in datas]
+    matplotlib, plt = _mpl()
+    from matplotlib.ticker import MaxNLocator
+
+    n = len(datas)
+    with figure_style():
+        fig = plt.figure(figsize=(3.3 * (n + 1), 5.6), layout="constrained")
+        gs = fig.add_gridspec(2, n + 1)
+        ax_curve = fig.add_subplot(gs[0, : (n + 1) // 2 + 1])
+        ax_curve.set_gid("learning-curve")
+        ax_thr = fig.add_subplot(gs[0, (n + 1) // 2 + 1:])
+        colors = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#8c564b"]
+        table = []
+        for k, (L, d) in enumerate(zip(depths, datas)):
+            c = colors[k % len(colors)]
+            # the equilibrium through the located changes (jumps at the located α, not across a grid step)
+            for j, (_, x, y) in enumerate(equilibrium_curve(d)):
+                ax_curve.plot(x, y, color=c, lw=2, zorder=3, label=f"L = {L}" if j == 0 else None)
+            for name, b in d["branches"].items():
+                ok = np.asarray(b["exists"], bool)
+                ax_curve.plot(np.asarray(b["alpha"])[ok], np.asarray(b["mmse"])[ok], color=c, lw=0.7, ls="--",
+                              alpha=0.6)
+            thr = layer_thresholds(d)
+            tr = d.get("transitions", {})
+            changes = {k[len("alpha_"):]: v for k, v in tr.items() if k.startswith("alpha_") and k not in ("alpha_c",
+                                                                                                         "alpha_sp")}
+            table.append((L, thr, tr.get("alpha_c", np.nan), tr.get("alpha_sp", np.nan), changes))
+            for lab, a in thr.items():  # layers side by side (they often jump together)
+                ax_thr.plot([L + 0.12 * (int(lab) - (L + 1) / 2)], [a], "o",
+                            color=colors[(int(lab) - 1) % len(colors)], ms=5)
+            ax_thr.plot([L], [tr.get("alpha_c", np.nan)], "k_", ms=14, mew=2)
+            rows, labels = equilibrium_rows(d)
+            ax = fig.add_subplot(gs[1, k])
+            a = np.asarray(d["equilibrium"]["alpha"], dtype=float)
+            x_edges = _cell_edges(a, lower=0.0)  # α ≥ 0: the first cell does not run below 0
+            mesh = ax.pcolormesh(x_edges, np.arange(len(labels) + 1) - 0.5, rows, shading="flat", cmap="viridis",
+                                 vmin=0, vmax=1)
+            ax.set_yticks(np.arange(len(labels)))
+            ax.set_yticklabels(labels)
+            ax.set_xlabel(ALPHA_LABEL)
+            ax.set_ylabel("layer / product")
+            ax.set_title(f"L = {L}: equilibrium overlaps", loc="left")
+        fig.colorbar(mesh, ax=fig.axes[-1], label="mean overlap")
+        ax_curve.set_xlabel(ALPHA_LABEL)
+        ax_curve.set_ylabel(MMSE_LABEL)
+        ax_curve.set_xlim(left=0)
+        ax_curve.set_ylim(bottom=0)
+        ax_curve.legend(loc="best")
+        ax_curve.set_title("learning curves (equilibrium; dashed: all branches)", loc="left")
+        for lab in sorted({lab for _, thr, _, _, _ in table for lab in thr}):
+            ax_thr.plot([], [], "o", color=colors[(int(lab) - 1) % len(colors)], label=f"layer {lab} learned")
+        ax_thr.plot([], [], "k_", ms=14, mew=2, label=r"$\alpha_c$ (all layers)")
+        ax_thr.set_xlabel("depth L")
+        ax_thr.set_ylabel(r"threshold $\alpha$")
+        ax_thr.set_xticks(sorted(set(depths)))
+        ax_thr.xaxis.set_major_locator(MaxNLocator(integer=True))  # L counts layers
+        ax_thr.legend(loc="best")
+        ax_thr.set_title("thresholds vs depth", loc="left")
+        fig.suptitle(describe(datas[0]["parameters"], skip=()).replace(f"$L = {depths[0]}$, ", ""))
+    return fig, table
+
+
 def main(argv=None) -> int:
     from replica.workflow.io import read_sweep
-    from replica.workflow.plotting import ALPHA_LABEL, MMSE_LABEL, _mpl
+    from replica.workflow.plotting import save_figure
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("files", nargs="+", help="replica-sweep files, one per depth")
     p.add_argument("-o", "--output", required=True)
     args = p.parse_args(argv)
-    datas = [read_sweep(f) for f in args.files]
-    depths = [int(d["parameters"].get("layers", 1)) for d in datas]
-    matplotlib, plt = _mpl()
-    n = len(datas)
-    fig = plt.figure(figsize=(3.3 * (n + 1), 5.6), layout="constrained")
-    gs = fig.add_gridspec(2, n + 1)
-    ax_curve = fig.add_subplot(gs[0, : (n + 1) // 2 + 1])
-    ax_thr = fig.add_subplot(gs[0, (n + 1) // 2 + 1:])
-    colors = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#8c564b"]
-    table = []
-    for k, (L, d) in enumerate(zip(depths, datas)):
-        c = colors[k % len(colors)]
-        eq = d["equilibrium"]
-        ax_curve.plot(eq["alpha"], eq["mmse"], color=c, lw=2, label=f"L = {L}")
-        for name, b in d["branches"].items():
-            ok = np.asarray(b["exists"], bool)
-            ax_curve.plot(np.asarray(b["alpha"])[ok], np.asarray(b["mmse"])[ok], color=c, lw=0.7, ls="--", alpha=0.6)
-        thr = layer_thresholds(d)
-        tr = d.get("transitions", {})
-        changes = {k[len("alpha_"):]: v for k, v in tr.items() if k.startswith("alpha_") and k not in ("alpha_c",
-                                                                                                     "alpha_sp")}
-        table.append((L, thr, tr.get("alpha_c", np.nan), tr.get("alpha_sp", np.nan), changes))
-        for lab, a in thr.items():  # layers side by side (they often jump together)
-            ax_thr.plot([L + 0.12 * (int(lab) - (L + 1) / 2)], [a], "o", color=colors[(int(lab) - 1) % len(colors)],
-                        ms=5)
-        ax_thr.plot([L], [tr.get("alpha_c", np.nan)], "k_", ms=14, mew=2)
-        rows, labels = equilibrium_rows(d)
-        ax = fig.add_subplot(gs[1, k])
-        a = np.asarray(eq["alpha"], dtype=float)
-        mid = 0.5 * (a[1:] + a[:-1])
-        x_edges = np.concatenate([[a[0] - (mid[0] - a[0])], mid, [a[-1] + (a[-1] - mid[-1])]])
-        mesh = ax.pcolormesh(x_edges, np.arange(len(labels) + 1) - 0.5, rows, shading="flat", cmap="viridis",
-                             vmin=0, vmax=1)
-        ax.set_yticks(np.arange(len(labels)))
-        ax.set_yticklabels(labels)
-        ax.set_xlabel(ALPHA_LABEL)
-        ax.set_ylabel("layer / product")
-        ax.set_title(f"L = {L}: equilibrium overlaps", loc="left")
-    fig.colorbar(mesh, ax=fig.axes[-1], label="mean overlap")
-    ax_curve.set_xlabel(ALPHA_LABEL)
-    ax_curve.set_ylabel(MMSE_LABEL)
-    ax_curve.set_ylim(bottom=0)
-    ax_curve.legend(loc="best")
-    ax_curve.set_title("learning curves (equilibrium; dashed: all branches)", loc="left")
-    for lab in sorted({lab for _, thr, _, _, _ in table for lab in thr}):
-        ax_thr.plot([], [], "o", color=colors[(int(lab) - 1) % len(colors)], label=f"layer {lab} learned")
-    ax_thr.plot([], [], "k_", ms=14, mew=2, label=r"$\alpha_c$ (all layers)")
-    ax_thr.set_xlabel("depth L")
-    ax_thr.set_ylabel(r"threshold $\alpha$")
-    ax_thr.set_xticks(sorted(set(depths)))
-    ax_thr.legend(loc="best", fontsize=7)
-    ax_thr.set_title("thresholds vs depth", loc="left")
-    params = datas[0]["parameters"]
-    fig.suptitle(f"{params.get('activation')} (unit variance), γ = {params.get('gamma')[0]}, "
-                 f"Δ = {params.get('delta')}", fontsize=9)
-    fig.savefig(args.output, dpi=150)
+    fig, table = figure([read_sweep(f) for f in args.files])
+    save_figure(fig, args.output, dpi=150)
     print("L | alpha where layer l is learned (located phase change, else mean overlap 1/2) | alpha_c (all layers) | alpha_sp "
           "| located changes of the equilibrium phase")
     for L, thr, ac, asp, changes in table:
