@@ -4,7 +4,9 @@ Posterior (Gaussian label noise of variance Δ, prior ``P_W`` on every layer):
 
     log p(W | D) = log P_W(W) − Σ_μ (y_μ − λ(x_μ; W))² / (2Δ) + const,
 
-with ``log P_W(W) = −½ Σ W²`` for the Gaussian prior.
+with ``log P_W(W) = −½ Σ W²`` for the Gaussian prior. With an output channel (``make_runner(...,
+channel=...)``, HMC/NUTS only) the Gaussian term is replaced by ``Σ_μ ln P_out(y_μ | λ_c(x_μ; W))`` on the
+centred output ``λ_c = λ − μ₀ Σv/√k_L`` (:mod:`simulations.channels`, docs/theory.md §10.1).
 
 * :func:`run_hmc` — BlackJAX HMC (fixed number of leapfrog steps) or NUTS, identity mass
   matrix, step size tuned during warm-up by dual averaging (Hoffman & Gelman 2014, §3.2)
