@@ -52,6 +52,7 @@ MODULES = [
     "hciz.cache",
     "hciz.compiled",
     "simulations.gamp_rie",
+    "simulations.channels",
 ]
 
 HEADER = """# API reference
