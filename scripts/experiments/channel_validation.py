@@ -143,7 +143,7 @@ def _theory_rows(path: Path):
                 mmse = float(group["mmse"][i])
                 k_star = k_d - mmse
                 rows.setdefault(float(a), {})[name] = {
-                    "equilibrium": eq[i] == name, "mmse": mmse, "Q": float(np.mean(group["overlap_W"][i])),
+                    "equilibrium": eq[i] == name, "unstable": bool(group["stability"][i] > 1.0), "mmse": mmse, "Q": float(np.mean(group["overlap_W"][i])),
                     "classification_error": float(group["classification_error"][i]),
                     "sign_disagreement": float(group["sign_disagreement"][i]),
                     "gibbs": math.acos(k_star / math.sqrt(k_d * (k_d + DELTA))) / math.pi,
@@ -162,7 +162,7 @@ def hmc_table(out: Path) -> str:
              "|---|---|---|---|---|---|---|---|---|---|"]
     setup = None
     runs = []
-    for path in out.glob("hmc_d*_alpha*.h5"):
+    for path in _hmc_files(out):
         data = read_experiment(path)
         runs.append((float(data["parameters"]["alpha"][0]), int(data["parameters"]["dim"]), path, data))
     shown = set()
@@ -172,7 +172,7 @@ def hmc_table(out: Path) -> str:
                  f"({p['num_integration_steps']} leapfrog steps, half warm-up), {p['num_kept']} kept samples, "
                  f"{p['n_test']} test points and test labels per teacher, seed {p['seed']}")
         for name, row in sorted(theory.get(alpha, {}).items()) if alpha not in shown else ():
-            tag = "equilibrium" if row["equilibrium"] else "metastable"
+            tag = "equilibrium" if row["equilibrium"] else ("linearly unstable" if row["unstable"] else "metastable")
             lines.append(f"| {alpha:g} | theory {name} ({tag}) | {_fmt(row['classification_error'])} | "
                          f"{_fmt(row['gibbs'])} | {_fmt(row['mmse'])} | {_fmt(row['Q'], digits=3)} | "
                          f"{_fmt(row['gibbs_sign'])} | {_fmt(row['gibbs_sign'])} | | |")
@@ -181,7 +181,7 @@ def hmc_table(out: Path) -> str:
             g = data["groups"][("hmc", init)]
 
             def ms(name, digits=4):
-                return _fmt(float(g[f"{name}_mean"][0]), float(g[f"{name}_sem"][0]), digits)
+                return _fmt(float(np.ravel(g[f"{name}_mean"])[0]), float(np.ravel(g[f"{name}_sem"])[0]), digits)
 
             cpu_text = f"{cpu[path.stem]:.0f}" if init == "informed" and path.stem in cpu else ""
             lines.append(f"| {alpha:g} | HMC d = {dim} {init} | {ms('classification_error')} | "
@@ -226,6 +226,11 @@ def closing_table(out: Path, hmc_rows=None) -> str:
     return "\n".join(lines)
 
 
+def _hmc_files(out: Path) -> list:
+    """Finished HMC files (not the checkpoints of unfinished ones)."""
+    return sorted(p for p in out.glob("hmc_d*_alpha*.h5") if not p.name.endswith(".checkpoint.h5"))
+
+
 def _text(value) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
@@ -235,7 +240,7 @@ def _hmc_cells(out: Path) -> dict:
     from simulations.io import read_experiment
 
     cells = {}
-    for path in out.glob("hmc_d*_alpha*.h5"):
+    for path in _hmc_files(out):
         data = read_experiment(path)
         alpha, dim = float(data["parameters"]["alpha"][0]), int(data["parameters"]["dim"])
         parts = []
@@ -267,7 +272,7 @@ def main(argv=None) -> int:
         run_hmc(out, alphas=alphas, dims=[int(d) for d in args.dim.split(",")], teachers=args.teachers, steps=args.steps, kept=args.kept,
                 seed=args.seed)
     text = []
-    if (out / "theory.h5").exists() and any(out.glob("hmc_d*_alpha*.h5")):
+    if (out / "theory.h5").exists() and _hmc_files(out):
         text += ["## HMC (probit) against the theory", "", hmc_table(out), ""]
     text += ["## Transitions and classification errors (replica-sweep, equilibrium)", "",
              closing_table(out, _hmc_cells(out)), ""]
