@@ -10,7 +10,8 @@ its checkpoint, written after every chain):
   ``replica-sweep --channel probit`` at the same α (every branch). Compared: the Bayes classification
   error, the Gibbs classification error, the mmse (half Gibbs error of the output), the cross-fitted
   overlap (mean 0 when nothing is learned; the theory's Q), and the Nishimori check
-  (teacher–sample vs sample–sample sign disagreement).
+  (teacher–sample vs sample–sample sign disagreement). ``--model`` runs the same for another
+  one-hidden-layer model of the table (``tanh2_ones`` etc.; files ``hmc_<model>_d<d>_alpha<α>.h5``).
 * ``table`` — ``replica-sweep`` on α = 0.25:8:32 for ReLU and tanh2 (one hidden layer, v ≡ 1 and
   4point) and two hidden layers (``--layers 2 --gamma 0.5,0.5 --activation tanh2 --unit-variance``),
   probit Δ = 0.1 and sign: α_sp, α_c and the equilibrium classification error at α = 1, 2, 4, 8.
@@ -25,7 +26,8 @@ Usage (CPU, 2 cores shared; the run of docs/theory.md §10.1 took the CPU time p
     nice -n 5 python scripts/experiments/channel_validation.py all --out channel_runs \\
         --dim 30,40 --teachers 4 --alpha 1,4,8 --steps 3000 --markdown channel_validation.md
 
-Outputs in ``--out``: ``hmc_d<d>_alpha<α>.h5`` (replica-experiment files), ``theory.h5`` (replica-sweep),
+Outputs in ``--out``: ``hmc_d<d>_alpha<α>.h5`` (replica-experiment files), ``theory.h5`` (replica-sweep;
+other models: ``hmc_<model>_…``, ``theory_<model>.h5``),
 ``sweep_<model>_<channel>.h5``, ``cpu_seconds.json`` (CPU time of every finished command) and the
 markdown tables (``--markdown``).
 """
@@ -57,9 +59,19 @@ TABLE_MODELS = {
 TABLE_CHANNELS = {"probit": ("probit Δ = 0.1", ["--channel", "probit", "--delta", "0.1"]),
                   "sign": ("sign", ["--channel", "sign"])}
 TABLE_ALPHAS = (1.0, 2.0, 4.0, 8.0)
-#: the HMC model (one hidden layer ReLU, γ = 0.5, v ≡ 1, probit Δ = 0.1)
-HMC_MODEL = ["--activation", "relu", "--gamma", "0.5", "--readout", "ones", "--channel", "probit", "--delta", "0.1"]
+#: HMC: one-hidden-layer models of the table (default relu_ones), probit Δ = 0.1
+HMC_MODELS = ("relu_ones", "relu_4point", "tanh2_ones", "tanh2_4point")
+HMC_CHANNEL = ["--channel", "probit", "--delta", "0.1"]
 DELTA = 0.1
+
+
+def _prefix(model: str) -> str:
+    """File prefix of a model's HMC and theory files (``hmc_``/``theory`` for the default ReLU, v ≡ 1)."""
+    return "" if model == "relu_ones" else f"{model}_"
+
+
+def _option(options, name):
+    return options[options.index(name) + 1]
 
 
 def _run(command, cpu_log: Path, key: str) -> float:
@@ -82,19 +94,21 @@ def _bin(name):
     return str(Path(sys.executable).with_name(name))
 
 
-def run_hmc(out: Path, *, alphas, dims, teachers, steps, kept, seed, n_test=10_000):
-    """HMC files ``hmc_d<d>_alpha<α>.h5`` (one per d and α, skipped when complete) and the theory
-    ``theory.h5``."""
+def run_hmc(out: Path, *, alphas, dims, teachers, steps, kept, seed, n_test=10_000, model="relu_ones"):
+    """HMC files ``hmc_[<model>_]d<d>_alpha<α>.h5`` (one per d and α, skipped when complete) and the theory
+    ``theory[_<model>].h5`` (the prefix is empty for ``relu_ones``)."""
     cpu_log = out / "cpu_seconds.json"
-    theory = out / "theory.h5"
+    prefix = _prefix(model)
+    options = TABLE_MODELS[model][1] + HMC_CHANNEL
+    theory = out / ("theory.h5" if not prefix else f"theory_{model}.h5")
     if not theory.exists():
-        _run([_bin("replica-sweep"), *HMC_MODEL, "--alpha", ",".join(f"{a:g}" for a in alphas), "-o", str(theory),
-              "--quiet"], cpu_log, "theory")
+        _run([_bin("replica-sweep"), *options, "--alpha", ",".join(f"{a:g}" for a in alphas), "-o", str(theory),
+              "--quiet"], cpu_log, theory.stem)
     for dim, alpha in ((d, a) for d in dims for a in alphas):
-        path = out / f"hmc_d{dim}_alpha{alpha:g}.h5"
+        path = out / f"hmc_{prefix}d{dim}_alpha{alpha:g}.h5"
         if path.exists():
             continue
-        command = [_bin("replica-experiment"), *HMC_MODEL, "--alpha", f"{alpha:g}", "--dim", str(dim),
+        command = [_bin("replica-experiment"), *options, "--alpha", f"{alpha:g}", "--dim", str(dim),
                    "--teachers", str(teachers), "--steps", str(steps), "--kept", str(kept), "--n-test", str(n_test),
                    "--init", "informed,uninformed", "--seed", str(seed), "--quiet", "-o", str(path)]
         if path.with_name(path.stem + ".checkpoint.h5").exists():
@@ -124,14 +138,16 @@ def _fmt(mean, sem=None, digits=4):
     return f"{mean:.{digits}f} ± {sem:.{digits}f}"
 
 
-def _theory_rows(path: Path):
+def _theory_rows(path: Path, model="relu_ones"):
     """Per α and branch: mmse, Q, classification and Gibbs errors, sign disagreement (teacher–sample)."""
     import h5py
 
     from priors.output_channels import ProbitChannel
     from replica.models.shallow import ShallowModel
 
-    k_d = ShallowModel("relu", 0.5, output_channel=ProbitChannel(DELTA)).K_d
+    options = TABLE_MODELS[model][1]
+    k_d = ShallowModel(_option(options, "--activation"), float(_option(options, "--gamma")),
+                       readout_law=_option(options, "--readout"), output_channel=ProbitChannel(DELTA)).K_d
     rows = {}
     with h5py.File(path, "r") as f:
         alpha = f["equilibrium/alpha"][()]
@@ -151,18 +167,19 @@ def _theory_rows(path: Path):
     return rows, k_d
 
 
-def hmc_table(out: Path) -> str:
+def hmc_table(out: Path, model="relu_ones") -> str:
     """Markdown table: HMC (informed, uninformed) beside the theory's branches at every α run."""
     from simulations.io import read_experiment
 
-    theory, k_d = _theory_rows(out / "theory.h5")
+    prefix = _prefix(model)
+    theory, k_d = _theory_rows(out / ("theory.h5" if not prefix else f"theory_{model}.h5"), model)
     cpu = json.loads((out / "cpu_seconds.json").read_text()) if (out / "cpu_seconds.json").exists() else {}
     lines = ["| α | source | Bayes class. error | Gibbs class. error | mmse | overlap Q | "
              "sign disagr. teacher–sample | sample–sample | chains | CPU s |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     setup = None
     runs = []
-    for path in _hmc_files(out):
+    for path in _hmc_files(out, model):
         data = read_experiment(path)
         runs.append((float(data["parameters"]["alpha"][0]), int(data["parameters"]["dim"]), path, data))
     shown = set()
@@ -188,7 +205,7 @@ def hmc_table(out: Path) -> str:
                          f"{ms('gibbs_classification_error')} | {ms('mmse')} | {ms('unbiased_overlap', 3)} | "
                          f"{ms('nishimori_teacher_disagreement')} | {ms('nishimori_replica_disagreement')} | "
                          f"{int(g['chains_used'][0])} | {cpu_text} |")
-    header = [f"K_d = {k_d:.5f} (ReLU, γ = 0.5, v ≡ 1, probit Δ = {DELTA}); {setup}. Errors ± one standard "
+    header = [f"K_d = {k_d:.5f} ({TABLE_MODELS[model][0]}, γ = 0.5, probit Δ = {DELTA}); {setup}. Errors ± one standard "
               "error over teachers; CPU s: all chains of that α (both starts), from getrusage."]
     return "\n".join(header + [""] + lines)
 
@@ -226,9 +243,9 @@ def closing_table(out: Path, hmc_rows=None) -> str:
     return "\n".join(lines)
 
 
-def _hmc_files(out: Path) -> list:
-    """Finished HMC files (not the checkpoints of unfinished ones)."""
-    return sorted(p for p in out.glob("hmc_d*_alpha*.h5") if not p.name.endswith(".checkpoint.h5"))
+def _hmc_files(out: Path, model="relu_ones") -> list:
+    """Finished HMC files of a model (not the checkpoints of unfinished ones)."""
+    return sorted(p for p in out.glob(f"hmc_{_prefix(model)}d*_alpha*.h5") if not p.name.endswith(".checkpoint.h5"))
 
 
 def _text(value) -> str:
@@ -240,14 +257,14 @@ def _hmc_cells(out: Path) -> dict:
     from simulations.io import read_experiment
 
     cells = {}
-    for path in _hmc_files(out):
+    for model, path in ((m, p) for m in HMC_MODELS for p in _hmc_files(out, m)):
         data = read_experiment(path)
         alpha, dim = float(data["parameters"]["alpha"][0]), int(data["parameters"]["dim"])
         parts = []
         for init in ("informed", "uninformed"):
             g = data["groups"][("hmc", init)]
             parts.append(_fmt(float(g["classification_error_mean"][0]), float(g["classification_error_sem"][0])))
-        cells[("relu_ones", "probit", alpha, dim)] = f"d = {dim}: {parts[0]} inf., {parts[1]} uninf."
+        cells[(model, "probit", alpha, dim)] = f"d = {dim}: {parts[0]} inf., {parts[1]} uninf."
     return cells
 
 
@@ -262,6 +279,9 @@ def main(argv=None) -> int:
     parser.add_argument("--kept", type=int, default=50)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--markdown", default=None, help="write the tables to this markdown file")
+    parser.add_argument("--model", choices=HMC_MODELS, default="relu_ones",
+                        help="one-hidden-layer model of the HMC part (default relu_ones); the report shows every "
+                             "model with files")
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -270,10 +290,12 @@ def main(argv=None) -> int:
         run_table(out)
     if args.part in ("hmc", "all"):
         run_hmc(out, alphas=alphas, dims=[int(d) for d in args.dim.split(",")], teachers=args.teachers, steps=args.steps, kept=args.kept,
-                seed=args.seed)
+                seed=args.seed, model=args.model)
     text = []
-    if (out / "theory.h5").exists() and _hmc_files(out):
-        text += ["## HMC (probit) against the theory", "", hmc_table(out), ""]
+    for model in HMC_MODELS:
+        theory = out / ("theory.h5" if not _prefix(model) else f"theory_{model}.h5")
+        if theory.exists() and _hmc_files(out, model):
+            text += [f"## HMC (probit) against the theory: {TABLE_MODELS[model][0]}", "", hmc_table(out, model), ""]
     text += ["## Transitions and classification errors (replica-sweep, equilibrium)", "",
              closing_table(out, _hmc_cells(out)), ""]
     report = "\n".join(text)
