@@ -28,7 +28,7 @@ import sys
 import time
 from pathlib import Path
 
-from replica.workflow.cli import warn_readout_rescaling
+from replica.workflow.cli import add_output_channel_options, warn_readout_rescaling
 from replica.workflow.config import LIMITS, CommandParser, UsageError, check_memory, number_type
 
 __all__ = ["main", "build_parser"]
@@ -78,7 +78,14 @@ def build_parser() -> argparse.ArgumentParser:
                        help="readout law P_v (E v² = 1): ones, rademacher, uniform (±√3), gaussian, "
                             "4point ({±1,±3}/√5) or 'discrete:v=w,...' (default ones)")
     model.add_argument("--delta", type=number_type("--delta", minimum=0, maximum=LIMITS["delta"][1], upper_strict=False),
-                       default=0.1, help="label-noise variance Δ <= 1e4 (> 0 for the samplers; default 0.1)")
+                       default=None, help="label-noise variance Δ <= 1e4 of the gaussian and probit channels (> 0 for "
+                                          "the samplers; default 0.1)")
+    add_output_channel_options(
+        model, note="; the labels are drawn with the channel and HMC/NUTS sample the posterior with its "
+                    "log-likelihood (other samplers: gaussian only); ±1 channels also store the classification "
+                    "errors of the Bayes and Gibbs classifiers on --n-test fresh labels and a Nishimori check. "
+                    "sign is refused (exit 2): its step likelihood has no gradient for HMC; use probit with a "
+                    "small --delta")
     model.add_argument("--alpha", default="1,6",
                        help="sample ratios α = n/d²: 'a,b,c' or inclusive 'start:stop:num' (default 1,6)")
 
@@ -168,7 +175,7 @@ _FIELD_OPTIONS = {
     "init": "--init", "delta": "--delta", "posterior": "--delta", "steps": "--steps",
     "warmup_fraction": "--warmup-fraction", "num_kept": "--kept", "num_integration_steps": "--leapfrog-steps",
     "target_acceptance": "--target-acceptance", "learning_rate": "--learning-rate", "gamp-rie": "--sampler",
-    "initial_step_size": "--initial-step-size",
+    "initial_step_size": "--initial-step-size", "channel": "--channel",
 }
 
 
@@ -201,11 +208,16 @@ def config_from_args(args):
             raise UsageError(f"--init: unknown start {name!r} (choose from {', '.join(INITS)})")
     if len(set(init)) != len(init) or not init:
         raise UsageError(f"--init: give each start once, got {args.init!r}")
+    from replica.workflow.model_options import output_channel_options
+
+    channel = output_channel_options(args.channel, args.delta, args.temperature, args.channel_threshold)
     try:
         config = ExperimentConfig(
             layers=args.layers, gamma=gamma, activation=args.activation,
             drop_hermite=_parse_list("--drop-hermite", args.drop_hermite, int),
-            unit_variance=args.unit_variance, prior=args.prior, readout=args.readout, delta=args.delta,
+            unit_variance=args.unit_variance, prior=args.prior, readout=args.readout, delta=channel["delta"],
+            channel=channel.get("channel", "gaussian"), temperature=channel.get("temperature", 1.0),
+            channel_threshold=channel.get("channel_threshold", 0.0),
             alpha=_parse_alpha(args.alpha), dim=args.dim, teachers=args.teachers, sampler=args.sampler,
             init=init, steps=args.steps if args.steps is not None else DEFAULT_STEPS[args.sampler],
             warmup_fraction=args.warmup_fraction, num_kept=args.kept, n_test=args.n_test, seed=args.seed,
@@ -326,6 +338,10 @@ def _run(args) -> int:
                 logger.info("%s alpha=%g mmse=%.5f ± %.5f", init, alpha, mean, sem)
             else:
                 logger.info("%s alpha=%g mmse=%.5f (one teacher: no error bar)", init, alpha, mean)
+        if "classification_error_mean" in result.datasets:
+            for alpha, mean, sem in zip(result.alpha, result.datasets["classification_error_mean"],
+                                        result.datasets["classification_error_sem"]):
+                logger.info("%s alpha=%g classification error=%.4f ± %.4f", init, alpha, mean, sem)
     return 0
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .measurements import NEURON_BINS, OVERLAP_BIN_EDGES, measure_chain, mean_and_sem
+from .measurements import NEURON_BINS, OVERLAP_BIN_EDGES, classification_measures, measure_chain, mean_and_sem
 from .teacher_student import WEIGHT_PRIOR_NAMES, Architecture, make_dataset, sample_teacher, sample_weights
 
 __all__ = ["ExperimentConfig", "InitResult", "run_experiment", "INITS", "DEFAULT_STEPS"]
@@ -56,7 +56,16 @@ class ExperimentConfig:
     readout : str
         Readout law.
     delta : float
-        Label-noise variance Δ.
+        Label-noise variance Δ (``gaussian`` and ``probit`` channels; 0 for ``sign`` and ``logistic``).
+    channel : {'gaussian', 'probit', 'sign', 'logistic'}
+        Output channel of the labels (:func:`priors.output_channels.get_output_channel`): the labels are
+        drawn with its sampler from the teacher's centred output and HMC/NUTS use its log-likelihood
+        (:mod:`simulations.channels`). Non-Gaussian channels are sampled with ``hmc``/``nuts`` only;
+        ``sign`` is refused there (step likelihood).
+    temperature : float
+        ``logistic`` only: T > 0.
+    channel_threshold : float
+        ``probit``/``sign`` only: threshold θ on the centred output.
     alpha : tuple of float
         Sample ratios ``α = n/d²``.
     dim : int
@@ -95,6 +104,9 @@ class ExperimentConfig:
     readout: str = "ones"
     delta: float = 0.1
     alpha: tuple = (1.0,)
+    channel: str = "gaussian"
+    temperature: float = 1.0
+    channel_threshold: float = 0.0
     dim: int = 40
     teachers: int = 2
     sampler: str = "hmc"
@@ -152,7 +164,9 @@ class ExperimentConfig:
             from .gamp_rie import check_experiment
 
             check_experiment(self)
-        if self.sampler not in ("adam", "sgd", "gamp-rie") and self.delta == 0:
+        if self.channel != "gaussian":
+            self._validate_channel()
+        elif self.sampler not in ("adam", "sgd", "gamp-rie") and self.delta == 0:
             raise ValueError("posterior sampling needs delta > 0 (the noiseless posterior is singular)")
         if self.steps < (1 if self.sampler == "sgd" else 2):
             raise ValueError(f"steps must be >= {1 if self.sampler == 'sgd' else 2}, got {self.steps}")
@@ -169,14 +183,54 @@ class ExperimentConfig:
         if not self.learning_rate > 0 or not 0 < self.batch_fraction <= 1:
             raise ValueError("learning_rate must be > 0 and batch_fraction in (0, 1]")
 
+    def _validate_channel(self) -> None:
+        from priors.output_channels import OUTPUT_CHANNELS
+
+        from .channels import SIGN_REFUSAL, output_mean_coefficient
+
+        if self.channel not in OUTPUT_CHANNELS:
+            raise ValueError(f"channel must be one of {', '.join(OUTPUT_CHANNELS)}, got {self.channel!r}")
+        if self.sampler not in ("hmc", "nuts"):
+            raise ValueError(f"channel {self.channel}: only --sampler hmc or nuts sample a non-Gaussian channel "
+                             f"(got {self.sampler}, which uses Gaussian energies or the squared loss)")
+        if self.channel == "sign":
+            raise ValueError(f"channel sign: {SIGN_REFUSAL}")
+        if self.channel == "probit" and not self.delta > 0:
+            raise ValueError("channel probit: posterior sampling needs delta > 0 (delta = 0 is the sign channel)")
+        self.output_channel()  # invalid parameters (T <= 0, ...) raise here
+        try:
+            output_mean_coefficient(self.activation, drop_hermite=self.drop_hermite,
+                                    unit_variance=self.unit_variance, layers=self.layers)
+        except ValueError as exc:
+            raise ValueError(f"channel {self.channel}: {exc}") from None
+
+    def output_channel(self):
+        """The channel of the labels, from the registry :func:`priors.output_channels.get_output_channel`.
+
+        Raises
+        ------
+        ValueError
+            Invalid channel parameters.
+        """
+        from priors.output_channels import get_output_channel
+
+        return get_output_channel(self.channel, delta=self.delta, temperature=self.temperature,
+                                  threshold=self.channel_threshold)
+
     @property
     def architecture(self) -> Architecture:
         """Sizes ``d, k_1 … k_L``."""
         return Architecture.from_ratios(self.dim, self.gamma)
 
     def to_json(self) -> str:
-        """Canonical JSON of every option."""
-        return json.dumps(dataclasses.asdict(self), sort_keys=True)
+        """Canonical JSON of every option (``channel``, ``temperature`` and ``channel_threshold`` only for a
+        non-Gaussian channel, so that Gaussian runs keep the parameters of files written before channels
+        existed and can resume their checkpoints)."""
+        params = dataclasses.asdict(self)
+        if self.channel == "gaussian":
+            for name in ("channel", "temperature", "channel_threshold"):
+                params.pop(name)
+        return json.dumps(params, sort_keys=True)
 
 
 @dataclass
@@ -195,6 +249,9 @@ class InitResult:
 _SCALARS = ("error", "posterior_mean_error", "r2", "replica_error", "replica_r2",
             "acceptance_rate", "step_size", "divergences", "mean_integration_steps", "wall_time",
             "converged", "iterations")
+#: per-chain classification measures of ±1 channels (:func:`simulations.measurements.classification_measures`)
+_CLASSIFICATION = ("classification_error", "gibbs_classification_error", "sign_disagreement",
+                   "teacher_disagreement", "replica_disagreement")
 
 
 _RUNNERS: dict = {}
@@ -229,10 +286,17 @@ def run_experiment(config: ExperimentConfig, *, progress: bool = False, chains: 
     ``mmse_mean`` is the teacher average of the per-teacher error (half Gibbs error on
     ``n_test`` fresh noiseless inputs averaged over the kept samples; Adam: test error of
     the final iterate), ``mmse_sem`` its standard error over teachers.
+
+    With a non-Gaussian channel (``config.channel``) the training labels are drawn with the channel's
+    sampler from the teacher's centred output (``λ − μ₀ Σv/√k_L``, :mod:`simulations.channels`), HMC/NUTS
+    sample the posterior with the channel's log-likelihood, and for ±1 channels each chain is also
+    measured against ``n_test`` fresh labels drawn from the channel at the test inputs
+    (:func:`simulations.measurements.classification_measures`; seeds ``(seed, t, 5)``).
     """
     import jax
 
     from .activations import get_jax_activation
+    from .channels import output_mean_coefficient
     from .samplers import AdamSettings, HMCSettings, make_runner
 
     if config.x64:
@@ -244,20 +308,24 @@ def run_experiment(config: ExperimentConfig, *, progress: bool = False, chains: 
     hmc = HMCSettings(config.num_integration_steps, config.target_acceptance,
                       config.initial_step_size, config.max_num_doublings)
     adam = AdamSettings(config.learning_rate, config.batch_fraction)
+    channel = None if config.channel == "gaussian" else config.output_channel()
+    mu0 = 0.0 if channel is None else output_mean_coefficient(
+        config.activation, drop_hermite=config.drop_hermite, unit_variance=config.unit_variance,
+        layers=config.layers)
     cache_key = (config.sampler, config.activation, config.drop_hermite, config.unit_variance,
                  config.delta, config.steps, config.warmup_fraction, config.num_kept, hmc, adam,
-                 bool(jax.config.jax_enable_x64), config.readout)
+                 bool(jax.config.jax_enable_x64), config.readout, channel, mu0)
     if cache_key not in _RUNNERS:  # compiled code is reused by later runs in the same process
         _RUNNERS[cache_key] = make_runner(
             config.sampler, activation=activation, delta=config.delta, steps=config.steps,
             warmup_fraction=config.warmup_fraction, num_kept=config.num_kept, hmc=hmc, adam=adam,
-            readout_law=config.readout)
+            readout_law=config.readout, channel=channel, mean_coefficient=mu0)
     runner = _RUNNERS[cache_key]
 
     n_alpha, n_teachers, layers = len(config.alpha), config.teachers, architecture.layers
     bins = len(OVERLAP_BIN_EDGES) - 1
     n_groups = _map_groups(config, architecture)
-    store = {init: {"scalars": {name: np.full((n_alpha, n_teachers), np.nan) for name in _SCALARS},
+    store = {init: {"scalars": {name: np.full((n_alpha, n_teachers), np.nan) for name in _SCALARS + _CLASSIFICATION},
                     "neuron_map_layer_1": np.full((n_alpha, n_teachers, NEURON_BINS), np.nan),
                     "neuron_map_layer_2": np.full((n_alpha, n_teachers, n_groups, NEURON_BINS), np.nan),
                     "overlap": np.full((n_alpha, n_teachers, layers), np.nan),
@@ -275,22 +343,28 @@ def run_experiment(config: ExperimentConfig, *, progress: bool = False, chains: 
         teacher = sample_teacher(architecture, prior=config.prior, readout=config.readout, rng=rng)
         test = make_dataset(teacher, config.n_test, delta=config.delta, activation=activation,
                             rng=np.random.default_rng([config.seed, t, 1]), noiseless=True)
-        teachers.append((teacher, test))
+        centre = mu0 * float(np.sum(teacher.readout)) / math.sqrt(teacher.readout.shape[0])
+        classes = None
+        if channel is not None and channel.binary:  # fresh ±1 labels at the test inputs
+            classes = (np.asarray(channel.sample(test.labels - centre, np.random.default_rng([config.seed, t, 5]))),
+                       centre, float(getattr(channel, "threshold", 0.0)))
+        teachers.append((teacher, test, centre, classes))
 
     tasks = [(a, t, i) for a in range(n_alpha) for t in range(n_teachers) for i in range(len(config.init))]
     bar = _progress_bar(len(tasks), progress, config.sampler)
     try:
         for a, alpha in enumerate(config.alpha):
             n = architecture.num_samples(alpha)
-            for t, (teacher, test) in enumerate(teachers):
+            for t, (teacher, test, centre, classes) in enumerate(teachers):
                 train = None
                 for i, init in enumerate(config.init):
                     record = chains.get((a, t, init))
                     if record is None:
                         if train is None:
                             train = make_dataset(teacher, n, delta=config.delta, activation=activation,
-                                                 rng=np.random.default_rng([config.seed, t, 2, _alpha_key(alpha)]))
-                        record = _run_chain(config, runner, teacher, test, train, alpha, t, i, init)
+                                                 rng=np.random.default_rng([config.seed, t, 2, _alpha_key(alpha)]),
+                                                 channel=channel, centre=centre)
+                        record = _run_chain(config, runner, teacher, test, train, alpha, t, i, init, classes)
                         if on_chain is not None:
                             on_chain((a, t, init), record)
                     _add_chain(store[init], a, t, record)
@@ -303,8 +377,9 @@ def run_experiment(config: ExperimentConfig, *, progress: bool = False, chains: 
     return {init: _summarize(init, config, architecture, store[init]) for init in config.init}
 
 
-def _run_chain(config, runner, teacher, test, train, alpha, t, i, init) -> dict:
-    """Run and measure one chain; returns its record (see :func:`run_experiment`)."""
+def _run_chain(config, runner, teacher, test, train, alpha, t, i, init, classes=None) -> dict:
+    """Run and measure one chain; returns its record (see :func:`run_experiment`). ``classes``: None, or
+    ``(test labels ±1, centre, threshold)`` of a binary channel (classification measures)."""
     import jax
 
     from .samplers import POINT_ESTIMATES
@@ -345,6 +420,14 @@ def _run_chain(config, runner, teacher, test, train, alpha, t, i, init) -> dict:
                   divergences=chain.divergences,
                   mean_integration_steps=chain.mean_integration_steps, wall_time=elapsed,
                   converged=chain.converged, iterations=chain.steps)
+    if classes is not None:
+        labels, centre, threshold = classes
+        values.update(classification_measures(chain.test_outputs, test.labels, labels, centre=centre,
+                                              threshold=threshold))
+        logger.info("alpha=%g teacher=%d %s: classification error %.4f (Gibbs %.4f); sign disagreement "
+                    "teacher-sample %.4f, sample-sample %.4f", alpha, t, init, values["classification_error"],
+                    values["gibbs_classification_error"], values["teacher_disagreement"],
+                    values["replica_disagreement"])
     record = {name: np.asarray(value, dtype=float) for name, value in values.items()}
     record.update(neuron_map_layer_1=np.asarray(m.neuron_map_layer_1, dtype=float),
                   neuron_map_layer_2=np.asarray(m.neuron_map_layer_2, dtype=float),
@@ -357,8 +440,8 @@ def _run_chain(config, runner, teacher, test, train, alpha, t, i, init) -> dict:
 
 def _add_chain(entry, a, t, record) -> None:
     """Put the record of chain (α index ``a``, teacher ``t``) into the arrays of its start."""
-    for name in _SCALARS:
-        entry["scalars"][name][a, t] = record[name]
+    for name in _SCALARS + _CLASSIFICATION:  # classification measures: ±1 channels only
+        entry["scalars"][name][a, t] = record.get(name, np.nan)
     entry["overlap"][a, t] = record["overlap"]
     entry["replica_overlap"][a, t] = record["replica_overlap"]
     for name in ("neuron_map_layer_1", "neuron_map_layer_2", "unbiased_overlap"):  # absent from older checkpoints
@@ -477,6 +560,11 @@ def _summarize(init, config, architecture, entry) -> InitResult:
         "trace_steps": np.asarray(entry["trace_steps"]), "trace_error": traces,
         "widths": np.asarray(architecture.widths),
     }
+    if config.channel != "gaussian" and config.output_channel().binary:
+        for name in _CLASSIFICATION:
+            key = "nishimori_" + name if name in ("teacher_disagreement", "replica_disagreement") else name
+            mean, sem = mean_and_sem(s[name], axis=1, keep=keep)
+            datasets.update({f"{key}_mean": mean, f"{key}_sem": sem, key: s[name]})
     if config.sampler == "sgd":  # updates = samples seen, proportional to n: one row per α
         by_alpha = entry.get("trace_steps_by_alpha", {})
         datasets["trace_samples"] = np.array([by_alpha.get(a, np.full(traces.shape[-1], np.nan))

@@ -6,7 +6,10 @@ Root attributes: ``parameters`` (JSON of every option of :class:`ExperimentConfi
 ``configuration`` (JSON of every resolved command-line option, when written by
 ``replica-experiment``), ``version`` (package version), ``git_revision`` (if known),
 ``created`` (UTC, ISO 8601), ``error_convention`` (one line), ``averages`` (one line: which
-chains enter the ``*_mean``/``*_sem`` datasets).
+chains enter the ``*_mean``/``*_sem`` datasets), ``output_channel`` (name) and
+``output_channel_parameters`` (JSON of :meth:`priors.output_channels.OutputChannel.parameters`) of the
+labels' law, and for a non-Gaussian channel ``output_mean_coefficient`` (μ₀: the channel reads the
+centred output ``λ − μ₀ Σv/√k_L``, :mod:`simulations.channels`).
 
 Group ``experiments/<sampler>/<init>`` with datasets (α axis first, ``T`` teachers, ``L``
 layers, ``B`` histogram bins):
@@ -54,6 +57,14 @@ name                               shape               meaning
 ``trace_steps``, ``trace_error``   (S,), (A, T, S)     error along the run (steps of the last α)
 ``trace_samples``                  (A, S)              SGD only: samples seen at each trace point
 ``widths``                         (L,)                hidden widths k_ℓ
+``classification_error_*``         (A,), (A, T)        ±1 channels only: P(ŷ ≠ y) of the Bayes
+                                                       classifier ŷ = sign(⟨λ_c⟩ − θ) on n_test
+                                                       fresh channel labels (``_mean``, ``_sem``,
+                                                       per teacher)
+``gibbs_classification_error_*``   (A,), (A, T)        the same for single samples sign(λ_c^a − θ)
+``sign_disagreement_*``            (A,), (A, T)        P(ŷ ≠ sign(λ_c⁰ − θ))
+``nishimori_teacher_disagreement_*``,                  P(sign(λ_c^a − θ) ≠ sign(λ_c⁰ − θ)) and
+``nishimori_replica_disagreement_*`` (A,), (A, T)      the sample–sample version (Nishimori check)
 =================================  ==================  ==========================================
 
 The file is written to a temporary file in the target directory and moved into place
@@ -137,6 +148,15 @@ def write_experiment(path, config, results: dict, *, overwrite: bool = False, co
         f.attrs["created"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
         f.attrs["error_convention"] = ERROR_CONVENTION
         f.attrs["averages"] = AVERAGES
+        channel = config.output_channel()
+        f.attrs["output_channel"] = channel.name
+        f.attrs["output_channel_parameters"] = json.dumps(channel.parameters(), sort_keys=True)
+        if config.channel != "gaussian":
+            from .channels import output_mean_coefficient
+
+            f.attrs["output_mean_coefficient"] = output_mean_coefficient(
+                config.activation, drop_hermite=config.drop_hermite, unit_variance=config.unit_variance,
+                layers=config.layers)
         if configuration is not None:
             f.attrs["configuration"] = json.dumps(configuration, sort_keys=True)
         f.attrs["kind"] = "experiment"
@@ -162,7 +182,9 @@ def read_experiment(path) -> dict:
     Returns
     -------
     dict
-        ``{'parameters': dict, 'version': str, 'groups': {(sampler, init): {name: ndarray}}}``.
+        ``{'parameters': dict, 'version': str, 'output_channel': dict, 'groups': {(sampler, init):
+        {name: ndarray}}}``; ``output_channel`` is the stored ``output_channel_parameters`` (files written
+        before channels existed: Gaussian with the stored Δ).
     """
     import h5py
 
@@ -170,6 +192,9 @@ def read_experiment(path) -> dict:
     with h5py.File(path, "r") as f:
         out["parameters"] = json.loads(f.attrs["parameters"])
         out["version"] = str(f.attrs["version"])
+        stored = f.attrs.get("output_channel_parameters")
+        out["output_channel"] = (json.loads(stored) if stored is not None
+                                 else {"name": "gaussian", "delta": float(out["parameters"].get("delta", 0.1))})
         for sampler, group in f["experiments"].items():
             for init, sub in group.items():
                 out["groups"][(sampler, init)] = {name: sub[name][()] for name in sub}

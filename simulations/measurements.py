@@ -23,6 +23,12 @@ Definitions (docs/theory.md §1 and §7)
   with a posterior sample, so teacher–sample statistics equal sample–sample statistics
   (two samples far apart in the chain).  Reported: ``½E(λ^a − λ⁰)²`` vs ``½E(λ^a − λ^b)²``,
   matched overlaps and ``R₂`` teacher–sample vs sample–sample.
+* Classification (±1 output channels, :func:`classification_measures`): with ``λ_c`` the centred
+  output and θ the channel's threshold, the Bayes classifier ``ŷ = sign(⟨λ_c⟩ − θ)`` (the theory's
+  ``argmax_y Z(y; ω, V)`` with ω the posterior-mean output, docs/theory.md §10) and the Gibbs
+  classifier ``sign(λ_c^a − θ)`` of single samples, both against fresh channel labels; the
+  Nishimori check compares the teacher–sample disagreement ``P(sign(λ_c^a − θ) ≠ sign(λ_c⁰ − θ))``
+  with the sample–sample one ``P(sign(λ_c^a − θ) ≠ sign(λ_c^b − θ))``.
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ __all__ = [
     "overlap_matrices",
     "r2_overlap",
     "measure_chain",
+    "classification_measures",
     "mean_and_sem",
 ]
 
@@ -449,6 +456,64 @@ def measure_chain(samples, test_outputs, teacher_weights, teacher_test_outputs, 
         neuron_map_layer_2=np.mean(maps_2, axis=0),
         unbiased_overlap=np.mean(unbiased, axis=0),
     )
+
+
+def classification_measures(test_outputs, teacher_test_outputs, test_labels, *, centre=0.0,
+                            threshold=0.0) -> dict:
+    """Classification errors and their Nishimori check for labels ±1 (module docstring).
+
+    Parameters
+    ----------
+    test_outputs : array_like, shape (num_kept, n_test)
+        ``λ(x; W^a)`` of the kept samples on the test inputs (uncentred).
+    teacher_test_outputs : array_like, shape (n_test,)
+        ``λ(x; W⁰)`` (uncentred).
+    test_labels : array_like, shape (n_test,)
+        Fresh labels ``y ∈ {−1, +1}`` drawn from the channel at the teacher's centred output.
+    centre : float, keyword-only
+        ``μ₀ Σv/√k_L``, removed from every output.
+    threshold : float, keyword-only
+        The channel's threshold θ (0 for the logistic channel).
+
+    Returns
+    -------
+    dict of float
+        ``classification_error`` — ``P(ŷ ≠ y)`` of the Bayes classifier ``ŷ = sign(⟨λ_c⟩ − θ)``
+        (mean over the kept samples); ``gibbs_classification_error`` — ``P(sign(λ_c^a − θ) ≠ y)``
+        averaged over the kept samples; ``sign_disagreement`` — ``P(ŷ ≠ sign(λ_c⁰ − θ))``;
+        ``teacher_disagreement`` and ``replica_disagreement`` — ``P(sign(λ_c^a − θ) ≠ sign(λ_c⁰ − θ))``
+        over the kept samples and ``P(sign(λ_c^a − θ) ≠ sign(λ_c^b − θ))`` over the pairs (first half,
+        second half) of the kept samples (NaN with fewer than two); equal in expectation at equilibrium
+        (Nishimori). A decision value exactly at θ counts as +1.
+
+    Raises
+    ------
+    ValueError
+        Shapes that do not match, or labels other than ±1.
+    """
+    outputs = np.asarray(test_outputs, float) - float(centre)
+    teacher = np.asarray(teacher_test_outputs, float) - float(centre)
+    y = np.asarray(test_labels, float)
+    if outputs.ndim != 2 or outputs.shape[1] != teacher.shape[0] or y.shape != teacher.shape:
+        raise ValueError(f"shapes do not match: outputs {outputs.shape}, teacher {teacher.shape}, labels {y.shape}")
+    if not np.all(np.abs(y) == 1.0):
+        raise ValueError("classification measures need labels in {-1, +1}")
+    theta = float(threshold)
+
+    def decide(values):
+        return np.where(values >= theta, 1.0, -1.0)
+
+    samples, bayes, truth = decide(outputs), decide(outputs.mean(axis=0)), decide(teacher)
+    out = {"classification_error": float(np.mean(bayes != y)),
+           "gibbs_classification_error": float(np.mean(samples != y[None, :])),
+           "sign_disagreement": float(np.mean(bayes != truth)),
+           "teacher_disagreement": float(np.mean(samples != truth[None, :])),
+           "replica_disagreement": float("nan")}
+    num_kept = outputs.shape[0]
+    if num_kept >= 2:
+        half = num_kept // 2
+        out["replica_disagreement"] = float(np.mean(samples[:half] != samples[num_kept - half:]))
+    return out
 
 
 def _point_measurement(error, posterior_mean_error, teacher_weights, readout, matrix_estimate, bins,

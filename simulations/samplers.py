@@ -4,7 +4,9 @@ Posterior (Gaussian label noise of variance Δ, prior ``P_W`` on every layer):
 
     log p(W | D) = log P_W(W) − Σ_μ (y_μ − λ(x_μ; W))² / (2Δ) + const,
 
-with ``log P_W(W) = −½ Σ W²`` for the Gaussian prior.
+with ``log P_W(W) = −½ Σ W²`` for the Gaussian prior. With an output channel (``make_runner(...,
+channel=...)``, HMC/NUTS only) the Gaussian term is replaced by ``Σ_μ ln P_out(y_μ | λ_c(x_μ; W))`` on the
+centred output ``λ_c = λ − μ₀ Σv/√k_L`` (:mod:`simulations.channels`, docs/theory.md §10.1).
 
 * :func:`run_hmc` — BlackJAX HMC (fixed number of leapfrog steps) or NUTS, identity mass
   matrix, step size tuned during warm-up by dual averaging (Hoffman & Gelman 2014, §3.2)
@@ -108,16 +110,24 @@ def _schedule(steps: int, warmup_fraction: float, num_kept: int) -> tuple[int, i
     return thin, warmup_blocks, kept
 
 
-def _log_likelihood(weights, readout, inputs, labels, activation, delta):
+def _log_likelihood(weights, readout, inputs, labels, activation, delta, channel=None):
+    """Log-likelihood of the data up to a constant: Gaussian ``−Σ (y − λ)²/(2Δ)`` when ``channel`` is None,
+    else ``Σ channel_fn(y, λ − μ₀ Σv/√k_L)`` with ``channel = (channel_fn, μ₀)``
+    (:func:`simulations.channels.jax_log_likelihood`, :func:`simulations.channels.output_mean_coefficient`)."""
     import jax.numpy as jnp
 
-    residual = labels - network_output(weights, readout, inputs, activation)
-    return -jnp.sum(residual**2) / (2.0 * delta)
+    output = network_output(weights, readout, inputs, activation)
+    if channel is None:
+        residual = labels - output
+        return -jnp.sum(residual**2) / (2.0 * delta)
+    log_p, mu0 = channel
+    centre = mu0 * jnp.sum(readout) / math.sqrt(readout.shape[0])
+    return jnp.sum(log_p(labels, output - centre))
 
 
 def make_runner(sampler: str, *, activation, delta: float, steps: int, warmup_fraction: float = 0.5,
                 num_kept: int = 50, hmc: HMCSettings = HMCSettings(), adam: AdamSettings = AdamSettings(),
-                readout_law: str | None = None):
+                readout_law: str | None = None, channel=None, mean_coefficient: float = 0.0):
     """Build a jit-compiled runner for one sampler; data are arguments, so it compiles once per shape.
 
     Parameters
@@ -139,6 +149,13 @@ def make_runner(sampler: str, *, activation, delta: float, steps: int, warmup_fr
         (SGD uses ``adam.learning_rate`` as its learning rate η.)
     readout_law : str, optional
         Readout-law specification (GAMP-RIE uses its spectral law).
+    channel : priors.output_channels.OutputChannel, optional
+        HMC/NUTS only: the output channel whose log-likelihood (:func:`simulations.channels.jax_log_likelihood`)
+        replaces the Gaussian one, read on the centred output ``λ − mean_coefficient Σv/√k_L``; ``labels``
+        are then the channel's labels. None (default): Gaussian label noise of variance ``delta``, the
+        uncentred output (as before channels existed).
+    mean_coefficient : float, optional
+        ``μ₀`` of the centring (:func:`simulations.channels.output_mean_coefficient`).
 
     Returns
     -------
@@ -149,10 +166,18 @@ def make_runner(sampler: str, *, activation, delta: float, steps: int, warmup_fr
     Raises
     ------
     ValueError
-        Unknown sampler, Δ ≤ 0 for a sampler, bad schedule.
+        Unknown sampler, Δ ≤ 0 for a sampler, bad schedule, a channel with a sampler other than HMC/NUTS
+        or without a JAX log-likelihood (the noiseless sign channel).
     """
     if sampler not in SAMPLERS:
         raise ValueError(f"unknown sampler {sampler!r}; expected one of {', '.join(SAMPLERS)}")
+    if channel is not None:
+        if sampler not in ("hmc", "nuts"):
+            raise ValueError(f"an output channel is sampled with hmc or nuts only, got {sampler!r}")
+        from .channels import jax_log_likelihood
+
+        likelihood = (jax_log_likelihood(channel), float(mean_coefficient))
+        return _make_hmc_runner(sampler, activation, delta, steps, warmup_fraction, num_kept, hmc, likelihood)
     if sampler not in POINT_ESTIMATES and not delta > 0:
         raise ValueError(f"sampling the posterior needs a label-noise variance Δ > 0, got {delta}")
     if sampler == "gamp-rie":
@@ -225,7 +250,7 @@ def run_adam(key, start_weights, readout, train, test, *, activation, steps, num
 # HMC / NUTS
 # --------------------------------------------------------------------------------------
 
-def _make_hmc_runner(kind, activation, delta, steps, warmup_fraction, num_kept, settings):
+def _make_hmc_runner(kind, activation, delta, steps, warmup_fraction, num_kept, settings, channel=None):
     import jax
     import jax.numpy as jnp
     import blackjax
@@ -243,7 +268,7 @@ def _make_hmc_runner(kind, activation, delta, steps, warmup_fraction, num_kept, 
     def run(key, position, readout, inputs, labels, test_inputs, test_outputs):
         def logdensity(weights):
             prior = -0.5 * sum(jnp.sum(w**2) for w in weights)
-            return prior + _log_likelihood(weights, readout, inputs, labels, activation, delta)
+            return prior + _log_likelihood(weights, readout, inputs, labels, activation, delta, channel)
 
         num_params = sum(w.size for w in position)
         inverse_mass = jnp.ones(num_params, dtype=inputs.dtype)

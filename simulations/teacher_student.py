@@ -7,7 +7,8 @@ Conventions
   ``λ(x; W) = vᵀ h^L / √k_L``.
 * Weights iid from the prior (unit variance); the readout ``v`` (``E v² = 1``) is known to
   the student.
-* Labels ``y = λ(x; W⁰) + √Δ z``.
+* Labels ``y = λ(x; W⁰) + √Δ z``, or with an output channel ``y ~ P_out(· | λ(x; W⁰) − μ₀ Σv/√k_L)``
+  (:mod:`simulations.channels`).
 
 Weights are a tuple ``(W_1, …, W_L)`` with ``W_ℓ`` of shape ``(k_ℓ, k_{ℓ−1})``.
 """
@@ -225,8 +226,8 @@ def network_output(weights, readout, inputs, activation):
 
 
 def make_dataset(teacher: Teacher, num_samples: int, *, delta: float, activation,
-                 rng: np.random.Generator, noiseless: bool = False) -> Dataset:
-    """Teacher–student data ``y = λ(x; W⁰) + √Δ z``.
+                 rng: np.random.Generator, noiseless: bool = False, channel=None, centre: float = 0.0) -> Dataset:
+    """Teacher–student data ``y = λ(x; W⁰) + √Δ z``, or ``y ~ P_out(· | λ(x; W⁰) − centre)`` with a channel.
 
     Parameters
     ----------
@@ -240,6 +241,11 @@ def make_dataset(teacher: Teacher, num_samples: int, *, delta: float, activation
     rng : numpy.random.Generator
     noiseless : bool, optional
         Return ``λ(x; W⁰)`` (test data) instead of noisy labels.
+    channel : priors.output_channels.OutputChannel, optional
+        Draw the labels with ``channel.sample`` from the centred output ``λ(x; W⁰) − centre`` (``delta`` is
+        then not used); None: Gaussian noise of variance ``delta``.
+    centre : float, optional
+        The known mean removed before the channel (``μ₀ Σv/√k_L``, :mod:`simulations.channels`).
 
     Returns
     -------
@@ -256,7 +262,10 @@ def make_dataset(teacher: Teacher, num_samples: int, *, delta: float, activation
     inputs = rng.standard_normal((num_samples, dim))
     outputs = np.asarray(_teacher_output(teacher, inputs, activation), dtype=float)
     if not noiseless:
-        outputs = outputs + math.sqrt(delta) * rng.standard_normal(num_samples)
+        if channel is None:
+            outputs = outputs + math.sqrt(delta) * rng.standard_normal(num_samples)
+        else:
+            outputs = np.asarray(channel.sample(outputs - centre, rng), dtype=float)
     return Dataset(inputs=inputs, labels=outputs)
 
 

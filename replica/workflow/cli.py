@@ -45,6 +45,7 @@ __all__ = [
     "parse_number_grid",
     "check_output_path",
     "warn_readout_rescaling",
+    "add_output_channel_options",
     "build_sweep_parser",
     "build_plot_parser",
     "build_phase_diagram_parser",
@@ -222,6 +223,29 @@ def warn_readout_rescaling(spec, option="--readout") -> None:
 
 
 # --------------------------------------------------------------------------- model options
+def add_output_channel_options(g, *, note="; ±1 channels also store classification_error and sign_disagreement"):
+    """``--channel``, ``--temperature`` and ``--channel-threshold`` (the names and meanings of every command that
+    takes an output channel; resolved by :func:`~replica.workflow.model_options.output_channel_options`).
+
+    Parameters
+    ----------
+    g : argparse parser or argument group
+    note : str, keyword-only
+        Text appended to the help of ``--channel`` (what the command does with the channel).
+    """
+    g.add_argument("--channel", default="gaussian",
+                   help="output channel P_out(y | λ) of the labels, λ the teacher's centred pre-output (docs/theory.md "
+                        "§10): gaussian (y = λ + √Δ ξ), probit (y = sign(λ − θ + √Δ ξ)), sign (noiseless probit, Δ = 0) "
+                        f"or logistic (P(y = +1 | λ) = 1/(1 + e^(−λ/T))){note} (default gaussian)")
+    g.add_argument("--temperature", type=number_type("--temperature", minimum=0.0, strict=True, maximum=1e4,
+                                                     upper_strict=False), default=None,
+                   help="--channel logistic only: temperature 0 < T <= 1e4 (default 1)")
+    g.add_argument("--channel-threshold", type=number_type("--channel-threshold", minimum=-1e4, maximum=1e4,
+                                                           upper_strict=False), default=None, metavar="THETA",
+                   help="--channel probit or sign only: decision threshold θ on the centred pre-output, |θ| <= 1e4 "
+                        "(default 0)")
+
+
 def add_model_options(p, *, grids=False):
     """Model options shared by ``replica-sweep`` and ``replica-phase-diagram``.
 
@@ -271,18 +295,7 @@ def add_model_options(p, *, grids=False):
         g.add_argument("--delta", type=number_type("--delta", minimum=0.0, maximum=LIMITS["delta"][1],
                                                    upper_strict=False), default=None,
                        help="label-noise variance 0 <= Δ <= 1e4 of the gaussian and probit channels (default 0.1)")
-    g.add_argument("--channel", default="gaussian",
-                   help="output channel P_out(y | λ) of the labels, λ the teacher's centred pre-output (docs/theory.md "
-                        "§10): gaussian (y = λ + √Δ ξ), probit (y = sign(λ − θ + √Δ ξ)), sign (noiseless probit, Δ = 0) "
-                        "or logistic (P(y = +1 | λ) = 1/(1 + e^(−λ/T))); ±1 channels also store classification_error "
-                        "and sign_disagreement (default gaussian)")
-    g.add_argument("--temperature", type=number_type("--temperature", minimum=0.0, strict=True, maximum=1e4,
-                                                     upper_strict=False), default=None,
-                   help="--channel logistic only: temperature 0 < T <= 1e4 (default 1)")
-    g.add_argument("--channel-threshold", type=number_type("--channel-threshold", minimum=-1e4, maximum=1e4,
-                                                           upper_strict=False), default=None, metavar="THETA",
-                   help="--channel probit or sign only: decision threshold θ on the centred pre-output, |θ| <= 1e4 "
-                        "(default 0)")
+    add_output_channel_options(g)
     g.add_argument("--s-grid", type=s_grid_type, default=None,
                    help="L >= 2 with a linear part only: rule for the effective readout s ~ N(0, 1) of inner-layer "
                         "neurons (s = (vᵀW₂)_j/√k₂ for L = 2). L = 2 default 'adaptive': no grid in s — the profile "

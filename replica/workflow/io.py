@@ -353,18 +353,27 @@ def _attach_scales(group, alpha, readout=None, s_scale=None, axes=None, coordina
 
 def channel_parameters(parameters: dict) -> dict:
     """The output channel's parameters in a command's resolved ``parameters`` (``--channel``, ``--delta``,
-    ``--temperature``, ``--channel-threshold``): ``{"name": …, …}`` as
-    :meth:`priors.output_channels.OutputChannel.parameters` gives them; Gaussian labels when absent."""
+    ``--temperature``, ``--channel-threshold``): :meth:`priors.output_channels.OutputChannel.parameters` of
+    the channel that :func:`priors.output_channels.get_output_channel` builds from them (Gaussian labels
+    when ``channel`` is absent). Where ``delta`` is absent or None (the varied axis of a phase diagram, or
+    not given) the ``delta`` entry of a Gaussian or probit channel is left out.
+
+    Raises
+    ------
+    ValueError
+        Unknown channel name or invalid parameters (as :func:`~priors.output_channels.get_output_channel`).
+    """
+    from priors.output_channels import get_output_channel
+
     name = str(parameters.get("channel", "gaussian"))
-    out = {"name": name}
-    if name in ("gaussian", "probit") and parameters.get("delta") is not None:
-        out["delta"] = float(parameters["delta"])
-    if name in ("probit", "sign"):
-        out["threshold"] = float(parameters.get("channel_threshold") or 0.0)
-        if name == "sign":
-            out["delta"] = 0.0
-    if name == "logistic":
-        out["temperature"] = float(parameters.get("temperature") or 1.0)
+    delta = parameters.get("delta")
+    varied = delta is None or isinstance(delta, (list, tuple))
+    channel = get_output_channel(name, delta=0.0 if varied else float(delta),
+                                 temperature=float(parameters.get("temperature") or 1.0),
+                                 threshold=float(parameters.get("channel_threshold") or 0.0))
+    out = channel.parameters()
+    if varied and channel.name in ("gaussian", "probit"):
+        out.pop("delta", None)
     return out
 
 
