@@ -163,11 +163,16 @@ def read_experiment(path) -> dict:
     -------
     dict
         ``{'parameters': dict, 'version': str, 'groups': {(sampler, init): {name: ndarray}}}``.
+
+    Raises
+    ------
+    replica.workflow.safe_write.ResultFileError
+        The file cannot be read (locked, not HDF5, truncated, damaged; one line, exit 2 in the commands).
     """
-    import h5py
+    from replica.workflow.safe_write import open_h5
 
     out = {"groups": {}}
-    with h5py.File(path, "r") as f:
+    with open_h5(path, option="FILE.h5") as f:
         out["parameters"] = json.loads(f.attrs["parameters"])
         out["version"] = str(f.attrs["version"])
         for sampler, group in f["experiments"].items():

@@ -181,9 +181,9 @@ def _store_reference(path, args, *, locked=False):
 
     if not locked:  # the file is rewritten: same lock as any writer of it
         with SafeOutput(path, overwrite=True, checkpoints=False, option="--plot"):
-            import h5py
+            from replica.workflow.safe_write import open_h5
 
-            with h5py.File(path, "r") as h5:
+            with open_h5(path, option="--plot") as h5:
                 stored = "reference_alpha" in h5
             if stored and not args.overwrite:  # adding levels is allowed; replacing them needs --overwrite
                 raise UsageError(f"--reference: {path} already holds reference levels; pass --overwrite to "

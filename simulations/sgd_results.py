@@ -416,10 +416,14 @@ def store_reference_levels(path, *, num=24, timeout=None, bayes=True):
         The levels (see :func:`reference_levels`).  Datasets written: ``reference_alpha``,
         ``reference_universal_mmse`` and (if available) ``reference_bayes_mmse``; attribute
         ``reference_errors`` (JSON list of messages).  Existing ones are replaced.
-    """
-    import h5py
 
+    Raises
+    ------
+    replica.workflow.safe_write.ResultFileError
+        The file cannot be read (locked, not HDF5, truncated, damaged; one line, exit 2 in the commands).
+    """
     from replica.workflow.io import atomic_h5
+    from replica.workflow.safe_write import open_h5
 
     data = read_sgd(path)
     params = data["parameters"]
@@ -435,7 +439,7 @@ def store_reference_levels(path, *, num=24, timeout=None, bayes=True):
         levels = reference_levels_with_timeout(params, alphas, timeout=timeout, bayes=bayes)
     path = Path(path)
     with atomic_h5(path) as f:  # copy of the file with the levels added, renamed over it
-        with h5py.File(path, "r") as src:
+        with open_h5(path, option="--reference") as src:  # a read error: the input is damaged (exit 2)
             for key, value in src.attrs.items():
                 f.attrs[key] = value
             for name in src:

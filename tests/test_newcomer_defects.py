@@ -1,6 +1,7 @@
 """Defects a newcomer ran into (issue 32): each test failed before its fix."""
 
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -47,3 +48,116 @@ def test_reference_level_child_ends_quietly_when_terminated():
     assert rc == 0, err
     assert "levels [1.0, 2.0] []" in out
     assert "Traceback" not in err and "_Terminated" not in err, err
+
+
+# --------------------------------------------------------------------------- defect 3
+def _damage(path, offset=4096, size=8192, seed=0):
+    """Overwrite ``size`` bytes at ``offset`` with random bytes (the header still opens); returns the bytes."""
+    import numpy as np
+
+    data = bytearray(Path(path).read_bytes())
+    assert len(data) >= offset + size, len(data)
+    data[offset:offset + size] = np.random.default_rng(seed).integers(0, 256, size, dtype=np.uint8).tobytes()
+    Path(path).write_bytes(bytes(data))
+    return bytes(data)
+
+
+@pytest.fixture(scope="module")
+def small_sweep(tmp_path_factory):
+    from replica.workflow.cli import sweep_main
+
+    path = tmp_path_factory.mktemp("sweep") / "c.h5"
+    assert sweep_main(["--activation", "erf", "--alpha", "1,2", "-o", str(path), "--quiet"]) == 0
+    return path
+
+
+@pytest.fixture(scope="module")
+def small_sgd(tmp_path_factory):
+    from commands import sgd_main
+
+    path = tmp_path_factory.mktemp("sgd") / "s.h5"
+    assert sgd_main(["--dim", "16", "--time", "10", "-o", str(path), "--quiet"]) == 0
+    return path
+
+
+def _assert_damaged_input(err, path):
+    line = one_line(err)
+    assert "damaged" in line and Path(path).name in line and "cannot write" not in line, line
+
+
+def test_damaged_sweep_is_an_input_error_for_plot_and_resume(tmp_path, capsys, small_sweep):
+    """8 KiB of random bytes at offset 4096: was ``error: cannot write p.png: Can't synchronously read data``,
+    exit 1; now exit 2 and a line about the damaged input, and the file is left as it is."""
+    from replica.workflow.cli import plot_main, sweep_main
+
+    bad = tmp_path / "c.h5"
+    shutil.copy(small_sweep, bad)
+    damaged = _damage(bad)
+    capsys.readouterr()
+    assert plot_main([str(bad), "-o", str(tmp_path / "p.png")]) == 2
+    _assert_damaged_input(capsys.readouterr().err, bad)
+    assert not (tmp_path / "p.png").exists()
+    assert sweep_main(["--activation", "erf", "--alpha", "1,2", "-o", str(bad), "--resume", "--quiet"]) == 2
+    _assert_damaged_input(capsys.readouterr().err, bad)
+    assert bad.read_bytes() == damaged
+
+
+def test_damaged_sgd_file_is_an_input_error_for_plot(tmp_path, capsys, small_sgd):
+    from commands import sgd_main
+
+    bad = tmp_path / "s.h5"
+    shutil.copy(small_sgd, bad)
+    damaged = _damage(bad)
+    capsys.readouterr()
+    assert sgd_main(["--plot", str(bad), "-o", str(tmp_path / "x.png"), "--no-theory"]) == 2
+    _assert_damaged_input(capsys.readouterr().err, bad)
+    assert bad.read_bytes() == damaged and not list(tmp_path.glob("x_*.png"))
+
+
+def test_damaged_experiment_checkpoint_is_an_input_error_for_resume(tmp_path, capsys, monkeypatch):
+    """Was a ``RuntimeError: Unable to synchronously check link existence`` traceback, exit 1."""
+    pytest.importorskip("jax")
+    pytest.importorskip("blackjax")
+    import simulations.io as sio
+    from commands import experiment_main
+    from replica.workflow.safe_write import checkpoint_path
+
+    argv = ["--dim", "8", "--alpha", "1,2", "--teachers", "1", "--sampler", "hmc", "--steps", "50",
+            "-o", str(tmp_path / "e.h5"), "--quiet"]
+    original = sio.write_experiment_checkpoint
+
+    def interrupted_after_the_first_chain(*args, **kwargs):
+        original(*args, **kwargs)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(sio, "write_experiment_checkpoint", interrupted_after_the_first_chain)
+    assert experiment_main(argv) == 130
+    monkeypatch.undo()
+    ckpt = checkpoint_path(tmp_path / "e.h5")
+    damaged = _damage(ckpt)
+    capsys.readouterr()
+    assert experiment_main(argv + ["--resume"]) == 2
+    _assert_damaged_input(capsys.readouterr().err, ckpt)
+    assert ckpt.read_bytes() == damaged and not (tmp_path / "e.h5").exists()
+
+
+def test_open_h5_keeps_missing_names_apart_from_damage(tmp_path):
+    """A name that is absent is another version's file (``other_version``), not a damaged one."""
+    import h5py
+
+    from replica.workflow.safe_write import ResultFileError, open_h5
+
+    path = tmp_path / "a.h5"
+    with h5py.File(path, "w") as h5:
+        h5["x"] = 1.0
+    with pytest.raises(ResultFileError) as info:
+        with open_h5(path, option="FILE.h5") as h5:
+            h5["y"][()]
+    assert info.value.reason == "other_version"
+    with pytest.raises(ResultFileError) as info:
+        with open_h5(path, option="FILE.h5") as h5:
+            h5.attrs["y"]
+    assert info.value.reason == "other_version"
+    with pytest.raises(OSError):  # an error of the code in the block, not of the file, is not reclassified
+        with open_h5(path, option="FILE.h5"):
+            raise OSError("elsewhere")

@@ -242,7 +242,10 @@ def open_h5(path, mode="r", *, option="", kinds=None):
     ResultFileError
         See :func:`classify_open_error`; ``other_kind`` for a file of another command;
         ``other_version`` when a dataset or attribute this version needs is missing
-        (``KeyError`` inside the block).
+        (``KeyError`` inside the block); ``damaged`` when HDF5 fails to read the file's
+        contents (an ``OSError``, ``RuntimeError`` or ``KeyError`` raised by h5py inside the
+        block or while checking ``kinds``: a file whose header opens but whose data are
+        overwritten).
     """
     import h5py
 
@@ -252,19 +255,21 @@ def open_h5(path, mode="r", *, option="", kinds=None):
         raise classify_open_error(path, exc, option=option) from None
     head = f"{option}: " if option else ""
     try:
-        if kinds is not None:
-            kind = file_kind_of(h5)
-            kinds = tuple(kinds)
-            if kind not in kinds:
-                wanted = " or ".join(COMMANDS.get(k, k) for k in kinds)
-                if kind == "unknown":
-                    raise ResultFileError(f"{head}{path} was not written by {wanted} (no 'kind' attribute)",
-                                          "other_kind")
-                raise ResultFileError(f"{head}{path} was written by {COMMANDS.get(kind, kind)}, not by {wanted}",
-                                      "other_kind")
         try:
+            if kinds is not None:
+                kind = file_kind_of(h5)
+                kinds = tuple(kinds)
+                if kind not in kinds:
+                    wanted = " or ".join(COMMANDS.get(k, k) for k in kinds)
+                    if kind == "unknown":
+                        raise ResultFileError(f"{head}{path} was not written by {wanted} (no 'kind' attribute)",
+                                              "other_kind")
+                    raise ResultFileError(f"{head}{path} was written by {COMMANDS.get(kind, kind)}, not by "
+                                          f"{wanted}", "other_kind")
             yield h5
         except KeyError as exc:
+            if not _is_missing_name(exc):
+                raise _damaged(path, head, str(exc).strip("'\"")) from None
             version = h5.attrs.get("version", "unknown")
             if isinstance(version, bytes):
                 version = version.decode()
@@ -276,8 +281,39 @@ def open_h5(path, mode="r", *, option="", kinds=None):
             what = f"'{names[-1]}'" if names else str(exc)
             raise ResultFileError(f"{head}{path} lacks {what} (written by version {version}; this is version "
                                   f"{__version__})", "other_version") from None
+        except (OSError, RuntimeError) as exc:
+            if not _raised_by_h5py(exc):
+                raise
+            raise _damaged(path, head, str(exc)) from None
+    except (OSError, RuntimeError) as exc:  # reading the version attribute of a damaged file above
+        if not _raised_by_h5py(exc):
+            raise
+        raise _damaged(path, head, str(exc)) from None
     finally:
         h5.close()
+
+
+def _damaged(path, head, text) -> ResultFileError:
+    return ResultFileError(f"{head}{path} is a damaged HDF5 file ({_h5_detail(text)})", "damaged")
+
+
+def _raised_by_h5py(exc) -> bool:
+    """Whether ``exc`` was raised inside h5py (the innermost frame of its traceback is h5py's): a read
+    error of HDF5, not an error of the code reading the file."""
+    tb = exc.__traceback__
+    if tb is None:
+        return False
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    name = tb.tb_frame.f_code.co_filename.replace("\\", "/")
+    return "h5py/" in name or name.startswith("h5py")
+
+
+def _is_missing_name(exc: KeyError) -> bool:
+    """A ``KeyError`` that says a name is absent (another version's file), not that it cannot be read."""
+    text = str(exc)
+    return (not _raised_by_h5py(exc) or "doesn't exist" in text or "can't locate" in text
+            or "not found" in text or "does not exist" in text)
 
 
 def file_kind_of(h5) -> str:
