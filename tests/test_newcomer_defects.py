@@ -23,6 +23,52 @@ def _python(code, *, cwd=None, timeout=120, env=None):
     return proc.returncode, proc.stdout, proc.stderr
 
 
+# --------------------------------------------------------------------------- defect 1
+def test_two_layer_sweep_emits_no_runtime_warning(tmp_path):
+    """The issue's two-layer sweep printed ``RuntimeWarning: invalid value encountered in log10`` (numpy's
+    ``geomspace``): :func:`replica.readout_grid.equal_potential_threshold` scanned the bistable window
+    between a negative extremum of the curve ``s = T(r)`` and the next one geometrically, i.e. took the
+    logarithm of a negative bound; windows reaching below ``s = 0`` are now scanned linearly from 0 and
+    windows entirely below it skipped (commit 052e266, test added here)."""
+    import warnings
+
+    from replica.workflow.cli import sweep_main
+
+    argv = ["--layers", "2", "--gamma", "0.5,0.5", "--activation", "tanh2", "--unit-variance", "--delta", "0.1",
+            "--alpha", "0.5:8:16", "-o", str(tmp_path / "two.h5"), "--quiet"]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert sweep_main(argv) == 0
+    runtime = [f"{w.filename}:{w.lineno}: {w.message}" for w in caught if issubclass(w.category, RuntimeWarning)]
+    assert runtime == []
+
+
+def test_equal_potential_front_scan_with_a_negative_extremum_is_quiet():
+    """The source of the warning: a curve ``s = T(r)`` with a negative minimum (the issue's sweep had
+    ``min T = −0.158``) made the scan call ``np.geomspace(−0.158, 72.25)``. The front is still found in the
+    window above ``s = 0``, without any numpy warning."""
+    import warnings
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from replica.readout_grid import SELECT_LARGEST, SELECT_LOW, equal_potential_threshold
+
+    cut = 3.0  # the low root wins below s = 3, the largest one above
+
+    def snr(s, selection):
+        s = np.asarray(s, dtype=float)
+        return s + 1.0 if selection == SELECT_LARGEST else np.zeros_like(s)
+
+    profile = SimpleNamespace(minima=np.array([-0.15784653643062094]), maxima=np.array([0.5]), onset=20.0,
+                              snr=snr)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        front = equal_potential_threshold(profile, lambda s, r: (np.asarray(s) - cut) * np.asarray(r))
+    assert front not in (SELECT_LARGEST, SELECT_LOW)
+    assert abs(front - cut) < 1e-9
+
+
 # --------------------------------------------------------------------------- defect 2
 def test_reference_level_child_ends_quietly_when_terminated():
     """``replica-sgd --plot``: the child computing the reference levels, still flushing its queue (here: still
