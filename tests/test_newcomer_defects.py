@@ -207,3 +207,49 @@ def test_open_h5_keeps_missing_names_apart_from_damage(tmp_path):
     with pytest.raises(OSError):  # an error of the code in the block, not of the file, is not reclassified
         with open_h5(path, option="FILE.h5"):
             raise OSError("elsewhere")
+
+
+# --------------------------------------------------------------------------- defect 4
+def test_resume_overwrite_without_checkpoint_starts_anew_over_other_options(tmp_path, capsys, small_sweep):
+    """``cp other.h5 z.h5; replica-sweep … -o z.h5 --resume --overwrite`` was refused ("computed with different
+    options") although there is no checkpoint of this run — the state a SIGKILL before the first checkpoint
+    leaves. It now starts anew and replaces z.h5 when it finishes; the copied-from file is untouched."""
+    from replica.workflow.cli import sweep_main
+    from replica.workflow.io import read_sweep
+    from replica.workflow.safe_write import checkpoint_path
+
+    z = tmp_path / "z.h5"
+    shutil.copy(small_sweep, z)             # alpha 1,2
+    other = small_sweep.read_bytes()
+    argv = ["--activation", "erf", "--alpha", "1,3", "-o", str(z), "--quiet"]
+    capsys.readouterr()
+    assert sweep_main(argv + ["--resume"]) == 2                     # without --overwrite: refused, untouched
+    assert "different options" in one_line(capsys.readouterr().err) and z.read_bytes() == other
+    assert sweep_main(argv + ["--resume", "--overwrite"]) == 0
+    assert read_sweep(z)["parameters"]["alpha"] == [1.0, 3.0]
+    assert small_sweep.read_bytes() == other and not checkpoint_path(z).exists()
+    finished = z.read_bytes()
+    assert sweep_main(argv + ["--resume", "--overwrite"]) == 0     # same options, finished: left as it is
+    assert z.read_bytes() == finished
+
+
+def test_resume_overwrite_over_an_unusable_finished_file_starts_anew(tmp_path):
+    """The same protocol decision for any command: a target of another command (or damaged), no checkpoint,
+    ``--resume --overwrite`` → a new run; without ``--overwrite`` the one-line error stays."""
+    from replica.workflow.safe_write import ResultFileError, SafeOutput
+
+    target = tmp_path / "x.h5"
+    target.write_bytes(b"x")
+
+    def unreadable():
+        raise ResultFileError(f"--resume: {target} was written by replica-sgd, not by replica-sweep", "other_kind")
+
+    with SafeOutput(target, resume=True, overwrite=True) as out:
+        assert out.finished
+        assert out.same_finished_run(unreadable, {}) is False and not out.finished
+        assert out.same_finished_run(lambda: {"a": 1}, {"a": 2}) is False
+    with SafeOutput(target, resume=True, overwrite=False) as out:
+        with pytest.raises(ResultFileError):
+            out.same_finished_run(unreadable, {})
+        assert out.same_finished_run(lambda: {"a": 1}, {"a": 1}) is True
+    assert target.read_bytes() == b"x"

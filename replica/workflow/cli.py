@@ -535,9 +535,8 @@ def _run_sweep(args) -> int:
     out = Path(args.output)
 
     with SafeOutput(out, overwrite=args.overwrite, resume=args.resume) as target:
-        if target.finished:
-            attrs = read_root_attrs(out, kinds=("sweep",), option="--resume")
-            target.refuse_other_options(attrs.get("parameters", {}), parameters, source=out)
+        if target.finished and target.same_finished_run(
+                lambda: read_root_attrs(out, kinds=("sweep",), option="--resume").get("parameters", {}), parameters):
             logger.info("%s is already complete; nothing to resume", out)
             print(out)
             return 0

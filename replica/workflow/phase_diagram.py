@@ -190,6 +190,12 @@ def _lines_from_file(data: dict, parameter: str, values, alphas) -> dict:
     return lines
 
 
+def _resume_key(data: dict, parameter: str) -> dict:
+    """What a finished phase diagram must share with a run for ``--resume`` to keep it (JSON-comparable)."""
+    return {"parameter": data["parameter"], "values": np.asarray(data[parameter]).tolist() if parameter in data else None,
+            "alpha": np.asarray(data["alpha"], dtype=float).tolist(), "parameters": data["parameters"]}
+
+
 def _client(workers, scheduler):
     try:
         from dask.distributed import Client, LocalCluster
@@ -307,9 +313,30 @@ def run_phase_diagram(path, parameter, values, lines_options, base, alphas, *, c
     with SafeOutput(path, overwrite=overwrite, resume=resume) as target:
         done = {}
         source = path if target.finished else target.resume_from
+        old = None
+        if target.finished:  # no checkpoint: with --overwrite, other options or an unusable file start anew
+            def read_finished():
+                nonlocal old
+                old = read_phase_diagram(path, allow_incomplete=True, option="--resume")
+                return _resume_key(old, parameter)
+
+            from .config import UsageError
+            from .safe_write import ResultFileError
+
+            try:
+                same = target.same_finished_run(read_finished, _resume_key(
+                    {"parameter": parameter, parameter: values, "alpha": alphas, "parameters": base}, parameter))
+            except ResultFileError:
+                raise
+            except UsageError:
+                raise ResumeMismatch(f"{path} was computed with other options or grids; use the same options or "
+                                     "another --output") from None
+            if not same:
+                source = old = None
         if source is not None:
             try:
-                old = read_phase_diagram(source, allow_incomplete=True, option="--resume")
+                if old is None:
+                    old = read_phase_diagram(source, allow_incomplete=True, option="--resume")
             except (OSError, KeyError) as exc:
                 raise ResumeMismatch(f"cannot read {source} as a phase diagram ({exc})") from None
             import json

@@ -480,7 +480,9 @@ class SafeOutput:
         File holding the checkpoint to continue (``--resume``), or None.
     finished : bool
         ``--resume`` found a finished target and no checkpoint: the command checks its options
-        (:meth:`refuse_other_options`) and has nothing to do.
+        (:meth:`same_finished_run`) and has nothing to do when they are the same; with
+        ``--overwrite`` and other options (or a target it cannot use), it starts anew
+        (``finished`` becomes False).
 
     Raises
     ------
@@ -559,6 +561,57 @@ class SafeOutput:
             p.unlink(missing_ok=True)
         if stale:
             logger.info("%s: removed %d temporary file(s) left by an interrupted write", self.option, len(stale))
+
+    #: reasons of a ResultFileError of the finished target that --resume --overwrite does not start anew over
+    _KEEP_REASONS = ("locked", "permission", "directory", "missing")
+
+    def same_finished_run(self, read_stored, wanted: dict) -> bool:
+        """``--resume`` found a finished target and no checkpoint: whether it holds this run.
+
+        Parameters
+        ----------
+        read_stored : callable
+            Returns the options stored in the target (called once; may raise
+            :class:`ResultFileError`).
+        wanted : dict
+            The options of this run.
+
+        Returns
+        -------
+        bool
+            True when the stored options equal ``wanted`` (nothing to do: the target is left as it
+            is). False with ``--overwrite`` when they differ or the target cannot be used (another
+            command's, another version's, damaged): there is no checkpoint of these options, so the
+            run starts anew (``finished`` is set to False) and replaces the target atomically when it
+            finishes, as ``--overwrite`` alone does.
+
+        Raises
+        ------
+        UsageError
+            Other options, without ``--overwrite`` (the keys that differ are named).
+        ResultFileError
+            The target cannot be read, without ``--overwrite`` (or it is locked, unreadable for
+            permissions, or a directory).
+        """
+        try:
+            stored = read_stored()
+        except ResultFileError as exc:
+            if not self.overwrite or exc.reason in self._KEEP_REASONS:
+                raise
+            logger.warning("%s: %s; no checkpoint of an interrupted run: starting a new run (--overwrite replaces "
+                           "%s when it finishes)", self.option, exc, self.path)
+            self.finished = False
+            return False
+        try:
+            self.refuse_other_options(stored, wanted, source=self.path)
+        except UsageError:
+            if not self.overwrite:
+                raise
+            logger.info("%s: %s was computed with other options and there is no checkpoint of this run: starting "
+                        "a new run (--overwrite replaces it when it finishes)", self.option, self.path)
+            self.finished = False
+            return False
+        return True
 
     def refuse_other_options(self, stored: dict, wanted: dict, *, source=None) -> None:
         """Raise :class:`UsageError` (``--resume``) if ``stored`` and ``wanted`` options differ.
