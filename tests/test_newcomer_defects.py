@@ -253,3 +253,20 @@ def test_resume_overwrite_over_an_unusable_finished_file_starts_anew(tmp_path):
             out.same_finished_run(unreadable, {})
         assert out.same_finished_run(lambda: {"a": 1}, {"a": 1}) is True
     assert target.read_bytes() == b"x"
+
+
+# --------------------------------------------------------------------------- defect 5
+def test_phase_diagram_workers_are_bounded(tmp_path, capsys):
+    """``--workers 100000`` was accepted: 1.4 GB of starting workers, Ctrl-C ignored, an atexit traceback."""
+    from replica.workflow.cli import phase_diagram_main
+    from replica.workflow.phase_diagram import max_workers, run_phase_diagram
+
+    out = tmp_path / "ph.h5"
+    argv = ["--activation", "erf", "--alpha", "1,2", "--delta", "0.1,0.2", "-o", str(out)]
+    for n in ("100000", str(max_workers() + 1)):
+        assert phase_diagram_main(argv + ["--workers", n]) == 2
+        line = one_line(capsys.readouterr().err)
+        assert "--workers" in line and f"1 to {max_workers()}" in line, line
+    with pytest.raises(ValueError, match="workers"):       # the API refuses it too, before any cluster or file
+        run_phase_diagram(out, "delta", [0.1, 0.2], [{}, {}], {}, [1.0, 2.0], workers=100000)
+    assert not out.exists() and list(tmp_path.iterdir()) == []

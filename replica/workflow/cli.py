@@ -743,12 +743,25 @@ def build_phase_diagram_parser() -> argparse.ArgumentParser:
     p.add_argument("--vary", choices=[n.replace("_", "-") for n in PHASE_PARAMETERS], default=None,
                    help="name of the second axis when it is ambiguous (e.g. --gamma 0.5,1 with --layers 2)")
     c = p.add_argument_group("cluster")
-    c.add_argument("--workers", type=number_type("--workers", minimum=1, integer=True), default=None,
-                   help="worker processes of the local cluster (default: number of CPU cores)")
+    c.add_argument("--workers", type=_workers_type, default=None,
+                   help="worker processes of the local cluster, at most 4 per CPU core (default: number of CPU "
+                        "cores)")
     c.add_argument("--scheduler", default=None, metavar="tcp://HOST:PORT",
                    help="address of a running dask scheduler (instead of a local cluster)")
     add_output_options(p, default_output=DEFAULT_PHASE_OUTPUT)
     return p
+
+
+def _workers_type(text):
+    """``--workers``: an integer from 1 to :func:`replica.workflow.phase_diagram.max_workers`."""
+    from .phase_diagram import check_workers
+
+    value = number_type("--workers", minimum=1, integer=True)(text)
+    try:
+        check_workers(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return value
 
 
 def phase_diagram_main(argv=None) -> int:
@@ -858,6 +871,8 @@ def _run_phase_diagram(args) -> int:
     if args.scheduler is not None and args.workers is not None:
         raise UsageError("--scheduler: give either --scheduler (existing cluster) or --workers (local cluster)")
     vary, values, base, alphas = phase_diagram_options(args)
+    phase_diagram.check_size(np.size(values), np.size(alphas),
+                             option=f"--alpha/--{vary.replace('_', '-')}")  # before 10⁵ models are built
     out = Path(args.output)
     for v in values:  # validate every line here: workers never see bad input
         build_model(_line_options(base, vary, v))

@@ -37,7 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["solve_line", "run_phase_diagram", "assemble", "ResumeMismatch", "ClusterError"]
+__all__ = ["solve_line", "run_phase_diagram", "assemble", "ResumeMismatch", "ClusterError", "max_workers"]
 
 logger = logging.getLogger(__name__)
 
@@ -196,6 +196,37 @@ def _resume_key(data: dict, parameter: str) -> dict:
             "alpha": np.asarray(data["alpha"], dtype=float).tolist(), "parameters": data["parameters"]}
 
 
+#: local worker processes allowed per CPU core available to this process
+WORKERS_PER_CORE = 4
+
+
+def max_workers() -> int:
+    """Largest ``--workers`` of a local cluster: :data:`WORKERS_PER_CORE` per CPU core available to this
+    process (at least 4). Each worker is a Python process of a few hundred MB that solves one line at a time;
+    more of them than cores only compete for the same cores (and 10⁵ of them exhaust the memory before the
+    first line starts)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        cores = os.cpu_count() or 1
+    return max(4, WORKERS_PER_CORE * max(cores, 1))
+
+
+def check_workers(workers, *, option="--workers") -> None:
+    """Refuse a number of local workers outside ``1 … max_workers()``.
+
+    Raises
+    ------
+    ValueError
+        ``workers`` is not an integer in that range (message names ``option``).
+    """
+    if workers is None:
+        return
+    if isinstance(workers, bool) or not float(workers).is_integer() or not 1 <= workers <= max_workers():
+        raise ValueError(f"{option} must be an integer from 1 to {max_workers()} ({WORKERS_PER_CORE} per CPU core "
+                         f"here), got {workers!r}")
+
+
 def _client(workers, scheduler):
     try:
         from dask.distributed import Client, LocalCluster
@@ -207,6 +238,10 @@ def _client(workers, scheduler):
         except (OSError, TimeoutError, ValueError) as exc:
             raise ClusterError(f"--scheduler: cannot connect to {scheduler} ({str(exc).splitlines()[0]})") from None
     n = int(workers or os.cpu_count() or 1)
+    try:
+        check_workers(n)
+    except ValueError as exc:
+        raise ClusterError(str(exc)) from None
     with _workers_ignore_interrupts():
         try:
             cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
@@ -277,7 +312,8 @@ def run_phase_diagram(path, parameter, values, lines_options, base, alphas, *, c
     configuration : dict, optional, keyword-only
         Full command-line configuration (stored as ``configuration``).
     workers : int, optional, keyword-only
-        Processes of the local cluster (default: CPU count); ignored with ``scheduler``.
+        Processes of the local cluster, 1 to :func:`max_workers` (default: CPU count); ignored with
+        ``scheduler``.
     scheduler : str, optional, keyword-only
         Address ``tcp://HOST:PORT`` of a running scheduler.
     resume : bool, keyword-only
@@ -298,6 +334,8 @@ def run_phase_diagram(path, parameter, values, lines_options, base, alphas, *, c
         ``resume`` with a file computed for other options or grids.
     ClusterError
         The cluster cannot be started or reached.
+    ValueError
+        ``workers`` outside 1 … :func:`max_workers` (checked before anything is started or written).
     replica.workflow.config.UsageError
         The output is refused by the write protocol (exists, locked, …).
     KeyboardInterrupt
@@ -306,6 +344,8 @@ def run_phase_diagram(path, parameter, values, lines_options, base, alphas, *, c
     from .io import read_phase_diagram, write_phase_diagram
     from .safe_write import SafeOutput
 
+    if scheduler is None:
+        check_workers(workers, option="workers")
     path = Path(path)
     values = np.asarray(values)
     alphas = np.sort(np.asarray(alphas, dtype=float))
