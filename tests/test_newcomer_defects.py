@@ -270,3 +270,30 @@ def test_phase_diagram_workers_are_bounded(tmp_path, capsys):
     with pytest.raises(ValueError, match="workers"):       # the API refuses it too, before any cluster or file
         run_phase_diagram(out, "delta", [0.1, 0.2], [{}, {}], {}, [1.0, 2.0], workers=100000)
     assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+# --------------------------------------------------------------------------- defect 6
+def test_phase_diagram_size_guard(tmp_path, capsys, monkeypatch):
+    """``--alpha 0.01:8:100000 --delta 0.01:1:100000`` started 10¹⁰ solves; the grids are now checked against
+    the memory with the helper of replica-spectrum, replica-sgd and replica-experiment, before any model is
+    built, any cluster started or any file written."""
+    from replica.workflow import config, phase_diagram
+    from replica.workflow.cli import phase_diagram_main
+
+    def never(*args, **kwargs):
+        raise AssertionError("the phase diagram was started")
+
+    monkeypatch.setattr(phase_diagram, "run_phase_diagram", never)
+    out = tmp_path / "ph.h5"
+    argv = ["--activation", "erf", "--alpha", "0.01:8:100000", "--delta", "0.01:1:100", "-o", str(out)]
+    with monkeypatch.context() as small:
+        small.setattr(config, "physical_memory", lambda: 2.0**30)  # a 1 GiB machine: 10⁷ cells are too many
+        assert phase_diagram_main(argv) == 2
+        assert "memory" in one_line(capsys.readouterr().err)
+        with pytest.raises(config.UsageError, match="memory"):      # the API checks it as well
+            phase_diagram.check_size(100, 100000)
+    argv[argv.index("0.01:1:100")] = "0.01:1:100000"
+    assert phase_diagram_main(argv) == 2                            # the issue's grids: 1.8 TiB
+    line = one_line(capsys.readouterr().err)
+    assert line.startswith("replica-phase-diagram: error: --alpha/--delta:") and "memory" in line, line
+    assert list(tmp_path.iterdir()) == []

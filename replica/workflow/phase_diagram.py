@@ -37,7 +37,8 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["solve_line", "run_phase_diagram", "assemble", "ResumeMismatch", "ClusterError", "max_workers"]
+__all__ = ["solve_line", "run_phase_diagram", "assemble", "ResumeMismatch", "ClusterError", "max_workers",
+           "check_size"]
 
 logger = logging.getLogger(__name__)
 
@@ -196,6 +197,27 @@ def _resume_key(data: dict, parameter: str) -> dict:
             "alpha": np.asarray(data["alpha"], dtype=float).tolist(), "parameters": data["parameters"]}
 
 
+#: bytes held per (line, α) cell of a phase diagram: the lines' results, the assembled arrays (mmse, free
+#: entropy, branch, classification error, mmse and existence of up to four branches) and the in-memory image
+#: of the file written atomically
+BYTES_PER_CELL = 200.0
+
+
+def check_size(n_lines: int, n_alpha: int, *, option="--alpha/--delta/--gamma/--readout-grid") -> None:
+    """Refuse a phase diagram whose arrays would not fit in memory (the guard of the other commands,
+    :func:`replica.workflow.config.check_memory`).
+
+    Raises
+    ------
+    replica.workflow.config.UsageError
+        ``n_lines × n_alpha`` cells need more than half of the machine's memory (one line naming ``option``).
+    """
+    from .config import check_memory
+
+    check_memory(BYTES_PER_CELL * float(n_lines) * float(n_alpha), option,
+                 f"{n_lines} lines × {n_alpha} values of α = {float(n_lines) * n_alpha:.3g} solves and their arrays")
+
+
 #: local worker processes allowed per CPU core available to this process
 WORKERS_PER_CORE = 4
 
@@ -337,6 +359,7 @@ def run_phase_diagram(path, parameter, values, lines_options, base, alphas, *, c
     ValueError
         ``workers`` outside 1 … :func:`max_workers` (checked before anything is started or written).
     replica.workflow.config.UsageError
+        The grids need more than half of the memory (:func:`check_size`; checked first).
         The output is refused by the write protocol (exists, locked, …).
     KeyboardInterrupt
         Interrupted; the finished lines are in the checkpoint (attribute ``note`` says so).
@@ -346,6 +369,7 @@ def run_phase_diagram(path, parameter, values, lines_options, base, alphas, *, c
 
     if scheduler is None:
         check_workers(workers, option="workers")
+    check_size(np.size(values), np.size(alphas), option="values/alphas")
     path = Path(path)
     values = np.asarray(values)
     alphas = np.sort(np.asarray(alphas, dtype=float))
