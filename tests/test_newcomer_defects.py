@@ -297,3 +297,51 @@ def test_phase_diagram_size_guard(tmp_path, capsys, monkeypatch):
     line = one_line(capsys.readouterr().err)
     assert line.startswith("replica-phase-diagram: error: --alpha/--delta:") and "memory" in line, line
     assert list(tmp_path.iterdir()) == []
+
+
+# --------------------------------------------------------------------------- smaller: progress bars
+def _last_counts(err):
+    """The ``N/M`` pairs of the last drawing of each bar in ``err`` (tqdm's carriage-return updates)."""
+    import re
+
+    return [tuple(int(x) for x in m) for m in re.findall(r"\|\s*(\d+)/(\d+) \[", err)]
+
+
+def test_sweep_progress_bar_is_drawn_at_its_total(tmp_path, capsys):
+    """``replica-sweep … --alpha 0.01:8:101`` left its bar drawn at 246/404 (a pass that follows a traced
+    branch is quick, so its last updates fell within tqdm's refresh interval); it ends at 404/404."""
+    from replica.workflow.cli import sweep_main
+
+    capsys.readouterr()
+    assert sweep_main(["--activation", "relu", "--gamma", "0.5", "--delta", "0.1", "--alpha", "0.01:8:101",
+                       "-o", str(tmp_path / "r.h5")]) == 0
+    counts = _last_counts(capsys.readouterr().err)
+    assert counts and counts[-1] == (404, 404), counts[-3:]
+
+
+def test_sgd_progress_bar_ends_at_the_samples_seen():
+    """replica-sgd's bar (refreshed once a second) ended below its total; stopped early it ends at what it saw."""
+    import io
+
+    import tqdm
+
+    from simulations.sgd import SGDConfig, run_sgd
+
+    stream = io.StringIO()
+    original = tqdm.tqdm.__init__
+
+    def to_stream(self, *args, **kwargs):
+        kwargs["file"] = stream
+        original(self, *args, **kwargs)
+
+    tqdm.tqdm.__init__ = to_stream
+    try:
+        config = SGDConfig(activation="relu", dim=16, time=20.0, seed=0)
+        run_sgd(config, progress=True)
+    finally:
+        tqdm.tqdm.__init__ = original
+    text = stream.getvalue()
+    import re
+
+    last = re.findall(r"(\d[\d.]*k?)/(\d[\d.]*k?) \[", text)
+    assert last and last[-1][0] == last[-1][1], last[-3:]

@@ -462,6 +462,7 @@ def _compute_lines(done, parameter, values, lines_options, alphas, target, save,
             logger.info("%s = %g: alpha_sp = %.6g, alpha_c = %.6g (%.1f s)", parameter, values[j],
                         done[j]["alpha_sp"], done[j]["alpha_c"], done[j]["seconds"])
             save()
+        pbar.refresh()  # drawn at its total (the last update may fall within tqdm's refresh interval)
     except KeyboardInterrupt as exc:
         interrupted = True
         exc.note = target.interrupted_note(f"{len(done)} of {values.size} lines" if done else None)
