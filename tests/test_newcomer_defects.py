@@ -345,3 +345,36 @@ def test_sgd_progress_bar_ends_at_the_samples_seen():
 
     last = re.findall(r"(\d[\d.]*k?)/(\d[\d.]*k?) \[", text)
     assert last and last[-1][0] == last[-1][1], last[-3:]
+
+
+# --------------------------------------------------------------------------- smaller: constant activation
+CONSTANT = [("quadratic", ["2"], True), ("quadratic", ["0", "2"], False), ("hermite:0=1", [], False)]
+
+
+@pytest.mark.parametrize("spec, drop, unit", CONSTANT)
+def test_constant_activation_is_refused_by_the_api(spec, drop, unit):
+    """``--activation quadratic --drop-hermite 2 --unit-variance`` (σ ≡ 1) was accepted: a learning curve of
+    labels that do not depend on the weights."""
+    from replica.activations import get_activation
+
+    with pytest.raises(ValueError, match="constant"):
+        get_activation(spec, drop_hermite=tuple(int(d) for d in drop), unit_variance=unit)
+    get_activation("quadratic", drop_hermite=(0,), unit_variance=True)   # x²-1 is not constant
+
+
+@pytest.mark.parametrize("command", ["sweep", "phase", "sgd", "experiment"])
+def test_constant_activation_is_refused_by_every_command(tmp_path, capsys, command):
+    from commands import experiment_main, sgd_main
+    from replica.workflow.cli import phase_diagram_main, sweep_main
+
+    run, argv = {"sweep": (sweep_main, ["--alpha", "1,2"]),
+                 "phase": (phase_diagram_main, ["--alpha", "1,2", "--delta", "0.1,0.2"]),
+                 "sgd": (sgd_main, []), "experiment": (experiment_main, [])}[command]
+    if command == "experiment":
+        pytest.importorskip("jax")
+    argv = argv + ["--activation", "quadratic", "--drop-hermite", "2", "--unit-variance", "-o", str(tmp_path / "x.h5")]
+    capsys.readouterr()
+    assert run(argv) == 2
+    line = one_line(capsys.readouterr().err)
+    assert "--activation" in line and "constant" in line, line
+    assert list(tmp_path.iterdir()) == []
