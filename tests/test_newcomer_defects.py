@@ -378,3 +378,36 @@ def test_constant_activation_is_refused_by_every_command(tmp_path, capsys, comma
     line = one_line(capsys.readouterr().err)
     assert "--activation" in line and "constant" in line, line
     assert list(tmp_path.iterdir()) == []
+
+
+# --------------------------------------------------------------------------- smaller: replica-figures advice
+class _Branch(dict):
+    def __init__(self, err):
+        import numpy as np
+
+        super().__init__(exists=np.ones(len(err), bool))
+        self.fields = {"discretization_error": np.asarray(err, float)}
+
+
+def test_figures_warnings_do_not_advise_options_it_does_not_take(tmp_path, monkeypatch, caplog):
+    """replica-figures logged "discretization error of the s grid above … ; use a finer --s-grid", an option
+    it does not take; replica-sweep itself still advises it."""
+    from types import SimpleNamespace
+
+    from replica.workflow import cli, figures, io
+
+    result = SimpleNamespace(branches={"specialized": _Branch([1e-2, 1e-6])})
+
+    def sweep_main(argv):
+        cli._warn_discretization(result, "s grid")
+        return 0
+
+    monkeypatch.setattr(cli, "sweep_main", sweep_main)
+    monkeypatch.setattr(io, "read_sweep", lambda path: {})
+    with caplog.at_level("WARNING", logger="replica.workflow.cli"):
+        figures._sweep(tmp_path / "x.h5", ["--layers", "2"])
+        in_figures = caplog.text
+        caplog.clear()
+        cli._warn_discretization(result, "s grid")
+    assert "discretization error of the s grid" in in_figures and "--" not in in_figures, in_figures
+    assert "--s-grid" in caplog.text

@@ -22,6 +22,8 @@ one module (about 830 lines) so that none of them imports another's module
 from __future__ import annotations
 
 import argparse
+import contextlib
+import contextvars
 import logging
 import math
 import signal
@@ -621,9 +623,25 @@ def _grid_errors(model, result, solve_kw):
         branch.fields["discretization_error"] = err
 
 
+#: whether warnings advise options of replica-sweep (False while replica-figures runs its sweeps: it takes
+#: none of them, :func:`without_option_advice`)
+_OPTION_ADVICE = contextvars.ContextVar("replica_option_advice", default=True)
+
+
+@contextlib.contextmanager
+def without_option_advice():
+    """Run a command in-process for another one (``replica-figures``): its warnings do not advise options
+    (``--s-grid``, ``--readout-grid``) that the calling command does not take."""
+    token = _OPTION_ADVICE.set(False)
+    try:
+        yield
+    finally:
+        _OPTION_ADVICE.reset(token)
+
+
 def _warn_discretization(result, grid="readout grid"):
     """Warn when the discretization error (of the readout grid, or of the s grid for L >= 2) of a branch
-    exceeds its target."""
+    exceeds its target (advising the option that refines it, unless :func:`without_option_advice`)."""
     from ..readout_grid import DEFAULT_TARGET
 
     for name, branch in result.branches.items():
@@ -638,9 +656,10 @@ def _warn_discretization(result, grid="readout grid"):
             advice = ("a finer --s-grid (L = 2: panels:P or auto)" if grid == "s grid" else
                       "the default adaptive rule or a finer --readout-grid")
             logger.warning("branch %s: discretization error of the %s above %g at %d of %d α (largest "
-                           "%.2g)%s; use %s", name, grid, DEFAULT_TARGET,
+                           "%.2g)%s%s", name, grid, DEFAULT_TARGET,
                            int(np.sum(bad)), int(np.sum(branch["exists"])), worst,
-                           f", not estimated at {int(np.sum(unknown))}" if np.any(unknown) else "", advice)
+                           f", not estimated at {int(np.sum(unknown))}" if np.any(unknown) else "",
+                           f"; use {advice}" if _OPTION_ADVICE.get() else "")
 
 
 # --------------------------------------------------------------------------- replica-plot

@@ -92,13 +92,14 @@ class _Report:
 
 def _sweep(out: Path, args: list) -> dict:
     """Run ``replica-sweep ARGS -o OUT`` in-process and read the file back."""
-    from .cli import sweep_main
+    from .cli import sweep_main, without_option_advice
     from .io import read_sweep
 
     import contextlib
     import io
 
-    with contextlib.redirect_stdout(io.StringIO()):          # replica-sweep prints the file name
+    # replica-sweep prints the file name; its warnings must not advise options replica-figures does not take
+    with contextlib.redirect_stdout(io.StringIO()), without_option_advice():
         code = sweep_main([*args, "-o", str(out), "--overwrite", "--quiet"])
     if code != 0:
         raise RuntimeError(f"replica-sweep {' '.join(args)} failed with exit code {code}")
