@@ -411,3 +411,20 @@ def test_figures_warnings_do_not_advise_options_it_does_not_take(tmp_path, monke
         cli._warn_discretization(result, "s grid")
     assert "discretization error of the s grid" in in_figures and "--" not in in_figures, in_figures
     assert "--s-grid" in caplog.text
+
+
+# --------------------------------------------------------------------------- smaller: --quick caveat
+def test_quick_two_layer_thresholds_carry_a_coarse_grid_caveat(tmp_path, capsys):
+    """``replica-figures --quick`` printed the two-layer thresholds of a 6-point α grid (2.127/2.147 against
+    1.996/2.102 of the full run) like reference numbers."""
+    from commands import figures_main
+
+    assert figures_main(["--quick", "--only", "two_layer", "-o", str(tmp_path), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].startswith("--quick: coarse grids"), out
+    row = next(line for line in out.splitlines() if line.startswith("two_layer "))
+    assert "alpha_sp =" in row and "--quick: coarse grids, thresholds approximate" in row, row
+    import csv
+
+    with open(tmp_path / "deviations.csv") as fh:
+        assert "coarse grids" in next(csv.DictReader(fh))["note"]
