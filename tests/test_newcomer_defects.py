@@ -428,3 +428,24 @@ def test_quick_two_layer_thresholds_carry_a_coarse_grid_caveat(tmp_path, capsys)
 
     with open(tmp_path / "deviations.csv") as fh:
         assert "coarse grids" in next(csv.DictReader(fh))["note"]
+
+
+# --------------------------------------------------------------------------- smaller: replica-sgd --closure
+def test_sgd_closure_says_what_it_computes_before_it_starts(tmp_path, monkeypatch, capsys, small_sgd):
+    """``replica-sgd --closure`` was silent for the 50 s of the integration."""
+    import simulations.closure as closure
+    from commands import sgd_main
+
+    path = tmp_path / "s.h5"
+    shutil.copy(small_sgd, path)
+    original, seen = closure.closure_for_run, []
+
+    def recorded(*args, **kwargs):
+        seen.append(capsys.readouterr().err)   # what the user has been told when the integration starts
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(closure, "closure_for_run", recorded)
+    capsys.readouterr()
+    assert sgd_main(["--closure", str(path)]) == 0
+    assert seen and "computing the Gaussian-closure prediction" in seen[0], seen
+    assert "stored in" in capsys.readouterr().err
