@@ -449,3 +449,32 @@ def test_sgd_closure_says_what_it_computes_before_it_starts(tmp_path, monkeypatc
     assert sgd_main(["--closure", str(path)]) == 0
     assert seen and "computing the Gaussian-closure prediction" in seen[0], seen
     assert "stored in" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- smaller: dask scheduler advice
+def _dask_scheduler_commands(text):
+    """Every ``dask scheduler …`` a document tells the reader to run: quoted in the prose or a code line."""
+    import re
+
+    quoted = re.findall(r"`(dask[ -]scheduler[^`]*)`", re.sub(r"```.*?```", "", text, flags=re.S))
+    lines = [ln.strip() for block in re.findall(r"```\w*\n(.*?)```", text, re.S) for ln in block.splitlines()
+             if re.match(r"\s*dask[ -]scheduler\b", ln)]
+    return quoted + lines
+
+
+def test_docs_bind_the_dask_scheduler_to_an_address_only_the_user_reaches():
+    """docs/tutorial.md said "start a scheduler and workers (`dask scheduler`, `dask worker ADDRESS`)": a scheduler
+    without authentication and a dashboard on every interface."""
+    import re
+
+    problems = []
+    for doc in sorted((ROOT / "docs").glob("*.md")):
+        if doc.name == "api.md":
+            continue
+        for command in _dask_scheduler_commands(doc.read_text()):
+            host = re.search(r"--host[ =](\S+)", command)
+            dashboard = re.search(r"--dashboard-address[ =](\S+)", command)
+            if (host is None or host.group(1) in ("0.0.0.0", "::", "''", '""') or dashboard is None
+                    or not dashboard.group(1).startswith(("127.0.0.1", "localhost", "[::1]"))):
+                problems.append(f"{doc.name}: {command}")
+    assert not problems, problems
