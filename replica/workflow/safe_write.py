@@ -243,9 +243,9 @@ def open_h5(path, mode="r", *, option="", kinds=None):
         See :func:`classify_open_error`; ``other_kind`` for a file of another command;
         ``other_version`` when a dataset or attribute this version needs is missing
         (``KeyError`` inside the block); ``damaged`` when HDF5 fails to read the file's
-        contents (an ``OSError``, ``RuntimeError`` or ``KeyError`` raised by h5py inside the
-        block or while checking ``kinds``: a file whose header opens but whose data are
-        overwritten).
+        contents in mode ``"r"`` (an ``OSError``, ``RuntimeError`` or ``KeyError`` raised by
+        h5py inside the block or while checking ``kinds``: a file whose header opens but whose
+        data are overwritten).
     """
     import h5py
 
@@ -268,7 +268,7 @@ def open_h5(path, mode="r", *, option="", kinds=None):
                                           f"{wanted}", "other_kind")
             yield h5
         except KeyError as exc:
-            if not _is_missing_name(exc):
+            if mode == "r" and not _is_missing_name(exc):
                 raise _damaged(path, head, str(exc).strip("'\"")) from None
             version = h5.attrs.get("version", "unknown")
             if isinstance(version, bytes):
@@ -282,11 +282,11 @@ def open_h5(path, mode="r", *, option="", kinds=None):
             raise ResultFileError(f"{head}{path} lacks {what} (written by version {version}; this is version "
                                   f"{__version__})", "other_version") from None
         except (OSError, RuntimeError) as exc:
-            if not _raised_by_h5py(exc):
+            if mode != "r" or not _raised_by_h5py(exc):  # a write error is not the input's fault
                 raise
             raise _damaged(path, head, str(exc)) from None
     except (OSError, RuntimeError) as exc:  # reading the version attribute of a damaged file above
-        if not _raised_by_h5py(exc):
+        if mode != "r" or not _raised_by_h5py(exc):
             raise
         raise _damaged(path, head, str(exc)) from None
     finally:
