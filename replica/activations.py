@@ -616,8 +616,10 @@ def get_activation(spec, *, drop_hermite=(), unit_variance=False):
     ------
     ValueError
         Unknown name (the message lists the valid ones), malformed ``hermite:`` terms,
-        non-finite coefficients, bad ``drop_hermite`` degrees, or ``unit_variance`` with zero
-        or infinite variance.
+        non-finite coefficients, bad ``drop_hermite`` degrees, ``unit_variance`` with zero
+        or infinite variance, or a constant activation (every Hermite component of degree
+        ``>= 1`` zero, e.g. ``quadratic`` without degree 2, or ``hermite:0=1``): the labels
+        would not depend on the weights, so there is nothing to learn.
 
     Examples
     --------
@@ -638,6 +640,7 @@ def get_activation(spec, *, drop_hermite=(), unit_variance=False):
     if any(not 0 <= d <= _HERMITE_MAX_DEGREE for d in drop):
         raise ValueError(f"drop_hermite degrees must be in 0..{_HERMITE_MAX_DEGREE}")
     if not drop and not unit_variance:
+        _refuse_constant(base, spec, drop)
         return base
     act = Activation(base.name, base._func, base._derivative, kernel=base._kernel,
                      derivative_kernel=base._derivative_kernel,
@@ -654,8 +657,20 @@ def get_activation(spec, *, drop_hermite=(), unit_variance=False):
                              f"{drop} cannot be normalised to 1")
         act.scale = 1.0 / math.sqrt(nu)
         mods.append("unit")
+    _refuse_constant(act, spec, drop)
     act.name = f"{base.name}[{';'.join(mods)}]"
     return act
+
+
+def _refuse_constant(act, spec, drop):
+    """ValueError if ``σ`` is constant: its variance about its mean, ``ν − μ₀² = Σ_{ℓ≥1} μ_ℓ²/ℓ!``, vanishes
+    (to rounding of the variance before dropping)."""
+    scale = float(getattr(act, "scale", 1.0))
+    spread = act.nu - act.mu0 ** 2
+    if spread <= _G_ROUNDING * scale ** 2 * abs(float(act._base_nu)):
+        removed = f" after dropping Hermite degrees {', '.join(map(str, drop))}" if drop else ""
+        raise ValueError(f"activation {spec!r} is constant{removed} (every Hermite component of degree >= 1 is "
+                         "zero): the output does not depend on the weights, there is nothing to learn")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1348,6 +1348,9 @@ class _NoProgress:
     def update(self, n=1):
         pass
 
+    def refresh(self):
+        pass
+
     def close(self):
         pass
 
@@ -1361,7 +1364,9 @@ def _progress_bar(total, progress):
     else:  # what tqdm.auto gives in a terminal, without importing asyncio (~50 ms)
         from tqdm.std import tqdm
 
-    return tqdm(total=total, desc="α sweep", unit="solve", leave=False)
+    # one step per grid point of every pass (universal, then each start): a point where a pass follows a
+    # traced branch costs no solve, so the unit is the point, not the solve
+    return tqdm(total=total, desc="α sweep", unit="point", leave=False)
 
 
 def _pass(model, alphas, order, overlaps0, start, key, curves, solve_kw, pbar, cache):
@@ -1497,6 +1502,7 @@ def sweep(model, alphas, *, branches="all", progress=True, solve_kw=None, locate
     curves = []
     for name, ov0, order, key in passes:
         _pass(model, alphas, order, ov0, name, key, curves, solve_kw, pbar, cache)
+    pbar.refresh()  # the last points of a pass along a traced branch are quick: show the bar at its total
     pbar.close()
 
     names, order = _name_curves(model, curves, alphas) if curves else ([], [])

@@ -170,7 +170,8 @@ def get_jax_activation(spec: str, *, drop_hermite=(), unit_variance: bool = Fals
     Raises
     ------
     ValueError
-        Unknown name, malformed Hermite specification, or a zero-variance result.
+        Unknown name, malformed Hermite specification, a zero-variance result, or a constant
+        activation (refused by :func:`replica.activations.get_activation`: nothing to learn).
 
     Notes
     -----
@@ -179,6 +180,12 @@ def get_jax_activation(spec: str, *, drop_hermite=(), unit_variance: bool = Fals
     """
     base = _base_function(spec)
     drop = tuple(sorted({int(ell) for ell in drop_hermite}))
+    try:
+        from replica.activations import get_activation
+    except ImportError:  # pragma: no cover - the package ships both
+        pass
+    else:  # the same refusals as the theory (a constant σ: nothing to learn), one source
+        get_activation(spec, drop_hermite=drop, unit_variance=unit_variance)
     if not drop and not unit_variance:
         return JaxActivation(name=spec, fn=base)
     mus, nu = _reference_moments(spec, base, drop)

@@ -299,11 +299,11 @@ def _run(args) -> int:
     from .io import read_experiment_checkpoint, write_experiment, write_experiment_checkpoint
 
     with SafeOutput(output, overwrite=args.overwrite, resume=args.resume) as target:
-        if target.finished:
-            from replica.workflow.io import read_root_attrs
+        from replica.workflow.io import read_root_attrs
 
-            stored = read_root_attrs(output, kinds=("experiment",), option="--resume").get("parameters", {})
-            target.refuse_other_options(stored, json.loads(config.to_json()), source=output)
+        if target.finished and target.same_finished_run(
+                lambda: read_root_attrs(output, kinds=("experiment",), option="--resume").get("parameters", {}),
+                json.loads(config.to_json())):
             logger.info("%s is already complete; nothing to resume", output)
             return 0
         chains = {}

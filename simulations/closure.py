@@ -1059,17 +1059,21 @@ def write_closure(path, result: ClosureResult):
     attribute, the new group, rename over the original), so an interrupted write leaves the
     original intact.  Datasets: ``CLOSURE_DATASETS`` (each with a ``description``) and
     ``noise``; attributes ``parameters`` (JSON), ``success``, ``message``, ``reference``.
+
+    Raises
+    ------
+    replica.workflow.safe_write.ResultFileError
+        The file cannot be read (locked, not HDF5, truncated, damaged; one line, exit 2 in the commands).
     """
     import json
     from pathlib import Path
 
-    import h5py
-
     from replica.workflow.io import atomic_h5
+    from replica.workflow.safe_write import open_h5
 
     path = Path(path)
     with atomic_h5(path) as f:
-        with h5py.File(path, "r") as src:
+        with open_h5(path, option="--closure") as src:  # a read error: the input is damaged (exit 2)
             for key, value in src.attrs.items():
                 f.attrs[key] = value
             for name in src:
@@ -1087,12 +1091,18 @@ def write_closure(path, result: ClosureResult):
 
 
 def read_closure(path):
-    """The ``closure/`` group of a file as a dict of arrays (plus ``parameters``), or None."""
+    """The ``closure/`` group of a file as a dict of arrays (plus ``parameters``), or None.
+
+    Raises
+    ------
+    replica.workflow.safe_write.ResultFileError
+        The file cannot be read (locked, not HDF5, truncated, damaged; one line, exit 2 in the commands).
+    """
     import json
 
-    import h5py
+    from replica.workflow.safe_write import open_h5
 
-    with h5py.File(path, "r") as f:
+    with open_h5(path, option="--closure") as f:
         if "closure" not in f:
             return None
         g = f["closure"]

@@ -185,11 +185,16 @@ def read_experiment(path) -> dict:
         ``{'parameters': dict, 'version': str, 'output_channel': dict, 'groups': {(sampler, init):
         {name: ndarray}}}``; ``output_channel`` is the stored ``output_channel_parameters`` (files written
         before channels existed: Gaussian with the stored Δ).
+
+    Raises
+    ------
+    replica.workflow.safe_write.ResultFileError
+        The file cannot be read (locked, not HDF5, truncated, damaged; one line, exit 2 in the commands).
     """
-    import h5py
+    from replica.workflow.safe_write import open_h5
 
     out = {"groups": {}}
-    with h5py.File(path, "r") as f:
+    with open_h5(path, option="FILE.h5") as f:
         out["parameters"] = json.loads(f.attrs["parameters"])
         out["version"] = str(f.attrs["version"])
         stored = f.attrs.get("output_channel_parameters")

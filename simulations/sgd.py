@@ -867,6 +867,8 @@ def run_sgd(config: SGDConfig, *, progress=False, stop=None, teacher=None,
             completed = step >= num_steps
             break
     if bar is not None:
+        bar.total = bar.n  # a run stopped early ends at the samples it saw, not at the planned number
+        bar.refresh()      # mininterval = 1 s: the last update may not have been drawn
         bar.close()
 
     def col(name, dtype=float):

@@ -181,9 +181,9 @@ def _store_reference(path, args, *, locked=False):
 
     if not locked:  # the file is rewritten: same lock as any writer of it
         with SafeOutput(path, overwrite=True, checkpoints=False, option="--plot"):
-            import h5py
+            from replica.workflow.safe_write import open_h5
 
-            with h5py.File(path, "r") as h5:
+            with open_h5(path, option="--plot") as h5:
                 stored = "reference_alpha" in h5
             if stored and not args.overwrite:  # adding levels is allowed; replacing them needs --overwrite
                 raise UsageError(f"--reference: {path} already holds reference levels; pass --overwrite to "
@@ -209,14 +209,25 @@ def _store_closure(path, *, locked=False, option="--closure", overwrite=False):
             raise ValueError(f"{option}: no such file: {path}")
         with SafeOutput(path, overwrite=True, checkpoints=False, option=option):
             return _store_closure(path, locked=True, option=option, overwrite=overwrite)
+    import time
+
+    import numpy as np
+
     data = read_sgd(path, option=option)
     if isinstance(data.get("closure"), dict) and not overwrite:
         raise UsageError(f"{option}: {path} already has a closure/ group; pass --overwrite to replace it")
+    times = np.asarray(data["time"], dtype=float)
+    # the integration up to the run's last time is one call without progress of its own (about a minute for
+    # the default t = 1000): say so before, and how long it took after
+    logger.info("computing the Gaussian-closure prediction (docs/dynamics.md) at %d times up to t = %.4g; this "
+                "can take a minute", times.size, float(np.max(times)) if times.size else 0.0)
+    t0 = time.perf_counter()
     result = closure_for_run(data["parameters"], times=data["time"])
     if not result.success:
         logger.warning("closure: integration stopped early: %s", result.message)
     write_closure(path, result)
-    logger.info("closure prediction (%s regime) stored in %s/closure", result.parameters["regime"], path)
+    logger.info("closure prediction (%s regime) stored in %s/closure in %.1f s", result.parameters["regime"], path,
+                time.perf_counter() - t0)
 
 
 #: figure formats accepted as the suffix of ``-o`` with ``--plot``

@@ -416,10 +416,14 @@ def store_reference_levels(path, *, num=24, timeout=None, bayes=True):
         The levels (see :func:`reference_levels`).  Datasets written: ``reference_alpha``,
         ``reference_universal_mmse`` and (if available) ``reference_bayes_mmse``; attribute
         ``reference_errors`` (JSON list of messages).  Existing ones are replaced.
-    """
-    import h5py
 
+    Raises
+    ------
+    replica.workflow.safe_write.ResultFileError
+        The file cannot be read (locked, not HDF5, truncated, damaged; one line, exit 2 in the commands).
+    """
     from replica.workflow.io import atomic_h5
+    from replica.workflow.safe_write import open_h5
 
     data = read_sgd(path)
     params = data["parameters"]
@@ -435,7 +439,7 @@ def store_reference_levels(path, *, num=24, timeout=None, bayes=True):
         levels = reference_levels_with_timeout(params, alphas, timeout=timeout, bayes=bayes)
     path = Path(path)
     with atomic_h5(path) as f:  # copy of the file with the levels added, renamed over it
-        with h5py.File(path, "r") as src:
+        with open_h5(path, option="--reference") as src:  # a read error: the input is damaged (exit 2)
             for key, value in src.attrs.items():
                 f.attrs[key] = value
             for name in src:
@@ -456,31 +460,61 @@ def store_reference_levels(path, *, num=24, timeout=None, bayes=True):
 
 
 def _levels_worker(queue, params, alphas, bayes):
+    import signal
+
+    # the parent's handlers (SIGTERM → an exception, Ctrl-C → KeyboardInterrupt) are inherited by a forked
+    # child: a child that the parent terminates, or that sees the terminal's Ctrl-C, ends quietly instead
+    # of printing a traceback; the parent reports what happened
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
     try:
         queue.put(reference_levels(params, alphas, bayes=bayes))
     except BaseException as exc:  # pragma: no cover - reported to the parent
         queue.put({"alpha": alphas, "errors": [f"{type(exc).__name__}: {exc}"]})
 
 
+#: seconds a child that has delivered its result may take to exit (flush its queue) before it is terminated
+_CHILD_EXIT_GRACE = 5.0
+
+
 def reference_levels_with_timeout(params, alphas, *, timeout=300.0, bayes=True):
     """:func:`simulations.sgd_results.reference_levels` in a child process, abandoned after ``timeout`` s.
 
     The replica solvers can take minutes for a new (activation, γ, Δ); a figure should not
-    hang on them.  Returns the same dict (with an entry in ``errors`` on timeout).
+    hang on them.  Returns the same dict (with an entry in ``errors`` on timeout).  The child
+    ends quietly when it is terminated (timeout, or the parent interrupted): it does not inherit
+    the commands' SIGTERM and Ctrl-C handlers.
     """
     import multiprocessing as mp
     import queue as _queue
+    import signal
 
     ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
     q = ctx.Queue()
     proc = ctx.Process(target=_levels_worker, args=(q, params, np.asarray(alphas), bayes),
                        daemon=True)
-    proc.start()
+    # SIGTERM/SIGINT blocked across the fork: the child unblocks them only after resetting its handlers
+    # (a signal arriving meanwhile is delivered to the parent when it unblocks them below)
+    blocked = {signal.SIGTERM, signal.SIGINT}
+    try:
+        previous = signal.pthread_sigmask(signal.SIG_BLOCK, blocked)
+    except (AttributeError, ValueError, OSError):  # pragma: no cover - no pthread_sigmask
+        previous = None
+    try:
+        proc.start()
+    finally:
+        if previous is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+    delivered = False
     try:
         result = q.get(timeout=timeout)
+        delivered = True
     except _queue.Empty:
         result = {"alpha": np.asarray(alphas), "errors": [f"replica levels not ready after {timeout:g} s"]}
     finally:
+        if delivered:  # the child is flushing its queue and exiting: let it
+            proc.join(_CHILD_EXIT_GRACE)
         if proc.is_alive():
             proc.terminate()
         proc.join(5)

@@ -22,6 +22,8 @@ one module (about 830 lines) so that none of them imports another's module
 from __future__ import annotations
 
 import argparse
+import contextlib
+import contextvars
 import logging
 import math
 import signal
@@ -548,9 +550,8 @@ def _run_sweep(args) -> int:
     out = Path(args.output)
 
     with SafeOutput(out, overwrite=args.overwrite, resume=args.resume) as target:
-        if target.finished:
-            attrs = read_root_attrs(out, kinds=("sweep",), option="--resume")
-            target.refuse_other_options(attrs.get("parameters", {}), parameters, source=out)
+        if target.finished and target.same_finished_run(
+                lambda: read_root_attrs(out, kinds=("sweep",), option="--resume").get("parameters", {}), parameters):
             logger.info("%s is already complete; nothing to resume", out)
             print(out)
             return 0
@@ -635,9 +636,25 @@ def _grid_errors(model, result, solve_kw):
         branch.fields["discretization_error"] = err
 
 
+#: whether warnings advise options of replica-sweep (False while replica-figures runs its sweeps: it takes
+#: none of them, :func:`without_option_advice`)
+_OPTION_ADVICE = contextvars.ContextVar("replica_option_advice", default=True)
+
+
+@contextlib.contextmanager
+def without_option_advice():
+    """Run a command in-process for another one (``replica-figures``): its warnings do not advise options
+    (``--s-grid``, ``--readout-grid``) that the calling command does not take."""
+    token = _OPTION_ADVICE.set(False)
+    try:
+        yield
+    finally:
+        _OPTION_ADVICE.reset(token)
+
+
 def _warn_discretization(result, grid="readout grid"):
     """Warn when the discretization error (of the readout grid, or of the s grid for L >= 2) of a branch
-    exceeds its target."""
+    exceeds its target (advising the option that refines it, unless :func:`without_option_advice`)."""
     from ..readout_grid import DEFAULT_TARGET
 
     for name, branch in result.branches.items():
@@ -652,9 +669,10 @@ def _warn_discretization(result, grid="readout grid"):
             advice = ("a finer --s-grid (L = 2: panels:P or auto)" if grid == "s grid" else
                       "the default adaptive rule or a finer --readout-grid")
             logger.warning("branch %s: discretization error of the %s above %g at %d of %d α (largest "
-                           "%.2g)%s; use %s", name, grid, DEFAULT_TARGET,
+                           "%.2g)%s%s", name, grid, DEFAULT_TARGET,
                            int(np.sum(bad)), int(np.sum(branch["exists"])), worst,
-                           f", not estimated at {int(np.sum(unknown))}" if np.any(unknown) else "", advice)
+                           f", not estimated at {int(np.sum(unknown))}" if np.any(unknown) else "",
+                           f"; use {advice}" if _OPTION_ADVICE.get() else "")
 
 
 # --------------------------------------------------------------------------- replica-plot
@@ -757,12 +775,25 @@ def build_phase_diagram_parser() -> argparse.ArgumentParser:
     p.add_argument("--vary", choices=[n.replace("_", "-") for n in PHASE_PARAMETERS], default=None,
                    help="name of the second axis when it is ambiguous (e.g. --gamma 0.5,1 with --layers 2)")
     c = p.add_argument_group("cluster")
-    c.add_argument("--workers", type=number_type("--workers", minimum=1, integer=True), default=None,
-                   help="worker processes of the local cluster (default: number of CPU cores)")
+    c.add_argument("--workers", type=_workers_type, default=None,
+                   help="worker processes of the local cluster, at most 4 per CPU core (default: number of CPU "
+                        "cores)")
     c.add_argument("--scheduler", default=None, metavar="tcp://HOST:PORT",
                    help="address of a running dask scheduler (instead of a local cluster)")
     add_output_options(p, default_output=DEFAULT_PHASE_OUTPUT)
     return p
+
+
+def _workers_type(text):
+    """``--workers``: an integer from 1 to :func:`replica.workflow.phase_diagram.max_workers`."""
+    from .phase_diagram import check_workers
+
+    value = number_type("--workers", minimum=1, integer=True)(text)
+    try:
+        check_workers(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return value
 
 
 def phase_diagram_main(argv=None) -> int:
@@ -872,6 +903,8 @@ def _run_phase_diagram(args) -> int:
     if args.scheduler is not None and args.workers is not None:
         raise UsageError("--scheduler: give either --scheduler (existing cluster) or --workers (local cluster)")
     vary, values, base, alphas = phase_diagram_options(args)
+    phase_diagram.check_size(np.size(values), np.size(alphas),
+                             option=f"--alpha/--{vary.replace('_', '-')}")  # before 10⁵ models are built
     out = Path(args.output)
     for v in values:  # validate every line here: workers never see bad input
         build_model(_line_options(base, vary, v))

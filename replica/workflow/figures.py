@@ -64,6 +64,10 @@ FIGURES = ("quadratic", "relu", "rademacher", "deep", "two_layer", "two_layer_ph
 HE2_HE3 = "hermite:2=1.4142135623730951,3=1"   # (x² − 1)/√2 + (x³ − 3x)/6: μ₂ = √2, μ₃ = 1
 
 
+#: note of the thresholds of ``--quick`` runs (coarse grids: a smoke test, not the reference numbers)
+QUICK_CAVEAT = "--quick: coarse grids, thresholds approximate; run without --quick for the reference values"
+
+
 def _rel(ours, published):
     ours, published = np.asarray(ours, float), np.asarray(published, float)
     return np.abs(ours / published - 1.0)
@@ -92,13 +96,14 @@ class _Report:
 
 def _sweep(out: Path, args: list) -> dict:
     """Run ``replica-sweep ARGS -o OUT`` in-process and read the file back."""
-    from .cli import sweep_main
+    from .cli import sweep_main, without_option_advice
     from .io import read_sweep
 
     import contextlib
     import io
 
-    with contextlib.redirect_stdout(io.StringIO()):          # replica-sweep prints the file name
+    # replica-sweep prints the file name; its warnings must not advise options replica-figures does not take
+    with contextlib.redirect_stdout(io.StringIO()), without_option_advice():
         code = sweep_main([*args, "-o", str(out), "--overwrite", "--quiet"])
     if code != 0:
         raise RuntimeError(f"replica-sweep {' '.join(args)} failed with exit code {code}")
@@ -323,7 +328,8 @@ def figure_two_layer(outdir: Path, quick: bool, report: _Report):
     tr = data["transitions"]
     report.add("two_layer", "no published per-layer data available", float("nan"),
                f"alpha_sp = {tr.get('alpha_sp', float('nan')):.4g}, alpha_c = {tr.get('alpha_c', float('nan')):.4g}",
-               measure="none", note="compare with HMC: scripts/experiments/two_layer_validation.py")
+               measure="none", note=(QUICK_CAVEAT + "; " if quick else "")
+               + "compare with HMC: scripts/experiments/two_layer_validation.py")
 
 
 def figure_two_layer_phase(outdir: Path, quick: bool, report: _Report):
@@ -344,7 +350,9 @@ def figure_two_layer_phase(outdir: Path, quick: bool, report: _Report):
     ac = np.asarray(data["alpha_c_layer"], float)
     report.add("two_layer_phase", "no published two-layer phase diagram available", float("nan"),
                f"layer-2 alpha_c = {np.nanmin(ac[:, 1]):.4g} to {np.nanmax(ac[:, 1]):.4g} over Delta", measure="none",
-               note="layer 1 is learned at every alpha of the grid" if np.all(np.isnan(ac[:, 0])) else "")
+               note="; ".join(([QUICK_CAVEAT] if quick else [])
+                              + (["layer 1 is learned at every alpha of the grid"] if np.all(np.isnan(ac[:, 0]))
+                                 else [])))
 
 
 #: the two-hidden-layer network of the per-neuron figure: tanh(2x) with unit variance and its linear part,
@@ -531,6 +539,9 @@ def _run(args) -> int:
     if not os.access(outdir, os.W_OK | os.X_OK):
         raise UsageError(f"--output: {outdir} is not writable")
     report = _Report()
+    if args.quick:
+        print("--quick: coarse grids (a smoke test of every figure): thresholds and deviations are approximate; "
+              "run without --quick for the reference values", flush=True)
     print(f"{'figure':11s} {'comparison':58s} {'max dev':>10s} {'measure':9s} where", flush=True)
     for name in names:
         t0 = time.perf_counter()

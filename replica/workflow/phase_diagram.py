@@ -37,7 +37,8 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["solve_line", "run_phase_diagram", "assemble", "ResumeMismatch", "ClusterError"]
+__all__ = ["solve_line", "run_phase_diagram", "assemble", "ResumeMismatch", "ClusterError", "max_workers",
+           "check_size"]
 
 logger = logging.getLogger(__name__)
 
@@ -190,6 +191,64 @@ def _lines_from_file(data: dict, parameter: str, values, alphas) -> dict:
     return lines
 
 
+def _resume_key(data: dict, parameter: str) -> dict:
+    """What a finished phase diagram must share with a run for ``--resume`` to keep it (JSON-comparable)."""
+    return {"parameter": data["parameter"], "values": np.asarray(data[parameter]).tolist() if parameter in data else None,
+            "alpha": np.asarray(data["alpha"], dtype=float).tolist(), "parameters": data["parameters"]}
+
+
+#: bytes held per (line, α) cell of a phase diagram: the lines' results, the assembled arrays (mmse, free
+#: entropy, branch, classification error, mmse and existence of up to four branches) and the in-memory image
+#: of the file written atomically
+BYTES_PER_CELL = 200.0
+
+
+def check_size(n_lines: int, n_alpha: int, *, option="--alpha/--delta/--gamma/--readout-grid") -> None:
+    """Refuse a phase diagram whose arrays would not fit in memory (the guard of the other commands,
+    :func:`replica.workflow.config.check_memory`).
+
+    Raises
+    ------
+    replica.workflow.config.UsageError
+        ``n_lines × n_alpha`` cells need more than half of the machine's memory (one line naming ``option``).
+    """
+    from .config import check_memory
+
+    check_memory(BYTES_PER_CELL * float(n_lines) * float(n_alpha), option,
+                 f"{n_lines} lines × {n_alpha} values of α = {float(n_lines) * n_alpha:.3g} solves and their arrays")
+
+
+#: local worker processes allowed per CPU core available to this process
+WORKERS_PER_CORE = 4
+
+
+def max_workers() -> int:
+    """Largest ``--workers`` of a local cluster: :data:`WORKERS_PER_CORE` per CPU core available to this
+    process (at least 4). Each worker is a Python process of a few hundred MB that solves one line at a time;
+    more of them than cores only compete for the same cores (and 10⁵ of them exhaust the memory before the
+    first line starts)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        cores = os.cpu_count() or 1
+    return max(4, WORKERS_PER_CORE * max(cores, 1))
+
+
+def check_workers(workers, *, option="--workers") -> None:
+    """Refuse a number of local workers outside ``1 … max_workers()``.
+
+    Raises
+    ------
+    ValueError
+        ``workers`` is not an integer in that range (message names ``option``).
+    """
+    if workers is None:
+        return
+    if isinstance(workers, bool) or not float(workers).is_integer() or not 1 <= workers <= max_workers():
+        raise ValueError(f"{option} must be an integer from 1 to {max_workers()} ({WORKERS_PER_CORE} per CPU core "
+                         f"here), got {workers!r}")
+
+
 def _client(workers, scheduler):
     try:
         from dask.distributed import Client, LocalCluster
@@ -201,6 +260,10 @@ def _client(workers, scheduler):
         except (OSError, TimeoutError, ValueError) as exc:
             raise ClusterError(f"--scheduler: cannot connect to {scheduler} ({str(exc).splitlines()[0]})") from None
     n = int(workers or os.cpu_count() or 1)
+    try:
+        check_workers(n)
+    except ValueError as exc:
+        raise ClusterError(str(exc)) from None
     with _workers_ignore_interrupts():
         try:
             cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
@@ -271,7 +334,8 @@ def run_phase_diagram(path, parameter, values, lines_options, base, alphas, *, c
     configuration : dict, optional, keyword-only
         Full command-line configuration (stored as ``configuration``).
     workers : int, optional, keyword-only
-        Processes of the local cluster (default: CPU count); ignored with ``scheduler``.
+        Processes of the local cluster, 1 to :func:`max_workers` (default: CPU count); ignored with
+        ``scheduler``.
     scheduler : str, optional, keyword-only
         Address ``tcp://HOST:PORT`` of a running scheduler.
     resume : bool, keyword-only
@@ -292,7 +356,10 @@ def run_phase_diagram(path, parameter, values, lines_options, base, alphas, *, c
         ``resume`` with a file computed for other options or grids.
     ClusterError
         The cluster cannot be started or reached.
+    ValueError
+        ``workers`` outside 1 … :func:`max_workers` (checked before anything is started or written).
     replica.workflow.config.UsageError
+        The grids need more than half of the memory (:func:`check_size`; checked first).
         The output is refused by the write protocol (exists, locked, …).
     KeyboardInterrupt
         Interrupted; the finished lines are in the checkpoint (attribute ``note`` says so).
@@ -300,6 +367,9 @@ def run_phase_diagram(path, parameter, values, lines_options, base, alphas, *, c
     from .io import read_phase_diagram, write_phase_diagram
     from .safe_write import SafeOutput
 
+    if scheduler is None:
+        check_workers(workers, option="workers")
+    check_size(np.size(values), np.size(alphas), option="values/alphas")
     path = Path(path)
     values = np.asarray(values)
     alphas = np.sort(np.asarray(alphas, dtype=float))
@@ -307,9 +377,30 @@ def run_phase_diagram(path, parameter, values, lines_options, base, alphas, *, c
     with SafeOutput(path, overwrite=overwrite, resume=resume) as target:
         done = {}
         source = path if target.finished else target.resume_from
+        old = None
+        if target.finished:  # no checkpoint: with --overwrite, other options or an unusable file start anew
+            def read_finished():
+                nonlocal old
+                old = read_phase_diagram(path, allow_incomplete=True, option="--resume")
+                return _resume_key(old, parameter)
+
+            from .config import UsageError
+            from .safe_write import ResultFileError
+
+            try:
+                same = target.same_finished_run(read_finished, _resume_key(
+                    {"parameter": parameter, parameter: values, "alpha": alphas, "parameters": base}, parameter))
+            except ResultFileError:
+                raise
+            except UsageError:
+                raise ResumeMismatch(f"{path} was computed with other options or grids; use the same options or "
+                                     "another --output") from None
+            if not same:
+                source = old = None
         if source is not None:
             try:
-                old = read_phase_diagram(source, allow_incomplete=True, option="--resume")
+                if old is None:
+                    old = read_phase_diagram(source, allow_incomplete=True, option="--resume")
             except (OSError, KeyError) as exc:
                 raise ResumeMismatch(f"cannot read {source} as a phase diagram ({exc})") from None
             import json
@@ -371,6 +462,7 @@ def _compute_lines(done, parameter, values, lines_options, alphas, target, save,
             logger.info("%s = %g: alpha_sp = %.6g, alpha_c = %.6g (%.1f s)", parameter, values[j],
                         done[j]["alpha_sp"], done[j]["alpha_c"], done[j]["seconds"])
             save()
+        pbar.refresh()  # drawn at its total (the last update may fall within tqdm's refresh interval)
     except KeyboardInterrupt as exc:
         interrupted = True
         exc.note = target.interrupted_note(f"{len(done)} of {values.size} lines" if done else None)

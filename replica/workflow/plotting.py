@@ -1521,13 +1521,11 @@ def plot_file(path, *, experiments=(), references=(), kind="auto", title=None, l
         if fkind == "sgd":
             return plot_sgd(path, title=title, logy=logy)
         if fkind == "experiment":
-            exps = read_experiments(path)
+            exps = read_experiments(path, option="FILE.h5")
             exps.update(extra)
             import json
 
-            import h5py
-
-            with h5py.File(path, "r") as h5:
+            with open_h5(path, option="FILE.h5") as h5:
                 try:
                     params = json.loads(h5.attrs.get("parameters", "{}"))
                 except (TypeError, ValueError):

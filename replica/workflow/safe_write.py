@@ -242,7 +242,10 @@ def open_h5(path, mode="r", *, option="", kinds=None):
     ResultFileError
         See :func:`classify_open_error`; ``other_kind`` for a file of another command;
         ``other_version`` when a dataset or attribute this version needs is missing
-        (``KeyError`` inside the block).
+        (``KeyError`` inside the block); ``damaged`` when HDF5 fails to read the file's
+        contents in mode ``"r"`` (an ``OSError``, ``RuntimeError`` or ``KeyError`` raised by
+        h5py inside the block or while checking ``kinds``: a file whose header opens but whose
+        data are overwritten).
     """
     import h5py
 
@@ -252,19 +255,21 @@ def open_h5(path, mode="r", *, option="", kinds=None):
         raise classify_open_error(path, exc, option=option) from None
     head = f"{option}: " if option else ""
     try:
-        if kinds is not None:
-            kind = file_kind_of(h5)
-            kinds = tuple(kinds)
-            if kind not in kinds:
-                wanted = " or ".join(COMMANDS.get(k, k) for k in kinds)
-                if kind == "unknown":
-                    raise ResultFileError(f"{head}{path} was not written by {wanted} (no 'kind' attribute)",
-                                          "other_kind")
-                raise ResultFileError(f"{head}{path} was written by {COMMANDS.get(kind, kind)}, not by {wanted}",
-                                      "other_kind")
         try:
+            if kinds is not None:
+                kind = file_kind_of(h5)
+                kinds = tuple(kinds)
+                if kind not in kinds:
+                    wanted = " or ".join(COMMANDS.get(k, k) for k in kinds)
+                    if kind == "unknown":
+                        raise ResultFileError(f"{head}{path} was not written by {wanted} (no 'kind' attribute)",
+                                              "other_kind")
+                    raise ResultFileError(f"{head}{path} was written by {COMMANDS.get(kind, kind)}, not by "
+                                          f"{wanted}", "other_kind")
             yield h5
         except KeyError as exc:
+            if mode == "r" and not _is_missing_name(exc):
+                raise _damaged(path, head, str(exc).strip("'\"")) from None
             version = h5.attrs.get("version", "unknown")
             if isinstance(version, bytes):
                 version = version.decode()
@@ -276,8 +281,39 @@ def open_h5(path, mode="r", *, option="", kinds=None):
             what = f"'{names[-1]}'" if names else str(exc)
             raise ResultFileError(f"{head}{path} lacks {what} (written by version {version}; this is version "
                                   f"{__version__})", "other_version") from None
+        except (OSError, RuntimeError) as exc:
+            if mode != "r" or not _raised_by_h5py(exc):  # a write error is not the input's fault
+                raise
+            raise _damaged(path, head, str(exc)) from None
+    except (OSError, RuntimeError) as exc:  # reading the version attribute of a damaged file above
+        if mode != "r" or not _raised_by_h5py(exc):
+            raise
+        raise _damaged(path, head, str(exc)) from None
     finally:
         h5.close()
+
+
+def _damaged(path, head, text) -> ResultFileError:
+    return ResultFileError(f"{head}{path} is a damaged HDF5 file ({_h5_detail(text)})", "damaged")
+
+
+def _raised_by_h5py(exc) -> bool:
+    """Whether ``exc`` was raised inside h5py (the innermost frame of its traceback is h5py's): a read
+    error of HDF5, not an error of the code reading the file."""
+    tb = exc.__traceback__
+    if tb is None:
+        return False
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    name = tb.tb_frame.f_code.co_filename.replace("\\", "/")
+    return "h5py/" in name or name.startswith("h5py")
+
+
+def _is_missing_name(exc: KeyError) -> bool:
+    """A ``KeyError`` that says a name is absent (another version's file), not that it cannot be read."""
+    text = str(exc)
+    return (not _raised_by_h5py(exc) or "doesn't exist" in text or "can't locate" in text
+            or "not found" in text or "does not exist" in text)
 
 
 def file_kind_of(h5) -> str:
@@ -444,7 +480,9 @@ class SafeOutput:
         File holding the checkpoint to continue (``--resume``), or None.
     finished : bool
         ``--resume`` found a finished target and no checkpoint: the command checks its options
-        (:meth:`refuse_other_options`) and has nothing to do.
+        (:meth:`same_finished_run`) and has nothing to do when they are the same; with
+        ``--overwrite`` and other options (or a target it cannot use), it starts anew
+        (``finished`` becomes False).
 
     Raises
     ------
@@ -523,6 +561,57 @@ class SafeOutput:
             p.unlink(missing_ok=True)
         if stale:
             logger.info("%s: removed %d temporary file(s) left by an interrupted write", self.option, len(stale))
+
+    #: reasons of a ResultFileError of the finished target that --resume --overwrite does not start anew over
+    _KEEP_REASONS = ("locked", "permission", "directory", "missing")
+
+    def same_finished_run(self, read_stored, wanted: dict) -> bool:
+        """``--resume`` found a finished target and no checkpoint: whether it holds this run.
+
+        Parameters
+        ----------
+        read_stored : callable
+            Returns the options stored in the target (called once; may raise
+            :class:`ResultFileError`).
+        wanted : dict
+            The options of this run.
+
+        Returns
+        -------
+        bool
+            True when the stored options equal ``wanted`` (nothing to do: the target is left as it
+            is). False with ``--overwrite`` when they differ or the target cannot be used (another
+            command's, another version's, damaged): there is no checkpoint of these options, so the
+            run starts anew (``finished`` is set to False) and replaces the target atomically when it
+            finishes, as ``--overwrite`` alone does.
+
+        Raises
+        ------
+        UsageError
+            Other options, without ``--overwrite`` (the keys that differ are named).
+        ResultFileError
+            The target cannot be read, without ``--overwrite`` (or it is locked, unreadable for
+            permissions, or a directory).
+        """
+        try:
+            stored = read_stored()
+        except ResultFileError as exc:
+            if not self.overwrite or exc.reason in self._KEEP_REASONS:
+                raise
+            logger.warning("%s: %s; no checkpoint of an interrupted run: starting a new run (--overwrite replaces "
+                           "%s when it finishes)", self.option, exc, self.path)
+            self.finished = False
+            return False
+        try:
+            self.refuse_other_options(stored, wanted, source=self.path)
+        except UsageError:
+            if not self.overwrite:
+                raise
+            logger.info("%s: %s was computed with other options and there is no checkpoint of this run: starting "
+                        "a new run (--overwrite replaces it when it finishes)", self.option, self.path)
+            self.finished = False
+            return False
+        return True
 
     def refuse_other_options(self, stored: dict, wanted: dict, *, source=None) -> None:
         """Raise :class:`UsageError` (``--resume``) if ``stored`` and ``wanted`` options differ.

@@ -204,10 +204,14 @@ def spectrum(gamma, readout, lambdas, *, density_grid=None, resolution=None, rea
         nodes = 0.5 * (1.0 - np.cos(np.pi * np.arange(n) / (n - 1)))
         result.x = np.empty((lambdas.size, n))
         result.density = np.empty((lambdas.size, n))
-        for i in tqdm(range(lambdas.size), disable=not progress, desc="densities", unit="λ", leave=False):
+        bar = tqdm(total=lambdas.size, disable=not progress, desc="densities", unit="λ", leave=False)
+        for i in range(lambdas.size):
             lo, hi = _density_range(channel, float(lambdas[i]))
             result.x[i] = lo + (hi - lo) * nodes
             result.density[i] = channel.density(result.x[i], float(lambdas[i]))
+            bar.update(1)
+        bar.refresh()  # drawn at its total before it is cleared
+        bar.close()
     return result
 
 
