@@ -229,17 +229,21 @@ MAX_DEEP_LINEAR_S_GRID = 75
 
 def _build_deep_linear(r: ModelRequest):
     from .deep_linear import DeepLinearModel
-    from .two_layer import DEFAULT_S_GRID
 
     s_grid = r.options.get("s_grid")
+    acts = list(r.activations) if len(r.activations) == r.layers else r.activations[0]
+    if s_grid is None or s_grid == "adaptive":  # the default: front-aligned rules, no fixed grid in s
+        from .deep_fronts import DeepFrontModel
+
+        return DeepFrontModel(acts, list(r.gammas), r.delta, weight_prior=r.weight_prior,
+                              readout_law=r.readout_law, output_channel=r.output_channel)
     if isinstance(s_grid, str):
-        raise ValueError(f"s_grid: {s_grid} is for --layers 2; give a number of nodes")
+        raise ValueError(f"s_grid: {s_grid} is for --layers 2; give 'adaptive' (the default) or a number of nodes")
     if s_grid is not None and int(s_grid) > MAX_DEEP_LINEAR_S_GRID:
         raise ValueError(f"s_grid: at most {MAX_DEEP_LINEAR_S_GRID} nodes for --layers >= 3 (its error estimate "
                          f"solves on twice as many Gauss–Hermite nodes, whose weights underflow beyond 150), got {s_grid}")
-    acts = list(r.activations) if len(r.activations) == r.layers else r.activations[0]
     return DeepLinearModel(acts, list(r.gammas), r.delta, weight_prior=r.weight_prior,
-                           readout_law=r.readout_law, s_grid=s_grid or DEFAULT_S_GRID, output_channel=r.output_channel)
+                           readout_law=r.readout_law, s_grid=int(s_grid), output_channel=r.output_channel)
 
 
 def _build_deep(r: ModelRequest):

@@ -1,0 +1,608 @@
+r"""L ≥ 3 hidden layers with no fixed grid in s: front-aligned rules (docs/deep_linear.md §11).
+
+:class:`DeepFrontModel` solves the equations of :class:`replica.models.deep_linear.DeepLinearModel`
+(same kernel, conjugates and free entropy) on rules in the effective readouts ``s_ℓ`` that follow
+the *specialization fronts* of the inner layers instead of a fixed Gauss–Hermite grid.
+
+Why
+---
+On a partially specialized sheet the neurons of an inner layer ℓ with ``|s_ℓ|`` above a front
+``f_ℓ`` sit on the large root of their fixed-point equations and those below on the small one: the
+profiles jump at ``f_ℓ``. A fixed grid turns every node the front crosses into a fold of its own (a
+staircase of branches, ``layer_1-2``, ``layers_1_2-8``, …) and integrates the jump with the error of
+one node. Here the front is an unknown and a panel end.
+
+The rule of one inner layer
+---------------------------
+For a front ``f`` (``0 ≤ f ≤`` :data:`FRONT_MAX`) the rule of ``E_s φ(s²)``, ``s ~ N(0, 1)`` folded on
+``s ≥ 0``, is the ``n``-point Gauss rule of the density ``2φ(s)`` on ``[0, f]`` and the ``n``-point Gauss
+rule of the same density on ``[f, ∞)`` (:func:`folded_gauss_rule`; orthogonal polynomials of the
+truncated Gaussian by the discretized Stieltjes procedure), so that the profiles are smooth on each
+panel and the rule converges fast in ``n``. Two more nodes of weight 0 sit at ``s = f``: the *probes*,
+one on the small root and one on the large root. A probe is a neuron of zero mass: it follows its own
+fixed-point equations at the global order parameters of the others and leaves them unchanged.
+
+The front
+---------
+Moving a group of neurons of mass ``ε`` at ``s`` from one root to the other changes the free
+entropy by ``ε Δφ(s)`` with ``φ(s) = ∂f/∂p(s)``, the derivative of ``f`` with respect to the
+quadrature weight of a node at ``s`` at fixed order parameters (f is stationary in all of them).
+The stationary point of largest ``f`` puts every neuron on the root of larger ``φ``, so the front sits
+where the two probes have equal potential, ``Δφ(f) = φ_large(f) − φ_small(f) = 0`` (for L = 2 this is
+the equal-potential rule of :mod:`replica.models._two_layer_profile`; :class:`DeepFrontModel` with
+``L = 2`` reproduces it, tests/test_deep_fronts.py). ``φ`` is computed in closed form (:meth:`DeepFrontModel.neuron_potentials`; tested against
+differences of :meth:`DeepLinearModel.free_entropy` in the probe's weight). Its derivative along the front at fixed
+neuron states is explicit: the labels enter ``f`` only through ``ρ²`` in ``K*``, and the probes are
+stationary points of their own potential, so ``dΔφ/d(f²) = A_{L+1,ℓ+1}(G_large − G_small)/(2D)``
+(``G = g_ℓ(c_ℓ)`` at the probes). The map moves the front by that Newton step in ``f²``, clipped to
+``[0, FRONT_MAX]``; where both probes sit on one root (the other does not exist at the front, or the
+probe left it during the iteration) the probe is re-seeded from the nearest node on its side, or the
+front moves towards the root that exists (:meth:`DeepFrontModel._new_fronts`). ``f = 0``: every neuron of the layer is on the
+large root; ``f = FRONT_MAX``: none is.
+
+Packed vector and storage
+-------------------------
+``x = (f_1, …, f_{L−1}, overlaps of every W_{ℓ:m} on the current rules)`` (the overlaps in the order
+of :func:`replica.models.deep_linear.matrix_keys`, each inner-layer axis with ``2n + 2`` nodes: the two
+probes, the small-root panel, the large-root panel). States report every profile on the fixed folded
+Gauss–Hermite grid of ``report_grid`` nodes (interpolated on the side of the front each reporting node
+lies on), so that the stored datasets of a branch share one axis; the label averages
+(``overlap_mean_*``), the phase and the error are computed on the front-aligned rules, and the
+fronts are stored per point (``front_layer_<ℓ>``, in units of s).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from hciz.compiled import iota_of
+
+from ..engine import STATUS_MESSAGES, FixedPointResult, solve_fixed_point
+from .deep_linear import INFORMED_OVERLAP, DeepLinearModel, DeepLinearState, phase_label
+from .two_layer import DEFAULT_S_GRID, PHASE_THRESHOLD, refined_solve
+
+__all__ = ["DeepFrontModel", "DeepFrontState", "folded_gauss_rule", "front_rule", "FRONT_MAX",
+           "DEFAULT_PANEL_NODES", "LEARNED_MASS"]
+
+#: largest front (units of s): above it the folded Gaussian has mass < 2e-17 (no neuron is specialized)
+FRONT_MAX = 8.5
+#: Gauss nodes per side of the front (the rule of one inner layer has 2n + 2 nodes)
+DEFAULT_PANEL_NODES = 6
+#: nodes of the fine Gauss–Legendre rule the Stieltjes procedure discretizes the Gaussian with
+_STIELTJES_NODES = 400
+#: a matrix counts as learned when its groups above the phase threshold carry at least this mass
+#: (a fraction of its entries; the front of a layer learned from its largest readouts is then below
+#: s ≈ 6.1)
+LEARNED_MASS = 1e-9
+#: a probe is on the large root when its overlaps exceed this (else the root does not exist there)
+_PROBE_FLOOR = 1e-6
+
+_FINE_X, _FINE_W = np.polynomial.legendre.leggauss(_STIELTJES_NODES)
+
+
+def folded_gauss_rule(a: float, b: float, n: int):
+    """``n``-point Gauss rule of the folded Gaussian density ``2φ(s)`` on ``[a, b]``.
+
+    Parameters
+    ----------
+    a, b : float
+        ``0 ≤ a < b ≤ ∞`` (units of s; the part beyond ``s = 13`` is dropped: mass < 1e-38).
+    n : int
+        Number of nodes, 1 ≤ n ≤ 40.
+
+    Returns
+    -------
+    nodes, weights : ndarray, shape (n,)
+        Increasing nodes in ``(a, b)``; positive weights summing to ``P(a ≤ |s| ≤ b)``. Exact for
+        polynomials of degree < 2n against ``2φ(s) ds`` (up to the 400-point discretization, 1e-15).
+        Computed by the discretized Stieltjes procedure and the Golub–Welsch eigenproblem (Gautschi,
+        *Orthogonal Polynomials: Computation and Approximation*, 2004, §2.2.3.1).
+
+    Raises
+    ------
+    ValueError
+        ``a < 0``, ``b ≤ a`` or ``n`` outside [1, 40].
+    """
+    if not (0.0 <= a < b) or not 1 <= int(n) <= 40:
+        raise ValueError(f"folded_gauss_rule: need 0 <= a < b and 1 <= n <= 40, got a={a}, b={b}, n={n}")
+    hi = min(float(b), 13.0)
+    if hi <= a:
+        return np.full(int(n), float(a)), np.zeros(int(n))
+    s = a + (hi - a) * (_FINE_X + 1.0) / 2.0
+    ws = (hi - a) / 2.0 * _FINE_W * 2.0 * np.exp(-0.5 * s * s) / math.sqrt(2.0 * math.pi)
+    mass = float(ws.sum())
+    if mass <= 0.0:
+        return np.full(int(n), float(a)), np.zeros(int(n))
+    ws = ws / mass
+    n = int(n)
+    alpha = np.zeros(n)
+    beta = np.zeros(n)
+    p_prev = np.zeros_like(s)
+    p = np.ones_like(s)
+    norm_prev = 1.0
+    for k in range(n):
+        norm = float(ws @ (p * p))
+        alpha[k] = float(ws @ (s * p * p)) / norm
+        beta[k] = norm / norm_prev if k > 0 else 0.0
+        p_prev, p = p, (s - alpha[k]) * p - beta[k] * p_prev
+        norm_prev = norm
+    off = np.sqrt(beta[1:])
+    nodes, vec = np.linalg.eigh(np.diag(alpha) + np.diag(off, 1) + np.diag(off, -1))
+    return nodes, mass * vec[0] ** 2
+
+
+def front_rule(front: float, n: int):
+    """Rule of one inner layer for the front ``front``: ``(nodes, weights, side)``, shape (2n + 2,).
+
+    Order: the small-root probe and the large-root probe (both at ``s = front``, weight 0), the
+    ``n`` nodes of ``[0, front]``, the ``n`` nodes of ``[front, ∞)`` (:func:`folded_gauss_rule`).
+    ``side`` is 0 for the small-root nodes, 1 for the large-root ones. A front at 0 (every neuron
+    on the large root) gives the small-root panel zero weight; a front at :data:`FRONT_MAX`, the
+    large-root panel a mass < 2e-17.
+    """
+    f = float(min(max(front, 0.0), FRONT_MAX))
+    lo = folded_gauss_rule(0.0, f, n) if f > 1e-12 else (np.zeros(n), np.zeros(n))
+    hi = folded_gauss_rule(f, math.inf, n)
+    nodes = np.concatenate([[f, f], lo[0], hi[0]])
+    weights = np.concatenate([[0.0, 0.0], lo[1], hi[1]])
+    side = np.concatenate([[0, 1], np.zeros(n, int), np.ones(n, int)])
+    return nodes, weights, side
+
+
+def _side_interp(target, nodes, side, values, front):
+    """Values at ``target`` nodes: piecewise linear in s on the side of the front each lies on."""
+    out = np.empty(np.shape(target))
+    for k, lo_side in ((0, True), (1, False)):
+        keep = side == k
+        s, v = nodes[keep], values[keep]
+        order = np.argsort(s, kind="mergesort")
+        mask = (target < front) if lo_side else (target >= front)
+        if np.any(mask):
+            out[mask] = np.interp(target[mask], s[order], v[order])
+    return out
+
+
+def _map_axis(q, axis, target, nodes, side, front):
+    """``q`` with its ``axis`` carried from a front rule onto ``target`` (:func:`_side_interp`)."""
+    q = np.moveaxis(np.asarray(q, dtype=float), axis, -1)
+    out = np.empty(q.shape[:-1] + (np.size(target),))
+    for idx in np.ndindex(q.shape[:-1]):
+        out[idx] = _side_interp(np.asarray(target, float), nodes, side, q[idx], front)
+    return np.moveaxis(out, -1, axis)
+
+
+@dataclass
+class DeepFrontState(DeepLinearState):
+    """:class:`DeepLinearState` reported on the fixed grid, with the fronts and the phase of the rule.
+
+    Attributes
+    ----------
+    fronts : ndarray, shape (L − 1,)
+        Specialization front ``f_ℓ`` of every inner layer (units of s; 0: every neuron on the
+        large root, :data:`FRONT_MAX`: none).
+    learned : tuple
+        ``(layers, extra_products)`` read on the front-aligned rules (probes excluded).
+    rule_overlaps : ndarray
+        Every overlap on the front-aligned rules times the square root of its group's mass
+        ``p(row) p(column)``: :attr:`overlaps`, continuous along a sheet (the reported profiles jump
+        where a front crosses a reporting node), blind to the probes and to groups of vanishing mass
+        (two states that differ only there are one state).
+    """
+
+    fronts: np.ndarray = None
+    learned: tuple = ((), False)
+    rule_overlaps: np.ndarray = None
+
+    @property
+    def overlaps(self) -> np.ndarray:
+        """The mass-weighted overlaps on the front-aligned rules (what continuation and comparisons read)."""
+        return self.rule_overlaps
+
+    def record(self) -> dict:
+        """:meth:`DeepLinearState.record` and ``front_layer_<ℓ>`` for ℓ = 1 … L − 1."""
+        rec = super().record()
+        for ell, f in enumerate(np.atleast_1d(self.fronts), start=1):
+            rec[f"front_layer_{ell}"] = float(f)
+        return rec
+
+
+class DeepFrontModel(DeepLinearModel):
+    """L ≥ 2 hidden layers with linear parts on front-aligned rules in s (module docstring).
+
+    Parameters
+    ----------
+    activation, gammas, delta, weight_prior, readout_law, readout_grid, drop_hermite, unit_variance,
+    tilt_split, output_channel
+        As :class:`~replica.models.deep_linear.DeepLinearModel`.
+    panel_nodes : int, keyword-only
+        Gauss nodes on each side of every front, 2 ≤ n ≤ 20 (default 6);
+        :meth:`discretization_error` solves with twice as many.
+    report_grid : int, keyword-only
+        Nodes of the folded Gauss–Hermite grid the stored profiles are reported on (default 12).
+
+    Raises
+    ------
+    ValueError
+        As :class:`DeepLinearModel`; ``panel_nodes`` outside [2, 20].
+    """
+
+    def __init__(self, activation="tanh2", gammas=(1.0, 1.0, 1.0), delta=0.1, *, panel_nodes=DEFAULT_PANEL_NODES,
+                 report_grid=DEFAULT_S_GRID, **kw):
+        if isinstance(panel_nodes, bool) or not float(panel_nodes).is_integer() or not 2 <= int(panel_nodes) <= 20:
+            raise ValueError(f"panel_nodes must be an integer in [2, 20], got {panel_nodes!r}")
+        kw.pop("s_grid", None)
+        super().__init__(activation, gammas, delta, s_grid=report_grid, **kw)
+        if self.L < 2:
+            raise ValueError("DeepFrontModel needs at least two hidden layers")
+        self.panel_nodes = int(panel_nodes)
+        self._init_kw = dict(activation=list(self.activations), gammas=tuple(self.gammas), delta=self.delta,
+                             weight_prior=list(self.weight_priors), readout_law=self.readout_law,
+                             tilt_split=self.tilt_split, output_channel=self.output_channel, report_grid=report_grid)
+        # the working model: the same equations, its label rules replaced at every evaluation
+        self.core = DeepLinearModel(list(self.activations), tuple(self.gammas), self.delta,
+                                    weight_prior=list(self.weight_priors), readout_law=self.readout_law,
+                                    s_grid=2 * self.panel_nodes + 2, tilt_split=self.tilt_split,
+                                    output_channel=self.output_channel)
+        self.n_fronts = self.L - 1
+        self._rules = None
+        self._fronts = None
+
+    # ------------------------------------------------------------------ rules
+    @property
+    def s_grid_rule(self) -> str:
+        """``fronts:<n> (…)``: the rule (root attribute ``s_grid_rule`` of a sweep)."""
+        return (f"fronts:{self.panel_nodes} (Gauss rules of {self.panel_nodes} nodes on each side of every inner "
+                f"layer's specialization front, equal-potential fronts; profiles reported on "
+                f"gauss-hermite:{self.n_s})")
+
+    def rules(self, fronts):
+        """Set the working model's rules for ``fronts`` (shape (L − 1,)) and return them:
+        a list of ``(nodes, weights, side)`` per inner layer (:func:`front_rule`)."""
+        fr = tuple(float(min(max(f, 0.0), FRONT_MAX)) for f in np.atleast_1d(fronts))
+        if fr != self._fronts:
+            rules = [front_rule(f, self.panel_nodes) for f in fr]
+            core = self.core
+            core.label_weights = [np.ones(1)] + [r[1] for r in rules] + [self.readout_weights]
+            core.label_squares = [np.ones(1)] + [r[0] ** 2 for r in rules] + [self.v2]
+            core.s_values = rules[0][0]
+            self._rules, self._fronts = rules, fr
+        return self._rules
+
+    @property
+    def size(self) -> int:
+        """Length of the packed vector: the L − 1 fronts and the overlaps on the front rules."""
+        return self.n_fronts + self.core.size
+
+    def split(self, x):
+        """``(fronts (L − 1,), packed overlaps of the working model)``."""
+        x = np.asarray(x, dtype=float)
+        return x[:self.n_fronts], x[self.n_fronts:]
+
+    # ------------------------------------------------------------------ map
+    def neuron_potentials(self, alpha, c, ell, nodes):
+        """``φ(j) = ∂f/∂p(j)`` for nodes ``j`` of inner layer ``ell`` at fixed order parameters.
+
+        Parameters
+        ----------
+        alpha : float
+        c : dict
+            :meth:`DeepLinearModel.conjugates` of the working model at the point.
+        ell : int
+            Inner layer, 1 ≤ ell ≤ L − 1.
+        nodes : sequence of int
+            Indices on the layer's rule (0, 1: the probes).
+
+        Returns
+        -------
+        ndarray, shape (len(nodes),)
+            The first-order change of f per unit mass of neurons added at the node, in its state
+            (docs/deep_linear.md §11): the energetic part ``−(∂mmse/∂p)/(2D)`` with
+            ``∂K*/∂p(j) = G_ℓ(j) U_ℓ(j)`` (``U_ℓ``: the kernel's back-propagated label weight, ``B_ℓ = g_ℓ' U_ℓ``),
+            the entropic terms of the rows and columns labelled by ``j``, and the products whose tilt
+            runs through layer ℓ (``∂f/∂t = w_P gain/2α`` per entry, ``∂t/∂p(j) = Q_T(·, j) Q_B(j, ·)``).
+            The free entropy's differences in the node weight give the same to 1e-9
+            (tests/test_deep_fronts.py).
+        """
+        core = self.core
+        L = self.L
+        Q, hat, G, D = c["Q"], c["hat"], c["G"], c["D"]
+        nodes = np.asarray(nodes, dtype=int)
+        p = core.label_weights
+        # U_m: the bracket of backward() (B_m = g_m'(c_m) U_m)
+        U = [None] * (L + 1)
+        U[L] = np.asarray(self.v2, dtype=float)
+        B = {L: U[L] * self.activations[L - 1].g_prime(np.clip(c["c"][L], -1.0, 1.0))}
+        for m in range(L - 1, 0, -1):
+            acc = self.A(L + 1, m + 1) * core.label_squares[m]
+            for k in range(m + 1, L + 1):
+                acc = acc + self.A(k, m + 1) * ((p[k] * B[k]) @ Q[(k, m + 1)])
+            U[m] = acc
+            B[m] = self.activations[m - 1].g_prime(np.clip(c["c"][m], -1.0, 1.0)) * acc
+        dgap = self.A(L + 1, ell + 1) * core.label_squares[ell][nodes] * self.g_one[ell - 1] - G[ell][nodes] * U[ell][nodes]
+        phi = -dgap / (2.0 * D)
+        for X in self.keys:
+            a, b = X
+            rows, cols = a == ell, b - 1 == ell
+            if not (rows or cols):
+                continue
+            if a == b:
+                term = self.weight_priors[a - 1].free_entropy(hat[X]) - Q[X] * hat[X] / 2.0
+            else:
+                ch = core.channels[X]
+                tau = np.asarray(c["tau"][X], float).reshape(core.shapes[X])
+                term = hat[X] * (1.0 - Q[X]) / 2.0 - np.asarray(iota_of(ch, tau + hat[X])).reshape(core.shapes[X]) \
+                    + np.asarray(iota_of(ch, tau)).reshape(core.shapes[X])
+            scale = core.entries[X] / alpha
+            if rows:
+                phi = phi + scale * (term[nodes] @ p[b - 1])
+            if cols:
+                phi = phi + scale * (p[a] @ term[:, nodes])
+        for P in self.products:
+            T, Bk = core.factors[P]
+            if T[1] - 1 != ell or P not in c["gain"]:
+                continue
+            g = np.asarray(c["gain"][P], float).reshape(core.shapes[P]) * (c["t"][P] < 1.0)  # t is clipped at 1
+            weighted = (p[P[0]][:, None] * g) * p[P[1] - 1][None, :]
+            # Σ_{ρ,κ} p p gain Q_T(ρ, j) Q_B(j, κ)
+            phi = phi + core.entries[P] / (2.0 * alpha) * np.einsum("rk,rj,jk->j", weighted, Q[T][:, nodes], Q[Bk][nodes, :])
+        return phi
+
+    def _probe_potentials(self, alpha, c):
+        """``(Δφ_ℓ, dΔφ_ℓ/d(f²), roots)`` of every inner layer (:meth:`neuron_potentials`,
+        :meth:`_probe_roots`)."""
+        out = []
+        for ell in range(1, self.L):
+            phi = self.neuron_potentials(alpha, c, ell, (0, 1))
+            G = c["G"][ell]
+            slope = self.A(self.L + 1, ell + 1) * float(G[1] - G[0]) / (2.0 * c["D"])
+            out.append((float(phi[1] - phi[0]), slope, self._probe_roots(c, ell)))
+        return out
+
+    def _probe_roots(self, c, ell) -> int:
+        """Where the probes of inner layer ``ell`` are: 0 on two roots (the front equation applies),
+        −1 both on the small root, +1 both on the large root."""
+        pre = c["c"][ell]
+        if pre[1] - pre[0] > _PROBE_FLOOR:
+            return 0
+        return 1 if float(np.max(c["Q"][(ell, ell)][0])) > PHASE_THRESHOLD else -1
+
+    def _reseed(self, Q, ell, probe, source):
+        """Copy the rows and columns of node ``source`` of inner layer ``ell`` onto node ``probe``."""
+        for (a, m), q in Q.items():
+            if a == ell:
+                q[probe, :] = q[source, :]
+            if m - 1 == ell:
+                q[:, probe] = q[:, source]
+
+    def _new_fronts(self, alpha, c):
+        """The next fronts: a Newton step of ``Δφ_ℓ = 0`` in ``f_ℓ²`` (``dΔφ/d(f²)`` is explicit at fixed
+        neuron states, module docstring). Where both probes sit on one root, the probe that lost its
+        root is re-seeded from the nearest node on its side of the front (it returns to its root
+        if that root exists there) and, if that node is on the same root too, the front moves
+        towards it (up when no neuron near the front is on the large root, down when none is on the
+        small one)."""
+        n = self.panel_nodes
+        new = np.empty(self.n_fronts)
+        for i, (dphi, slope, roots) in enumerate(self._probe_potentials(alpha, c)):
+            ell = i + 1
+            f = self._fronts[i]
+            pre = c["c"][ell]
+            if roots < 0:
+                first_high = 2 + n                       # the smallest node above the front
+                if pre[first_high] - pre[0] > _PROBE_FLOOR:
+                    self._reseed(c["new"], ell, 1, first_high)
+                    new[i] = f
+                else:
+                    new[i] = min(f + 0.05 * (1.0 + f), FRONT_MAX)
+                continue
+            if roots > 0:
+                last_low = 1 + n                         # the largest node below the front
+                if f > 1e-12 and pre[1] - pre[last_low] > _PROBE_FLOOR:
+                    self._reseed(c["new"], ell, 0, last_low)
+                    new[i] = f
+                else:
+                    new[i] = max(f - 0.25 * (1.0 + f), 0.0)
+                continue
+            u = f * f
+            if slope > 1e-14:
+                step = float(np.clip(-dphi / slope, -(1.0 + u), 1.0 + u))
+                u = max(u + step, 0.0)
+            new[i] = min(math.sqrt(u), FRONT_MAX)
+        return new
+
+    def update(self, alpha, x):
+        """The map on the packed vector: the working model's map on the overlaps (rules at the
+        current fronts) and the Newton step of every front towards equal potential."""
+        fronts, q = self.split(x)
+        self.rules(fronts)
+        c = self.core.conjugates(alpha, q)
+        if not (np.isfinite(c["D"]) and all(np.all(np.isfinite(h)) for h in c["hat"].values())):
+            return np.full(np.shape(x), np.nan)
+        new_fronts = self._new_fronts(alpha, c)
+        return np.concatenate([new_fronts, self.core.pack(self._without_ghosts(c["new"]))])
+
+    def _without_ghosts(self, Q):
+        """``Q`` with the large-root side of every layer whose front is at :data:`FRONT_MAX` set to 0.
+
+        Such a layer has no neuron on the large root: its large-root panel carries a mass < 2e-17,
+        and neurons there that stayed specialized would make a sheet of the universal point's error
+        that counts as learned (a ghost). Rows and columns labelled by them are zeroed, the probe included."""
+        dead = [ell for ell in range(1, self.L) if self._fronts[ell - 1] >= FRONT_MAX]
+        if not dead:
+            return Q
+        out = {}
+        for key, q in Q.items():
+            q = np.array(q, dtype=float)
+            ell, m = key
+            for layer in dead:
+                high = self._rules[layer - 1][2] == 1
+                if ell == layer:
+                    q[high, :] = 0.0
+                if m - 1 == layer:
+                    q[:, high] = 0.0
+            out[key] = q
+        return out
+
+    # ------------------------------------------------------------------ states
+    def _report(self, key, q):
+        """A profile of the working rules carried onto the reporting grid (rows, then columns)."""
+        ell, m = key
+        for axis, layer in ((0, ell), (1, m - 1)):
+            if 1 <= layer <= self.L - 1:
+                nodes, _, side = self._rules[layer - 1]
+                q = _map_axis(q, axis, self.s_values, nodes, side, self._fronts[layer - 1])
+        return q
+
+    def _group_mass(self, key):
+        """``p(row) p(column)`` of every group of the matrix ``key`` on the working rules."""
+        p = self.core.label_weights
+        return np.outer(p[key[0]], p[key[1] - 1])
+
+    def _mass_weighted(self, Q):
+        return {k: np.asarray(q, float) * np.sqrt(self._group_mass(k)) for k, q in Q.items()}
+
+    def _learned(self, Q):
+        """``(learned layers, extra products)`` on the working rules: a matrix is learned when the
+        groups with overlap above the phase threshold carry a mass of at least :data:`LEARNED_MASS`
+        (probes and the vanishing mass beyond :data:`FRONT_MAX` never count)."""
+        def learned(key):
+            return float(np.sum(self._group_mass(key) * (Q[key] > PHASE_THRESHOLD))) >= LEARNED_MASS
+        layers = {ell for ell in range(1, self.L + 1) if learned((ell, ell))}
+        extra = any(learned(P) and not set(range(P[1], P[0] + 1)) <= layers for P in self.products)
+        return tuple(sorted(layers)), bool(extra)
+
+    def state(self, alpha, x) -> DeepFrontState:
+        """All order parameters, error and free entropy at packed point ``x`` (profiles reported on
+        the fixed grid, averages, phase and error on the front rules)."""
+        fronts, q = self.split(x)
+        self.rules(fronts)
+        core = self.core
+        c = core.conjugates(alpha, q)
+        Q = {k: np.clip(v, 0.0, 1.0).copy() for k, v in core.unpack(q).items()}
+        f = core.free_entropy(alpha, Q, c["hat"])
+        means = {}
+        for X in self.keys:
+            pr = core.label_weights[X[0]] * (self.v2 if X[0] == self.L else 1.0)
+            means[X] = float(pr @ Q[X] @ core.label_weights[X[1] - 1] / pr.sum())
+        rep = {X: self._report(X, Q[X]) for X in self.keys}
+        hats = {X: self._report(X, c["hat"][X]) for X in self.keys}
+        taus = {P: self._report(P, np.asarray(c["tau"][P], float).reshape(core.shapes[P])) for P in self.products}
+        st = DeepFrontState(float(alpha), rep, hats, taus, float(c["mmse"]), float(f),
+                            self.mutual_information(alpha, f), list(self.keys), means,
+                            fronts=np.array(self._fronts), learned=self._learned(Q),
+                            rule_overlaps=core.pack(self._mass_weighted(Q)))
+        return st
+
+    def phase(self, state, *, threshold=PHASE_THRESHOLD) -> str:
+        """Name of what a state has learned, read on the front rules (:func:`phase_label`)."""
+        if threshold == PHASE_THRESHOLD and isinstance(state, DeepFrontState):
+            return phase_label(*state.learned)
+        return super().phase(state, threshold=threshold)
+
+    # ------------------------------------------------------------------ starts and solves
+    def pack_start(self, fronts, learned_layers, value=INFORMED_OVERLAP):
+        """Packed start: fronts, and ``value`` on the large-root side of every learned layer's
+        neurons (products where all their factors are learned), 0 elsewhere."""
+        fronts = np.clip(np.asarray(fronts, float), 0.0, FRONT_MAX)
+        rules = self.rules(fronts)
+        learned = set(learned_layers)
+        masks = [np.ones(1)]
+        for ell in range(1, self.L):
+            masks.append((rules[ell - 1][2] == 1).astype(float) if ell in learned else np.zeros(rules[ell - 1][0].size))
+        masks.append(np.ones(self.n_readout) if self.L in learned else np.zeros(self.n_readout))
+        q = {}
+        for (ell, m) in self.keys:
+            if set(range(m, ell + 1)) <= learned:
+                q[(ell, m)] = value * np.outer(masks[ell] if ell < self.L else np.ones(self.n_readout),
+                                               masks[m - 1] if m > 1 else np.ones(1))
+        return np.concatenate([fronts, self.core.pack(q)])
+
+    def starts(self) -> dict:
+        """``informed`` (every layer on the large root, fronts at 0; both directions), and for every
+        depth ``k < L`` ``layer_1`` / ``layers_1_to_k`` (fronts of layers ≤ k at the median of |s|,
+        the others at :data:`FRONT_MAX`; downwards). The fronts then move to equal potential."""
+        median = 0.6744897501960817
+        out = {"informed": (self.pack_start(np.zeros(self.n_fronts), range(1, self.L + 1)), "both")}
+        for depth in range(1, self.L):
+            name = "layer_1" if depth == 1 else f"layers_1_to_{depth}"
+            fr = [median if ell <= depth else FRONT_MAX for ell in range(1, self.L)]
+            out[name] = (self.pack_start(fr, range(1, depth + 1)), "down")
+        return out
+
+    def _result(self, alpha, res: FixedPointResult) -> FixedPointResult:
+        res.info["state"] = self.state(alpha, res.x)
+        return res
+
+    def universal_point(self) -> np.ndarray:
+        """``Q ≡ 0`` with every front at :data:`FRONT_MAX` (an exact fixed point of :meth:`update`)."""
+        return np.concatenate([np.full(self.n_fronts, FRONT_MAX), np.zeros(self.core.size)])
+
+    def solve_universal(self, alpha) -> FixedPointResult:
+        """``Q ≡ 0``: only the linear path is learned (exact, ``g_ℓ'(0) = 0``)."""
+        res = FixedPointResult(self.universal_point(), True, "exact", STATUS_MESSAGES["exact"], 0, 0.0, 0.0,
+                               "universal")
+        return self._result(alpha, res)
+
+    def solve_from(self, alpha, overlaps, warm=None, *, start="", **solver_options) -> FixedPointResult:
+        """Damped iteration (:func:`replica.engine.solve_fixed_point`) from a packed start or ``warm``.
+
+        Raises
+        ------
+        ValueError
+            A packed start of the wrong length (or a dict: give :meth:`pack_start` output).
+        """
+        x0 = np.asarray(warm if warm is not None else overlaps, dtype=float)
+        if x0.shape != (self.size,):
+            raise ValueError(f"overlaps: expected {self.size} packed values (fronts first), got shape {x0.shape}")
+        solver_options = {"polish_below": None, **solver_options}
+        res = solve_fixed_point(lambda x: self.update(alpha, x), x0, start=start, **solver_options)
+        if res.status == "nan":
+            return res
+        return self._result(alpha, res)
+
+    def universal_indices(self) -> np.ndarray:
+        """No packed entry is free on the universal branch."""
+        return np.array([], dtype=int)
+
+    # ------------------------------------------------------------------ error estimate
+    def refined(self) -> "DeepFrontModel":
+        """The same model with twice the nodes on each side of every front (built once)."""
+        if getattr(self, "_refined_model", None) is None:
+            self._refined_model = DeepFrontModel(panel_nodes=2 * self.panel_nodes, **self._init_kw)
+        return self._refined_model
+
+    def interpolate_to(self, fine, x) -> np.ndarray:
+        """Packed point ``x`` carried onto the rules of ``fine`` at the same fronts (each profile
+        interpolated on its side of every front)."""
+        fronts, q = self.split(x)
+        rules = self.rules(fronts)
+        Q = self.core.unpack(q)
+        fine_rules = fine.rules(fronts)
+        out = {}
+        for key, val in Q.items():
+            ell, m = key
+            for axis, layer in ((0, ell), (1, m - 1)):
+                if 1 <= layer <= self.L - 1:
+                    nodes, _, side = rules[layer - 1]
+                    f_nodes, _, f_side = fine_rules[layer - 1]
+                    mapped = np.empty(np.shape(np.moveaxis(val, axis, -1))[:-1] + (f_nodes.size,))
+                    moved = np.moveaxis(val, axis, -1)
+                    for idx in np.ndindex(moved.shape[:-1]):
+                        for k in (0, 1):
+                            sel = f_side == k
+                            src = side == k
+                            order = np.argsort(nodes[src], kind="mergesort")
+                            mapped[idx + (sel,)] = np.interp(f_nodes[sel], nodes[src][order], moved[idx][src][order])
+                    val = np.moveaxis(mapped, -1, axis)
+            out[key] = val
+        return np.concatenate([fronts, fine.core.pack(out)])
+
+    def discretization_error(self, alpha, x, **solver_options) -> float:
+        """Relative change of mmse and free entropy when the nodes on each side of every front are
+        doubled (:func:`replica.models.two_layer.refined_solve`); 0 at ``Q ≡ 0``."""
+        if not np.any(self.split(x)[1]):
+            return 0.0
+        return refined_solve(self, alpha, x, **solver_options)[0]

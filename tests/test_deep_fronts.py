@@ -1,0 +1,167 @@
+"""Front-aligned rules for L >= 2 hidden layers (replica/models/deep_fronts.py, docs/deep_linear.md §11).
+
+Independent references: the two-layer profile solver (explicit per-neuron curves, its own
+equal-potential front, replica/models/_two_layer_profile.py), the fixed-grid solver with its rule
+refined, and identities (f stationary in the front; the envelope identity in α; Gauss rules exact on
+polynomials).
+"""
+
+import math
+
+import numpy as np
+import pytest
+from scipy import integrate
+
+from replica.models.deep_fronts import FRONT_MAX, DeepFrontModel, folded_gauss_rule, front_rule
+from replica.models.two_layer import TwoLayerModel
+
+TANH = dict(activation="tanh2", delta=0.1)
+
+
+@pytest.fixture(scope="module")
+def two():
+    return DeepFrontModel(gammas=(0.5, 0.5), panel_nodes=8, **TANH), TwoLayerModel("tanh2", (0.5, 0.5), 0.1)
+
+
+@pytest.fixture(scope="module")
+def three():
+    return DeepFrontModel(gammas=(0.5, 0.5, 0.5), **TANH)
+
+
+@pytest.fixture(scope="module")
+def three_partial(three):
+    r = three.solve_from(2.0, three.starts()["layers_1_to_2"][0])
+    assert r.converged
+    return r
+
+
+def test_folded_gauss_rule_is_exact_on_polynomials():
+    for a, b in ((0.0, 1.3), (1.3, math.inf), (0.2, 0.7)):
+        s, w = folded_gauss_rule(a, b, 6)
+        assert np.all((s > a) & (s < b)) and np.all(w > 0)
+        for k in range(12):  # degree < 2n
+            exact = integrate.quad(lambda x: x**k * 2 * math.exp(-x * x / 2) / math.sqrt(2 * math.pi), a, b,
+                                   epsabs=1e-14, epsrel=1e-13)[0]
+            assert w @ s**k == pytest.approx(exact, rel=1e-11, abs=1e-14), (a, b, k)
+    nodes, weights, side = front_rule(1.1, 5)
+    assert nodes.size == 12 and weights[:2].tolist() == [0.0, 0.0] and side[:2].tolist() == [0, 1]
+    assert weights.sum() == pytest.approx(1.0, abs=1e-13)
+    assert np.all(nodes[2:7] < 1.1) and np.all(nodes[7:] > 1.1)
+    with pytest.raises(ValueError):
+        folded_gauss_rule(1.0, 0.5, 4)
+
+
+@pytest.mark.parametrize("alpha,start", [(1.0, "layer_1"), (1.5, "layer_1"), (3.0, "informed")])
+def test_two_layers_equal_the_profile_solver(two, alpha, start):
+    """L = 2: the probes' equal-potential front is the front of the explicit per-neuron curves."""
+    fm, tl = two
+    a = fm.solve_from(alpha, fm.starts()[start][0]).info["state"]
+    b = tl.solve_from(alpha, tl.starts()[start][0]).info["state"]
+    assert fm.phase(a) == tl.phase(b)
+    assert a.mmse == pytest.approx(b.mmse, rel=2e-5)
+    assert a.free_entropy == pytest.approx(b.free_entropy, rel=2e-6)
+    if start == "layer_1":  # the front moves with α and lies above the spinodal of the curve
+        assert 1.0 < a.fronts[0] < 2.0
+
+
+def test_free_entropy_is_stationary_in_the_front(three, three_partial):
+    """Equal potential ⇔ ∂f/∂front = 0: a front held away from it lowers f at second order."""
+    class Frozen(DeepFrontModel):
+        def _new_fronts(self, alpha, c):
+            return np.array(self._fronts)
+
+    frozen = Frozen(gammas=(0.5, 0.5, 0.5), **TANH)
+    x = three_partial.x
+    f0 = three_partial.info["state"].free_entropy
+    for layer in (0, 1):
+        drops = []
+        for h in (0.02, 0.04):
+            for sign in (1, -1):
+                y = x.copy()
+                y[layer] += sign * h
+                r = frozen.solve_from(2.0, y)
+                assert r.converged
+                drops.append(f0 - r.info["state"].free_entropy)
+        assert min(drops) > 0, drops                          # a maximum along the front
+        ratio = (drops[2] + drops[3]) / (drops[0] + drops[1])
+        assert 3.0 < ratio < 5.0, ratio                       # quadratic: doubling h quadruples the drop
+
+
+def test_three_layers_partial_phase_converges_in_the_rule(three, three_partial):
+    st = three_partial.info["state"]
+    assert three.phase(st) == "layers_1_2"
+    assert 1.2 < st.fronts[0] < st.fronts[1] < 1.7                # layer 2's front lies above layer 1's
+    fine = DeepFrontModel(gammas=(0.5, 0.5, 0.5), panel_nodes=12, **TANH)
+    b = fine.solve_from(2.0, three.interpolate_to(fine, three_partial.x)).info["state"]
+    assert abs(st.mmse - b.mmse) / b.mmse < 1e-4
+    assert np.allclose(st.fronts, b.fronts, atol=1e-4)
+    err = three.discretization_error(2.0, three_partial.x)
+    assert 0 < err < 1e-4
+
+
+def test_envelope_identity_along_the_partial_sheet():
+    """df/dα = −(f + ½ ln 2πe D)/α on the partial sheet: f is stationary in the fronts (equal potential)
+    up to the rule's error, which falls from 4e-4 (6 nodes per side) to 2e-5 (12 nodes)."""
+    gaps = []
+    for n in (6, 12):
+        model = DeepFrontModel(gammas=(0.5, 0.5, 0.5), panel_nodes=n, **TANH)
+        r = model.solve_from(2.0, model.starts()["layers_1_to_2"][0], atol=1e-13, rtol=1e-12)
+        h = 1e-3
+        f = [model.solve_from(a, r.x, atol=1e-13, rtol=1e-12).info["state"].free_entropy for a in (2.0 - h, 2.0 + h)]
+        st = r.info["state"]
+        slope = (f[1] - f[0]) / (2 * h)
+        expected = -(st.free_entropy + 0.5 * math.log(2 * math.pi * math.e * (0.1 + st.mmse))) / 2.0
+        gaps.append(abs(slope / expected - 1.0))
+    assert gaps[1] < 1e-4 and gaps[1] < gaps[0] / 5, gaps
+
+
+def test_universal_point_is_exact(three):
+    x = three.universal_point()
+    assert np.allclose(three.update(2.0, x), x, atol=1e-10, rtol=0)   # tables of the product channels: m(0) ~ 1e-12
+    st = three.state(2.0, x)
+    assert st.mmse == pytest.approx(three.mmse_universal, rel=1e-12) and three.phase(st) == "universal"
+    assert np.all(st.fronts == FRONT_MAX)
+
+
+def test_stored_profiles_and_fronts(three, three_partial):
+    rec = three_partial.info["state"].record()
+    n_s = three.n_s
+    assert rec["overlap_layer_1"].shape == (n_s,) and rec["overlap_layer_2"].shape == (n_s, n_s)
+    assert rec["front_layer_1"] == pytest.approx(three_partial.x[0])
+    # reported profiles jump at the front: 0 below, large above
+    q1 = rec["overlap_layer_1"]
+    s = three.s_values
+    assert np.all(q1[s < rec["front_layer_1"]] < 1e-8) and np.all(q1[s > rec["front_layer_1"]] > 0.5)
+
+
+def test_bad_options():
+    with pytest.raises(ValueError, match="panel_nodes"):
+        DeepFrontModel(gammas=(0.5, 0.5, 0.5), panel_nodes=1)
+    with pytest.raises(ValueError, match="panel_nodes"):
+        DeepFrontModel(gammas=(0.5, 0.5, 0.5), panel_nodes=2.5)
+
+
+def _weight_derivative(model, alpha, c, ell, j, h=1e-6):
+    """∂f/∂p(j) by second-order one-sided differences of the free entropy in the node's weight."""
+    core = model.core
+    w = core.label_weights[ell]
+    old = w[j]
+    vals = []
+    for k in (0.0, 1.0, 2.0):
+        w[j] = old + k * h
+        vals.append(core.free_entropy(alpha, c["Q"], c["hat"]))
+    w[j] = old
+    return (4.0 * vals[1] - vals[2] - 3.0 * vals[0]) / (2.0 * h)
+
+
+@pytest.mark.parametrize("alpha,start", [(2.0, "layers_1_to_2"), (4.0, "informed")])
+def test_neuron_potential_is_the_weight_derivative_of_f(three, alpha, start):
+    x = three.solve_from(alpha, three.starts()[start][0]).x
+    fronts, q = three.split(x)
+    three.rules(fronts)
+    c = three.core.conjugates(alpha, q)
+    for ell in (1, 2):
+        nodes = [0, 1, 4, 2 * three.panel_nodes + 1]
+        phi = three.neuron_potentials(alpha, c, ell, nodes)
+        fd = [_weight_derivative(three, alpha, c, ell, j) for j in nodes]
+        assert np.allclose(phi, fd, rtol=1e-6, atol=1e-8), (ell, phi, fd)
