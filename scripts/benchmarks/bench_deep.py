@@ -23,8 +23,8 @@ enters the phase with every layer learned. It uses the package's foundations onl
 Both run alternately in one process (``--repeat`` times, warm tables and kernels; the minimum
 CPU time of each is reported) and are compared with a reference: for two layers the package's
 equilibrium solved again on its adaptive rule with 4× the nodes per panel, refined to 1e-7; for
-three layers there is no refined reference yet (the package's own equilibrium on its fixed grid is
-used, so only the plain method's error is informative there).
+three layers (front-aligned rules, :mod:`replica.models.deep_fronts`) the package's equilibrium solved
+again with 4× the Gauss nodes on each side of every front, to 1e-12.
 
 Profile of the two-layer package sweep (cProfile, warm): ~70 % in the compiled evaluation of the
 map (``_two_layer_kernels.evaluate_point``: tabulating the first-layer curve, the equal-potential
@@ -234,9 +234,23 @@ def package_sweep(model, alphas):
 
 def reference_mmse(model, alphas, res):
     """Equilibrium mmse on the refined rule (two layers: 4× the nodes per panel, adaptive target 1e-7;
-    each point of the package's equilibrium solved again there)."""
+    L ≥ 3: 4× the nodes on each side of every front; each point of the package's equilibrium solved
+    again there)."""
     ps = getattr(model, "profile_solver", None)
     out = np.array(res.equilibrium["mmse"], dtype=float)
+    from replica.models.deep_fronts import DeepFrontModel
+
+    if isinstance(model, DeepFrontModel):
+        fine = DeepFrontModel(panel_nodes=4 * model.panel_nodes, **model._init_kw)
+        for i, name in enumerate(res.equilibrium["branch"]):
+            x = res.branches[name].points.get(i)
+            if x is None:
+                continue
+            r = fine.solve_from(float(alphas[i]), model.interpolate_to(fine, np.asarray(x, float)), atol=1e-13,
+                                rtol=1e-12)
+            if r.converged:
+                out[i] = r.info["state"].mmse
+        return out
     if ps is None:
         return out
     from replica.models._two_layer_profile import TwoLayerProfileSolver
