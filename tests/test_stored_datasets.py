@@ -155,3 +155,108 @@ def test_equilibrium_of_a_sign_channel_is_recomputed_from_its_branches(tmp_path,
     data = read_sweep(out)
     assert len(set(str(b) for b in data["equilibrium"]["branch"])) >= 2
     _assert_equilibrium_recomputed(data)
+
+
+# --------------------------------------------------------------------------- branch points are fixed points
+def _assert_branch_points_are_fixed_points(model, data, pack):
+    """Every stored point of every branch: F(x) = x to the residual test, each stored field is the field of that
+    point (recomputed by ``model.state``), ``converged`` is the residual test, ``exists`` marks the values."""
+    checked = 0
+    for name, b in data["branches"].items():
+        finite = np.isfinite(b["mmse"]) & np.isfinite(b["free_entropy"]) | np.isposinf(b["free_entropy"])
+        np.testing.assert_array_equal(b["exists"], finite, err_msg=f"{name}: exists")
+        for i, a in enumerate(b["alpha"]):
+            if not b["exists"][i]:
+                continue
+            x = pack(b, i)
+            fx = np.asarray(model.update(a, x), dtype=float)
+            residual = float(np.max(np.abs(fx - x) / (1e-12 + 1e-10 * np.abs(x))))
+            assert b["converged"][i] and residual <= 1.0, (name, a, residual)
+            if name != "universal":  # the universal branch is solved in closed form (residual stored as 0)
+                assert b["residual"][i] == pytest.approx(residual, rel=1e-9, abs=1e-12), (name, a)
+            for key, val in model.state(a, x).record().items():
+                np.testing.assert_allclose(b[key][i], val, rtol=1e-12, atol=1e-15, err_msg=f"{name}/{key} at α = {a}")
+            checked += 1
+    assert checked
+
+
+def test_one_hidden_layer_branch_points_are_fixed_points_with_their_stored_fields(tmp_path, capsys):
+    """ReLU with the 4-point readout law (v² ≠ 1, so that a field missing its v² factor shows)."""
+    from replica.workflow.cli import sweep_main
+
+    out = tmp_path / "relu4.h5"
+    argv = ["--activation", "relu", "--gamma", "0.5", "--delta", "0.1", "--readout", "4point",
+            "--alpha", "1,2,4,8", "--quiet", "-o", str(out)]
+    assert sweep_main(argv) == 0, capsys.readouterr().err
+    data = read_sweep(out)
+    assert len(data["branches"]) >= 2
+    model = ShallowModel("relu", 0.5, 0.1, readout_law="4point")
+    np.testing.assert_array_equal(data["branches"]["universal"]["readout_values"], model.readout_values)
+    np.testing.assert_array_equal(data["branches"]["universal"]["readout_weights"], model.readout_weights)
+    _assert_branch_points_are_fixed_points(
+        model, data, lambda b, i: np.concatenate([b["overlap_W"][i], [b["R2_hat"][i]]]))
+
+
+def test_deep_branch_points_are_fixed_points_with_their_stored_fields(tmp_path):
+    model = DeepModel("tanh2", [1.0, 0.5], 0.1, drop_hermite=(0, 1, 2), unit_variance=True)
+    data = _file(tmp_path, sweep(model, [1.0, 2.0, 4.0], progress=False))
+    assert len(data["branches"]) >= 2
+    _assert_branch_points_are_fixed_points(
+        model, data, lambda b, i: model.pack([b["overlap_layer_1"][i]], b["overlap_layer_2"][i]))
+
+
+# --------------------------------------------------------------------------- equilibrium changes
+def test_equilibrium_change_errors_are_the_branches_solved_again_at_the_change(tmp_path):
+    """tanh2, γ = 0.5, Δ = 0.1: one crossing universal → specialized. At the stored α of the change the universal
+    branch (closed form) and the specialized one (solved again from the nearest stored point after the change)
+    have the stored ``mmse_before``/``mmse_after`` and equal free entropies."""
+    model = ShallowModel("tanh2", 0.5, 0.1)
+    data = _file(tmp_path, sweep(model, [1.0, 1.5, 2.5, 4.0], progress=False))
+    ch = data["equilibrium_changes"]
+    assert [str(s) for s in ch["kind"]] == ["crossing"]
+    assert (str(ch["from_branch"][0]), str(ch["to_branch"][0])) == ("universal", "specialized")
+    a_c = float(ch["alpha"][0])
+    assert a_c == data["transitions"]["alpha_c"]
+    before = model.solve_universal(a_c).info["state"]
+    spec = data["branches"]["specialized"]
+    j = int(np.flatnonzero(spec["exists"] & (spec["alpha"] > a_c))[0])
+    res = model.solve(a_c, spec["overlap_W"][j], spec["R2_hat"][j])
+    assert res.converged
+    after = res.info["state"]
+    assert after.overlap_W.min() > 0.5  # the specialized branch, not the universal one
+    assert ch["mmse_before"][0] == pytest.approx(before.mmse, rel=1e-10)
+    assert ch["mmse_after"][0] == pytest.approx(after.mmse, rel=1e-6)
+    assert after.free_entropy == pytest.approx(before.free_entropy, abs=1e-9)
+
+
+# --------------------------------------------------------------------------- phase diagrams
+def test_phase_diagram_transition_lines_and_columns_are_recomputed(tmp_path):
+    """One hidden layer, α × Δ: each stored α_c is the crossing of the universal and specialized free entropies of
+    a model built at that line's Δ; α_sp < α_c; the universal column is the closed-form universal solve; the
+    equilibrium columns are those of the named branch, which exists there."""
+    from replica.workflow.io import read_phase_diagram, write_phase_diagram
+    from replica.workflow.phase_diagram import assemble, solve_line
+
+    alphas = [1.0, 2.0, 3.0, 5.0]
+    base = dict(layers=1, gamma=[0.5], activation="tanh2", drop_hermite=[], unit_variance=False, prior="gaussian",
+                readout="ones", readout_grid=None, branches="all", damping=0.5)
+    deltas = np.array([0.05, 0.2])
+    lines = {j: solve_line(dict(base, delta=float(d)), alphas) for j, d in enumerate(deltas)}
+    data = read_phase_diagram(write_phase_diagram(tmp_path / "ph.h5", assemble("delta", deltas, alphas, lines),
+                                                  base, parameter="delta", complete=True))
+    assert data["done"].all()
+    for j, delta in enumerate(data["delta"]):
+        model = ShallowModel("tanh2", 0.5, float(delta))
+        a_c, a_sp = float(data["alpha_c"][j]), float(data["alpha_sp"][j])
+        assert alphas[0] < a_sp < a_c < alphas[-1], (delta, a_sp, a_c)
+        uni = model.solve_universal(a_c).info["state"]
+        res = model.solve(a_c, np.full(model.n_readout, 0.99))
+        assert res.converged and res.info["state"].overlap_W.min() > 0.5
+        assert res.info["state"].free_entropy == pytest.approx(uni.free_entropy, abs=1e-9), delta
+        for i, a in enumerate(data["alpha"]):
+            assert data["mmse_universal"][j, i] == pytest.approx(model.solve_universal(a).info["state"].mmse,
+                                                                 rel=1e-12)
+            name = str(data["branch"][j, i])
+            assert data[f"exists_{name}"][j, i]
+            assert data["mmse"][j, i] == data[f"mmse_{name}"][j, i]
+            assert name == ("specialized" if a > a_c else "universal"), (delta, a, name)
