@@ -260,3 +260,136 @@ def test_phase_diagram_transition_lines_and_columns_are_recomputed(tmp_path):
             assert data[f"exists_{name}"][j, i]
             assert data["mmse"][j, i] == data[f"mmse_{name}"][j, i]
             assert name == ("specialized" if a > a_c else "universal"), (delta, a, name)
+
+
+# --------------------------------------------------------------------------- the API refuses what the command line refuses
+def _sweep_cli(argv):
+    from replica.workflow.cli import sweep_main
+
+    return sweep_main(argv)
+
+
+def _channel(name, **kw):
+    from priors.output_channels import get_output_channel
+
+    return get_output_channel(name, **kw)
+
+
+def _sign():
+    from priors.output_channels import sign_channel
+
+    return sign_channel()
+
+
+def _logistic():
+    from priors.output_channels import LogisticChannel
+
+    return LogisticChannel(1.0)
+
+
+def _sgd_config(**kw):
+    from simulations.sgd import SGDConfig
+
+    return SGDConfig(activation="elu", **kw)
+
+
+def _experiment_config(**kw):
+    from simulations.experiment import ExperimentConfig
+
+    return ExperimentConfig(**{"activation": "relu", "gamma": (0.5,), "alpha": (1.0,), **kw})
+
+
+def _spectrum(*args, **kw):
+    from replica.workflow.spectrum import spectrum
+
+    return spectrum(*args, **kw)
+
+
+def _line(**kw):
+    from replica.workflow.phase_diagram import solve_line
+
+    base = dict(layers=1, gamma=[0.5], activation="relu", drop_hermite=[], unit_variance=False, prior="gaussian",
+                readout="ones", readout_grid=None, delta=0.1, branches="universal", damping=0.5)
+    return solve_line({**base, **kw}, [1.0])
+
+
+def _cli(command):
+    from commands import experiment_main, sgd_main, spectrum_main
+
+    return {"sweep": _sweep_cli, "sgd": sgd_main, "experiment": experiment_main, "spectrum": spectrum_main}[command]
+
+
+# (command, arguments it refuses, the same input through the Python API)
+REFUSED = {
+    "sweep-negative-delta": ("sweep", ["--delta", "-0.1"], lambda: ShallowModel("relu", 0.5, -0.1)),
+    "sweep-zero-gamma": ("sweep", ["--gamma", "0"], lambda: ShallowModel("relu", 0.0, 0.1)),
+    "sweep-zero-alpha": ("sweep", ["--alpha", "0,1"], lambda: sweep(ShallowModel("relu", 0.5, 0.1), [0.0, 1.0],
+                                                                     progress=False)),
+    "sweep-repeated-alpha": ("sweep", ["--alpha", "1,1"], lambda: sweep(ShallowModel("relu", 0.5, 0.1), [1.0, 1.0],
+                                                                         progress=False)),
+    "sweep-deep-zero-gamma": ("sweep", ["--layers", "2", "--gamma", "1,0", "--activation", "tanh2", "--drop-hermite",
+                                        "0,1,2", "--unit-variance"],
+                              lambda: DeepModel("tanh2", [1.0, 0.0], 0.1, drop_hermite=(0, 1, 2), unit_variance=True)),
+    "sweep-unknown-prior": ("sweep", ["--prior", "laplace"], lambda: ShallowModel("relu", 0.5, 0.1,
+                                                                                   weight_prior="laplace")),
+    "sweep-unknown-readout": ("sweep", ["--readout", "bogus"], lambda: ShallowModel("relu", 0.5, 0.1,
+                                                                                     readout_law="bogus")),
+    "phase-diagram-negative-delta": ("sweep", ["--delta", "-1"], lambda: _line(delta=-1.0)),
+    # output channels: a noiseless sign with label noise, a logistic with a noise variance, options of other channels
+    "sign-with-delta-model": ("sweep", ["--channel", "sign", "--delta", "0.1"],
+                              lambda: ShallowModel("tanh2", 0.5, 0.1, output_channel=_sign())),
+    "sign-with-delta-channel": ("sweep", ["--channel", "sign", "--delta", "0.1"], lambda: _channel("sign", delta=0.1)),
+    "logistic-with-delta-model": ("sweep", ["--channel", "logistic", "--delta", "0.1"],
+                                  lambda: ShallowModel("tanh2", 0.5, 0.1, output_channel=_logistic())),
+    "logistic-with-delta-channel": ("sweep", ["--channel", "logistic", "--delta", "0.1"],
+                                    lambda: _channel("logistic", delta=0.1)),
+    "temperature-without-logistic": ("sweep", ["--channel", "probit", "--temperature", "2"],
+                                     lambda: _channel("probit", delta=0.1, temperature=2.0)),
+    "threshold-with-gaussian": ("sweep", ["--channel-threshold", "0.5"], lambda: _channel("gaussian", threshold=0.5)),
+    "threshold-with-logistic": ("sweep", ["--channel", "logistic", "--channel-threshold", "0.5"],
+                                lambda: _channel("logistic", threshold=0.5)),
+    # SGD (learning rate 0 is the API's documented control run, tests/test_sgd.py)
+    "sgd-zero-dim": ("sgd", ["--dim", "0"], lambda: _sgd_config(dim=0)),
+    "sgd-negative-delta": ("sgd", ["--delta", "-1"], lambda: _sgd_config(delta=-1.0)),
+    "sgd-threshold-one": ("sgd", ["--threshold", "1"], lambda: _sgd_config(threshold=1.0)),
+    "sgd-one-bin": ("sgd", ["--bins", "1"], lambda: _sgd_config(bins=1)),
+    "sgd-zero-time": ("sgd", ["--time", "0"], lambda: _sgd_config(time=0.0)),
+    "sgd-zero-batch": ("sgd", ["--batch", "0"], lambda: _sgd_config(batch=0)),
+    "sgd-zero-init-scale": ("sgd", ["--init-scale", "0"], lambda: _sgd_config(init_scale=0.0)),
+    "sgd-record-log0": ("sgd", ["--record-every", "log:0"], lambda: _sgd_config(record="log:0")),
+    "sgd-infinite-lr": ("sgd", ["--lr", "inf"], lambda: _sgd_config(lr=math.inf)),
+    # experiments
+    "experiment-noiseless-posterior": ("experiment", ["--delta", "0"], lambda: _experiment_config(delta=0.0)),
+    "experiment-dim-1": ("experiment", ["--dim", "1"], lambda: _experiment_config(dim=1)),
+    "experiment-zero-alpha": ("experiment", ["--alpha", "0"], lambda: _experiment_config(alpha=(0.0,))),
+    "experiment-zero-teachers": ("experiment", ["--teachers", "0"], lambda: _experiment_config(teachers=0)),
+    "experiment-metropolis-gaussian": ("experiment", ["--sampler", "metropolis", "--prior", "gaussian"],
+                                       lambda: _experiment_config(sampler="metropolis", prior="gaussian")),
+    "experiment-hmc-rademacher": ("experiment", ["--sampler", "hmc", "--prior", "rademacher"],
+                                  lambda: _experiment_config(sampler="hmc", prior="rademacher")),
+    "experiment-gamp-two-layers": ("experiment", ["--sampler", "gamp-rie", "--layers", "2", "--gamma", "0.5,0.5"],
+                                   lambda: _experiment_config(sampler="gamp-rie", layers=2, gamma=(0.5, 0.5),
+                                                              init=("uninformed",))),
+    # spectra
+    "spectrum-zero-gamma": ("spectrum", ["--gamma", "0"], lambda: _spectrum(0.0, "ones", [1.0])),
+    "spectrum-negative-lambda": ("spectrum", ["--lambda", "-1,1"], lambda: _spectrum(0.5, "ones", [-1.0, 1.0])),
+    "spectrum-density-grid-1": ("spectrum", ["--density-grid", "1"], lambda: _spectrum(0.5, "ones", [1.0],
+                                                                                        density_grid=1)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REFUSED))
+def test_the_api_refuses_what_the_command_line_refuses(tmp_path, capsys, case):
+    """The command refuses the input with exit status 2 and one line; the API raises ValueError (UsageError from the
+    option layer of phase-diagram lines) instead of computing something."""
+    from commands import one_line
+
+    from replica.workflow.config import UsageError
+
+    command, argv, api = REFUSED[case]
+    out = tmp_path / "never.h5"
+    assert _cli(command)(argv + ["--quiet", "-o", str(out)]) == 2, case
+    one_line(capsys.readouterr().err)
+    assert not out.exists()
+    with pytest.raises((ValueError, UsageError)):
+        api()
