@@ -393,3 +393,135 @@ def test_the_api_refuses_what_the_command_line_refuses(tmp_path, capsys, case):
     assert not out.exists()
     with pytest.raises((ValueError, UsageError)):
         api()
+
+
+# --------------------------------------------------------------------------- SGD runs, closure, reference levels
+def _elu(x):
+    return np.where(x > 0, x, np.expm1(np.minimum(x, 0.0)))
+
+
+@pytest.fixture(scope="module")
+def sgd_run(tmp_path_factory):
+    """``replica-sgd`` (ELU, d = 16, k = 8) with a spy on the measurement that keeps every student W it measured,
+    then ``--closure`` on the file and the replica reference levels (API, in-process)."""
+    from simulations import sgd, sgd_cli
+    from simulations.sgd_results import read_sgd, store_reference_levels
+
+    seen = []
+    original = sgd.overlap_statistics
+
+    def spy(weights, teacher_weights, readout, **kw):
+        seen.append((weights.copy(), teacher_weights.copy(), readout.copy(), kw))
+        return original(weights, teacher_weights, readout, **kw)
+
+    out = tmp_path_factory.mktemp("sgd") / "sgd.h5"
+    mp = pytest.MonkeyPatch()
+    mp.setattr(sgd, "overlap_statistics", spy)
+    try:
+        argv = ["--activation", "elu", "--dim", "16", "--gamma", "0.5", "--delta", "0.2", "--time", "4", "--lr", "0.5",
+                "--record-every", "log:3", "--n-test", "20000", "--bins", "40", "--threshold", "0.6", "--seed", "5",
+                "--quiet", "-o", str(out)]
+        assert sgd_cli.main(argv) == 0
+    finally:
+        mp.undo()
+    assert sgd_cli.main(["--closure", str(out), "--quiet"]) == 0
+    store_reference_levels(out, num=4, timeout=None, bayes=True)
+    with h5py.File(out) as h5:
+        stored = {name: h5[name][()] for name in h5 if isinstance(h5[name], h5py.Dataset)}
+        closure = {name: h5["closure"][name][()] for name in h5["closure"]}
+    return {"data": stored, "closure": closure, "seen": seen, "parameters": read_sgd(out)["parameters"]}
+
+
+def test_sgd_time_axes_obey_their_definitions(sgd_run):
+    """n is a whole number of batches, t = n/(kd), α = n/d² = (k/d) t; histograms are taken at the record times."""
+    data, p = sgd_run["data"], sgd_run["parameters"]
+    d, k, batch = p["dim"], p["width"], p["batch"]
+    assert (d, k) == (16, 8)
+    n = data["samples"]
+    assert n[0] == 0 and np.all(np.diff(n) > 0) and np.all(n % batch == 0)
+    np.testing.assert_allclose(data["time"], n / (k * d), rtol=1e-15)
+    np.testing.assert_allclose(data["alpha"], n / d**2, rtol=1e-15)
+    np.testing.assert_array_equal(data["histogram_times"], data["time"])
+    np.testing.assert_allclose(data["overlap_bin_edges"], np.linspace(-1, 1, 41), rtol=0, atol=1e-15)
+    assert len(sgd_run["seen"]) == n.size
+
+
+def test_sgd_measurements_are_recomputed_from_the_measured_students(sgd_run):
+    """Every per-record measurement recomputed from the student W that was measured (captured), with independent
+    formulas: cosines and their matching, histograms, specialized and positive fractions, |w|²/d, the cosine of
+    Wᵀv and of the traceless S = Wᵀdiag(v)W (explicit d × d matrices, not the Gram-matrix shortcut), and the
+    test error on fresh inputs (20 000 points, 6 % relative: the stored one uses its own 20 000)."""
+    data, seen, p = sgd_run["data"], sgd_run["seen"], sgd_run["parameters"]
+    d, k, thr = p["dim"], p["width"], p["threshold"]
+    rng = np.random.default_rng(2024)
+    x = rng.standard_normal((20000, d))
+    np.testing.assert_array_equal(data["readout"], seen[0][2])
+    assert np.all(data["readout"] == 1.0)  # --readout ones
+    for r, (w, w0, v, _) in enumerate(seen):
+        cos = (w @ w0.T) / np.outer(np.linalg.norm(w, axis=1), np.linalg.norm(w0, axis=1))
+        best = np.argmax(np.abs(cos), axis=1)
+        matched = cos[np.arange(k), best]
+        np.testing.assert_array_equal(data["matched_teacher"][r], best)
+        np.testing.assert_allclose(data["matched_overlap"][r], matched, rtol=1e-12, atol=1e-14)
+        spec = np.abs(matched) > thr
+        assert data["specialized_fraction"][r] == np.mean(spec)
+        if spec.any():
+            assert data["match_sign_positive_fraction"][r] == np.mean(matched[spec] > 0)
+        else:
+            assert np.isnan(data["match_sign_positive_fraction"][r])
+        hist, _ = np.histogram(cos.ravel(), bins=np.linspace(-1, 1, 41))
+        np.testing.assert_array_equal(data["overlap_histograms"][r], hist)
+        assert data["student_norm"][r] == pytest.approx(np.mean(np.sum(w**2, axis=1)) / d, rel=1e-12)
+        b, b0 = w.T @ v, w0.T @ v
+        assert data["linear_overlap"][r] == pytest.approx(b @ b0 / (np.linalg.norm(b) * np.linalg.norm(b0)), rel=1e-10)
+        s, s0 = w.T @ np.diag(v) @ w, w0.T @ np.diag(v) @ w0
+        s, s0 = s - np.trace(s) / d * np.eye(d), s0 - np.trace(s0) / d * np.eye(d)
+        assert data["quadratic_overlap"][r] == pytest.approx(np.sum(s * s0) / (np.linalg.norm(s) * np.linalg.norm(s0)),
+                                                             rel=1e-9, abs=1e-12)
+        lam = _elu(x @ w.T / math.sqrt(d)) @ v / math.sqrt(k)
+        lam0 = _elu(x @ w0.T / math.sqrt(d)) @ v / math.sqrt(k)
+        assert data["test_error"][r] == pytest.approx(np.mean((lam - lam0) ** 2), rel=0.06), r
+    np.testing.assert_allclose(data["final_overlap_matrix"], cos, rtol=1e-12, atol=1e-14)
+    assert np.isnan(data["train_error"][0]) and np.all(np.isfinite(data["train_error"][1:]))
+
+
+def test_train_error_of_a_frozen_student_is_its_test_error_plus_delta():
+    """With η = 0 (the API's control run) the student is fixed, so the train error of a record, the mean e² over the
+    fresh noisy samples since the previous one, estimates E_x(λ − λ⁰)² + Δ: the test error plus the label noise
+    (last window: 5 120 samples, 12 % relative)."""
+    from simulations.sgd import SGDConfig, run_sgd
+
+    res = run_sgd(SGDConfig(activation="elu", dim=16, gamma=0.5, delta=0.3, lr=0.0, batch=8, time=80.0, record="40",
+                            n_test=20000, seed=3))
+    window = np.diff(res.samples)[-1]
+    assert window >= 4000
+    np.testing.assert_array_equal(res.test_error, res.test_error[0])  # the student did not move
+    assert res.train_error[-1] == pytest.approx(res.test_error[-1] + 0.3, rel=0.12)
+
+
+def test_closure_group_is_on_the_run_grid_and_its_noise_is_error_plus_delta(sgd_run):
+    """closure/time is the run's time axis; closure/noise = ε + Δ (the SGD noise); the errors are non-negative
+    parts (linear, quadratic, constant mode) that add up to no more than the test error plus a Gaussian bulk."""
+    data, c, p = sgd_run["data"], sgd_run["closure"], sgd_run["parameters"]
+    np.testing.assert_array_equal(c["time"], data["time"][: c["time"].size])
+    assert c["time"].size == data["time"].size
+    np.testing.assert_allclose(c["noise"], c["test_error"] + p["delta"], rtol=1e-14)
+    for key in ("linear_error", "quadratic_error", "constant_error", "bulk_width", "student_norm"):
+        assert np.all(c[key] >= 0.0), key
+    assert np.all(c["linear_error"] + c["quadratic_error"] + c["constant_error"] <= c["test_error"] * (1 + 1e-12))
+    assert np.all(np.abs(c["linear_overlap"]) <= 1.0) and np.all(np.abs(c["quadratic_overlap"]) <= 1.0 + 1e-12)
+
+
+def test_reference_levels_are_the_replica_solutions_at_their_alpha(sgd_run):
+    """reference_alpha: log-spaced from max((k/d) t₁, 0.01) to (k/d) t_max; reference_universal_mmse: the universal
+    branch of the run's model solved again; reference_bayes_mmse: the equilibrium of a sweep on that grid."""
+    data, p = sgd_run["data"], sgd_run["parameters"]
+    ratio = p["width"] / p["dim"]
+    t = data["time"][data["time"] > 0]
+    lo, hi = max(t[0] * ratio, 1e-2), t[-1] * ratio
+    np.testing.assert_allclose(data["reference_alpha"], np.geomspace(lo, hi, 4), rtol=1e-12)
+    model = ShallowModel("elu", p["gamma"], p["delta"])
+    for a, m in zip(data["reference_alpha"], data["reference_universal_mmse"]):
+        assert m == pytest.approx(model.solve_universal(a).info["state"].mmse, rel=1e-10), a
+    eq = sweep(model, data["reference_alpha"], progress=False).equilibrium["mmse"]
+    np.testing.assert_allclose(data["reference_bayes_mmse"], eq, rtol=1e-8)
