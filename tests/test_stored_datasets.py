@@ -525,3 +525,72 @@ def test_reference_levels_are_the_replica_solutions_at_their_alpha(sgd_run):
         assert m == pytest.approx(model.solve_universal(a).info["state"].mmse, rel=1e-10), a
     eq = sweep(model, data["reference_alpha"], progress=False).equilibrium["mmse"]
     np.testing.assert_allclose(data["reference_bayes_mmse"], eq, rtol=1e-8)
+
+
+# --------------------------------------------------------------------------- experiments
+def _mean_sem(values, keep):
+    """Mean and standard error over the kept teachers (axis 1), written out here: ``std(ddof=1)/√n``."""
+    n_alpha = values.shape[0]
+    mean = np.full((n_alpha,) + values.shape[2:], np.nan)
+    sem = np.full_like(mean, np.nan)
+    for a in range(n_alpha):
+        kept = values[a][keep[a]]
+        if kept.shape[0]:
+            mean[a] = kept.mean(axis=0)
+        if kept.shape[0] >= 2:
+            sem[a] = kept.std(axis=0, ddof=1) / math.sqrt(kept.shape[0])
+    return mean, sem
+
+
+@pytest.fixture(scope="module")
+def experiment_file(tmp_path_factory):
+    from optional import require
+
+    require("jax", extra="experiments")
+    require("blackjax", extra="experiments")
+    from commands import experiment_main
+
+    out = tmp_path_factory.mktemp("exp") / "e.h5"
+    argv = ["--activation", "relu", "--gamma", "0.5", "--delta", "0.1", "--alpha", "0.5,1.5", "--dim", "8",
+            "--teachers", "3", "--sampler", "hmc", "--steps", "30", "--kept", "5", "--n-test", "400", "--seed", "1",
+            "--quiet", "-o", str(out)]
+    assert experiment_main(argv) == 0
+    with h5py.File(out) as h5:
+        return {init: {k: g[k][()] for k in g} for init, g in h5["experiments/hmc"].items()}
+
+
+def test_experiment_averages_and_axes_are_recomputed_from_the_per_teacher_values(experiment_file):
+    """Every ``*_mean``/``*_sem`` from its per-teacher dataset over the chains kept (``excluded`` = error not finite,
+    ``chains_used`` their number); the Nishimori teacher side is the teacher average itself; n = round(α d²),
+    k = round(γ d); histograms are densities on their edges; the posterior-mean error is at most the Gibbs error
+    2·mmse (Jensen, chain by chain)."""
+    assert set(experiment_file) == {"informed", "uninformed"}
+    per_teacher = {"mmse": "mmse", "overlap": "overlap", "r2": "r2", "unbiased_overlap": "unbiased_overlap",
+                   "nishimori_replica_error": "nishimori_replica_error",
+                   "nishimori_replica_overlap": "nishimori_replica_overlap",
+                   "nishimori_replica_r2": "nishimori_replica_r2"}
+    for init, g in experiment_file.items():
+        np.testing.assert_array_equal(g["alpha"], [0.5, 1.5])
+        np.testing.assert_array_equal(g["num_samples"], [32, 96])
+        np.testing.assert_array_equal(g["widths"], [4])
+        excluded = ~np.isfinite(g["mmse"])
+        np.testing.assert_array_equal(g["excluded"], excluded.astype(np.int8))
+        keep = ~excluded
+        np.testing.assert_array_equal(g["chains_used"], keep.sum(axis=1))
+        assert g["mmse"].shape == (2, 3)
+        for base, name in per_teacher.items():
+            mean, sem = _mean_sem(np.asarray(g[name], float), keep)
+            np.testing.assert_allclose(g[f"{base}_mean"], mean, rtol=1e-12, equal_nan=True, err_msg=f"{init} {base}")
+            np.testing.assert_allclose(g[f"{base}_sem"], sem, rtol=1e-10, equal_nan=True, err_msg=f"{init} {base}")
+        for side, base in (("error", "mmse"), ("overlap", "overlap"), ("r2", "r2")):
+            np.testing.assert_array_equal(g[f"nishimori_teacher_{side}_mean"], g[f"{base}_mean"])
+        np.testing.assert_array_equal(g["nishimori_teacher_error_sem"], g["mmse_sem"])
+        assert np.all(g["posterior_mean_error_mean"] <= 2.0 * g["mmse_mean"] * (1 + 1e-12))
+        edges = g["overlap_bin_edges"]
+        assert edges[0] == -edges[-1] and np.all(np.diff(edges) > 0)
+        for hist in ("overlap_histogram", "overlap_matrix_histogram"):
+            np.testing.assert_allclose(np.sum(g[hist] * np.diff(edges), axis=-1), 1.0, rtol=1e-12)
+        np.testing.assert_allclose(g["neuron_quantile_edges"], np.linspace(0, 1, g["neuron_quantile_edges"].size))
+        assert g["trace_error"].shape == (2, 3, g["trace_steps"].size)
+        assert np.all(np.diff(g["trace_steps"]) > 0)
+        assert np.all((g["acceptance_rate"] >= 0) & (g["acceptance_rate"] <= 1))
