@@ -205,6 +205,27 @@ def test_deep_branch_points_are_fixed_points_with_their_stored_fields(tmp_path):
         model, data, lambda b, i: model.pack([b["overlap_layer_1"][i]], b["overlap_layer_2"][i]))
 
 
+def _deep_linear_pack(model):
+    def pack(b, i):
+        overlaps = {}
+        for ell, m in model.keys:
+            tag = f"layer_{ell}" if ell == m else f"product_{ell}_{m}"
+            overlaps[(ell, m)] = np.asarray(b[f"overlap_{tag}"][i]).reshape(model.shapes[(ell, m)])
+        return model.pack(overlaps)
+    return pack
+
+
+@pytest.mark.parametrize("branches", ["universal", pytest.param("all", marks=pytest.mark.slow)])
+def test_deep_linear_branch_points_are_fixed_points_with_their_stored_fields(tmp_path, branches):
+    """L = 3 with linear parts: layer and product overlaps, their conjugates, tilts and label averages of every
+    stored point (the default run checks the universal branch; ``slow``: every branch, 30 s)."""
+    model = DeepLinearModel("tanh2", [0.5, 1.0, 0.5], 0.1, unit_variance=True, s_grid=3)
+    data = _file(tmp_path, sweep(model, [1.0, 3.0], progress=False, branches=branches))
+    if branches == "all":
+        assert len(data["branches"]) >= 3
+    _assert_branch_points_are_fixed_points(model, data, _deep_linear_pack(model))
+
+
 # --------------------------------------------------------------------------- equilibrium changes
 def test_equilibrium_change_errors_are_the_branches_solved_again_at_the_change(tmp_path):
     """tanh2, γ = 0.5, Δ = 0.1: one crossing universal → specialized. At the stored α of the change the universal
