@@ -160,20 +160,26 @@ def test_equilibrium_of_a_sign_channel_is_recomputed_from_its_branches(tmp_path,
 # --------------------------------------------------------------------------- branch points are fixed points
 def _assert_branch_points_are_fixed_points(model, data, pack):
     """Every stored point of every branch: F(x) = x to the residual test, each stored field is the field of that
-    point (recomputed by ``model.state``), ``converged`` is the residual test, ``exists`` marks the values."""
+    point (recomputed by ``model.state``), ``converged`` is the residual test, ``exists`` marks the values and a
+    start label (``universal`` on the universal branch)."""
     checked = 0
     for name, b in data["branches"].items():
         finite = np.isfinite(b["mmse"]) & np.isfinite(b["free_entropy"]) | np.isposinf(b["free_entropy"])
         np.testing.assert_array_equal(b["exists"], finite, err_msg=f"{name}: exists")
+        starts = [str(x) for x in b["start"]]
+        assert all((s != "") == bool(e) for s, e in zip(starts, b["exists"])), (name, starts)  # "" where absent
+        assert name != "universal" or all(s == "universal" for s in starts), starts
         for i, a in enumerate(b["alpha"]):
             if not b["exists"][i]:
                 continue
             x = pack(b, i)
             fx = np.asarray(model.update(a, x), dtype=float)
             residual = float(np.max(np.abs(fx - x) / (1e-12 + 1e-10 * np.abs(x))))
-            assert b["converged"][i] and residual <= 1.0, (name, a, residual)
-            if name != "universal":  # the universal branch is solved in closed form (residual stored as 0)
+            if name != "universal":
+                assert b["converged"][i] and residual <= 1.0, (name, a, residual)
                 assert b["residual"][i] == pytest.approx(residual, rel=1e-9, abs=1e-12), (name, a)
+            else:  # solved by its own closed form / root finding, residual stored as 0: F(x) = x to 1e-7 relative
+                assert b["converged"][i] and b["residual"][i] == 0.0 and residual <= 1e3, (name, a, residual)
             for key, val in model.state(a, x).record().items():
                 np.testing.assert_allclose(b[key][i], val, rtol=1e-12, atol=1e-15, err_msg=f"{name}/{key} at α = {a}")
             checked += 1
@@ -224,6 +230,19 @@ def test_deep_linear_branch_points_are_fixed_points_with_their_stored_fields(tmp
     if branches == "all":
         assert len(data["branches"]) >= 3
     _assert_branch_points_are_fixed_points(model, data, _deep_linear_pack(model))
+
+
+@pytest.mark.parametrize("branches", ["universal", pytest.param("all", marks=pytest.mark.slow)])
+def test_two_layer_branch_points_are_fixed_points_with_their_stored_fields(tmp_path, branches):
+    """Two hidden layers with linear parts on a fixed rule in s (8 Gauss–Hermite nodes): Q₁(s), Q₂(v, s), Q₂:₁(v),
+    their conjugates, the tilt and the per-neuron maps of every stored point (``slow``: every branch, 20 s)."""
+    model = TwoLayerModel("tanh2", (0.5, 0.5), 0.1, s_grid=8)
+    data = _file(tmp_path, sweep(model, [1.0, 3.0], progress=False, branches=branches))
+    if branches == "all":
+        assert len(data["branches"]) >= 3
+    _assert_branch_points_are_fixed_points(
+        model, data, lambda b, i: model.pack(b["overlap_layer_1"][i], b["overlap_layer_2"][i],
+                                             b["overlap_product_2_1"][i]))
 
 
 # --------------------------------------------------------------------------- equilibrium changes
