@@ -158,10 +158,11 @@ def test_equilibrium_of_a_sign_channel_is_recomputed_from_its_branches(tmp_path,
 
 
 # --------------------------------------------------------------------------- branch points are fixed points
-def _assert_branch_points_are_fixed_points(model, data, pack):
+def _assert_branch_points_are_fixed_points(model, data, pack, identities):
     """Every stored point of every branch: F(x) = x to the residual test, each stored field is the field of that
     point (recomputed by ``model.state``), ``converged`` is the residual test, ``exists`` marks the values and a
-    start label (``universal`` on the universal branch)."""
+    start label (``universal`` on the universal branch); ``identities(b, i, α)`` gives the stationarity conditions
+    (label, stored, recomputed) written with the stored fields: overlaps = the prior's m(conjugate), tilts, …"""
     checked = 0
     for name, b in data["branches"].items():
         finite = np.isfinite(b["mmse"]) & np.isfinite(b["free_entropy"]) | np.isposinf(b["free_entropy"])
@@ -182,6 +183,10 @@ def _assert_branch_points_are_fixed_points(model, data, pack):
                 assert b["converged"][i] and b["residual"][i] == 0.0 and residual <= 1e3, (name, a, residual)
             for key, val in model.state(a, x).record().items():
                 np.testing.assert_allclose(b[key][i], val, rtol=1e-12, atol=1e-15, err_msg=f"{name}/{key} at α = {a}")
+            # the stationarity conditions written with the stored numbers and the priors' and channels' own
+            # functions (not the code path that produced the record)
+            for label, got, expected in identities(b, i, a):
+                np.testing.assert_allclose(got, expected, rtol=1e-8, atol=1e-10, err_msg=f"{name}: {label} at α = {a}")
             checked += 1
     assert checked
 
@@ -199,16 +204,29 @@ def test_one_hidden_layer_branch_points_are_fixed_points_with_their_stored_field
     model = ShallowModel("relu", 0.5, 0.1, readout_law="4point")
     np.testing.assert_array_equal(data["branches"]["universal"]["readout_values"], model.readout_values)
     np.testing.assert_array_equal(data["branches"]["universal"]["readout_weights"], model.readout_weights)
+    v, p = model.readout_values, model.readout_weights
+
+    def identities(b, i, a):
+        Q, tau, R2_hat = b["overlap_W"][i], b["tau"][i], b["R2_hat"][i]
+        return [("Q(v) = m_P(Q̂(v))", Q, model.weight_prior.overlap(b["overlap_W_hat"][i])),
+                ("m_S(τ) = E_v[v² Q(v)²]", model.channel.overlap(tau), np.dot(p, v**2 * Q**2)),
+                ("R₂ = m_S(τ + R̂₂) + R_d − 1", b["R2"][i], model.channel.overlap(tau + R2_hat) + model.R_d - 1.0),
+                ("R̂₂ = α μ₂²/(Δ + mmse)", R2_hat, a * model.mu2**2 / (0.1 + b["mmse"][i]))]
+
     _assert_branch_points_are_fixed_points(
-        model, data, lambda b, i: np.concatenate([b["overlap_W"][i], [b["R2_hat"][i]]]))
+        model, data, lambda b, i: np.concatenate([b["overlap_W"][i], [b["R2_hat"][i]]]), identities)
 
 
 def test_deep_branch_points_are_fixed_points_with_their_stored_fields(tmp_path):
     model = DeepModel("tanh2", [1.0, 0.5], 0.1, drop_hermite=(0, 1, 2), unit_variance=True)
     data = _file(tmp_path, sweep(model, [1.0, 2.0, 4.0], progress=False))
     assert len(data["branches"]) >= 2
+    def identities(b, i, a):
+        return [(f"Q_{ell} = m_P(Q̂_{ell})", b[f"overlap_layer_{ell}"][i],
+                 model.weight_priors[ell - 1].overlap(b[f"overlap_hat_layer_{ell}"][i])) for ell in (1, 2)]
+
     _assert_branch_points_are_fixed_points(
-        model, data, lambda b, i: model.pack([b["overlap_layer_1"][i]], b["overlap_layer_2"][i]))
+        model, data, lambda b, i: model.pack([b["overlap_layer_1"][i]], b["overlap_layer_2"][i]), identities)
 
 
 def _deep_linear_pack(model):
@@ -229,7 +247,23 @@ def test_deep_linear_branch_points_are_fixed_points_with_their_stored_fields(tmp
     data = _file(tmp_path, sweep(model, [1.0, 3.0], progress=False, branches=branches))
     if branches == "all":
         assert len(data["branches"]) >= 3
-    _assert_branch_points_are_fixed_points(model, data, _deep_linear_pack(model))
+    from hciz.compiled import overlap_of
+
+    def identities(b, i, a):
+        out = []
+        for ell, m in model.keys:
+            if ell == m:
+                out.append((f"Q_{ell} = m_P(Q̂_{ell})", b[f"overlap_layer_{ell}"][i],
+                            model.weight_priors[ell - 1].overlap(b[f"overlap_hat_layer_{ell}"][i])))
+            else:
+                tag = f"product_{ell}_{m}"
+                got = np.asarray(b[f"overlap_{tag}"][i]).ravel()
+                expected = overlap_of(model.channels[(ell, m)],
+                                      np.asarray(b[f"tau_{tag}"][i]) + np.asarray(b[f"overlap_hat_{tag}"][i])).ravel()
+                out.append((f"Q_{ell}:{m} = m_rect(τ + r)", got, expected))
+        return out
+
+    _assert_branch_points_are_fixed_points(model, data, _deep_linear_pack(model), identities)
 
 
 @pytest.mark.parametrize("branches", ["universal", pytest.param("all", marks=pytest.mark.slow)])
@@ -240,9 +274,14 @@ def test_two_layer_branch_points_are_fixed_points_with_their_stored_fields(tmp_p
     data = _file(tmp_path, sweep(model, [1.0, 3.0], progress=False, branches=branches))
     if branches == "all":
         assert len(data["branches"]) >= 3
+    def identities(b, i, a):
+        p1, p2 = model.weight_priors
+        return [("Q₁(s) = m_P(Q̂₁(s))", b["overlap_layer_1"][i], p1.overlap(b["overlap_hat_layer_1"][i])),
+                ("Q₂(v, s) = m_P(Q̂₂(v, s))", b["overlap_layer_2"][i], p2.overlap(b["overlap_hat_layer_2"][i]))]
+
     _assert_branch_points_are_fixed_points(
         model, data, lambda b, i: model.pack(b["overlap_layer_1"][i], b["overlap_layer_2"][i],
-                                             b["overlap_product_2_1"][i]))
+                                             b["overlap_product_2_1"][i]), identities)
 
 
 # --------------------------------------------------------------------------- equilibrium changes
