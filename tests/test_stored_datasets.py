@@ -239,14 +239,32 @@ def _deep_linear_pack(model):
     return pack
 
 
-@pytest.mark.parametrize("branches", ["universal", pytest.param("all", marks=pytest.mark.slow)])
+def _points_of_every_start(model, alpha):
+    """The point each of the model's starts converges to at ``alpha``, laid out as one-α branch groups of a file
+    (the fields of ``state.record()``, which the sweep stores: tests/test_roundtrip.py)."""
+    branches = {}
+    for name, (overlaps, _) in model.starts().items():
+        res = model.solve_from(alpha, overlaps, start=name)
+        assert res.converged, name
+        rec = res.info["state"].record()
+        branches[name] = {**{k: np.asarray([v]) for k, v in rec.items()}, "alpha": np.array([alpha]),
+                          "exists": np.array([True]), "converged": np.array([True]),
+                          "residual": np.array([res.residual]), "start": np.array([name], dtype=object)}
+    return {"branches": branches}
+
+
+@pytest.mark.parametrize("branches", ["starts", pytest.param("all", marks=pytest.mark.slow)])
 def test_deep_linear_branch_points_are_fixed_points_with_their_stored_fields(tmp_path, branches):
-    """L = 3 with linear parts: layer and product overlaps, their conjugates, tilts and label averages of every
-    stored point (the default run checks the universal branch; ``slow``: every branch, 30 s)."""
+    """L = 3 with linear parts: layer and product overlaps, their conjugates, tilts and label averages (the default
+    run checks the point of every start at α = 3, where layers and products are learned; ``slow``: every branch of
+    a stored sweep, 30 s)."""
     model = DeepLinearModel("tanh2", [0.5, 1.0, 0.5], 0.1, unit_variance=True, s_grid=3)
-    data = _file(tmp_path, sweep(model, [1.0, 3.0], progress=False, branches=branches))
     if branches == "all":
+        data = _file(tmp_path, sweep(model, [1.0, 3.0], progress=False))
         assert len(data["branches"]) >= 3
+    else:
+        data = _points_of_every_start(model, 3.0)
+        assert max(np.max(b["overlap_product_2_1"]) for b in data["branches"].values()) > 0.5
     from hciz.compiled import overlap_of
 
     def identities(b, i, a):
@@ -266,14 +284,19 @@ def test_deep_linear_branch_points_are_fixed_points_with_their_stored_fields(tmp
     _assert_branch_points_are_fixed_points(model, data, _deep_linear_pack(model), identities)
 
 
-@pytest.mark.parametrize("branches", ["universal", pytest.param("all", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("branches", ["starts", pytest.param("all", marks=pytest.mark.slow)])
 def test_two_layer_branch_points_are_fixed_points_with_their_stored_fields(tmp_path, branches):
     """Two hidden layers with linear parts on a fixed rule in s (8 Gauss–Hermite nodes): Q₁(s), Q₂(v, s), Q₂:₁(v),
-    their conjugates, the tilt and the per-neuron maps of every stored point (``slow``: every branch, 20 s)."""
+    their conjugates, the tilt and the per-neuron maps (the default run checks the point of every start at α = 3;
+    ``slow``: every branch of a stored sweep, 20 s)."""
     model = TwoLayerModel("tanh2", (0.5, 0.5), 0.1, s_grid=8)
-    data = _file(tmp_path, sweep(model, [1.0, 3.0], progress=False, branches=branches))
     if branches == "all":
+        data = _file(tmp_path, sweep(model, [1.0, 3.0], progress=False))
         assert len(data["branches"]) >= 3
+    else:
+        data = _points_of_every_start(model, 3.0)
+        assert max(np.max(b["overlap_layer_1"]) for b in data["branches"].values()) > 0.5
+
     def identities(b, i, a):
         p1, p2 = model.weight_priors
         return [("Q₁(s) = m_P(Q̂₁(s))", b["overlap_layer_1"][i], p1.overlap(b["overlap_hat_layer_1"][i])),
