@@ -696,3 +696,28 @@ def test_experiment_averages_and_axes_are_recomputed_from_the_per_teacher_values
         assert g["trace_error"].shape == (2, 3, g["trace_steps"].size)
         assert np.all(np.diff(g["trace_steps"]) > 0)
         assert np.all((g["acceptance_rate"] >= 0) & (g["acceptance_rate"] <= 1))
+
+
+def test_phase_diagram_instability_line_is_the_linear_criterion(tmp_path):
+    """ReLU, γ = 0.5 (v ≡ 1): the universal branch Q ≡ 0 loses stability where m_P'(0) m_S(R̂₂(α)) = γ (docs/theory.md
+    §5.4, m_P'(0) = 1 for Gaussian weights); the stored α_instability of every Δ line is that root, found here with
+    the closed-form universal R̂₂ and the spectral channel's m_S."""
+    from scipy.optimize import brentq
+
+    from replica.workflow.io import read_phase_diagram, write_phase_diagram
+    from replica.workflow.phase_diagram import assemble, solve_line
+
+    alphas = [0.3, 1.0, 2.0]
+    base = dict(layers=1, gamma=[0.5], activation="relu", drop_hermite=[], unit_variance=False, prior="gaussian",
+                readout="ones", readout_grid=None, branches="all", damping=0.5)
+    deltas = np.array([0.1, 0.4])
+    lines = {j: solve_line(dict(base, delta=float(d)), alphas) for j, d in enumerate(deltas)}
+    data = read_phase_diagram(write_phase_diagram(tmp_path / "ph.h5", assemble("delta", deltas, alphas, lines),
+                                                  base, parameter="delta", complete=True))
+    for j, delta in enumerate(data["delta"]):
+        model = ShallowModel("relu", 0.5, float(delta))
+        ch = model.channel
+        root = brentq(lambda a: ch.overlap(model.solve_universal(a).x[-1]) / ch.overlap_derivative(0.0) - 0.5,
+                      0.05, 2.0, xtol=1e-14)
+        assert data["alpha_instability"][j] == pytest.approx(root, rel=1e-8), delta
+    assert data["alpha_instability"][1] > data["alpha_instability"][0]  # more noise, more data
