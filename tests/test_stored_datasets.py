@@ -8,15 +8,19 @@ here show that what the code computed is right, from the file alone where possib
   that a wrong normalisation cannot hide (I = (α/n_w)(−½ ln 2πeΔ − f) and d(αf)/dα = −½ ln 2πe(Δ + mmse));
 * the equilibrium group is recomputed from the branch groups at every α, +∞ included (Δ = 0 and perfect
   recovery), with every equilibrium field (classification errors of ±1 channels too);
-* each one-hidden-layer and deep branch point is a fixed point of the model's map, and every stored field
-  is the one of that point (``tau``, ``R2``, ``R2_hat``, conjugates, ``mmse``, f, I), ``converged`` is the
+* each branch point (one hidden layer, deep, two hidden layers, L = 3) is a fixed point of the model's map, every
+  stored field is the one of that point, and the stationarity conditions hold when written with the stored
+  fields and the priors' and channels' own functions (Q = m_P(Q̂), m_S(τ) = E_v[v²Q²], …); ``converged`` is the
   residual test, ``exists`` is where the values are;
 * the equilibrium changes: ``mmse_before``/``mmse_after`` are the errors of the two branches solved again at
   the stored α, and for a crossing their free entropies agree there;
 * phase diagrams: the stored α_c of every line is the crossing of the universal and specialized free
-  entropies of a model built at that line's parameter, and the equilibrium columns are the named branch's;
-* SGD runs: α = n/d², t = n/(kd), the specialized fractions and the histograms from the stored cosines,
-  the closure's noise = test error + Δ on the run's time grid;
+  entropies of a model built at that line's parameter, α_instability the root of the linear criterion, and the
+  equilibrium columns are the named branch's;
+* SGD runs: α = n/d², t = n/(kd), every measurement recomputed from the student that was measured, the train
+  error of a frozen student, the closure's noise = test error + Δ on the run's time grid, the reference levels
+  solved again;
+* experiments: every teacher average and standard error from the per-teacher values over the kept chains;
 * every API entry point refuses what the command line refuses.
 
 Where each dataset is checked: tests/README.md.
