@@ -543,34 +543,46 @@ class RealChannel(OutputChannel):
         return float(1.0 / np.sum(w * terms))
 
 
-def get_output_channel(name="gaussian", *, delta=0.1, temperature=1.0, threshold=0.0) -> OutputChannel:
+def get_output_channel(name="gaussian", *, delta=None, temperature=None, threshold=None) -> OutputChannel:
     """The channel called ``name`` (one of :data:`OUTPUT_CHANNELS`).
 
     Parameters
     ----------
     name : str
-    delta : float
-        Noise variance of ``gaussian`` and ``probit`` (ignored by ``sign`` and ``logistic``).
-    temperature : float
-        ``logistic`` only.
-    threshold : float
-        ``probit`` and ``sign`` only.
+    delta : float, optional
+        Noise variance of ``gaussian`` and ``probit`` (default 0.1); ``sign`` and ``logistic`` have none (only
+        ``None`` or 0 are accepted for them).
+    temperature : float, optional
+        ``logistic`` only (default 1).
+    threshold : float, optional
+        ``probit`` and ``sign`` only (default 0).
 
     Raises
     ------
     ValueError
-        Unknown name or invalid parameters.
+        Unknown name, invalid parameters, or a parameter the channel does not have (as ``replica-sweep`` refuses
+        ``--channel sign --delta 0.1`` or ``--temperature`` without ``--channel logistic``).
     """
     key = str(name).strip().lower()
+    if key not in OUTPUT_CHANNELS:
+        raise ValueError(f"unknown output channel {name!r}; choose from {', '.join(OUTPUT_CHANNELS)}")
+    if temperature is not None and key != "logistic":
+        raise ValueError(f"temperature: only for the logistic channel (got channel {key})")
+    if threshold is not None and key not in ("probit", "sign"):
+        raise ValueError(f"threshold: only for the probit and sign channels (got channel {key})")
+    if key in ("sign", "logistic") and delta not in (None, 0, 0.0):
+        raise ValueError(f"delta: the {key} channel has no label-noise variance, got delta={delta}"
+                         + ("; use the probit channel for noise before the sign" if key == "sign" else
+                            "; its noise is the temperature"))
+    delta = 0.1 if delta is None else delta
+    threshold = 0.0 if threshold is None else threshold
     if key == "gaussian":
         return GaussianChannel(delta)
     if key == "probit":
         return ProbitChannel(delta, threshold)
     if key == "sign":
         return sign_channel(threshold)
-    if key == "logistic":
-        return LogisticChannel(temperature)
-    raise ValueError(f"unknown output channel {name!r}; choose from {', '.join(OUTPUT_CHANNELS)}")
+    return LogisticChannel(1.0 if temperature is None else temperature)
 
 
 def glm_state_evolution(channel: OutputChannel, alpha, *, tol=1e-13, max_iter=100_000):

@@ -12,24 +12,30 @@ from __future__ import annotations
 
 import math
 
-from priors.output_channels import GaussianChannel, OutputChannel
+from priors.output_channels import OUTPUT_CHANNELS, GaussianChannel, OutputChannel
 
 __all__ = ["OutputChannelTerms", "make_output_channel"]
 
 
 def make_output_channel(delta, output_channel) -> OutputChannel:
     """The channel of a model: ``output_channel`` if given (its Δ must then agree with ``delta`` unless
-    ``delta`` is None), else Gaussian label noise of variance ``delta``.
+    ``delta`` is None; checked for the channels of the command line, :data:`~priors.output_channels.OUTPUT_CHANNELS`),
+    else Gaussian label noise of variance ``delta``.
 
     Raises
     ------
     ValueError
-        Δ < 0 or not finite; ``output_channel`` not an :class:`~priors.output_channels.OutputChannel`.
+        Δ < 0 or not finite; ``output_channel`` not an :class:`~priors.output_channels.OutputChannel`; ``delta``
+        not the Δ of a named channel (``sign`` and ``logistic`` have Δ = 0).
     """
     if output_channel is None:
         return GaussianChannel(0.1 if delta is None else delta)
     if not isinstance(output_channel, OutputChannel):
         raise ValueError(f"output_channel must be a priors.output_channels.OutputChannel, got {output_channel!r}")
+    if delta is not None and output_channel.name in OUTPUT_CHANNELS and float(delta) != output_channel.delta:
+        # as the command line (--channel sign --delta 0.1 is refused): a Δ the channel does not have
+        raise ValueError(f"delta {delta} disagrees with the {output_channel.name} channel's Δ = {output_channel.delta} "
+                         f"({'noiseless' if output_channel.name == 'sign' else 'its noise is the channel parameter'})")
     return output_channel
 
 

@@ -132,7 +132,7 @@ class DeepModel(OutputChannelTerms):
     gammas : sequence of float, length L
         Width ratios ``γ_ℓ = k_ℓ/d > 0``.
     delta : float
-        Label-noise variance Δ ≥ 0 (ignored when ``output_channel`` is given).
+        Label-noise variance Δ ≥ 0 (with ``output_channel``: the channel's Δ, 0 for sign and logistic).
     weight_prior : str, WeightPrior, or a sequence of them (one per layer), keyword-only
     readout_law : str or ReadoutLaw, keyword-only
     readout_grid : int, keyword-only

@@ -124,8 +124,8 @@ class ShallowModel(OutputChannelTerms):
     gamma : float
         Width ratio γ = k/d > 0.
     delta : float
-        Label-noise variance Δ ≥ 0 of Gaussian labels (ignored when ``output_channel`` is given: then
-        ``delta`` is the channel's).
+        Label-noise variance Δ ≥ 0 of Gaussian labels (with ``output_channel``: the channel's Δ, 0 for sign
+        and logistic; a different value is refused, as by ``replica-sweep``).
     weight_prior : str or WeightPrior, keyword-only
         ``"gaussian"``, ``"rademacher"`` or ``"uniform"``.
     readout_law : str or ReadoutLaw, keyword-only

@@ -725,7 +725,7 @@ class TwoLayerModel(OutputChannelTerms):
     gammas : sequence of two floats
         ``(γ₁, γ₂) = (k₁/d, k₂/d) > 0``.
     delta : float
-        Label-noise variance Δ ≥ 0 (ignored when ``output_channel`` is given).
+        Label-noise variance Δ ≥ 0 (with ``output_channel``: the channel's Δ, 0 for sign and logistic).
     weight_prior : str, WeightPrior, or a pair (one per layer), keyword-only
     readout_law : str or ReadoutLaw, keyword-only
     readout_grid : int, keyword-only

@@ -215,8 +215,8 @@ def build_model(options: dict):
 
     try:
         channel = get_output_channel(options.get("channel", "gaussian"), delta=delta,
-                                     temperature=options.get("temperature") or 1.0,
-                                     threshold=options.get("channel_threshold") or 0.0)
+                                     temperature=options.get("temperature"),
+                                     threshold=options.get("channel_threshold"))
     except ValueError as exc:
         raise UsageError(f"--channel: {str(exc).splitlines()[0]}") from None
     request = ModelRequest(layers, tuple(acts), tuple(gammas), delta, prior, readout, dict(options),
