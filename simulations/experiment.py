@@ -214,8 +214,10 @@ class ExperimentConfig:
         """
         from priors.output_channels import get_output_channel
 
-        return get_output_channel(self.channel, delta=self.delta, temperature=self.temperature,
-                                  threshold=self.channel_threshold)
+        key = str(self.channel).strip().lower()
+        return get_output_channel(self.channel, delta=None if key in ("sign", "logistic") else self.delta,
+                                  temperature=self.temperature if key == "logistic" else None,
+                                  threshold=self.channel_threshold if key in ("probit", "sign") else None)
 
     @property
     def architecture(self) -> Architecture:

@@ -324,7 +324,12 @@ class DeepLinearModel(OutputChannelTerms):
     # ----------------------------------------------------------------- helpers
     def A(self, ell: int, m: int) -> float:
         """``A_{ℓ,m} = Π_{p=m}^{ℓ−1} a_p`` (1 when ``m = ℓ``); ``ℓ = L + 1`` is the readout."""
-        return float(np.prod(self.a[m - 1:ell - 1]))
+        table = self.__dict__.get("_A_table")
+        if table is None:
+            L = int(self.a.size)
+            table = self._A_table = {(i, j): float(np.prod(self.a[j - 1:i - 1]))
+                                     for i in range(1, L + 2) for j in range(1, i + 1)}
+        return table[(ell, m)]
 
     @property
     def grids(self) -> dict:
@@ -412,16 +417,24 @@ class DeepLinearModel(OutputChannelTerms):
 
     def backward(self, Q: dict, ker: dict) -> list:
         """``B_ℓ = ∂K*/∂c_ℓ`` per unit label weight, ℓ = 1 … L (index 0 unused)."""
+        return self.backward_terms(Q, ker)[0]
+
+    def backward_terms(self, Q: dict, ker: dict) -> tuple:
+        """``(B, U)``: :meth:`backward` and the bracket ``U_ℓ`` with ``B_ℓ = g_ℓ'(c_ℓ) U_ℓ``
+        (``U_L = v²``; ``∂K*/∂p(j) = G_ℓ(j) U_ℓ(j)`` for a node j of inner layer ℓ)."""
         L = self.L
         c = ker["c"]
         B = [None] * (L + 1)
+        U = [None] * (L + 1)
+        U[L] = self.v2
         B[L] = self.v2 * self.activations[L - 1].g_prime(np.clip(c[L], -1.0, 1.0))
         for m in range(L - 1, 0, -1):
             acc = self.A(L + 1, m + 1) * self.label_squares[m]
             for ell in range(m + 1, L + 1):
                 acc = acc + self.A(ell, m + 1) * ((self.label_weights[ell] * B[ell]) @ Q[(ell, m + 1)])
+            U[m] = acc
             B[m] = self.activations[m - 1].g_prime(np.clip(c[m], -1.0, 1.0)) * acc
-        return B
+        return B, U
 
     def tilts(self, Q: dict) -> dict:
         """``t_{ℓ:m} = Q_T diag(p) Q_B`` (overlap of each product implied by its two factors)."""
@@ -446,7 +459,7 @@ class DeepLinearModel(OutputChannelTerms):
         ker = self.kernel(Q)
         mmse = self._gap(ker)
         D = self.effective_variance(mmse)
-        B = self.backward(Q, ker)
+        B, U = self.backward_terms(Q, ker)
         G = ker["G"]
         hat = {}
         for (ell, m) in self.keys:
@@ -470,7 +483,7 @@ class DeepLinearModel(OutputChannelTerms):
             else:
                 new[X] = overlap_of(self.channels[X], tau[X] + hat[X]).reshape(self.shapes[X])
         return {"Q": Q, "hat": hat, "t": t, "tau": tau, "gain": gain, "new": new, "c": ker["c"], "G": G, "D": D,
-                "mmse": mmse}
+                "mmse": mmse, "U": U}
 
     def _tilt_feedback(self, X, Q, gain):
         """Derivative of the products' tilt terms with respect to ``Q_X`` over X's entropic weight."""

@@ -368,9 +368,11 @@ def channel_parameters(parameters: dict) -> dict:
     name = str(parameters.get("channel", "gaussian"))
     delta = parameters.get("delta")
     varied = delta is None or isinstance(delta, (list, tuple))
-    channel = get_output_channel(name, delta=0.0 if varied else float(delta),
-                                 temperature=float(parameters.get("temperature") or 1.0),
-                                 threshold=float(parameters.get("channel_threshold") or 0.0))
+    temperature, threshold = parameters.get("temperature"), parameters.get("channel_threshold")
+    key = name.strip().lower()
+    channel = get_output_channel(name, delta=None if key in ("sign", "logistic") else (0.0 if varied else float(delta)),
+                                 temperature=None if temperature is None or key != "logistic" else float(temperature),
+                                 threshold=None if threshold is None or key not in ("probit", "sign") else float(threshold))
     out = channel.parameters()
     if varied and channel.name in ("gaussian", "probit"):
         out.pop("delta", None)
