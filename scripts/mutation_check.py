@@ -456,7 +456,7 @@ MUTATIONS = [
       "        edges = _cell_edges(values, lower=None, log=logy)",
       "the phase diagram's Δ axis runs below 0 (the first row's cell)",
       ("tests/test_figure_properties.py::test_replica_plot_figures_have_the_figure_properties",)),
-    M("plot-style-not-applied", "replica/workflow/plotting.py",
+    M("plot-style-not-applied", "replica/workflow/style.py",
       "    with as_file(style_path()) as path, matplotlib.style.context(str(path)):",
       "    with as_file(style_path()) as path:",
       "the figures are drawn in matplotlib's default style, not the package style file",

@@ -177,7 +177,7 @@ def figure(stats, args):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from replica.workflow.plotting import figure_style
+    from replica.workflow.style import figure_style
 
     with figure_style():  # the package style
         fig, axes = plt.subplots(1, len(stats), figsize=(4.3 * len(stats), 3.8), squeeze=False)

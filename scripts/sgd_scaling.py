@@ -185,7 +185,7 @@ def figure(runs, fits, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from replica.workflow.plotting import figure_style
+    from replica.workflow.style import figure_style
 
     with figure_style():  # the package style
         fig, ax = plt.subplots(figsize=(5.5, 4.2))

@@ -31,12 +31,12 @@ STAGES = ("initialization", "Gaussian closure", "specialization", "refinement")
 
 
 def _styled(function):
-    """Run a figure function inside the package style (:func:`replica.workflow.plotting.figure_style`)."""
+    """Run a figure function inside the package style (:func:`replica.workflow.style.figure_style`)."""
     import functools
 
     @functools.wraps(function)
     def wrapper(*args, **kwargs):
-        from replica.workflow.plotting import figure_style
+        from replica.workflow.style import figure_style
 
         with figure_style():
             return function(*args, **kwargs)
@@ -327,7 +327,7 @@ def make_figures(path, prefix, *, theory=True, theory_timeout=300.0, dpi=150, ov
         if out.exists() and not overwrite:
             raise FileExistsError(f"-o/--output: {out} exists; pass --overwrite to replace it, or -o PREFIX "
                                   "for other names")
-    from replica.workflow.plotting import figure_style
+    from replica.workflow.style import figure_style
 
     fig = plot_overlap_histograms(data)
     with figure_style():

@@ -99,7 +99,7 @@ class Architecture:
 
 _REGISTRY: dict[str, Architecture] = {}
 _DISCOVERED = False
-_BUILTIN_MODULES = ("shallow", "deep", "two_layer", "deep_linear")
+_BUILTIN_MODULES = ("shallow", "deep", "two_layer", "deep_linear", "deep_fronts")
 
 
 def register(architecture: Architecture, *, replace: bool = False) -> Architecture:

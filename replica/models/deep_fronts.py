@@ -214,9 +214,24 @@ class DeepFrontModel(DeepLinearModel):
 
     Parameters
     ----------
-    activation, gammas, delta, weight_prior, readout_law, readout_grid, drop_hermite, unit_variance,
-    tilt_split, output_channel
-        As :class:`~replica.models.deep_linear.DeepLinearModel`.
+    activation : str, Activation, or a sequence of L of them
+        As :class:`~replica.models.deep_linear.DeepLinearModel` (odd, inner layers of unit variance).
+    gammas : sequence of L floats
+        ``γ_ℓ = k_ℓ/d > 0``.
+    delta : float
+        Label-noise variance Δ ≥ 0.
+    weight_prior : str, WeightPrior, or a sequence (one per layer), keyword-only
+    readout_law : str or ReadoutLaw, keyword-only
+    readout_grid : int, keyword-only
+        Grid size of continuous readout laws.
+    drop_hermite : tuple of int, keyword-only
+        Hermite degrees removed when activations are given by name.
+    unit_variance : bool, keyword-only
+        Rescale named activations to ``E σ² = 1`` (default True).
+    tilt_split : {"top", "bottom"}, keyword-only
+        Factorization of the tilt of products of ≥ 3 factors (docs/deep_linear.md §3).
+    output_channel : OutputChannel, optional, keyword-only
+        The labels' channel (default Gaussian with variance Δ).
     panel_nodes : int, keyword-only
         Gauss nodes on each side of every front, 2 ≤ n ≤ 20 (default 6);
         :meth:`discretization_error` solves with twice as many.
@@ -229,12 +244,14 @@ class DeepFrontModel(DeepLinearModel):
         As :class:`DeepLinearModel`; ``panel_nodes`` outside [2, 20].
     """
 
-    def __init__(self, activation="tanh2", gammas=(1.0, 1.0, 1.0), delta=0.1, *, panel_nodes=DEFAULT_PANEL_NODES,
-                 report_grid=DEFAULT_S_GRID, **kw):
+    def __init__(self, activation="tanh2", gammas=(1.0, 1.0, 1.0), delta=0.1, *, weight_prior="gaussian",
+                 readout_law="ones", readout_grid=None, drop_hermite=(), unit_variance=True, tilt_split="top",
+                 output_channel=None, panel_nodes=DEFAULT_PANEL_NODES, report_grid=DEFAULT_S_GRID):
         if isinstance(panel_nodes, bool) or not float(panel_nodes).is_integer() or not 2 <= int(panel_nodes) <= 20:
             raise ValueError(f"panel_nodes must be an integer in [2, 20], got {panel_nodes!r}")
-        kw.pop("s_grid", None)
-        super().__init__(activation, gammas, delta, s_grid=report_grid, **kw)
+        super().__init__(activation, gammas, delta, weight_prior=weight_prior, readout_law=readout_law,
+                         readout_grid=readout_grid, s_grid=report_grid, drop_hermite=drop_hermite,
+                         unit_variance=unit_variance, tilt_split=tilt_split, output_channel=output_channel)
         if self.L < 2:
             raise ValueError("DeepFrontModel needs at least two hidden layers")
         self.panel_nodes = int(panel_nodes)

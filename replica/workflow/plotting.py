@@ -20,12 +20,13 @@ dispatch :func:`plot_file` (docs/architecture.md, "Module size").
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import math
 from pathlib import Path
 
 import numpy as np
+
+from .style import STYLE_FILE, _mpl, figure_style, style_path  # noqa: F401 (re-exported)
 
 __all__ = [
     "plot_file",
@@ -77,45 +78,8 @@ PARAMETER_LABELS = {
     "readout_grid": r"readout grid size",
 }
 
-#: the package style file (package data of :mod:`replica.workflow`, read with importlib.resources):
-#: every figure of the package is drawn and saved inside :func:`figure_style`
-STYLE_FILE = "replica.mplstyle"
-
-
 class PlotError(ValueError):
     """The file cannot be plotted (unknown layout, incomplete, nothing to draw)."""
-
-
-def _mpl():
-    import matplotlib
-
-    if matplotlib.get_backend().lower() not in ("agg", "pdf", "svg", "ps", "cairo", "module://matplotlib_inline"):
-        try:
-            matplotlib.use("Agg", force=False)
-        except Exception:  # pragma: no cover - interactive backend already running
-            pass
-    import matplotlib.pyplot as plt
-
-    return matplotlib, plt
-
-
-def style_path():
-    """The package matplotlib style file (``replica/workflow/replica.mplstyle``) as a
-    :mod:`importlib.resources` traversable."""
-    from importlib.resources import files
-
-    return files(__package__) / STYLE_FILE
-
-
-@contextlib.contextmanager
-def figure_style():
-    """Context in which every figure of the package is created, drawn and saved: the package style
-    (:func:`style_path`) on top of the current rc parameters."""
-    from importlib.resources import as_file
-
-    matplotlib, _ = _mpl()
-    with as_file(style_path()) as path, matplotlib.style.context(str(path)):
-        yield
 
 
 # --------------------------------------------------------------------------- text helpers
