@@ -165,3 +165,24 @@ def test_neuron_potential_is_the_weight_derivative_of_f(three, alpha, start):
         phi = three.neuron_potentials(alpha, c, ell, nodes)
         fd = [_weight_derivative(three, alpha, c, ell, j) for j in nodes]
         assert np.allclose(phi, fd, rtol=1e-6, atol=1e-8), (ell, phi, fd)
+
+
+def test_three_layer_sweep_defaults_to_front_rules(tmp_path):
+    """replica-sweep --layers 3 without --s-grid: the front-aligned rules, fronts and error estimate stored."""
+    from replica.workflow.cli import sweep_main
+    from replica.workflow.io import read_root_attrs, read_sweep
+
+    out = tmp_path / "three.h5"
+    rc = sweep_main(["--layers", "3", "--gamma", "0.5", "--activation", "tanh2", "--unit-variance", "--delta", "0.1",
+                     "--alpha", "2", "--quiet", "-o", str(out)])
+    assert rc == 0
+    assert read_root_attrs(out)["s_grid_rule"].startswith("fronts:6")
+    data = read_sweep(out)
+    part = data["branches"]["layers_1_2"]
+    # the equal-potential fronts of the model solved directly (independent of the sweep machinery)
+    model = DeepFrontModel(gammas=(0.5, 0.5, 0.5), **TANH)
+    st = model.solve_from(2.0, model.starts()["layers_1_to_2"][0]).info["state"]
+    assert float(part["front_layer_1"][0]) == pytest.approx(st.fronts[0], abs=1e-6)
+    assert float(part["front_layer_2"][0]) == pytest.approx(st.fronts[1], abs=1e-6)
+    assert 0 < float(part["discretization_error"][0]) < 1e-3
+    assert str(data["equilibrium"]["branch"][0]) == "layers_1_2"
