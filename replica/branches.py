@@ -492,6 +492,12 @@ class _InverseJacobian:
     def solve(self, rhs):
         return self.h @ rhs
 
+    def copy(self) -> "_InverseJacobian":
+        """A copy whose Broyden updates leave this one unchanged (a trial corrector's, :func:`_advance`)."""
+        out = object.__new__(_InverseJacobian)
+        out.h = self.h.copy()
+        return out
+
     def update(self, dx, dg):
         """Broyden's update from a step ``dx`` and the change ``dg`` of ``F(x) − x`` it caused."""
         hdg = self.h @ dg
@@ -756,7 +762,12 @@ def _advance(model, a0, r0, a_target, slope, solve_kw, jac_cache=None, trail=Non
             lu, fresh = _factor(model, a, x), True
             if jac_cache is not None and lu is not None:
                 jac_cache.update(alpha=a, lu=lu)
-        r_new = None if lu is None else _chord(model, a_new, x_pred, lu, solve_kw)
+        # the corrector updates a copy of the inverse Jacobian; its Broyden updates are kept only when
+        # the point is accepted: the updates of a failed or rejected trial (a step past a fold, or onto
+        # another sheet) can wreck the inverse (changes of 1e6 measured on ReLU with the sign channel),
+        # and every shorter step would then fail with it, down to MIN_STEP: a false fold
+        trial = None if lu is None else lu.copy()
+        r_new = None if trial is None else _chord(model, a_new, x_pred, trial, solve_kw)
         why = _check_step(r_new, ov, support)
         if why is not None and fresh and _labelled(model, x) \
                 and abs(step) > LABEL_RESOLVE_STEP * max(1.0, abs(a)):
@@ -764,11 +775,13 @@ def _advance(model, a0, r0, a_target, slope, solve_kw, jac_cache=None, trail=Non
             # may have to change along the curve; re-solve from the current overlap profile
             r_alt = model.solve_from(a_new, ov, None, start="continuation", **solve_kw)
             if r_alt.converged and "state" in r_alt.info and _check_step(r_alt, ov, support) is None:
-                r_new, why = r_alt, None
+                r_new, why, trial = r_alt, None, None  # the chord trial failed: its updates are dropped
         if why == "newton" and not fresh:
             lu = None  # retry the same step with the Jacobian at the current point
             continue
         if why is None:
+            if trial is not None:
+                lu.h = trial.h  # in place: a cached factorization (jac_cache) keeps the accepted updates
             slope = (np.asarray(r_new.x) - x) / step
             a, r, x, ov = a_new, r_new, np.asarray(r_new.x, dtype=float), _overlaps(r_new)
             accepted.append((a, r))

@@ -281,3 +281,57 @@ def test_perfect_recovery_at_zero_noise_writes_a_file(tmp_path, capsys, prior):
         assert np.all(b["mmse"][b["exists"]] >= 0.0)
     if prior == "gaussian":
         assert set(data["branches"]) == {"universal"} and data["universal_only_reason"]
+
+
+# ReLU, v ≡ 1, γ = 0.5 with the noiseless sign channel (docs/theory.md §10.2): the specialized sheet
+# bends back at a fold at α = 4.27678 while a second sheet (specialized-2) starts at a fold at 4.26108;
+# the two overlap, and the equilibrium goes from one to the other at a free-entropy crossing (4.2675)
+SIGN_FOLD = 4.2767849557
+
+
+def sign_model():
+    from priors.output_channels import get_output_channel
+
+    return ShallowModel("relu", 0.5, 0.0, output_channel=get_output_channel("sign"))
+
+
+def test_a_failed_corrector_trial_does_not_end_the_curve_before_its_fold():
+    # the continuation from α = 4.25 towards 4.5 on the specialized branch: the first trial steps
+    # (past the fold) fail, and their Broyden updates used to be kept in the inverse Jacobian
+    # (changes of 1e6), so that every shorter step failed too, down to MIN_STEP: the curve ended at
+    # 4.25 (or 4.2568 in a sweep on α = 0.25:8:32), a false fold 0.02 before the real one
+    from replica.branches import _advance, _correct, _singular
+
+    model = sign_model()
+    seed = model.solve_from(4.0, model.starts()["informed"][0], start="informed")
+    r0 = _correct(model, 4.0, seed.x, {})
+    r1, _, failure = _advance(model, 4.0, r0, 4.25, None, {})
+    assert failure is None and model.state(4.25, r1.x).overlap_W[0] == pytest.approx(0.526, abs=1e-3)
+    r2, _, failure = _advance(model, 4.25, r1, 4.5, None, {})
+    assert r2 is None  # the curve ends at the fold ...
+    a_end, r_end, why, _ = failure
+    assert a_end == pytest.approx(SIGN_FOLD, rel=1e-8)  # ... the real one
+    assert _singular(model, a_end, r_end.x) and stability(model, a_end, r_end.x, order=1) > 1 - 1e-4
+
+
+def test_sign_channel_equilibrium_never_falls_back_on_the_unstable_universal_branch():
+    # on the grid of the closing table (α = 0.25:8:32) and a finer one, the specialized branch ends at
+    # the same fold and the equilibrium goes from it to specialized-2 at a crossing; it was reported as the
+    # linearly unstable universal branch on 4.2568 < α < 4.2611 of the coarser grid
+    ends, crossings = [], []
+    for grid in (np.linspace(0.25, 8, 32), np.linspace(0.05, 8, 60)):
+        r = sweep(sign_model(), grid, progress=False)
+        sp, sp2 = r.branches["specialized"], r.branches["specialized-2"]
+        assert sp.end_kind == "fold" and sp2.start_kind == "fold" and sp2.alpha_start < sp.alpha_end
+        ends.append(sp.alpha_end)
+        kinds = [(c["from"], c["to"], c["kind"]) for c in r.equilibrium_changes]
+        assert kinds == [("universal", "specialized", "branch_start"), ("specialized", "specialized-2", "crossing")]
+        crossings.append(r.equilibrium_changes[1]["alpha"])
+        # the equilibrium is never a branch with stability ≥ 1 where a stable branch exists
+        eq = np.asarray(r.equilibrium["branch"]).astype(str)
+        for i, name in enumerate(eq):
+            stab = {n: b["stability"][i] for n, b in r.branches.items() if b["exists"][i]}
+            if any(s < 1 for s in stab.values()):
+                assert stab[name] < 1, (r.alpha[i], name, stab)
+    assert ends == pytest.approx([SIGN_FOLD, SIGN_FOLD], rel=1e-8)
+    assert crossings[0] == pytest.approx(crossings[1], rel=1e-8) and 4.2611 < crossings[0] < SIGN_FOLD
