@@ -139,6 +139,8 @@ def test_bad_options():
         DeepFrontModel(gammas=(0.5, 0.5, 0.5), panel_nodes=1)
     with pytest.raises(ValueError, match="panel_nodes"):
         DeepFrontModel(gammas=(0.5, 0.5, 0.5), panel_nodes=2.5)
+    with pytest.raises(ValueError, match="panel_nodes"):
+        DeepFrontModel(gammas=(0.5, 0.5, 0.5), panel_nodes=41)
 
 
 def _weight_derivative(model, alpha, c, ell, j, h=1e-6):

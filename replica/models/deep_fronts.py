@@ -233,22 +233,22 @@ class DeepFrontModel(DeepLinearModel):
     output_channel : OutputChannel, optional, keyword-only
         The labels' channel (default Gaussian with variance Δ).
     panel_nodes : int, keyword-only
-        Gauss nodes on each side of every front, 2 ≤ n ≤ 20 (default 6);
-        :meth:`discretization_error` solves with twice as many.
+        Gauss nodes on each side of every front, 2 ≤ n ≤ 40 (default 6);
+        :meth:`discretization_error` solves with twice as many (n ≤ 20).
     report_grid : int, keyword-only
         Nodes of the folded Gauss–Hermite grid the stored profiles are reported on (default 12).
 
     Raises
     ------
     ValueError
-        As :class:`DeepLinearModel`; ``panel_nodes`` outside [2, 20].
+        As :class:`DeepLinearModel`; ``panel_nodes`` outside [2, 40].
     """
 
     def __init__(self, activation="tanh2", gammas=(1.0, 1.0, 1.0), delta=0.1, *, weight_prior="gaussian",
                  readout_law="ones", readout_grid=None, drop_hermite=(), unit_variance=True, tilt_split="top",
                  output_channel=None, panel_nodes=DEFAULT_PANEL_NODES, report_grid=DEFAULT_S_GRID):
-        if isinstance(panel_nodes, bool) or not float(panel_nodes).is_integer() or not 2 <= int(panel_nodes) <= 20:
-            raise ValueError(f"panel_nodes must be an integer in [2, 20], got {panel_nodes!r}")
+        if isinstance(panel_nodes, bool) or not float(panel_nodes).is_integer() or not 2 <= int(panel_nodes) <= 40:
+            raise ValueError(f"panel_nodes must be an integer in [2, 40], got {panel_nodes!r}")
         super().__init__(activation, gammas, delta, weight_prior=weight_prior, readout_law=readout_law,
                          readout_grid=readout_grid, s_grid=report_grid, drop_hermite=drop_hermite,
                          unit_variance=unit_variance, tilt_split=tilt_split, output_channel=output_channel)
@@ -582,7 +582,13 @@ class DeepFrontModel(DeepLinearModel):
 
     # ------------------------------------------------------------------ error estimate
     def refined(self) -> "DeepFrontModel":
-        """The same model with twice the nodes on each side of every front (built once)."""
+        """The same model with twice the nodes on each side of every front (built once).
+
+        Raises
+        ------
+        ValueError
+            ``panel_nodes`` > 20 (the rules have at most 40 nodes per side).
+        """
         if getattr(self, "_refined_model", None) is None:
             self._refined_model = DeepFrontModel(panel_nodes=2 * self.panel_nodes, **self._init_kw)
         return self._refined_model

@@ -24,7 +24,7 @@ Both run alternately in one process (``--repeat`` times, warm tables and kernels
 CPU time of each is reported) and are compared with a reference: for two layers the package's
 equilibrium solved again on its adaptive rule with 4× the nodes per panel, refined to 1e-7; for
 three layers (front-aligned rules, :mod:`replica.models.deep_fronts`) the package's equilibrium solved
-again with 4× the Gauss nodes on each side of every front, to 1e-12.
+again with 3× the Gauss nodes on each side of every front, to 1e-12.
 
 Profile of the two-layer package sweep (cProfile, warm): ~70 % in the compiled evaluation of the
 map (``_two_layer_kernels.evaluate_point``: tabulating the first-layer curve, the equal-potential
@@ -234,14 +234,14 @@ def package_sweep(model, alphas):
 
 def reference_mmse(model, alphas, res):
     """Equilibrium mmse on the refined rule (two layers: 4× the nodes per panel, adaptive target 1e-7;
-    L ≥ 3: 4× the nodes on each side of every front; each point of the package's equilibrium solved
+    L ≥ 3: 3× the nodes on each side of every front; each point of the package's equilibrium solved
     again there)."""
     ps = getattr(model, "profile_solver", None)
     out = np.array(res.equilibrium["mmse"], dtype=float)
     from replica.models.deep_fronts import DeepFrontModel
 
     if isinstance(model, DeepFrontModel):
-        fine = DeepFrontModel(panel_nodes=4 * model.panel_nodes, **model._init_kw)
+        fine = DeepFrontModel(panel_nodes=3 * model.panel_nodes, **model._init_kw)
         for i, name in enumerate(res.equilibrium["branch"]):
             x = res.branches[name].points.get(i)
             if x is None:
