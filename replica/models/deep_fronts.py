@@ -214,14 +214,17 @@ class DeepFrontModel(DeepLinearModel):
 
     Parameters
     ----------
-    activation, gammas, delta, weight_prior, readout_law, readout_grid, drop_hermite, unit_variance,
-    tilt_split, output_channel
+    activation, gammas, delta
         As :class:`~replica.models.deep_linear.DeepLinearModel`.
     panel_nodes : int, keyword-only
         Gauss nodes on each side of every front, 2 ≤ n ≤ 20 (default 6);
         :meth:`discretization_error` solves with twice as many.
     report_grid : int, keyword-only
         Nodes of the folded Gauss–Hermite grid the stored profiles are reported on (default 12).
+    **kw
+        The other keyword arguments of :class:`~replica.models.deep_linear.DeepLinearModel`
+        (``weight_prior``, ``readout_law``, ``readout_grid``, ``drop_hermite``, ``unit_variance``,
+        ``tilt_split``, ``output_channel``); ``s_grid`` is ignored (``report_grid`` takes its place).
 
     Raises
     ------
