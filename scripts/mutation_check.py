@@ -96,6 +96,12 @@ MUTATIONS = [
       "the sample–sample disagreement of the Nishimori check compares a sample with itself",
       ("tests/test_channel_experiment.py::test_classification_measures_on_a_hand_made_case",
        "tests/test_channel_experiment.py::test_classification_measures_follow_the_gaussian_orthant_law")),
+    M("experiment-classification-sem-ddof0", "simulations/experiment.py",
+      "            mean, sem = mean_and_sem(s[name], axis=1, keep=keep)",
+      "            mean, _ = mean_and_sem(s[name], axis=1, keep=keep)\n"
+      "            sem = np.std(s[name], axis=1) / np.sqrt(np.shape(s[name])[1])",
+      "the stored standard errors of the classification errors use std(ddof=0) (too small by √(T/(T − 1)))",
+      ("tests/test_channel_experiment.py::test_probit_run_stores_the_channel_and_the_classification_errors",)),
     # ---------------------------------------------------------------- I/O and stored numbers
     M("io-equilibrium-universal-mmse", "replica/workflow/io.py",
       "        for key, val in result.equilibrium.items():\n            _write_array(ge, key, val)",
