@@ -209,6 +209,10 @@ def test_probit_run_stores_the_channel_and_the_classification_errors(probit_run)
             assert g[name].shape == (1, 2) and g[f"{name}_mean"].shape == (1,)
             assert np.all((g[name] >= 0) & (g[name] <= 1))
             assert g[f"{name}_mean"][0] == pytest.approx(np.mean(g[name][0]))
+            # standard error over the 2 teachers (both kept: finite mmse below), std(ddof=1)/√2 written out
+            t = np.asarray(g[name][0], float)
+            sem = np.sqrt(np.sum((t - t.mean()) ** 2) / (t.size - 1) / t.size)
+            assert g[f"{name}_sem"][0] == pytest.approx(sem, rel=1e-12, abs=1e-15)
         # 2000 test labels: errors are multiples of 1/2000; a student never does better than chance
         # by an impossible margin: the Bayes error stays above the noise floor E Φ(−|λ_c − θ|/√Δ) > 0.05
         assert np.all(g["classification_error"] > 0.05) and np.all(g["classification_error"] < 0.5)

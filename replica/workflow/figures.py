@@ -42,8 +42,9 @@ Each figure writes ``NAME.png`` (and the sweep files it drew, ``NAME*.h5``) in t
 directory and one row per comparison in ``deviations.csv`` (columns ``figure``, ``comparison``,
 ``max_deviation``, ``measure`` = ``relative``, ``absolute``, ``std`` (in units of the published
 standard deviation) or ``none``, ``at``, ``note``).  ``--quick`` uses coarse grids
-(a smoke test of every path, under a minute: 24–45 s of wall time, 14 s of CPU, on a shared
-2-core machine with the HCIZ tables cached); the deviations it prints are then coarser too.
+(a smoke test of every path: measured 91 s of CPU and 3 min 58 s of wall time on a 2-core machine
+at load average 7–11, HCIZ tables cached, numba kernels compiled during the run; earlier 14 s of CPU
+and 24–45 s of wall time with the kernels cached too); the deviations it prints are then coarser too.
 """
 
 from __future__ import annotations
@@ -479,15 +480,17 @@ def build_parser():
                      "data/reference/ overlaid, and print the largest relative deviation of each from the "
                      "published numbers. Figures: " + ", ".join(FIGURES) + ". The first run builds and caches "
                      "the HCIZ tables it needs: a full run took 3 min 40 s with an empty cache and 2 min with "
-                     "the tables cached on a shared 2-core machine; --quick under a minute (24-45 s of wall "
-                     "time, 14 s of CPU, tables cached, same machine)."),
+                     "the tables cached on a shared 2-core machine; --quick took 91 s of CPU and 3 min 58 s of "
+                     "wall time (tables cached, numba kernels compiled in the run, load average 7-11 on 2 "
+                     "cores) and 14 s of CPU, 24-45 s of wall time with the kernels cached too)."),
         epilog="Example: replica-figures --quick -o figures/   (then open figures/*.png and deviations.csv)")
     p.add_argument("-o", "--output", default=None, metavar="DIR",
                    help="directory for NAME.png, the sweep files NAME*.h5 and deviations.csv (created if missing; "
                         "required, on the command line or as 'output' in --config)")
     p.add_argument("--quick", action="store_true",
-                   help="coarse grids: a smoke test of every figure (under a minute: 24-45 s of wall time on a shared "
-                        "2-core machine with the HCIZ tables cached)")
+                   help="coarse grids: a smoke test of every figure (measured: 91 s of CPU, 3 min 58 s of wall time "
+                        "on 2 cores at load average 7-11 with the HCIZ tables cached and the numba kernels "
+                        "compiled in the run; 14 s of CPU with the kernels cached)")
     p.add_argument("--only", metavar="NAMES", default=",".join(FIGURES),
                    help=f"comma list of figures to draw (default all: {','.join(FIGURES)})")
     p.add_argument("--overwrite", action="store_true", help="replace files already in DIR")
