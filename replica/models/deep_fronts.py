@@ -152,25 +152,21 @@ def front_rule(front: float, n: int):
     return nodes, weights, side
 
 
-def _side_interp(target, nodes, side, values, front):
-    """Values at ``target`` nodes: piecewise linear in s on the side of the front each lies on."""
-    out = np.empty(np.shape(target))
-    for k, lo_side in ((0, True), (1, False)):
-        keep = side == k
-        s, v = nodes[keep], values[keep]
-        order = np.argsort(s, kind="mergesort")
-        mask = (target < front) if lo_side else (target >= front)
-        if np.any(mask):
-            out[mask] = np.interp(target[mask], s[order], v[order])
-    return out
-
-
-def _map_axis(q, axis, target, nodes, side, front):
-    """``q`` with its ``axis`` carried from a front rule onto ``target`` (:func:`_side_interp`)."""
+def _map_axis(q, axis, target, target_side, nodes, side):
+    """``q`` with its ``axis`` carried from a front rule ``(nodes, side)`` onto the nodes ``target``:
+    piecewise linear in s, each target node from the nodes on its own side of the front
+    (``target_side``: 0 small root, 1 large root)."""
     q = np.moveaxis(np.asarray(q, dtype=float), axis, -1)
-    out = np.empty(q.shape[:-1] + (np.size(target),))
-    for idx in np.ndindex(q.shape[:-1]):
-        out[idx] = _side_interp(np.asarray(target, float), nodes, side, q[idx], front)
+    target = np.asarray(target, dtype=float)
+    out = np.empty(q.shape[:-1] + (target.size,))
+    for k in (0, 1):
+        sel, src = target_side == k, side == k
+        if not np.any(sel):
+            continue
+        order = np.argsort(nodes[src], kind="mergesort")
+        s_src = nodes[src][order]
+        for idx in np.ndindex(q.shape[:-1]):
+            out[idx + (sel,)] = np.interp(target[sel], s_src, q[idx][src][order])
     return np.moveaxis(out, -1, axis)
 
 
@@ -466,7 +462,8 @@ class DeepFrontModel(DeepLinearModel):
         for axis, layer in ((0, ell), (1, m - 1)):
             if 1 <= layer <= self.L - 1:
                 nodes, _, side = self._rules[layer - 1]
-                q = _map_axis(q, axis, self.s_values, nodes, side, self._fronts[layer - 1])
+                report_side = (self.s_values >= self._fronts[layer - 1]).astype(int)
+                q = _map_axis(q, axis, self.s_values, report_side, nodes, side)
         return q
 
     def _group_mass(self, key):
@@ -607,15 +604,7 @@ class DeepFrontModel(DeepLinearModel):
                 if 1 <= layer <= self.L - 1:
                     nodes, _, side = rules[layer - 1]
                     f_nodes, _, f_side = fine_rules[layer - 1]
-                    mapped = np.empty(np.shape(np.moveaxis(val, axis, -1))[:-1] + (f_nodes.size,))
-                    moved = np.moveaxis(val, axis, -1)
-                    for idx in np.ndindex(moved.shape[:-1]):
-                        for k in (0, 1):
-                            sel = f_side == k
-                            src = side == k
-                            order = np.argsort(nodes[src], kind="mergesort")
-                            mapped[idx + (sel,)] = np.interp(f_nodes[sel], nodes[src][order], moved[idx][src][order])
-                    val = np.moveaxis(mapped, -1, axis)
+                    val = _map_axis(val, axis, f_nodes, f_side, nodes, side)
             out[key] = val
         return np.concatenate([fronts, fine.core.pack(out)])
 
