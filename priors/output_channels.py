@@ -50,6 +50,8 @@ from ._lazy import lazy_import
 special = lazy_import("scipy.special")
 
 __all__ = [
+    "CHANNEL_OPTIONS",
+    "channel_keywords",
     "OutputChannel",
     "GaussianChannel",
     "ProbitChannel",
@@ -64,6 +66,10 @@ __all__ = [
 
 #: names accepted by :func:`get_output_channel` (and ``--channel``)
 OUTPUT_CHANNELS = ("gaussian", "probit", "sign", "logistic")
+#: the keywords of :func:`get_output_channel` each named channel takes (one source for the API, the command
+#: lines and the files)
+CHANNEL_OPTIONS = {"gaussian": ("delta",), "probit": ("delta", "threshold"), "sign": ("threshold",),
+                   "logistic": ("temperature",)}
 
 _PANELS, _NODES = 64, 8
 _GL_X, _GL_W = np.polynomial.legendre.leggauss(_NODES)
@@ -543,6 +549,23 @@ class RealChannel(OutputChannel):
         return float(1.0 / np.sum(w * terms))
 
 
+def channel_keywords(name, *, delta=None, temperature=None, threshold=None) -> dict:
+    """The keywords of :func:`get_output_channel` that the channel ``name`` takes, from values that may
+    include options of other channels (resolved parameters of a command, an experiment's configuration):
+    the others are left out, and so are values that are None.
+
+    Raises
+    ------
+    ValueError
+        Unknown channel name.
+    """
+    key = str(name).strip().lower()
+    if key not in CHANNEL_OPTIONS:
+        raise ValueError(f"unknown output channel {name!r}; choose from {', '.join(OUTPUT_CHANNELS)}")
+    given = {"delta": delta, "temperature": temperature, "threshold": threshold}
+    return {k: given[k] for k in CHANNEL_OPTIONS[key] if given[k] is not None}
+
+
 def get_output_channel(name="gaussian", *, delta=None, temperature=None, threshold=None) -> OutputChannel:
     """The channel called ``name`` (one of :data:`OUTPUT_CHANNELS`).
 
@@ -566,11 +589,12 @@ def get_output_channel(name="gaussian", *, delta=None, temperature=None, thresho
     key = str(name).strip().lower()
     if key not in OUTPUT_CHANNELS:
         raise ValueError(f"unknown output channel {name!r}; choose from {', '.join(OUTPUT_CHANNELS)}")
-    if temperature is not None and key != "logistic":
+    takes = CHANNEL_OPTIONS[key]
+    if temperature is not None and "temperature" not in takes:
         raise ValueError(f"temperature: only for the logistic channel (got channel {key})")
-    if threshold is not None and key not in ("probit", "sign"):
+    if threshold is not None and "threshold" not in takes:
         raise ValueError(f"threshold: only for the probit and sign channels (got channel {key})")
-    if key in ("sign", "logistic") and delta not in (None, 0, 0.0):
+    if "delta" not in takes and delta not in (None, 0, 0.0):
         raise ValueError(f"delta: the {key} channel has no label-noise variance, got delta={delta}"
                          + ("; use the probit channel for noise before the sign" if key == "sign" else
                             "; its noise is the temperature"))

@@ -536,7 +536,7 @@ MUTATIONS = [
       "ShallowModel(…, delta=0.1, output_channel=sign_channel()) solves at Δ = 0 where replica-sweep refuses",
       ("tests/test_stored_datasets.py::test_the_api_refuses_what_the_command_line_refuses[sign-with-delta-model]",)),
     M("api-channel-ignores-delta", "priors/output_channels.py",
-      'if key in ("sign", "logistic") and delta not in (None, 0, 0.0):',
+      'if "delta" not in takes and delta not in (None, 0, 0.0):',
       'if False:',
       "get_output_channel('sign', delta=0.1) returns a noiseless channel where replica-sweep refuses",
       ("tests/test_stored_datasets.py::test_the_api_refuses_what_the_command_line_refuses[sign-with-delta-channel]",)),

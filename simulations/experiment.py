@@ -212,12 +212,10 @@ class ExperimentConfig:
         ValueError
             Invalid channel parameters.
         """
-        from priors.output_channels import get_output_channel
+        from priors.output_channels import channel_keywords, get_output_channel
 
-        key = str(self.channel).strip().lower()
-        return get_output_channel(self.channel, delta=None if key in ("sign", "logistic") else self.delta,
-                                  temperature=self.temperature if key == "logistic" else None,
-                                  threshold=self.channel_threshold if key in ("probit", "sign") else None)
+        return get_output_channel(self.channel, **channel_keywords(
+            self.channel, delta=self.delta, temperature=self.temperature, threshold=self.channel_threshold))
 
     @property
     def architecture(self) -> Architecture:

@@ -133,3 +133,24 @@ def test_channel_registry_and_bad_input():
         ProbitChannel(0.1).energetic(1.0, 1.5)
     with pytest.raises(ValueError, match="labels"):
         GaussianChannel(0.1).classification_error(1.0, 0.5)
+
+
+def test_channel_options_table_is_what_the_api_accepts():
+    """CHANNEL_OPTIONS (used by the command lines, the files and the experiments) against get_output_channel itself:
+    a keyword is listed for a channel exactly when the channel accepts a non-default value of it."""
+    from priors.output_channels import CHANNEL_OPTIONS, OUTPUT_CHANNELS, channel_keywords, get_output_channel
+
+    values = {"delta": 0.2, "temperature": 0.5, "threshold": 0.3}
+    for name in OUTPUT_CHANNELS:
+        for key, value in values.items():
+            try:
+                get_output_channel(name, **{key: value})
+                accepted = True
+            except ValueError:
+                accepted = False
+            assert accepted == (key in CHANNEL_OPTIONS[name]), (name, key)
+        kept = channel_keywords(name, **values)
+        assert set(kept) == set(CHANNEL_OPTIONS[name])
+        get_output_channel(name, **kept)          # what is kept is accepted
+    with pytest.raises(ValueError):
+        channel_keywords("cauchy")

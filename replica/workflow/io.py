@@ -363,18 +363,16 @@ def channel_parameters(parameters: dict) -> dict:
     ValueError
         Unknown channel name or invalid parameters (as :func:`~priors.output_channels.get_output_channel`).
     """
-    from priors.output_channels import get_output_channel
+    from priors.output_channels import CHANNEL_OPTIONS, channel_keywords, get_output_channel
 
     name = str(parameters.get("channel", "gaussian"))
     delta = parameters.get("delta")
     varied = delta is None or isinstance(delta, (list, tuple))
-    temperature, threshold = parameters.get("temperature"), parameters.get("channel_threshold")
-    key = name.strip().lower()
-    channel = get_output_channel(name, delta=None if key in ("sign", "logistic") else (0.0 if varied else float(delta)),
-                                 temperature=None if temperature is None or key != "logistic" else float(temperature),
-                                 threshold=None if threshold is None or key not in ("probit", "sign") else float(threshold))
+    channel = get_output_channel(name, **channel_keywords(
+        name, delta=0.0 if varied else float(delta), temperature=parameters.get("temperature"),
+        threshold=parameters.get("channel_threshold")))
     out = channel.parameters()
-    if varied and channel.name in ("gaussian", "probit"):
+    if varied and "delta" in CHANNEL_OPTIONS.get(channel.name, ()):
         out.pop("delta", None)
     return out
 

@@ -37,14 +37,15 @@ def output_channel_options(channel="gaussian", delta=None, temperature=None, thr
     UsageError
         Unknown channel, or an option that the channel does not use.
     """
-    from priors.output_channels import OUTPUT_CHANNELS
+    from priors.output_channels import CHANNEL_OPTIONS, OUTPUT_CHANNELS
 
     name = str(channel).strip().lower()
     if name not in OUTPUT_CHANNELS:
         raise UsageError(f"--channel: unknown output channel {channel!r}; choose from {', '.join(OUTPUT_CHANNELS)}")
-    if temperature is not None and name != "logistic":
+    takes = CHANNEL_OPTIONS[name]
+    if temperature is not None and "temperature" not in takes:
         raise UsageError(f"--temperature: only for --channel logistic (got --channel {name})")
-    if threshold is not None and name not in ("probit", "sign"):
+    if threshold is not None and "threshold" not in takes:
         raise UsageError(f"--channel-threshold: only for --channel probit or sign (got --channel {name})")
     if name == "sign":
         if delta not in (None, 0, 0.0):
@@ -58,9 +59,9 @@ def output_channel_options(channel="gaussian", delta=None, temperature=None, thr
     out = {"delta": DEFAULT_DELTA if delta is None else delta}
     if name != "gaussian":
         out["channel"] = name
-    if name == "logistic":
+    if "temperature" in takes:
         out["temperature"] = 1.0 if temperature is None else float(temperature)
-    if name in ("probit", "sign"):
+    if "threshold" in takes:
         out["channel_threshold"] = 0.0 if threshold is None else float(threshold)
     return out
 
