@@ -565,6 +565,24 @@ MUTATIONS = [
       'r2_mean, r2_sem = mean_and_sem(s["replica_r2"], axis=1, keep=keep)',
       "an experiment's r2_mean averages the replica–replica R₂ (the Nishimori twin), not the teacher–sample one",
       ("tests/test_stored_datasets.py::test_experiment_averages_and_axes_are_recomputed_from_the_per_teacher_values",)),
+    # ---------------------------------------------------------------- L >= 3 front-aligned rules (deep_fronts)
+    M("fronts-newton-step-sign", "replica/models/deep_fronts.py",
+      "step = float(np.clip(-dphi / slope, -(1.0 + u), 1.0 + u))",
+      "step = float(np.clip(dphi / slope, -(1.0 + u), 1.0 + u))",
+      "the front moves away from equal potential (towards the root of smaller φ)",
+      ("tests/test_deep_fronts.py::test_two_layers_equal_the_profile_solver",
+       "tests/test_deep_fronts.py::test_free_entropy_is_stationary_in_the_front")),
+    M("fronts-potential-without-tilt-term", "replica/models/deep_fronts.py",
+      'phi = phi + core.entries[P] / (2.0 * alpha) * np.einsum("rk,rj,jk->j", weighted, Q[T][:, nodes], Q[Bk][nodes, :])',
+      "phi = phi",
+      "the neuron potential forgets the products whose tilt runs through the layer",
+      ("tests/test_deep_fronts.py::test_neuron_potential_is_the_weight_derivative_of_f",)),
+    M("fronts-stored-front-squared", "replica/models/deep_fronts.py",
+      'rec[f"front_layer_{ell}"] = float(f)',
+      'rec[f"front_layer_{ell}"] = float(f) ** 2',
+      "front_layer_<l> written as s² instead of s",
+      ("tests/test_deep_fronts.py::test_three_layer_sweep_defaults_to_front_rules",
+       "tests/test_deep_fronts.py::test_stored_profiles_and_fronts")),
 ]
 
 
