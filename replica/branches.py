@@ -148,6 +148,14 @@ GHOST_WIDTHS = 8.0
 ARNOLDI_SIZE = 40
 #: restarts of ARPACK for the leading eigenvalue
 ARNOLDI_MAXITER = 200
+#: eigenvalues ARPACK computes when the one nearest a value is sought (bifurcations of large models)
+ARNOLDI_NEAR = 8
+#: relative residual of the inner GMRES solves of the matrix-free Newton corrector (inexact Newton)
+KRYLOV_RTOL = 1e-3
+#: Krylov subspace size before GMRES restarts (at most the number of unknowns)
+KRYLOV_RESTART = 60
+#: Newton iterations of the matrix-free corrector of :func:`_correct` (seeds, host points)
+KRYLOV_NEWTON_ITER = 30
 #: at most this many branches per sweep (a safeguard)
 MAX_BRANCHES = 64
 #: relative tolerance of the root finding for bifurcations and the instability of the universal branch
@@ -334,8 +342,8 @@ def stability(model, alpha, x, *, order=2, indices=None, near=None) -> float:
     x = np.asarray(x, dtype=float)
     if not np.all(np.isfinite(x)):
         return math.nan
-    if near is None and indices is None and _moving(model, x).size > ARNOLDI_SIZE:
-        value = _leading_eigenvalue(model, alpha, x)
+    if indices is None and _moving(model, x).size > ARNOLDI_SIZE:
+        value = _leading_eigenvalue(model, alpha, x, near=near)
         if np.isfinite(value):
             return value
     with np.errstate(all="ignore"):
@@ -353,10 +361,11 @@ def stability(model, alpha, x, *, order=2, indices=None, near=None) -> float:
     return float(np.max(ev.real))
 
 
-def _leading_eigenvalue(model, alpha, x) -> float:
-    """Largest real part of the eigenvalues of ``F_x`` at ``x`` from Jacobian–vector products
-    (forward differences along the positive and negative parts of the vector, two evaluations each)
-    by ARPACK's implicitly restarted Arnoldi method: for
+def _leading_eigenvalue(model, alpha, x, near=None) -> float:
+    """Largest real part of the eigenvalues of ``F_x`` at ``x`` (or, with ``near``, the real part of
+    the eigenvalue closest to ``near`` among the :data:`ARNOLDI_NEAR` of largest modulus) from
+    Jacobian–vector products (forward differences along the positive and negative parts of the
+    vector, two evaluations each) by ARPACK's implicitly restarted Arnoldi method: for
     models with many order parameters, instead of a dense Jacobian (as many evaluations as
     unknowns). NaN when ARPACK does not converge (the caller then builds the dense Jacobian)."""
     from scipy.sparse.linalg import ArpackError, ArpackNoConvergence, LinearOperator, eigs
@@ -383,10 +392,15 @@ def _leading_eigenvalue(model, alpha, x) -> float:
                 return one_sided(np.maximum(v, 0.0)) - one_sided(np.maximum(-v, 0.0))
 
             op = LinearOperator((idx.size, idx.size), matvec=matvec, dtype=float)
-            ev = eigs(op, k=1, which="LR", tol=1e-8, maxiter=ARNOLDI_MAXITER, return_eigenvectors=False)
+            if near is None:
+                ev = eigs(op, k=1, which="LR", tol=1e-8, maxiter=ARNOLDI_MAXITER, return_eigenvectors=False)
+            else:
+                ev = eigs(op, k=min(ARNOLDI_NEAR, idx.size - 2), which="LM", tol=1e-8, maxiter=ARNOLDI_MAXITER,
+                          return_eigenvectors=False)
+                ev = ev[np.argmin(np.abs(ev - near))]
         except (ArpackNoConvergence, ArpackError, ValueError, ZeroDivisionError, FloatingPointError):
             return math.nan
-    value = float(np.max(ev.real))
+    value = float(np.max(np.real(ev)))
     return value if np.isfinite(value) else math.nan
 
 
@@ -419,6 +433,112 @@ def _exists(result) -> bool:
     return "state" in result.info and result.converged and not _is_universal(result)
 
 
+def _matrix_free(model, x) -> bool:
+    """Whether the continuation of ``x`` uses Jacobian–vector products instead of dense
+    finite-difference Jacobians: more than :data:`ARNOLDI_SIZE` moving order parameters."""
+    return _moving(model, x).size > ARNOLDI_SIZE
+
+
+def _difference_operator(model, alpha, y, g, idx, *, alpha_column=False):
+    """``(J − I)`` at ``y`` on the moving entries ``idx`` as a :class:`scipy.sparse.linalg.LinearOperator`:
+    forward differences of ``F(y) − y`` (``g`` on ``idx``) along the vector, one evaluation per
+    product, step ``1e-7 max(1, |y|)/|v|``. With ``alpha_column`` the vector has one more entry, a
+    step in α (the operator of the bordered system without its last row)."""
+    from scipy.sparse.linalg import LinearOperator
+
+    p = idx.size
+    base = 1e-7 * max(1.0, float(np.linalg.norm(y[idx])), abs(alpha) if alpha_column else 0.0)
+    count = [0]
+
+    def matvec(v):
+        v = np.asarray(v, dtype=float).ravel()
+        norm = float(np.linalg.norm(v))
+        if norm == 0.0:
+            return np.zeros(p)
+        h = base / norm
+        z = y.copy()
+        z[idx] += h * v[:p]
+        al = alpha + h * v[p] if alpha_column else alpha
+        count[0] += 1
+        return (np.asarray(model.update(al, z), dtype=float)[idx] - z[idx] - g) / h
+
+    op = LinearOperator((p, p + 1 if alpha_column else p), matvec=matvec, dtype=float)
+    op.evaluations = count  # map evaluations made through the operator (a one-element list)
+    return op
+
+
+def _gmres(op, rhs, restart=KRYLOV_RESTART):
+    """GMRES solve of ``op z = rhs`` to the relative residual :data:`KRYLOV_RTOL` (two restarts at most);
+    None when the result is not finite."""
+    from scipy.sparse.linalg import gmres
+
+    z, _ = gmres(op, rhs, rtol=KRYLOV_RTOL, atol=0.0, restart=min(restart, rhs.size), maxiter=2)
+    return z if np.all(np.isfinite(z)) else None
+
+
+def _converged(model, alpha, y, iterations, residual, evaluations):
+    """A continuation result at ``y`` (its state attached), or None when the state cannot be computed."""
+    try:
+        st = model.state(alpha, y)
+    except (ValueError, ZeroDivisionError, FloatingPointError):
+        return None
+    res = FixedPointResult(y, True, "converged", STATUS_MESSAGES["converged"], iterations, residual, 0.0,
+                           "continuation", {"evaluations": evaluations, "polished": True})
+    res.info["state"] = st
+    return res
+
+
+def _newton_krylov(model, alpha, x_pred, solve_kw, *, max_iter=CHORD_MAX_ITER, contraction=CHORD_CONTRACTION):
+    """Matrix-free Newton corrector: ``F(x) = x`` from ``x_pred`` at ``alpha``, each Newton step solved by
+    GMRES with Jacobian–vector products (:func:`_difference_operator`; inexact Newton, relative
+    residual :data:`KRYLOV_RTOL`). For models with many order parameters the cost is the number of
+    Krylov vectors, about the number of eigenvalues of ``F_x`` away from 0, not the number of unknowns.
+    Stops when the residual test of :func:`replica.engine.solve_fixed_point` passes (``atol``, ``rtol`` of
+    ``solve_kw``); None after ``max_iter`` iterations or when a step or the residual is not
+    ``contraction`` times smaller than the previous one (``contraction=None``: no such test; the residual
+    is tested before the Krylov solve, so that a failing corrector costs one solve). A model with a
+    ``project(x)`` method (a bounded domain, e.g. the fronts of
+    :class:`~replica.models.deep_fronts.DeepFrontModel`) has every iterate projected onto it."""
+    atol = float(solve_kw.get("atol", 1e-12))
+    rtol = float(solve_kw.get("rtol", 1e-10))
+    y = np.array(x_pred, dtype=float)
+    idx = _moving(model, y)
+    previous = previous_norm = math.inf
+    evaluations = 0
+    project = getattr(model, "project", None)
+    with np.errstate(all="ignore"):
+        for k in range(max_iter):
+            try:
+                fy = np.asarray(model.update(alpha, y), dtype=float)
+                evaluations += 1
+                if not (np.all(np.isfinite(fy)) and np.all(np.isfinite(y))):
+                    return None
+                g = fy - y
+                residual = float(np.max(np.abs(g) / (atol + rtol * np.abs(y)), initial=0.0))
+                if residual <= 1.0:
+                    return _converged(model, alpha, y, k, residual, evaluations)
+                norm = float(np.max(np.abs(g[idx]), initial=0.0))
+                if contraction is not None and norm > contraction * previous_norm:
+                    return None  # Newton does not contract the residual: fail before the next Krylov solve
+                previous_norm = norm
+                op = _difference_operator(model, alpha, y, g[idx], idx)
+                dy = _gmres(op, -g[idx])
+                evaluations += op.evaluations[0]
+            except (ValueError, ZeroDivisionError, FloatingPointError, np.linalg.LinAlgError):
+                return None
+            if dy is None:
+                return None
+            size = float(np.max(np.abs(dy), initial=0.0))
+            if contraction is not None and size > contraction * previous:
+                return None
+            previous = size
+            y = y.copy()
+            y[idx] += dy
+            if project is not None:
+                y = np.asarray(project(y), dtype=float)
+    return None
+
+
 def _correct(model, alpha, x_pred, solve_kw):
     """Newton corrector: ``F(x) = x`` from ``x_pred`` at ``alpha`` (MINPACK ``hybr``, at most
     :data:`CORRECTOR_MAXFEV` ``× (p + 1)`` evaluations); the result, or None when it fails the
@@ -430,6 +550,10 @@ def _correct(model, alpha, x_pred, solve_kw):
     if not np.all(np.isfinite(x_pred)):
         return None
     idx = _moving(model, x_pred)
+    if idx.size > ARNOLDI_SIZE:
+        r = _newton_krylov(model, alpha, x_pred, solve_kw, max_iter=KRYLOV_NEWTON_ITER, contraction=None)
+        if r is not None:
+            return r
 
     def full(z):
         y = x_pred.copy()
@@ -532,14 +656,7 @@ def _chord(model, alpha, x_pred, lu, solve_kw):
             g = fy - y
             residual = float(np.max(np.abs(g) / (atol + rtol * np.abs(y)), initial=0.0))
             if residual <= 1.0:
-                try:
-                    st = model.state(alpha, y)
-                except (ValueError, ZeroDivisionError, FloatingPointError):
-                    return None
-                res = FixedPointResult(y, True, "converged", STATUS_MESSAGES["converged"], k, residual, 0.0,
-                                       "continuation", {"evaluations": k + 1, "polished": True})
-                res.info["state"] = st
-                return res
+                return _converged(model, alpha, y, k, residual, k + 1)
             if g_prev is not None:
                 lu.update(dy, g[idx] - g_prev)
             dy = lu.solve(-g[idx])
@@ -608,7 +725,9 @@ def _bordered_solve(model, alpha0, x0, u, x_ref, xi, solve_kw):
     """Point of the curve through ``x_ref`` with ``u·(x − x_ref) = ξ`` (moving entries): Newton on the
     bordered system ``F(x, α) − x = 0``, ``u·(x − x_ref) = ξ`` in ``(x, α)`` from ``(x0, alpha0)``, with
     forward-difference Jacobians (``p + 1`` evaluations each). Regular at a fold (where ``F_x − I``
-    alone is singular), so the curve is followed through it. Returns ``(α, result)`` or None."""
+    alone is singular), so the curve is followed through it; with more than :data:`ARNOLDI_SIZE` unknowns
+    each Newton step is solved by GMRES with Jacobian–vector products (:func:`_bordered_krylov`).
+    Returns ``(α, result)`` or None."""
     atol = float(solve_kw.get("atol", 1e-12))
     rtol = float(solve_kw.get("rtol", 1e-10))
     x = np.array(x0, dtype=float)
@@ -629,16 +748,22 @@ def _bordered_solve(model, alpha0, x0, u, x_ref, xi, solve_kw):
                                            0.0, "continuation", {"polished": True})
                     res.info["state"] = st
                     return al, res
-                jac = np.zeros((p + 1, p + 1))
-                for col, j in enumerate(idx):
-                    hj = 1e-7 * max(1.0, abs(x[j]))
-                    xh = x.copy()
-                    xh[j] += hj
-                    jac[:p, col] = (np.asarray(model.update(al, xh), dtype=float)[idx] - xh[idx] - g) / hj
-                ha = 1e-7 * max(1.0, abs(al))
-                jac[:p, p] = (np.asarray(model.update(al + ha, x), dtype=float)[idx] - x[idx] - g) / ha
-                jac[p, :p] = u
-                delta = np.linalg.solve(jac, -np.concatenate([g, [c]]))
+                rhs = -np.concatenate([g, [c]])
+                if p > ARNOLDI_SIZE:
+                    delta = _bordered_krylov(model, al, x, g, idx, u, rhs)
+                    if delta is None:
+                        return None
+                else:
+                    jac = np.zeros((p + 1, p + 1))
+                    for col, j in enumerate(idx):
+                        hj = 1e-7 * max(1.0, abs(x[j]))
+                        xh = x.copy()
+                        xh[j] += hj
+                        jac[:p, col] = (np.asarray(model.update(al, xh), dtype=float)[idx] - xh[idx] - g) / hj
+                    ha = 1e-7 * max(1.0, abs(al))
+                    jac[:p, p] = (np.asarray(model.update(al + ha, x), dtype=float)[idx] - x[idx] - g) / ha
+                    jac[p, :p] = u
+                    delta = np.linalg.solve(jac, rhs)
                 if not np.all(np.isfinite(delta)):
                     return None
                 x = x.copy()
@@ -650,6 +775,17 @@ def _bordered_solve(model, alpha0, x0, u, x_ref, xi, solve_kw):
         except (np.linalg.LinAlgError, ValueError, ZeroDivisionError, FloatingPointError):
             return None
     return None
+
+
+def _bordered_krylov(model, alpha, x, g, idx, u, rhs):
+    """Newton step of the bordered system of :func:`_bordered_solve` by GMRES: the operator
+    ``(v, s) ↦ ((F_x − I) v + F_α s, u·v)`` from Jacobian–vector products (one evaluation each)."""
+    from scipy.sparse.linalg import LinearOperator
+
+    top = _difference_operator(model, alpha, x, g, idx, alpha_column=True)
+    op = LinearOperator((idx.size + 1, idx.size + 1), dtype=float,
+                        matvec=lambda w: np.concatenate([top.matvec(w), [float(u @ np.ravel(w)[:idx.size])]]))
+    return _gmres(op, rhs)
 
 
 def _refine_fold(model, accepted, direction, solve_kw):
@@ -710,8 +846,13 @@ def _refine_fold(model, accepted, direction, solve_kw):
 
 def _singular(model, alpha, x) -> bool:
     """Whether ``F_x − I`` is singular at ``x`` (a saddle-node): its smallest singular value below
-    :data:`FOLD_SINGULAR` times its largest. A vertex of α along the curve where it is not is a
-    turn of the parabola fit, not a fold."""
+    :data:`FOLD_SINGULAR` times its largest (with more than :data:`ARNOLDI_SIZE` unknowns: the eigenvalue
+    of ``F_x`` nearest 1 within :data:`FOLD_SINGULAR` of it, from Jacobian–vector products). A vertex of
+    α along the curve where it is not is a turn of the parabola fit, not a fold."""
+    if _matrix_free(model, x):
+        value = _leading_eigenvalue(model, alpha, x, near=1.0)
+        if np.isfinite(value):
+            return abs(value - 1.0) <= FOLD_SINGULAR
     with np.errstate(all="ignore"):
         try:
             a = jacobian(model, alpha, x, order=1)
@@ -809,16 +950,22 @@ def _advance(model, a0, r0, a_target, slope, solve_kw, jac_cache=None, trail=Non
 
 
 def _host_point(model, alpha, result, solve_kw):
-    """The branch with fewer learned overlaps that ``result`` (near a bifurcation) merges into."""
+    """The branch with fewer learned overlaps that ``result`` (near a bifurcation) merges into: the
+    vanishing overlaps set to 0 (``model.without_overlaps(x, mask)`` where the model has it, else the
+    leading packed entries, which must then be the overlaps), then the Newton corrector."""
     ov = _overlaps(result)
     vanishing = np.abs(ov) < BIFURCATION_OVERLAP
     if np.all(vanishing):
         r = model.solve_universal(alpha)
         return r.x if np.all(np.isfinite(r.x)) else None
     x = np.array(result.x, dtype=float)
-    if _moving(model, x).size != x.size or ov.size > x.size:
+    without = getattr(model, "without_overlaps", None)
+    if without is not None:
+        x = np.asarray(without(x, vanishing), dtype=float)
+    elif _moving(model, x).size != x.size or ov.size > x.size:
         return None  # overlaps are not the leading packed entries: no host to build
-    x[:ov.size][vanishing] = 0.0
+    else:
+        x[:ov.size][vanishing] = 0.0
     r = _correct(model, alpha, x, solve_kw)
     return None if r is None else r.x
 
@@ -973,7 +1120,10 @@ def _trace(model, alphas, a0, seed_result, solve_kw):
                 ov = _overlaps(r_last)
                 small = bool(np.any(np.abs(ov[learned]) < BIFURCATION_OVERLAP))
                 if why == "support" or small:
-                    a_end = _locate_bifurcation(model, a_last, r_last, direction, solve_kw)
+                    # many order parameters: the end found by halving the step (to MIN_STEP) is the
+                    # bifurcation; the host's eigenvalue root adds digits below that at ~10³ evaluations
+                    a_end = a_last if _matrix_free(model, r_last.x) else \
+                        _locate_bifurcation(model, a_last, r_last, direction, solve_kw)
                     curve.ends[direction] = _End(a_end, "bifurcation", r_last, a_last)
                 else:
                     curve.ends[direction] = _End(a_last, "fold", r_last, a_last)

@@ -422,6 +422,33 @@ class DeepFrontModel(DeepLinearModel):
             new[i] = min(math.sqrt(u), FRONT_MAX)
         return new
 
+    def project(self, x) -> np.ndarray:
+        """``x`` with every front clipped to ``[0, FRONT_MAX]`` (the domain of the rules; Newton steps of
+        the continuation may leave it where a front sits at an end)."""
+        y = np.array(x, dtype=float)
+        y[:self.n_fronts] = np.clip(y[:self.n_fronts], 0.0, FRONT_MAX)
+        return y
+
+    def without_overlaps(self, x, mask) -> np.ndarray:
+        """Packed ``x`` with the overlaps selected by ``mask`` set to 0 and the front of every inner
+        layer left with no learned neuron moved to :data:`FRONT_MAX`: the start of the host branch at a
+        bifurcation (:func:`replica.branches._host_point`).
+
+        Parameters
+        ----------
+        x : ndarray, shape (size,)
+        mask : ndarray of bool, shape of :attr:`DeepFrontState.overlaps` (the packed overlaps without
+            the fronts)
+        """
+        fronts, q = self.split(x)
+        q = np.where(np.asarray(mask, bool), 0.0, q)
+        fronts = np.array(fronts, dtype=float)
+        Q = self.core.unpack(q)
+        for ell in range(1, self.L):
+            if not np.any(Q[(ell, ell)] > 0.0):
+                fronts[ell - 1] = FRONT_MAX
+        return np.concatenate([fronts, q])
+
     def update(self, alpha, x):
         """The map on the packed vector: the working model's map on the overlaps (rules at the
         current fronts) and the Newton step of every front towards equal potential."""
