@@ -13,7 +13,7 @@ Every command takes ``--config FILE.toml`` (:mod:`replica.workflow.config`), ``-
 reports bad input as one line naming the option, with exit status 2. Logging is
 configured here only.
 
-The three commands share the option groups, the option parsers and one runner (``_main``:
+The three commands share the option groups, the option parsers and one runner (:func:`run_command`:
 configuration file, logging, SIGINT/SIGTERM, progress bars, one-line errors); they stay in
 one module (about 830 lines) so that none of them imports another's module
 (docs/architecture.md, "Module size").
@@ -43,6 +43,7 @@ __all__ = [
     "sweep_main",
     "plot_main",
     "phase_diagram_main",
+    "run_command",
     "parse_alpha_grid",
     "parse_number_grid",
     "check_output_path",
@@ -446,13 +447,29 @@ def close_progress_bars():
         pass
 
 
-def _main(prog, build_parser, run, argv, *, missing_extra=None, input_errors=()):
+def run_command(prog, build_parser, run, argv, *, missing_extra=None, input_errors=()):
     """Parse ``argv``, configure logging and SIGTERM, call ``run(args)`` and turn its failures into
     one line and an exit status: 2 bad input (:class:`UsageError`, and the exception classes of
     ``input_errors``: first line of their message) or out of memory, 1 unwritable output, 130/143
     interrupted/terminated (with the exception's ``note`` of what was kept), and with
     ``missing_extra`` (the name of an optional extra) 3 for a missing optional dependency. Shared
-    by every command."""
+    by every command (the public runner for a new command of the workflow layer).
+
+    Parameters
+    ----------
+    prog : str
+        Command name used in the messages (``"replica-sgd"``).
+    build_parser : callable
+        ``build_parser() -> argparse.ArgumentParser`` (a :class:`~replica.workflow.config.CommandParser`).
+    run : callable
+        ``run(args) -> int``: the command's work on the parsed arguments; its return value is the exit status.
+    argv : list of str or None
+        Arguments (``None``: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        The exit status (0 success; 2, 1, 3, 130, 143 as above). Nothing is raised for the failures listed."""
     args, status = parse_command_line(prog, build_parser, argv)
     if args is None:
         return status
@@ -518,7 +535,7 @@ def build_sweep_parser() -> argparse.ArgumentParser:
 
 def sweep_main(argv=None) -> int:
     """Entry point of ``replica-sweep``; returns the exit status."""
-    return _main("replica-sweep", build_sweep_parser, _run_sweep, argv)
+    return run_command("replica-sweep", build_sweep_parser, _run_sweep, argv)
 
 
 def sweep_parameters(args) -> tuple:
@@ -722,7 +739,7 @@ def build_plot_parser() -> argparse.ArgumentParser:
 
 def plot_main(argv=None) -> int:
     """Entry point of ``replica-plot``; returns the exit status."""
-    return _main("replica-plot", build_plot_parser, _run_plot, argv)
+    return run_command("replica-plot", build_plot_parser, _run_plot, argv)
 
 
 def _run_plot(args) -> int:
@@ -801,7 +818,7 @@ def _workers_type(text):
 
 def phase_diagram_main(argv=None) -> int:
     """Entry point of ``replica-phase-diagram``; returns the exit status."""
-    return _main("replica-phase-diagram", build_phase_diagram_parser, _run_phase_diagram, argv)
+    return run_command("replica-phase-diagram", build_phase_diagram_parser, _run_phase_diagram, argv)
 
 
 def phase_diagram_options(args) -> tuple:

@@ -57,7 +57,7 @@ D. Saad, S. A. Solla, "On-line learning in soft committee machines", Phys. Rev. 
 "Online stochastic gradient descent on non-convex losses from high-dimensional inference",
 JMLR 22 (2021) (information exponent).  docs/theory.md §1–§2, §5.
 
-Files, analysis and replica levels of the runs are :mod:`simulations.sgd_results`. Why this
+Files, analysis and replica levels of the runs are :mod:`replica.workflow.sgd_results`. Why this
 module is still about 900 lines: the numba and NumPy kernels of the online dynamics, the
 configuration they take and the recording of one run share the private activation codes and
 Hermite tables; they are one algorithm (docs/architecture.md, "Module size").

@@ -2,7 +2,7 @@
 
 Same model options as ``replica-sweep``/``replica-experiment`` (``--gamma --activation
 --prior --readout --delta``) plus the SGD options.  Writes one HDF5 file (layout in
-:func:`simulations.sgd_results.write_sgd`).  Conventions (:mod:`simulations.sgd`): time
+:func:`replica.workflow.sgd_results.write_sgd`).  Conventions (:mod:`replica.simulations.sgd`): time
 ``t = n/(k d)`` with ``n`` the samples seen (``α = n/d² = γ t``), learning rate ``η`` per
 sample with the update ``W += η Σ_b e_b (v ⊙ σ'(h_b)) x_bᵀ/√(dk)``.
 
@@ -35,7 +35,7 @@ PROG = "replica-sgd"
 
 def build_parser() -> argparse.ArgumentParser:
     """Argument parser of ``replica-sgd``."""
-    from . import __version__
+    from .. import __version__
 
     p = CommandParser(
         prog=PROG,
@@ -200,8 +200,8 @@ def _store_closure(path, *, locked=False, option="--closure", overwrite=False):
     finished file is allowed without ``--overwrite``; replacing an existing ``closure/`` needs it."""
     from replica.workflow.safe_write import SafeOutput
 
-    from .closure import closure_for_run, write_closure
-    from .sgd_results import read_sgd
+    from ..simulations.closure import closure_for_run
+    from .sgd_results import read_sgd, write_closure
 
     path = Path(path)
     if not locked:  # the file is rewritten: same lock as any writer of it
@@ -274,10 +274,10 @@ def _plot(path, prefix, args, *, store_reference=True):
 
 def main(argv=None) -> int:
     """Entry point of ``replica-sgd``; returns the exit status (the shared runner of the commands,
-    :func:`replica.workflow.cli._main`: one-line errors, SIGTERM handled like Ctrl-C)."""
-    from replica.workflow.cli import _main
+    :func:`replica.workflow.cli.run_command`: one-line errors, SIGTERM handled like Ctrl-C)."""
+    from .cli import run_command
 
-    return _main(PROG, build_parser, _run, argv, input_errors=(ValueError, FileExistsError, FloatingPointError))
+    return run_command(PROG, build_parser, _run, argv, input_errors=(ValueError, FileExistsError, FloatingPointError))
 
 
 def _run(args) -> int:
@@ -302,7 +302,7 @@ def _run_command(args) -> int:
         raise UsageError("--closure is implemented for --readout ones only")
     from replica.workflow.safe_write import SafeOutput
 
-    from .sgd import SGDConfig, run_sgd
+    from ..simulations.sgd import SGDConfig, run_sgd
     from .sgd_results import specialization_time, write_sgd
 
     output = Path(args.output or "sgd.h5")
@@ -320,7 +320,7 @@ def _run_command(args) -> int:
         raise UsageError(f"{option}: {message}" if option and not message.startswith("--") else message) from None
     _check_sgd_memory(config, args)
     # validate every model option before the output and before spending time
-    from .sgd import _sample_readout, activation_functions
+    from ..simulations.sgd import _sample_readout, activation_functions
     import numpy as np
 
     try:

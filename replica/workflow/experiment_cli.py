@@ -2,7 +2,7 @@
 
 Same model options as ``replica-sweep`` (``--layers --gamma --activation --prior --readout
 --delta --alpha``) plus the simulation options.  Writes one HDF5 file (layout in
-:mod:`simulations.io`).
+:mod:`replica.workflow.experiment_io`).
 
 Example (the default sizes finish in minutes on 2 CPU cores)::
 
@@ -40,10 +40,10 @@ PROG = "replica-experiment"
 
 def build_parser() -> argparse.ArgumentParser:
     """Argument parser of ``replica-experiment``."""
-    from . import __version__
-    from .experiment import DEFAULT_STEPS, INITS
-    from .samplers import SAMPLERS
-    from .teacher_student import WEIGHT_PRIOR_NAMES
+    from .. import __version__
+    from ..simulations.experiment import DEFAULT_STEPS, INITS
+    from ..simulations.samplers import SAMPLERS
+    from ..simulations.teacher_student import WEIGHT_PRIOR_NAMES
 
     p = CommandParser(
         prog=PROG,
@@ -180,15 +180,15 @@ _FIELD_OPTIONS = {
 
 
 def config_from_args(args):
-    """Build and validate an :class:`~simulations.experiment.ExperimentConfig` from parsed arguments.
+    """Build and validate an :class:`~replica.simulations.experiment.ExperimentConfig` from parsed arguments.
 
     Raises
     ------
     UsageError
         Any inconsistent option (one-line message).
     """
-    from .experiment import DEFAULT_STEPS, INITS, ExperimentConfig
-    from .samplers import TRAINERS
+    from ..simulations.experiment import DEFAULT_STEPS, INITS, ExperimentConfig
+    from ..simulations.samplers import TRAINERS
 
     gamma = _parse_list("--gamma", args.gamma, float)
     lo, hi = LIMITS["gamma"]
@@ -251,8 +251,8 @@ def _check_model_names(config) -> None:
     """Fail early (before any sampling) on an unknown activation or readout law."""
     import numpy as np
 
-    from .activations import get_jax_activation
-    from .teacher_student import sample_readout
+    from ..simulations.activations import get_jax_activation
+    from ..simulations.teacher_student import sample_readout
 
     try:
         get_jax_activation(config.activation, drop_hermite=config.drop_hermite,
@@ -273,9 +273,9 @@ def main(argv=None) -> int:
     argv : list of str, optional
         Arguments (default ``sys.argv[1:]``).
     """
-    from replica.workflow.cli import _main
+    from .cli import run_command
 
-    return _main(PROG, build_parser, _run, argv, missing_extra="experiments")
+    return run_command(PROG, build_parser, _run, argv, missing_extra="experiments")
 
 
 def _run(args) -> int:
@@ -295,8 +295,8 @@ def _run(args) -> int:
                          "for a GPU install jax[cuda12]") from None
     if args.x64:
         jax.config.update("jax_enable_x64", True)
-    from .experiment import run_experiment
-    from .io import read_experiment_checkpoint, write_experiment, write_experiment_checkpoint
+    from ..simulations.experiment import run_experiment
+    from .experiment_io import read_experiment_checkpoint, write_experiment, write_experiment_checkpoint
 
     with SafeOutput(output, overwrite=args.overwrite, resume=args.resume) as target:
         from replica.workflow.io import read_root_attrs

@@ -8,7 +8,7 @@ Conventions
 * Weights iid from the prior (unit variance); the readout ``v`` (``E v² = 1``) is known to
   the student.
 * Labels ``y = λ(x; W⁰) + √Δ z``, or with an output channel ``y ~ P_out(· | λ(x; W⁰) − μ₀ Σv/√k_L)``
-  (:mod:`simulations.channels`).
+  (:mod:`replica.simulations.channels`).
 
 Weights are a tuple ``(W_1, …, W_L)`` with ``W_ℓ`` of shape ``(k_ℓ, k_{ℓ−1})``.
 """
@@ -212,7 +212,7 @@ def network_output(weights, readout, inputs, activation):
     readout : array, shape (k_L,)
     inputs : array, shape (n, d)
     activation : callable
-        Elementwise activation (a :class:`~simulations.activations.JaxActivation`).
+        Elementwise activation (a :class:`~replica.simulations.activations.JaxActivation`).
 
     Returns
     -------
@@ -237,7 +237,7 @@ def make_dataset(teacher: Teacher, num_samples: int, *, delta: float, activation
     delta : float
         Label-noise variance ``Δ ≥ 0``.
     activation : callable
-        JAX activation (:func:`simulations.activations.get_jax_activation`).
+        JAX activation (:func:`replica.simulations.activations.get_jax_activation`).
     rng : numpy.random.Generator
     noiseless : bool, optional
         Return ``λ(x; W⁰)`` (test data) instead of noisy labels.
@@ -245,7 +245,7 @@ def make_dataset(teacher: Teacher, num_samples: int, *, delta: float, activation
         Draw the labels with ``channel.sample`` from the centred output ``λ(x; W⁰) − centre`` (``delta`` is
         then not used); None: Gaussian noise of variance ``delta``.
     centre : float, optional
-        The known mean removed before the channel (``μ₀ Σv/√k_L``, :mod:`simulations.channels`).
+        The known mean removed before the channel (``μ₀ Σv/√k_L``, :mod:`replica.simulations.channels`).
 
     Returns
     -------
