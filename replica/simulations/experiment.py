@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .measurements import NEURON_BINS, OVERLAP_BIN_EDGES, classification_measures, measure_chain, mean_and_sem
-from .teacher_student import WEIGHT_PRIOR_NAMES, Architecture, make_dataset, sample_teacher, sample_weights
+from .teacher_student import Architecture, make_dataset, sample_teacher, sample_weights, weight_prior
 
 __all__ = ["ExperimentConfig", "InitResult", "run_experiment", "INITS", "DEFAULT_STEPS"]
 
@@ -147,8 +147,7 @@ class ExperimentConfig:
             raise ValueError(f"dim must be >= 2, got {self.dim}")
         if self.teachers < 1:
             raise ValueError(f"teachers must be >= 1, got {self.teachers}")
-        if self.prior not in WEIGHT_PRIOR_NAMES:
-            raise ValueError(f"prior must be one of {', '.join(WEIGHT_PRIOR_NAMES)}, got {self.prior!r}")
+        weight_prior(self.prior)  # a registered prior that draws samples (one-line ValueError)
         if self.sampler not in SAMPLERS:
             raise ValueError(f"sampler must be one of {', '.join(SAMPLERS)}, got {self.sampler!r}")
         if self.sampler in ("hmc", "nuts") and self.prior != "gaussian":

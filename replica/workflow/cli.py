@@ -36,8 +36,8 @@ import numpy as np
 from .. import __version__
 from .config import (LIMITS, SHARED_OPTION_KEYS, CommandParser, UsageError, number_type, parse_with_config,
                      resolved_configuration)
-from .model_options import (build_model, check_readout_grid, output_channel_options,  # noqa: F401 - API
-                            s_grid_type, split_activations)
+from .model_options import (activation_help, build_model, check_readout_grid,  # noqa: F401 - API
+                            output_channel_options, prior_help, readout_help, s_grid_type, split_activations)
 
 __all__ = [
     "sweep_main",
@@ -266,19 +266,14 @@ def add_model_options(p, *, grids=False):
                    help="width ratio γ = k/d in [1e-4, 1e4], or one per layer 'γ1,...,γL' (default 0.5)"
                         + ("; or a grid 'start:stop:num' (the second axis)" if grids else ""))
     g.add_argument("--activation", default="relu",
-                   help="activation σ: relu, elu, tanh, tanh2 (= tanh 2x), erf, sigmoid, softplus, quadratic "
-                        "(= x²/√2) or Hermite coefficients 'hermite:2=1.4142,3=1' (σ = Σ μ_ℓ He_ℓ/ℓ!); with "
-                        "--layers >= 2 and activations with a linear part also one per layer, first layer first: "
+                   help=activation_help() + "; with --layers >= 2 and activations with a linear part also one per layer, first layer first: "
                         "'tanh2,erf' (config file: activation = [\"tanh2\", \"erf\"]) (default relu)")
     g.add_argument("--drop-hermite", default="",
                    help="comma list of Hermite degrees removed from the activation, e.g. '0,1,2' (default none)")
     g.add_argument("--unit-variance", action="store_true",
                    help="rescale the activation (after --drop-hermite) to E σ(z)² = 1")
-    g.add_argument("--prior", default="gaussian",
-                   help="weight prior P_W: gaussian, rademacher or uniform (unit variance; default gaussian)")
-    g.add_argument("--readout", default="ones",
-                   help="readout law P_v (E v² = 1): ones, rademacher, uniform (on ±√3), gaussian, 4point "
-                        "({±1,±3}/√5) or 'discrete:v=w,v=w,...' (default ones)")
+    g.add_argument("--prior", default="gaussian", help=prior_help())
+    g.add_argument("--readout", default="ones", help=readout_help())
     if grids:
         g.add_argument("--readout-grid", default=None,
                        help="continuous readout laws (gaussian, uniform) only: a fixed grid of this many nodes (2 to "

@@ -43,7 +43,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .. import __version__
     from ..simulations.experiment import DEFAULT_STEPS, INITS
     from ..simulations.samplers import SAMPLERS
-    from ..simulations.teacher_student import WEIGHT_PRIOR_NAMES
+    from priors.weight_priors import weight_prior_names
+
+    from .model_options import activation_help, prior_help, readout_help
 
     p = CommandParser(
         prog=PROG,
@@ -64,19 +66,15 @@ def build_parser() -> argparse.ArgumentParser:
                        help="width ratios γ_ℓ = k_ℓ/d, a comma list with one value per layer "
                             "(one value is used for every layer; default 0.5)")
     model.add_argument("--activation", default="relu",
-                       help="activation of every layer: relu, elu, tanh, tanh2 (= tanh 2x), erf, sigmoid, "
-                            "softplus, quadratic (= x²/√2) or 'hermite:2=1.4142,3=1' (σ = Σ μ_ℓ He_ℓ/ℓ!) "
-                            "(default relu)")
+                       help=activation_help("activation of every layer") + " (default relu)")
     model.add_argument("--drop-hermite", default="",
                        help="comma list of Hermite degrees removed from the activation, e.g. '1' "
                             "(docs/theory.md §6.1; default none)")
     model.add_argument("--unit-variance", action="store_true",
                        help="rescale the activation to E σ(z)² = 1 after dropping components")
-    model.add_argument("--prior", choices=WEIGHT_PRIOR_NAMES, default="gaussian",
-                       help="weight prior of every layer, unit variance (default gaussian)")
-    model.add_argument("--readout", default="ones",
-                       help="readout law P_v (E v² = 1): ones, rademacher, uniform (±√3), gaussian, "
-                            "4point ({±1,±3}/√5) or 'discrete:v=w,...' (default ones)")
+    model.add_argument("--prior", choices=weight_prior_names(), default="gaussian",
+                       help=prior_help("weight prior of every layer"))
+    model.add_argument("--readout", default="ones", help=readout_help())
     model.add_argument("--delta", type=number_type("--delta", minimum=0, maximum=LIMITS["delta"][1], upper_strict=False),
                        default=None, help="label-noise variance Δ <= 1e4 of the gaussian and probit channels (> 0 for "
                                           "the samplers; default 0.1)")
@@ -208,8 +206,9 @@ def config_from_args(args):
             raise UsageError(f"--init: unknown start {name!r} (choose from {', '.join(INITS)})")
     if len(set(init)) != len(init) or not init:
         raise UsageError(f"--init: give each start once, got {args.init!r}")
-    from replica.workflow.model_options import output_channel_options
+    from replica.workflow.model_options import check_simulation_names, output_channel_options
 
+    check_simulation_names(prior=args.prior)
     channel = output_channel_options(args.channel, args.delta, args.temperature, args.channel_threshold)
     try:
         config = ExperimentConfig(
@@ -249,20 +248,15 @@ def _check_experiment_memory(config) -> None:
 
 def _check_model_names(config) -> None:
     """Fail early (before any sampling) on an unknown activation or readout law."""
-    import numpy as np
-
     from ..simulations.activations import get_jax_activation
-    from ..simulations.teacher_student import sample_readout
+    from .model_options import check_simulation_names
 
+    check_simulation_names(readout=config.readout)
     try:
         get_jax_activation(config.activation, drop_hermite=config.drop_hermite,
                            unit_variance=config.unit_variance)
     except (ValueError, KeyError) as exc:
         raise UsageError(f"--activation: {exc}") from None
-    try:
-        sample_readout(config.readout, 1, np.random.default_rng(0))
-    except (ValueError, KeyError) as exc:
-        raise UsageError(f"--readout: {exc}") from None
 
 
 def main(argv=None) -> int:

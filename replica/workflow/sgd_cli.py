@@ -35,7 +35,10 @@ PROG = "replica-sgd"
 
 def build_parser() -> argparse.ArgumentParser:
     """Argument parser of ``replica-sgd``."""
+    from priors.weight_priors import weight_prior_names
+
     from .. import __version__
+    from .model_options import activation_help, prior_help, readout_help
 
     p = CommandParser(
         prog=PROG,
@@ -54,18 +57,14 @@ def build_parser() -> argparse.ArgumentParser:
                                                upper_strict=False), default=0.5,
                    help="width ratio γ = k/d in [1e-4, 1e4]; k = round(γ d) (default 0.5)")
     m.add_argument("--activation", default="relu",
-                   help="relu, elu, tanh, tanh2 (= tanh 2x), erf, sigmoid, softplus, quadratic "
-                        "(= x²/√2) or 'hermite:2=1.4142,3=1' (σ = Σ μ_ℓ He_ℓ/ℓ!) (default relu)")
+                   help=activation_help() + "; --backend numba runs the names with a compiled form (default relu)")
     m.add_argument("--drop-hermite", default="",
                    help="comma list of Hermite degrees removed from the activation (default none)")
     m.add_argument("--unit-variance", action="store_true",
                    help="rescale the activation to E σ(z)² = 1 after dropping components")
-    m.add_argument("--prior", choices=("gaussian", "rademacher", "uniform"), default="gaussian",
-                   help="weight prior of the teacher and of the random initial student, unit "
-                        "variance (default gaussian)")
-    m.add_argument("--readout", default="ones",
-                   help="readout law P_v (E v² = 1): ones, rademacher, uniform (±√3), gaussian, "
-                        "4point ({±1,±3}/√5) or 'discrete:v=w,...' (default ones)")
+    m.add_argument("--prior", choices=weight_prior_names(), default="gaussian",
+                   help=prior_help("weight prior of the teacher and of the random initial student"))
+    m.add_argument("--readout", default="ones", help=readout_help())
     m.add_argument("--delta", type=number_type("--delta", minimum=0, maximum=LIMITS["delta"][1], upper_strict=False),
                    default=0.1, help="label-noise variance 0 <= Δ <= 1e4 (default 0.1)")
 
@@ -320,18 +319,16 @@ def _run_command(args) -> int:
         raise UsageError(f"{option}: {message}" if option and not message.startswith("--") else message) from None
     _check_sgd_memory(config, args)
     # validate every model option before the output and before spending time
-    from ..simulations.sgd import _sample_readout, activation_functions
-    import numpy as np
+    from ..simulations.sgd import activation_functions, check_backend
+    from .model_options import check_simulation_names
 
+    check_simulation_names(prior=config.prior, readout=config.readout)
     try:
         activation_functions(config.activation, drop_hermite=config.drop_hermite,
                              unit_variance=config.unit_variance)
+        check_backend(config.activation, args.backend)
     except ValueError as exc:
         raise UsageError(f"--activation: {str(exc).splitlines()[0]}") from None
-    try:
-        _sample_readout(config.readout, 1, np.random.default_rng(0))
-    except ValueError as exc:
-        raise UsageError(f"--readout: {str(exc).splitlines()[0]}") from None
     warn_readout_rescaling(config.readout)
     with SafeOutput(output, overwrite=args.overwrite, checkpoints=False):
         logger.info("d=%d k=%d lr=%g batch=%d steps=%d (t_max=%.4g, n=%d samples)", config.dim,
