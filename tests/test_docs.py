@@ -1,4 +1,4 @@
-"""The documentation tells the truth: README.md and every page of docs/ (docs/*.md, the pages of
+"""The documentation tells the truth: README.md, CONTRIBUTING.md and every page of docs/ (docs/*.md, the pages of
 the documentation site; tests/test_docs_site.py builds the site).
 
 * README.md stays short (at most 150 lines) and links every page of docs/;
@@ -30,7 +30,7 @@ except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOCS = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md"))]
 README_MAX_LINES = 150
 
 
