@@ -43,9 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .. import __version__
     from ..simulations.experiment import DEFAULT_STEPS, INITS
     from ..simulations.samplers import SAMPLERS
-    from priors.weight_priors import weight_prior_names
-
-    from .model_options import activation_help, prior_help, readout_help
+    from .model_options import add_simulation_name_options
 
     p = CommandParser(
         prog=PROG,
@@ -65,16 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     model.add_argument("--gamma", default="0.5",
                        help="width ratios γ_ℓ = k_ℓ/d, a comma list with one value per layer "
                             "(one value is used for every layer; default 0.5)")
-    model.add_argument("--activation", default="relu",
-                       help=activation_help("activation of every layer") + " (default relu)")
-    model.add_argument("--drop-hermite", default="",
-                       help="comma list of Hermite degrees removed from the activation, e.g. '1' "
-                            "(docs/theory.md §6.1; default none)")
-    model.add_argument("--unit-variance", action="store_true",
-                       help="rescale the activation to E σ(z)² = 1 after dropping components")
-    model.add_argument("--prior", choices=weight_prior_names(), default="gaussian",
-                       help=prior_help("weight prior of every layer"))
-    model.add_argument("--readout", default="ones", help=readout_help())
+    add_simulation_name_options(model, activation="activation of every layer", prior="weight prior of every layer")
     model.add_argument("--delta", type=number_type("--delta", minimum=0, maximum=LIMITS["delta"][1], upper_strict=False),
                        default=None, help="label-noise variance Δ <= 1e4 of the gaussian and probit channels (> 0 for "
                                           "the samplers; default 0.1)")

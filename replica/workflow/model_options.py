@@ -17,7 +17,7 @@ import numpy as np
 from .config import UsageError
 
 __all__ = ["build_model", "check_readout_grid", "output_channel_options", "s_grid_type", "split_activations",
-           "prior_help", "readout_help", "activation_help", "check_simulation_names"]
+           "prior_help", "readout_help", "activation_help", "add_simulation_name_options", "check_simulation_names"]
 
 #: default label-noise variance Δ of ``--delta`` (the noiseless ``--channel sign`` has Δ = 0)
 DEFAULT_DELTA = 0.1
@@ -111,6 +111,28 @@ def activation_help(prefix="activation σ"):
     from ..activations import describe_activations
 
     return f"{prefix}: {describe_activations()}"
+
+
+def add_simulation_name_options(group, *, activation, prior) -> None:
+    """Add ``--activation --drop-hermite --unit-variance --prior --readout`` of the simulation commands
+    (``replica-experiment``, ``replica-sgd``), with choices and help texts from the registries.
+
+    Parameters
+    ----------
+    group : argparse argument group
+    activation, prior : str
+        What the activation and the prior are in this command (first words of their help).
+    """
+    from priors.weight_priors import weight_prior_names
+
+    group.add_argument("--activation", default="relu", help=activation_help(activation) + " (default relu)")
+    group.add_argument("--drop-hermite", default="",
+                       help="comma list of Hermite degrees removed from the activation, e.g. '1' "
+                            "(docs/theory.md §6.1; default none)")
+    group.add_argument("--unit-variance", action="store_true",
+                       help="rescale the activation to E σ(z)² = 1 after dropping components")
+    group.add_argument("--prior", choices=weight_prior_names(), default="gaussian", help=prior_help(prior))
+    group.add_argument("--readout", default="ones", help=readout_help())
 
 
 def check_simulation_names(*, prior=None, readout=None) -> None:

@@ -35,10 +35,8 @@ PROG = "replica-sgd"
 
 def build_parser() -> argparse.ArgumentParser:
     """Argument parser of ``replica-sgd``."""
-    from priors.weight_priors import weight_prior_names
-
     from .. import __version__
-    from .model_options import activation_help, prior_help, readout_help
+    from .model_options import add_simulation_name_options
 
     p = CommandParser(
         prog=PROG,
@@ -56,15 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--gamma", type=number_type("--gamma", minimum=LIMITS["gamma"][0], maximum=LIMITS["gamma"][1],
                                                upper_strict=False), default=0.5,
                    help="width ratio γ = k/d in [1e-4, 1e4]; k = round(γ d) (default 0.5)")
-    m.add_argument("--activation", default="relu",
-                   help=activation_help() + "; --backend numba runs the names with a compiled form (default relu)")
-    m.add_argument("--drop-hermite", default="",
-                   help="comma list of Hermite degrees removed from the activation (default none)")
-    m.add_argument("--unit-variance", action="store_true",
-                   help="rescale the activation to E σ(z)² = 1 after dropping components")
-    m.add_argument("--prior", choices=weight_prior_names(), default="gaussian",
-                   help=prior_help("weight prior of the teacher and of the random initial student"))
-    m.add_argument("--readout", default="ones", help=readout_help())
+    add_simulation_name_options(m, activation="activation σ (--backend numba: the names with a compiled form)",
+                                prior="weight prior of the teacher and of the random initial student")
     m.add_argument("--delta", type=number_type("--delta", minimum=0, maximum=LIMITS["delta"][1], upper_strict=False),
                    default=0.1, help="label-noise variance 0 <= Δ <= 1e4 (default 0.1)")
 
