@@ -350,7 +350,14 @@ def main(argv=None):  # pragma: no cover - thin wrapper
         print("usage: python -m replica.workflow.sgd_plots FILE.h5 [PREFIX] [--no-theory]", file=sys.stderr)
         return 2
     prefix = args[1] if len(args) > 1 else Path(args[0]).with_suffix("")
-    for out in make_figures(args[0], prefix, theory=theory):
+    from .config import UsageError
+
+    try:
+        outputs = make_figures(args[0], prefix, theory=theory)
+    except UsageError as exc:  # an unreadable input: one line, exit 2
+        print(f"sgd_plots: error: {exc}", file=sys.stderr)
+        return 2
+    for out in outputs:
         logger.info("wrote %s", out)
     return 0
 
