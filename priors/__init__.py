@@ -2,8 +2,10 @@
 
 Public API
 ----------
-WeightPrior, GaussianPrior, RademacherPrior, UniformPrior, get_weight_prior, WEIGHT_PRIORS
-ReadoutLaw, get_readout_law, discrete_readout_law, density_readout_law, READOUT_LAWS
+WeightPrior, GaussianPrior, RademacherPrior, UniformPrior, get_weight_prior, WEIGHT_PRIORS,
+register_weight_prior, unregister_weight_prior, weight_prior_names, describe_weight_priors
+ReadoutLaw, get_readout_law, discrete_readout_law, density_readout_law, READOUT_LAWS,
+register_readout_law, unregister_readout_law, describe_readout_laws
 ContinuousLaw, GaussianLaw, UniformLaw, DensityLaw (exact continuous readout laws and their
 quadrature rules)
 """
@@ -17,7 +19,10 @@ from .readout_laws import (
     density_readout_law,
     discrete_readout_law,
     get_readout_law,
+    describe_readout_laws,
     readout_rescaling,
+    register_readout_law,
+    unregister_readout_law,
 )
 from .weight_priors import (
     WEIGHT_PRIORS,
@@ -25,7 +30,11 @@ from .weight_priors import (
     RademacherPrior,
     UniformPrior,
     WeightPrior,
+    describe_weight_priors,
     get_weight_prior,
+    register_weight_prior,
+    unregister_weight_prior,
+    weight_prior_names,
 )
 
 __all__ = [
@@ -35,6 +44,13 @@ __all__ = [
     "UniformPrior",
     "get_weight_prior",
     "WEIGHT_PRIORS",
+    "register_weight_prior",
+    "unregister_weight_prior",
+    "weight_prior_names",
+    "describe_weight_priors",
+    "register_readout_law",
+    "unregister_readout_law",
+    "describe_readout_laws",
     "ReadoutLaw",
     "get_readout_law",
     "discrete_readout_law",

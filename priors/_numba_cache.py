@@ -11,7 +11,7 @@ on every run). Either fallback is announced by one INFO line. ``NUMBA_CACHE_DIR`
 precedence, as always in numba.
 
 The lazy kernels of :mod:`priors._kernels` import this module before wrapping their first
-kernel; code that uses numba directly (``simulations/sgd.py``) imports it first.
+kernel; code that uses numba directly (``replica/simulations/sgd.py``) imports it first.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ logger = logging.getLogger(__name__)
 
 #: source directories whose kernels the fallback serves (the project's packages)
 _PROJECT_ROOT = Path(__file__).resolve().parent.parent
-_PACKAGES = ("priors", "hciz", "replica", "simulations")
+_PACKAGES = ("priors", "hciz", "replica")
 
 
 def fallback_directory() -> Path:

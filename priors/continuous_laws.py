@@ -81,6 +81,23 @@ class ContinuousLaw(abc.ABC):
         """Whether ``p(−v) = p(v)`` (then ``E v = 0``)."""
         return False
 
+    def sample(self, rng, shape):
+        """Draw iid ``v ~ p`` (``E v² = 1``) by inversion, ``F⁻¹(U)`` with ``U`` uniform on (0, 1).
+
+        Parameters
+        ----------
+        rng : numpy.random.Generator
+            Source of randomness.
+        shape : int or tuple of int
+            Shape of the draw.
+
+        Returns
+        -------
+        ndarray
+            float64 array of ``shape`` with entries in the support.
+        """
+        return np.asarray(self.ppf(rng.random(shape)), dtype=float)
+
     def key(self) -> tuple:
         """Hashable identity of the law (for caches and equality)."""
         return (type(self).__name__, self.name)
@@ -199,6 +216,10 @@ class GaussianLaw(ContinuousLaw):
     def ppf(self, u):
         return special.ndtri(np.asarray(u, dtype=float))
 
+    def sample(self, rng, shape):
+        """iid ``N(0, 1)`` draws, float64 array of ``shape`` (see :meth:`ContinuousLaw.sample`)."""
+        return rng.standard_normal(shape)
+
 
 class UniformLaw(ContinuousLaw):
     """``v`` uniform on ``[−√3, √3]``."""
@@ -221,6 +242,10 @@ class UniformLaw(ContinuousLaw):
 
     def ppf(self, u):
         return self.upper * (2.0 * np.asarray(u, dtype=float) - 1.0)
+
+    def sample(self, rng, shape):
+        """iid draws uniform on ``[−√3, √3]``, float64 array of ``shape`` (see :meth:`ContinuousLaw.sample`)."""
+        return rng.uniform(-self.upper, self.upper, size=shape)
 
 
 class DensityLaw(ContinuousLaw):

@@ -10,7 +10,9 @@ one-hidden-layer solver integrates over a continuous law with its own adaptive r
 (:mod:`replica.readout_grid`) unless a grid size was given (``fixed_grid=True``); the atoms
 are then where ``Q(v)`` is reported.
 
-Specifications understood by :func:`get_readout_law`:
+Specifications understood by :func:`get_readout_law` (the registry :data:`READOUT_LAWS`, extended by
+:func:`register_readout_law`; the commands' ``--readout`` help is generated from it,
+:func:`describe_readout_laws`):
 
 ``ones``        ``v ≡ 1``
 ``rademacher``  ``v = ±1``, probability 1/2 each
@@ -41,10 +43,23 @@ __all__ = [
     "readout_rescaling",
     "density_readout_law",
     "MAX_GRID_SIZE",
+    "register_readout_law",
+    "unregister_readout_law",
+    "describe_readout_laws",
 ]
 
-#: names of the built-in readout laws (plus the ``discrete:...`` user syntax)
-READOUT_LAWS = ("ones", "rademacher", "4point", "uniform", "gaussian")
+
+@dataclass(frozen=True)
+class _NamedLaw:
+    """A registered readout law: ``build(grid_size) -> ReadoutLaw`` and its help text."""
+
+    build: object
+    summary: str
+
+
+#: the registry of named readout laws: name → entry (build, summary); the ``discrete:...`` user
+#: syntax needs no entry. Edit through :func:`register_readout_law`.
+READOUT_LAWS: dict = {}
 
 #: number of grid points used for continuous readout laws unless ``grid_size`` is given
 DEFAULT_GRID_SIZE = 64
@@ -122,6 +137,28 @@ class ReadoutLaw:
     def expect(self, f):
         """Return ``E_v f(v) = sum_i weights_i f(values_i)``."""
         return float(np.dot(self.weights, f(self.values)))
+
+    def sample(self, rng, shape):
+        """Draw iid readouts ``v ~ P_v`` (``E v² = 1``).
+
+        A continuous law is sampled exactly (:meth:`priors.continuous_laws.ContinuousLaw.sample`,
+        not from its quadrature atoms); a discrete law from its atoms with their probabilities.
+
+        Parameters
+        ----------
+        rng : numpy.random.Generator
+            Source of randomness.
+        shape : int or tuple of int
+            Shape of the draw (``k_L`` for one readout vector).
+
+        Returns
+        -------
+        ndarray
+            float64 array of ``shape``.
+        """
+        if self.law is not None:
+            return self.law.sample(rng, shape)
+        return rng.choice(self.values, size=shape, p=self.weights / self.weights.sum())
 
 
 def discrete_readout_law(values, weights, *, name=None, exact=True):
@@ -279,7 +316,7 @@ def get_readout_law(spec, *, grid_size=None):
     Parameters
     ----------
     spec : str
-        One of ``READOUT_LAWS`` or ``"discrete:VALUE=WEIGHT,..."`` (see module docstring).
+        A name of ``READOUT_LAWS`` or ``"discrete:VALUE=WEIGHT,..."`` (see module docstring).
         Names are case-insensitive.
     grid_size : int, optional
         Continuous laws only: a fixed grid of ``grid_size`` nodes (1 to ``MAX_GRID_SIZE``)
@@ -314,16 +351,65 @@ def get_readout_law(spec, *, grid_size=None):
     n = _check_grid_size(grid_size)
     if key.startswith("discrete:"):
         return _parse_discrete(text, text[len("discrete:"):])
-    if key == "ones":
-        return discrete_readout_law([1.0], [1.0], name="ones")
-    if key == "rademacher":
-        return discrete_readout_law([-1.0, 1.0], [0.5, 0.5], name="rademacher")
-    if key == "4point":
-        return discrete_readout_law([-3.0, -1.0, 1.0, 3.0], [0.25] * 4, name="4point")
-    if key in CONTINUOUS_LAWS:
-        return continuous_readout_law(CONTINUOUS_LAWS[key], n, default_size=DEFAULT_GRID_SIZE)
+    if key in READOUT_LAWS:
+        return READOUT_LAWS[key].build(n)
     raise ValueError(f"unknown readout law {spec!r}; valid: " + ", ".join(READOUT_LAWS)
                      + ", or discrete:VALUE=WEIGHT,...")
+
+
+def register_readout_law(name, law, *, summary="", replace=False):
+    """Register a named readout law (``--readout NAME`` in every command).
+
+    Parameters
+    ----------
+    name : str
+        Lower case, without spaces, ``,``, ``=`` or ``:``.
+    law : ContinuousLaw or (values, weights)
+        A continuous law with ``E v² = 1`` (:class:`priors.continuous_laws.ContinuousLaw`; also
+        registered in ``CONTINUOUS_LAWS``, so ``--readout-grid`` applies), or the atoms and
+        positive weights of a discrete law (normalised to ``E v² = 1`` and total weight 1).
+    summary : str, keyword-only
+        Short description for the help texts (e.g. ``"{±1, ±3}/√5"``).
+    replace : bool, keyword-only
+        Allow replacing a registered law of the same name.
+
+    Raises
+    ------
+    ValueError
+        Malformed or already registered name (without ``replace``), or invalid atoms (the
+        messages of :func:`discrete_readout_law`).
+    """
+    from .continuous_laws import ContinuousLaw
+
+    name = str(name)
+    if not name or name != name.strip().lower() or any(c in name for c in " ,=:"):
+        raise ValueError(f"readout law name {name!r}: lower case, without spaces, commas, '=' or ':'")
+    if name in READOUT_LAWS and not replace:
+        raise ValueError(f"readout law {name!r} already registered")
+    if isinstance(law, ContinuousLaw):
+        CONTINUOUS_LAWS[name] = law
+
+        def build(grid_size):
+            return continuous_readout_law(law, grid_size, default_size=DEFAULT_GRID_SIZE)
+    else:
+        values, weights = law
+        discrete_readout_law(values, weights, name=name)  # checks the atoms now
+
+        def build(grid_size):  # discrete laws ignore grid_size
+            return discrete_readout_law(values, weights, name=name)
+    READOUT_LAWS[name] = _NamedLaw(build, str(summary))
+
+
+def unregister_readout_law(name):
+    """Remove a registered readout law (tests, plug-ins); a missing name is ignored."""
+    if READOUT_LAWS.pop(name, None) is not None:
+        CONTINUOUS_LAWS.pop(name, None)
+
+
+def describe_readout_laws():
+    """One line for the help texts: every registered name with its summary, then the ``discrete:`` syntax."""
+    names = [f"{name} ({entry.summary})" if entry.summary else name for name, entry in READOUT_LAWS.items()]
+    return ", ".join(names) + " or 'discrete:v=w,v=w,...'"
 
 
 def continuous_readout_law(law, grid_size=None, *, default_size):
@@ -344,3 +430,11 @@ def continuous_readout_law(law, grid_size=None, *, default_size):
     values, weights = law.quantile_rule(n)
     out = discrete_readout_law(values, weights, name=law.name, exact=False)
     return dataclasses.replace(out, law=law, fixed_grid=grid_size is not None)
+
+
+for _name, _law, _summary in (("ones", ([1.0], [1.0]), "v ≡ 1"), ("rademacher", ([-1.0, 1.0], [0.5, 0.5]), "±1"),
+                              ("4point", ([-3.0, -1.0, 1.0, 3.0], [0.25] * 4), "{±1, ±3}/√5"),
+                              ("uniform", CONTINUOUS_LAWS["uniform"], "on ±√3"),
+                              ("gaussian", CONTINUOUS_LAWS["gaussian"], "N(0, 1)")):
+    register_readout_law(_name, _law, summary=_summary)
+del _name, _law, _summary

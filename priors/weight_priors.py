@@ -7,7 +7,15 @@ channel is ``Y = sqrt(r) W + Z`` with ``W ~ P`` and ``Z ~ N(0, 1)``.  Every prio
 * ``mmse(r)``               ``1 - m_P(r)``, computed without cancellation for large ``r``,
 * ``free_entropy(r)``       ``psi_P(r) = E ln ∫ dP(w) exp(sqrt(r) w Y - r w^2/2)``,
 * ``overlap_derivative(r)`` ``m_P'(r)``,
-* ``overlap_inverse(m)``    ``m_P^{-1}(m)`` for ``0 <= m < 1``.
+* ``overlap_inverse(m)``    ``m_P^{-1}(m)`` for ``0 <= m < 1``,
+* ``sample(rng, shape)``    iid draws ``W ~ P`` (the teachers and initial students of the
+  finite-size simulations, :mod:`replica.simulations`).
+
+The registry :data:`WEIGHT_PRIORS` (name → class) is the one list of priors: every command that
+takes ``--prior`` (``replica-sweep``, ``replica-phase-diagram``, ``replica-experiment``,
+``replica-sgd``) builds its choices and help text from it (:func:`weight_prior_names`,
+:func:`describe_weight_priors`). A new prior is a subclass registered with
+:func:`register_weight_prior`.
 
 All methods are vectorised: a scalar or an array goes in, a float64 array (0-d for scalars)
 of the same shape comes out.  Quadrature nodes are fixed and precomputed; no method performs
@@ -39,6 +47,10 @@ __all__ = [
     "UniformPrior",
     "WEIGHT_PRIORS",
     "get_weight_prior",
+    "register_weight_prior",
+    "unregister_weight_prior",
+    "weight_prior_names",
+    "describe_weight_priors",
 ]
 
 _SQRT_2PI = math.sqrt(2.0 * math.pi)
@@ -125,6 +137,33 @@ class WeightPrior(abc.ABC):
 
     #: registry name of the prior
     name: str = ""
+    #: short description for the commands' help texts (law and support), e.g. ``"±1"``
+    summary: str = ""
+
+    def sample(self, rng, shape):
+        """Draw iid weights ``W ~ P`` (mean 0, variance 1).
+
+        Parameters
+        ----------
+        rng : numpy.random.Generator
+            Source of randomness (the only one used).
+        shape : int or tuple of int
+            Shape of the draw.
+
+        Returns
+        -------
+        ndarray
+            float64 array of ``shape``, entries iid from the prior (unit variance).
+
+        Raises
+        ------
+        NotImplementedError
+            The prior defines no sampler; the solver (``replica-sweep``) still works, the
+            finite-size commands (``replica-experiment``, ``replica-sgd``) refuse the prior with
+            this one-line message.
+        """
+        raise NotImplementedError(f"weight prior {self.name!r} cannot draw samples (define "
+                                  f"{type(self).__name__}.sample(rng, shape))")
 
     # -- to implement -----------------------------------------------------------------------
     @abc.abstractmethod
@@ -286,6 +325,11 @@ class GaussianPrior(WeightPrior):
     """
 
     name = "gaussian"
+    summary = "N(0, 1)"
+
+    def sample(self, rng, shape):
+        """iid ``N(0, 1)`` draws, float64 array of ``shape`` (see :meth:`WeightPrior.sample`)."""
+        return rng.standard_normal(shape)
 
     def mmse(self, r):
         r = _as_snr(r)
@@ -335,7 +379,13 @@ class RademacherPrior(WeightPrior):
     """
 
     name = "rademacher"
+    summary = "±1"
     _R_SWITCH = 1.0
+
+    def sample(self, rng, shape):
+        """iid ``±1`` draws with probability 1/2 each, float64 array of ``shape``
+        (see :meth:`WeightPrior.sample`)."""
+        return rng.choice(np.array([-1.0, 1.0]), size=shape)
 
     def __init__(self):
         z, w = special.roots_hermitenorm(100)
@@ -475,7 +525,13 @@ class UniformPrior(WeightPrior):
     """
 
     name = "uniform"
+    summary = "on ±√3"
     A = math.sqrt(3.0)
+
+    def sample(self, rng, shape):
+        """iid draws uniform on ``[-√3, √3]`` (unit variance), float64 array of ``shape``
+        (see :meth:`WeightPrior.sample`)."""
+        return rng.uniform(-self.A, self.A, size=shape)
     #: edge constant of the large-r expansion (see class Notes), from mpmath with 40 digits
     EDGE_CONSTANT = -0.9031972855686253536325326415361421783185
     _R_ASYMPTOTIC = 9.0
@@ -578,6 +634,7 @@ class UniformPrior(WeightPrior):
         return out.reshape(shape)
 
 
+#: the registry: name → :class:`WeightPrior` subclass (edit through :func:`register_weight_prior`)
 WEIGHT_PRIORS = {
     "gaussian": GaussianPrior,
     "rademacher": RademacherPrior,
@@ -587,14 +644,71 @@ WEIGHT_PRIORS = {
 _INSTANCES: dict = {}
 
 
+def register_weight_prior(cls, *, replace=False):
+    """Register a weight prior under ``cls.name`` (usable as a class decorator).
+
+    Parameters
+    ----------
+    cls : type
+        A subclass of :class:`WeightPrior` with a non-empty ``name`` (lower case, no spaces, no
+        comma) and a constructor without arguments; it should define :meth:`WeightPrior.sample`
+        and a ``summary`` for the help texts.
+    replace : bool, keyword-only
+        Allow replacing a registered prior of the same name.
+
+    Returns
+    -------
+    type
+        ``cls`` itself.
+
+    Raises
+    ------
+    TypeError
+        ``cls`` is not a :class:`WeightPrior` subclass.
+    ValueError
+        Empty or malformed name, or a name already registered (without ``replace``).
+    """
+    if not (isinstance(cls, type) and issubclass(cls, WeightPrior)):
+        raise TypeError(f"register_weight_prior needs a WeightPrior subclass, got {cls!r}")
+    name = str(cls.name)
+    if not name or name != name.strip().lower() or any(c in name for c in " ,=:"):
+        raise ValueError(f"weight prior name {name!r}: lower case, without spaces, commas, '=' or ':'")
+    if name in WEIGHT_PRIORS and not replace:
+        raise ValueError(f"weight prior {name!r} already registered")
+    WEIGHT_PRIORS[name] = cls
+    _INSTANCES.pop(name, None)
+    return cls
+
+
+def unregister_weight_prior(name):
+    """Remove a registered weight prior (tests, plug-ins); a missing name is ignored."""
+    WEIGHT_PRIORS.pop(name, None)
+    _INSTANCES.pop(name, None)
+
+
+def weight_prior_names():
+    """Registered names, in registration order (the ``choices`` of every ``--prior``).
+
+    Returns
+    -------
+    tuple of str
+    """
+    return tuple(WEIGHT_PRIORS)
+
+
+def describe_weight_priors():
+    """One line for the help texts: ``"gaussian (N(0, 1)), rademacher (±1), uniform (on ±√3)"``."""
+    return ", ".join(f"{name} ({cls.summary})" if cls.summary else name for name, cls in WEIGHT_PRIORS.items())
+
+
 def get_weight_prior(name):
     """Return the (cached) weight prior registered under ``name``.
 
     Parameters
     ----------
     name : str
-        One of ``WEIGHT_PRIORS``: ``"gaussian"``, ``"rademacher"``, ``"uniform"``
-        (case-insensitive).
+        A registered name (:data:`WEIGHT_PRIORS`; built in: ``"gaussian"``, ``"rademacher"``,
+        ``"uniform"``), case-insensitive.
 
     Returns
     -------

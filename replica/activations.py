@@ -45,11 +45,19 @@ from priors._lazy import lazy_import
 
 special = lazy_import("scipy.special")  # ~0.1-0.3 s: loaded when first used
 
-__all__ = ["Activation", "ACTIVATIONS", "get_activation", "compiled_activation", "spec_g", "spec_g_prime",
-           "spec_g_both"]
+__all__ = ["Activation", "ACTIVATIONS", "get_activation", "describe_activations", "compiled_activation", "spec_g",
+           "spec_g_prime", "spec_g_both"]
 
-#: built-in activation names (plus the ``hermite:L=C,...`` syntax)
-ACTIVATIONS = ("relu", "elu", "tanh", "tanh2", "erf", "sigmoid", "softplus", "quadratic")
+#: what a name of :data:`ACTIVATIONS` (defined below, after the table of built-in functions) does not
+#: say, for the help texts
+ACTIVATION_NOTES = {"elu": "α = 1", "tanh2": "= tanh 2x", "quadratic": "= x²/√2"}
+
+
+def describe_activations():
+    """One line for the commands' help texts: every name of :data:`ACTIVATIONS` (with its note) and the
+    ``hermite:`` syntax."""
+    names = [f"{name} ({ACTIVATION_NOTES[name]})" if name in ACTIVATION_NOTES else name for name in ACTIVATIONS]
+    return (", ".join(names) + " or Hermite coefficients 'hermite:2=1.4142,3=1' (σ = Σ μ_ℓ He_ℓ/ℓ!)")
 
 _SQRT_2PI = math.sqrt(2.0 * math.pi)
 
@@ -245,6 +253,12 @@ _BUILTINS = {
     "softplus": (_softplus, _sigmoid, None, None, None, None),
 }
 
+#: the one list of activation names (plus the ``hermite:L=C,...`` syntax): the table above and the
+#: polynomial ``quadratic``. The solver, the simulations (JAX and numba forms in
+#: :mod:`replica.simulations`) and every command's help read it; a new activation is one entry of
+#: ``_BUILTINS`` (σ, σ', and optionally closed-form kernels)
+ACTIVATIONS = (*_BUILTINS, "quadratic")
+
 
 def _direct_kernel(func, inner, q):
     """``E[f(u) f(w)]`` with ``corr(u, w) = q`` by direct quadrature (loop over q).
@@ -407,6 +421,22 @@ class Activation:
             for d in self.drop_hermite:
                 y = y - (self._base_hermite[d] / math.sqrt(math.factorial(d))
                          * h[d].reshape(x.shape))
+        return self.scale * y
+
+    def derivative(self, x):
+        """Evaluate ``sigma'(x)`` elementwise (float64 array of the shape of ``x``).
+
+        With base ``s``, dropped set ``D`` and scale ``c``:
+        ``sigma' = c (s' - sum_{l in D, l >= 1} mu_l He_{l-1} / (l-1)!)`` (``He_l' = l He_{l-1}``).
+        """
+        x = np.asarray(x, dtype=np.float64)
+        y = self._derivative(x)
+        degrees = [d for d in self.drop_hermite if d >= 1]
+        if degrees:
+            h = _normalized_hermite(x.ravel(), max(degrees) - 1)
+            for d in degrees:
+                y = y - (self._base_hermite[d] / math.sqrt(math.factorial(d - 1))
+                         * h[d - 1].reshape(x.shape))
         return self.scale * y
 
     def _polynomial(self, q, degrees, shift=0):

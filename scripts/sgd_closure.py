@@ -1,8 +1,8 @@
 """Gaussian closure vs online SGD: test-error figure and specialization-time table.
 
-For each activation, run ``replica-sgd``'s SGD (:func:`simulations.sgd.run_sgd`) at
+For each activation, run ``replica-sgd``'s SGD (:func:`replica.simulations.sgd.run_sgd`) at
 dimension ``d`` for several seeds (files ``DIR/ACT_dD_sS.h5``, reused when present), add the
-closure prediction (:func:`simulations.closure.closure_for_run`, group ``closure/``,
+closure prediction (:func:`replica.simulations.closure.closure_for_run`, group ``closure/``,
 recomputed on every call so that a stored group is never stale), and
 draw simulated (thin lines, seed band) and predicted (dashed) test error against
 ``t = n/(kd)`` up to the end of the runs, with the onset of specialization marked (first
@@ -14,7 +14,7 @@ range of the seeds (with the share an exact prediction of the seed median would 
 median and largest deviation from the seed mean, relative and in seed standard deviations.
 
 Then the table of specialization times ``t_spec(k)`` (fraction 0.5 of student neurons with
-``|cos| > 0.8``): predicted by the escape model (:func:`simulations.closure.escape_time`,
+``|cos| > 0.8``): predicted by the escape model (:func:`replica.simulations.closure.escape_time`,
 with and without the noise shielding of the learned linear and quadratic parts) and
 measured by ``scripts/sgd_scaling.py`` (its runs made here and kept in
 ``DIR/sgd_scaling_lr…_gamma…_delta….json``, or read from ``--scaling FILE.json``;
@@ -77,7 +77,7 @@ def build_parser():
 
 def _validate(parser, args):
     """Reject bad options before any run starts (argparse error, exit status 2)."""
-    from simulations.sgd import activation_functions
+    from replica.simulations.sgd import activation_functions
 
     checks = [(args.seeds >= 2, f"--seeds must be >= 2 (the seed spread), got {args.seeds}"),
               (args.dim >= 2, f"--dim must be >= 2, got {args.dim}"),
@@ -101,9 +101,10 @@ def _validate(parser, args):
 
 
 def run_or_load(act, seed, args):
-    from simulations.closure import closure_for_run, write_closure
-    from simulations.sgd import SGDConfig, run_sgd
-    from simulations.sgd_results import read_sgd, write_sgd
+    from replica.simulations.closure import closure_for_run
+    from replica.workflow.sgd_results import write_closure
+    from replica.simulations.sgd import SGDConfig, run_sgd
+    from replica.workflow.sgd_results import read_sgd, write_sgd
 
     path = Path(args.dir) / f"{act}_d{args.dim}_s{seed}.h5"
     if not path.exists():
@@ -204,7 +205,7 @@ def figure(stats, args):
 
 
 def table(args):
-    from simulations.closure import specialization_time_prediction
+    from replica.simulations.closure import specialization_time_prediction
 
     measured = {}
     if args.scaling:
@@ -250,9 +251,9 @@ def measure_specialization_times(args):
 
 def control_runs(args):
     """t_spec of SGD without the quadratic part (drop_hermite=(2,)), measured and predicted."""
-    from simulations.closure import specialization_time_prediction
-    from simulations.sgd import SGDConfig
-    from simulations.sgd_results import run_to_specialization
+    from replica.simulations.closure import specialization_time_prediction
+    from replica.simulations.sgd import SGDConfig
+    from replica.workflow.sgd_results import run_to_specialization
 
     act = args.control_activation
     rows = []

@@ -1,10 +1,10 @@
 """Scaling of the SGD specialization time with the width k (d = k/γ), fitted exponent vs r.
 
 For each activation and width ``k`` (``d = round(k/γ)``) and several seeds, run online SGD
-(:func:`simulations.sgd.run_sgd`, time ``t = n/(kd)``) until the fraction of specialized
+(:func:`replica.simulations.sgd.run_sgd`, time ``t = n/(kd)``) until the fraction of specialized
 student neurons (``|cos| > threshold`` with the best-matched teacher neuron) has reached
 ``level`` (plus a margin) or ``t = max_time``; the specialization time ``t_spec`` is the
-crossing of ``level`` (:func:`simulations.sgd_results.specialization_time`).  Then fit
+crossing of ``level`` (:func:`replica.workflow.sgd_results.specialization_time`).  Then fit
 
     log t_spec = c + b log k            (raw exponent b)
     log t_spec + (r−2) log log k = c + b' log k     (exponent with the predicted log factor)
@@ -100,8 +100,8 @@ def _write_json(path, payload):
 
 
 def run_one(activation, k, seed, args):
-    from simulations.sgd import SGDConfig
-    from simulations.sgd_results import predicted_exponent, run_to_specialization
+    from replica.simulations.sgd import SGDConfig
+    from replica.workflow.sgd_results import predicted_exponent, run_to_specialization
 
     d = max(1, int(round(k / args.gamma)))
     gamma = k / d
@@ -126,7 +126,7 @@ def run_one(activation, k, seed, args):
 
 
 def fit(runs, activations):
-    from simulations.sgd_results import fit_power_law, predicted_exponent
+    from replica.workflow.sgd_results import fit_power_law, predicted_exponent
 
     out = {}
     for act in activations:

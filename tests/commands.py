@@ -18,13 +18,13 @@ def spectrum_main(argv):
 
 
 def sgd_main(argv):
-    from simulations import sgd_cli
+    from replica.workflow import sgd_cli
 
     return sgd_cli.main(argv)
 
 
 def experiment_main(argv):
-    from simulations import cli
+    from replica.workflow import experiment_cli as cli
 
     return cli.main(argv)
 

@@ -9,7 +9,7 @@
   linearly unstable beyond ``α = 1`` (``F'(0) = α``), where the informative branch takes over
   continuously, and the equilibrium error is ``1 − m²``. Those closed forms are what the
   machinery must reproduce.
-* No import cycle among the modules of the four packages (imports inside functions
+* No import cycle among the modules of the three packages (imports inside functions
   included), and the layer rule of docs/architecture.md.
 """
 
@@ -27,7 +27,7 @@ from replica.engine import STATUS_MESSAGES, FixedPointResult, solve_fixed_point
 from replica.interface import ReplicaModel, ReplicaState
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("hciz", "priors", "replica", "simulations")
+PACKAGES = ("hciz", "priors", "replica")
 
 
 # --------------------------------------------------------------------------- a toy architecture
@@ -194,7 +194,7 @@ def _module_name(path: Path) -> str:
 
 
 def _imports(path: Path) -> set:
-    """Every module of the four packages that ``path`` imports, at any depth of its code."""
+    """Every module of the three packages that ``path`` imports, at any depth of its code."""
     name = _module_name(path)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     out = set()
@@ -279,17 +279,16 @@ LAYERS = [  # (prefix, layer); the first matching prefix wins
     ("replica.workflow", "workflow"),
     ("replica.__main__", "workflow"),
     ("replica.models", "models"),
+    ("replica.simulations", "simulations"),
     ("replica", "numerics"),
-    ("simulations", "simulations"),
 ]
 ALLOWED = {
     "foundations": {"foundations"},
     "numerics": {"foundations", "numerics"},
     "models": {"foundations", "numerics", "models"},
-    "workflow": {"foundations", "numerics", "models", "workflow", "simulations"},
-    "simulations": {"foundations", "numerics", "models", "workflow", "simulations"},
+    "simulations": {"foundations", "numerics", "models", "simulations"},
+    "workflow": {"foundations", "numerics", "models", "simulations", "workflow"},
 }
-EXCEPTIONS = set()  # (importer, imported) pairs allowed against the rule: none
 
 
 def _layer(mod):
@@ -305,7 +304,7 @@ def test_layer_rule():
         if mod == "replica":  # the package's lazy front door re-exports from every layer
             continue
         for t in edges:
-            if _layer(t) not in ALLOWED[_layer(mod)] and (mod, t) not in EXCEPTIONS:
+            if _layer(t) not in ALLOWED[_layer(mod)]:
                 bad.append(f"{mod} ({_layer(mod)}) imports {t} ({_layer(t)})")
     assert not bad, "layer rule of docs/architecture.md broken:\n" + "\n".join(sorted(bad))
 
@@ -314,12 +313,12 @@ def test_foundations_know_nothing_of_networks():
     graph = _graph()
     for mod, edges in graph.items():
         if mod.split(".")[0] in ("hciz", "priors"):
-            assert not {t for t in edges if t.split(".")[0] in ("replica", "simulations")}, mod
+            assert not {t for t in edges if t.split(".")[0] == "replica"}, mod
 
 
 def test_shared_option_keys_are_the_options_of_every_command():
-    from simulations.cli import build_parser as build_experiment_parser
-    from simulations.sgd_cli import build_parser as build_sgd_parser
+    from replica.workflow.experiment_cli import build_parser as build_experiment_parser
+    from replica.workflow.sgd_cli import build_parser as build_sgd_parser
 
     from replica.workflow import cli, figures, spectrum
     from replica.workflow.config import SHARED_OPTION_KEYS
@@ -329,3 +328,16 @@ def test_shared_option_keys_are_the_options_of_every_command():
                           spectrum.build_parser, build_experiment_parser, build_sgd_parser, figures.build_parser)
             for action in build()._actions}
     assert SHARED_OPTION_KEYS == keys
+
+
+def test_only_the_fixed_top_level_packages():
+    """The import names at the top are the fixed layout (``hciz``, ``priors``, ``replica``): no generic
+    name such as ``simulations`` that collides with other installed packages."""
+    import re
+
+    tops = {p.parent.name for p in ROOT.glob("*/__init__.py")}
+    assert tops == set(PACKAGES) | {"data"}  # data/ is installed as replica_hciz_data
+    listed = re.search(r"^packages = \[(.*?)\]", (ROOT / "pyproject.toml").read_text(), re.S | re.M).group(1)
+    names = set(re.findall(r'"([\w.]+)"', listed))
+    assert {n.split(".")[0] for n in names} == set(PACKAGES) | {"replica_hciz_data"}
+    assert "replica.simulations" in names

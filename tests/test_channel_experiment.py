@@ -19,10 +19,10 @@ jax = require("jax", extra="experiments")
 require("blackjax", extra="experiments")
 
 from priors.output_channels import GaussianChannel, LogisticChannel, ProbitChannel, get_output_channel  # noqa: E402
-from simulations import cli  # noqa: E402
-from simulations.channels import jax_log_likelihood, output_mean_coefficient  # noqa: E402
-from simulations.io import read_experiment  # noqa: E402
-from simulations.measurements import classification_measures  # noqa: E402
+from replica.workflow import experiment_cli as cli  # noqa: E402
+from replica.simulations.channels import jax_log_likelihood, output_mean_coefficient  # noqa: E402
+from replica.workflow.experiment_io import read_experiment  # noqa: E402
+from replica.simulations.measurements import classification_measures  # noqa: E402
 
 MU0_RELU = 1.0 / math.sqrt(2.0 * math.pi)  # E max(z, 0), z ~ N(0, 1)
 
@@ -80,8 +80,8 @@ def test_probit_labels_are_balanced_and_follow_the_probit_law():
     +1 for ~99%; centred, P(y = sign(λ_c)) is E Φ(|λ_c|/√Δ), computed here from the outputs."""
     from scipy.special import ndtr
 
-    from simulations.activations import get_jax_activation
-    from simulations.teacher_student import Architecture, make_dataset, sample_teacher
+    from replica.simulations.activations import get_jax_activation
+    from replica.simulations.teacher_student import Architecture, make_dataset, sample_teacher
 
     arch = Architecture.from_ratios(40, (0.5,))
     teacher = sample_teacher(arch, prior="gaussian", readout="ones", rng=np.random.default_rng(0))
@@ -148,8 +148,8 @@ def test_classification_measures_follow_the_gaussian_orthant_law():
 def test_hmc_with_probit_likelihood_matches_the_grid_posterior():
     """d = 2, one ReLU unit, v = 1, probit Δ = 0.25, 40 labels: the posterior of the two weights on a
     400 × 400 grid (NumPy log-likelihood of priors.output_channels, centring written here) against NUTS."""
-    from simulations.activations import get_jax_activation
-    from simulations.samplers import make_runner
+    from replica.simulations.activations import get_jax_activation
+    from replica.simulations.samplers import make_runner
 
     rng = np.random.default_rng(11)
     d, n, channel = 2, 40, ProbitChannel(0.25)

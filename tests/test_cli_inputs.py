@@ -24,7 +24,7 @@ def sweep_file(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def sgd_file(tmp_path_factory):
-    from simulations import sgd_cli
+    from replica.workflow import sgd_cli
 
     out = tmp_path_factory.mktemp("sgd") / "sgd.h5"
     old = os.umask(0o022)
@@ -37,7 +37,7 @@ def sgd_file(tmp_path_factory):
 
 # ----------------------------------------------------------------------------- replica-sgd
 def test_sgd_plot_of_a_sweep_file_is_one_line(capsys, sweep_file):
-    from simulations import sgd_cli
+    from replica.workflow import sgd_cli
 
     assert sgd_cli.main(["--plot", str(sweep_file), "--no-theory", "--quiet"]) == 2
     line = one_line(capsys.readouterr().err)
@@ -46,7 +46,7 @@ def test_sgd_plot_of_a_sweep_file_is_one_line(capsys, sweep_file):
 
 def test_sgd_plot_output_with_a_figure_suffix(tmp_path, sgd_file):
     pytest.importorskip("matplotlib")
-    from simulations import sgd_cli
+    from replica.workflow import sgd_cli
 
     prefix = tmp_path / "fig.pdf"
     assert sgd_cli.main(["--plot", str(sgd_file), "-o", str(prefix), "--no-theory", "--quiet", "--dpi", "30"]) == 0
@@ -66,11 +66,11 @@ def test_option_errors_come_before_the_existing_output(tmp_path, capsys, command
     if command == "sweep":
         rc, option = sweep_main(DEEP + ["--alpha", "2,4", "--activation", "relux", "-o", str(out)]), "--activation"
     elif command == "sgd":
-        from simulations import sgd_cli
+        from replica.workflow import sgd_cli
 
         rc, option = sgd_cli.main(["--activation", "nope", "-o", str(out)] + SGD_SMALL), "--activation"
     elif command == "experiment":
-        from simulations import cli
+        from replica.workflow import experiment_cli as cli
 
         rc, option = cli.main(["--init", "foo", "-o", str(out)]), "--init"
     else:
@@ -84,7 +84,7 @@ def test_option_errors_come_before_the_existing_output(tmp_path, capsys, command
 
 # ----------------------------------------------------------------------------- messages
 def test_experiment_init_error_names_the_option(tmp_path, capsys):
-    from simulations import cli
+    from replica.workflow import experiment_cli as cli
 
     assert cli.main(["--init", "foo", "-o", str(tmp_path / "e.h5")]) == 2
     line = one_line(capsys.readouterr().err)
@@ -96,7 +96,7 @@ def test_gamma_count_message_for_one_layer(tmp_path, capsys, command):
     if command == "sweep":
         rc = sweep_main(["--gamma", "1,2", "--alpha", "1", "--quiet", "-o", str(tmp_path / "g.h5")])
     else:
-        from simulations import cli
+        from replica.workflow import experiment_cli as cli
 
         rc = cli.main(["--gamma", "1,2", "-o", str(tmp_path / "g.h5")])
     assert rc == 2
@@ -130,7 +130,7 @@ def test_spectrum_huge_lambda_is_one_line(tmp_path, capsys):
 def test_one_teacher_reports_no_error_bar(tmp_path, capsys):
     pytest.importorskip("jax")
     pytest.importorskip("blackjax")
-    from simulations import cli
+    from replica.workflow import experiment_cli as cli
 
     argv = ["--dim", "6", "--alpha", "0.5", "--teachers", "1", "--steps", "16", "--kept", "4", "--n-test", "64",
             "--sampler", "hmc", "--seed", "3", "--device", "cpu", "-o", str(tmp_path / "e.h5")]

@@ -105,7 +105,7 @@ def test_interrupt_keeps_the_old_file_and_says_so(tmp_path, capsys, monkeypatch,
     # Ctrl-C during the run of a command without checkpoints: exit 130, one line, the previous
     # file byte-identical
     import replica.workflow.spectrum as spectrum
-    import simulations.sgd as sgd
+    import replica.simulations.sgd as sgd
 
     out = tmp_path / "s.h5"
     if existing:

@@ -1,9 +1,9 @@
-"""Tests of the Gaussian closure of online SGD (``simulations.closure``, docs/dynamics.md).
+"""Tests of the Gaussian closure of online SGD (``replica.simulations.closure``, docs/dynamics.md).
 
 Independent references: closed-form moments of the Marchenko–Pastur law, sampled random
 matrices (deterministic equivalent), a direct integration of the d×d matrix Riccati flow,
 the exact LMS solution of the linear mode, invariances implied by the derivation, and SGD
-runs of ``simulations.sgd`` (small, seeded; the larger comparison is marked slow).
+runs of ``replica.simulations.sgd`` (small, seeded; the larger comparison is marked slow).
 """
 
 import math
@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from simulations import closure
-from simulations.closure import (deterministic_equivalent, riccati_moments, solve_closure,
+from replica.simulations import closure
+from replica.simulations.closure import (deterministic_equivalent, riccati_moments, solve_closure,
                                  spectral_nodes)
 
 
@@ -245,9 +245,9 @@ def test_mean_row_part_of_the_quadratic_error_on_sampled_rows():
 
 
 def _sgd_snapshots(activation, d, times, seeds, *, lr=0.5, delta=0.1, first_seed=100):
-    """Online SGD (``simulations.sgd.sgd_steps``, ``v ≡ 1``, ``k = d/2``) from a random start:
+    """Online SGD (``replica.simulations.sgd.sgd_steps``, ``v ≡ 1``, ``k = d/2``) from a random start:
     for each seed the teacher ``W⁰`` and copies of ``W`` at the times ``t = n/(kd)``."""
-    from simulations.sgd import activation_functions, sgd_steps
+    from replica.simulations.sgd import activation_functions, sgd_steps
 
     k = d // 2
     sigma, _ = activation_functions(activation)
@@ -282,7 +282,7 @@ def test_early_drop_of_the_quadratic_error_follows_sgd():
         return _quadratic_error(m / (np.sum(m * m, axis=1, keepdims=True) / d) ** 0.25,
                                 w0 / (np.sum(w0 * w0, axis=1, keepdims=True) / d) ** 0.25, mu2)
 
-    from simulations.sgd import overlap_statistics
+    from replica.simulations.sgd import overlap_statistics
 
     snaps = _sgd_snapshots("relu", d, [0.0, t], 24)
     drops = [eps_q(w[1], w0) - eps_q(w[0], w0) for w0, w in snaps]
@@ -328,7 +328,7 @@ def test_linear_activation_keeps_its_norm():
 
 
 def test_tanh_norm_decay_follows_sgd():
-    from simulations.sgd import SGDConfig, run_sgd
+    from replica.simulations.sgd import SGDConfig, run_sgd
 
     runs = [run_sgd(SGDConfig(activation="tanh", dim=64, time=15.0, lr=0.5, seed=s,
                               record="log:8", n_test=1000)) for s in (0, 1)]
@@ -347,7 +347,7 @@ def test_constant_mode_residual_matches_the_student_norm_offset_in_sgd():
     # quadratic residual includes its μ₄ part (Stein on σ'(h_i)): without it e₀ is 2.1 × too
     # large (the multiplier θ' instead of θ'/2).  The closure gives |e₀| (ε₀ = e₀²); the sign,
     # student norm below the teacher's (e₀ > 0), is the one the outward push requires.
-    from simulations.sgd import SGDConfig, run_sgd
+    from replica.simulations.sgd import SGDConfig, run_sgd
 
     d, k = 256, 128
     mu0 = closure.closure_coefficients("relu")["mu0"]
@@ -424,8 +424,8 @@ def test_escape_model_specialization_time_against_sgd(activation, width):
     # t_spec of scripts/sgd_scaling.py (fraction 0.5 of students with |cos| > 0.8, B = 2);
     # measured 370–424 (ReLU, k = 32) and 106–110 (tanh, k = 16); the one-pair escape drift
     # (1 − m²)g'(m) of the previous model predicted 151 for ReLU
-    from simulations.sgd import SGDConfig
-    from simulations.sgd_results import run_to_specialization
+    from replica.simulations.sgd import SGDConfig
+    from replica.workflow.sgd_results import run_to_specialization
 
     measured = []
     for seed in (0, 1):
@@ -452,7 +452,7 @@ def test_refinement_fixed_point_matches_specialized_sgd(activation):
     # specialized neurons 0.981 / 0.983 / 0.983 (ReLU / ELU / tanh) against m* = 0.979 /
     # 0.985 / 0.985; with the μ₂² part of the noise kept (not restored by the quadratic
     # part) m* was 0.90 / 0.91 for ReLU / ELU
-    from simulations.sgd import SGDConfig, run_sgd
+    from replica.simulations.sgd import SGDConfig, run_sgd
 
     cosines, noise = [], []
     for seed in range(3):
@@ -472,7 +472,7 @@ def test_refinement_fixed_point_matches_specialized_sgd(activation):
 
 
 def _sgd_runs(activation, dim, t_max, seeds, lr):
-    from simulations.sgd import SGDConfig, run_sgd
+    from replica.simulations.sgd import SGDConfig, run_sgd
 
     return [run_sgd(SGDConfig(activation=activation, dim=dim, time=t_max, lr=lr, seed=s,
                               record="log:8", n_test=2000)) for s in seeds]
@@ -510,7 +510,7 @@ def test_closure_inside_the_seed_range_before_specialization_d128(activation):
     # 98 % inside the range (99 % for an exact prediction), median deviations 1.7 / 2.6 / 2.3 %
     # (before ε_{Q,1} and the relaxing constant mode: 96 / 92 / 98 %, 2.1 / 3.1 / 2.3 %)
     compare = _compare()
-    from simulations.sgd import SGDConfig, run_sgd
+    from replica.simulations.sgd import SGDConfig, run_sgd
 
     runs = []
     for seed in range(8):
@@ -529,15 +529,15 @@ def test_closure_inside_the_seed_range_before_specialization_d128(activation):
 
 
 def test_cli_closure_group_and_plot(tmp_path, capsys):
-    from simulations.closure import read_closure
-    from simulations.sgd_cli import main
+    from replica.workflow.sgd_results import read_closure
+    from replica.workflow.sgd_cli import main
 
     out = tmp_path / "run.h5"
     assert main(["--activation", "elu", "--dim", "16", "--time", "2", "--quiet", "-o", str(out),
                  "--closure"]) == 0
     group = read_closure(out)
     assert group is not None and set(closure.CLOSURE_DATASETS) <= set(group)
-    from simulations.sgd_results import read_sgd
+    from replica.workflow.sgd_results import read_sgd
 
     data = read_sgd(out)
     np.testing.assert_array_equal(group["time"], data["time"])
@@ -566,7 +566,7 @@ def test_bulk_width_identity_on_sampled_weights():
 
 
 def test_cli_closure_rejects_other_readouts_before_running(tmp_path, capsys):
-    from simulations.sgd_cli import main
+    from replica.workflow.sgd_cli import main
 
     out = tmp_path / "r.h5"
     assert main(["--readout", "rademacher", "--dim", "8", "--time", "1", "--quiet", "-o", str(out),

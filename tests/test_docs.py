@@ -1,4 +1,4 @@
-"""The documentation tells the truth: README.md and every page of docs/ (docs/*.md, the pages of
+"""The documentation tells the truth: README.md, CONTRIBUTING.md and every page of docs/ (docs/*.md, the pages of
 the documentation site; tests/test_docs_site.py builds the site).
 
 * README.md stays short (at most 150 lines) and links every page of docs/;
@@ -30,7 +30,7 @@ except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOCS = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md"))]
 README_MAX_LINES = 150
 
 
@@ -38,8 +38,8 @@ def _parsers():
     from replica.workflow.cli import build_phase_diagram_parser, build_plot_parser, build_sweep_parser
     from replica.workflow.figures import build_parser as figures
     from replica.workflow.spectrum import build_parser as spectrum
-    from simulations.cli import build_parser as experiment
-    from simulations.sgd_cli import build_parser as sgd
+    from replica.workflow.experiment_cli import build_parser as experiment
+    from replica.workflow.sgd_cli import build_parser as sgd
 
     return {"replica-sweep": build_sweep_parser, "replica-plot": build_plot_parser,
             "replica-phase-diagram": build_phase_diagram_parser, "replica-spectrum": spectrum,
@@ -97,7 +97,7 @@ def test_every_console_script_is_covered_and_parses_help(capsys):
 def test_quoted_paths_exist(doc):
     text = doc.read_text()
     missing = []
-    prefixes = r"(?:docs|data|scripts|replica|hciz|priors|simulations|tests|\.ci)/"
+    prefixes = r"(?:docs|data|scripts|replica|hciz|priors|tests|\.ci)/"
     candidates = set(re.findall(rf"`({prefixes}[^`\s:]*)", text))
     candidates |= {p for p in re.findall(r"\]\(([^)#\s]+)\)", text) if not re.match(r"https?:|mailto:", p)}
     for raw in candidates:

@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 import pytest
 
-from simulations.measurements import mean_and_sem
+from replica.simulations.measurements import mean_and_sem
 
 
 def test_mean_and_sem_over_kept_entries_matches_numpy():
@@ -37,7 +37,7 @@ def test_mean_and_sem_over_kept_entries_matches_numpy():
 
 
 def test_excluded_chains_rule():
-    from simulations.experiment import excluded_chains
+    from replica.simulations.experiment import excluded_chains
 
     scalars = {"error": np.array([[0.1, np.inf], [np.nan, 0.3]]),
                "converged": np.array([[1.0, 0.0], [0.0, 0.0]])}
@@ -49,8 +49,8 @@ def test_diverging_gamp_rie_chain_is_excluded_and_reported(tmp_path, capsys):
     """d = 40, α = 0.1: the second teacher's GAMP-RIE run diverges (error inf) — measured before the fix:
     mmse_mean = inf, r2_mean = −inf, ~20 numpy RuntimeWarnings through --quiet."""
     pytest.importorskip("jax")
-    from simulations import cli
-    from simulations.io import read_experiment
+    from replica.workflow import experiment_cli as cli
+    from replica.workflow.experiment_io import read_experiment
 
     path = tmp_path / "g.h5"
     argv = ["--sampler", "gamp-rie", "--activation", "quadratic", "--alpha", "0.1", "--dim", "40",

@@ -331,7 +331,7 @@ def test_phase_diagram_interrupt_is_quiet_keeps_lines_and_resumes(request, tmp_p
 # ----------------------------------------------------------------------------- experiment
 EXPERIMENT = ["--dim", "6", "--alpha", "0.5,1", "--teachers", "2", "--steps", "16", "--kept", "4", "--n-test", "64",
               "--sampler", "hmc", "--seed", "3", "--quiet", "--device", "cpu"]
-EXPERIMENT_CODE = "import sys; from simulations.cli import main; sys.exit(main())"
+EXPERIMENT_CODE = "import sys; from replica.workflow.experiment_cli import main; sys.exit(main())"
 
 
 def _experiment_datasets(path):
@@ -345,7 +345,7 @@ def _experiment_datasets(path):
 def test_experiment_interrupt_keeps_finished_chains_and_resumes(request, tmp_path, capsys, previous):
     pytest.importorskip("jax")
     pytest.importorskip("blackjax")
-    from simulations.cli import main as experiment_main
+    from replica.workflow.experiment_cli import main as experiment_main
 
     out = tmp_path / "e.h5"
     shutil.copy(previous, out)

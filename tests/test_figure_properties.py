@@ -1,6 +1,6 @@
 """Every figure kind has the package's figure properties, read from the matplotlib objects.
 
-``replica-plot`` of every file kind and every ``--kind``, the SGD figures (:mod:`simulations.sgd_plots`)
+``replica-plot`` of every file kind and every ``--kind``, the SGD figures (:mod:`replica.workflow.sgd_plots`)
 and the depth figure (scripts/experiments/depth_figure.py) are rendered from small sweeps and checked by
 :func:`figure_checks.check_figure`: one style (the package style file), legends in words, integer ticks
 on counting axes, nonnegative limits on α/Δ/γ/error axes, and an equilibrium curve without gaps over the
@@ -80,7 +80,7 @@ def _experiment(path):
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     from replica.workflow.spectrum import main as spectrum_main
-    from simulations.sgd_cli import main as sgd_main
+    from replica.workflow.sgd_cli import main as sgd_main
 
     d = tmp_path_factory.mktemp("figure-properties")
     out = {}
@@ -166,7 +166,7 @@ def test_equilibrium_curve_runs_through_the_located_changes(files):
 
 
 def test_sgd_figures_have_the_figure_properties(files):
-    from simulations.sgd_plots import plot_overlap_histograms, plot_test_error
+    from replica.workflow.sgd_plots import plot_overlap_histograms, plot_test_error
 
     for fig in (plot_overlap_histograms(files["sgd"]), plot_test_error(files["sgd"], theory=False)):
         try:
@@ -196,7 +196,7 @@ def test_one_style_file_for_every_figure():
     assert re.search(r'"replica\.workflow" = \[[^\]]*"\*\.mplstyle"', pyproject)
     assert style_params()["font.family"] == ["serif"]
     # ... and no figure code sets rc parameters of its own
-    sources = [*ROOT.glob("replica/**/*.py"), *ROOT.glob("simulations/**/*.py"), *ROOT.glob("scripts/**/*.py")]
+    sources = [*ROOT.glob("replica/**/*.py"), *ROOT.glob("scripts/**/*.py")]
     own = [str(p.relative_to(ROOT)) for p in sources
            if re.search(r"rc_context\(|rcParams\[|style\.use\(|matplotlib\.rc\(", p.read_text())]
     assert own == []

@@ -65,7 +65,7 @@ def _check_neuron_maps(out):
     # specialized phase is entered through a first-order transition)
     from replica.workflow.io import read_sweep
     from replica.workflow.plotting import binned_neuron_maps
-    from simulations.io import read_experiment
+    from replica.workflow.experiment_io import read_experiment
 
     groups = read_experiment(out / "neurons_hmc.h5")["groups"] | read_experiment(out / "neurons_adam.h5")["groups"]
     informed = groups[("hmc", "informed")]
@@ -84,7 +84,7 @@ def _check_training(out):
     # no estimator beats the Bayes-optimal error: Adam from a random start (every α of the quick run)
     # is above the theory's equilibrium mmse; online SGD's trace is recorded against the samples seen
     from replica.workflow.io import read_sweep
-    from simulations.io import read_experiment
+    from replica.workflow.experiment_io import read_experiment
 
     theory = read_sweep(out / "trapped.h5")["equilibrium"]
     adam = read_experiment(out / "trapped_adam.h5")["groups"][("adam", "uninformed")]

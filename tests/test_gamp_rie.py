@@ -1,4 +1,4 @@
-"""GAMP-RIE (simulations.gamp_rie): state evolution, finite-size runs, experiment integration.
+"""GAMP-RIE (replica.simulations.gamp_rie): state evolution, finite-size runs, experiment integration.
 
 References: the universal branch of :class:`replica.models.shallow.ShallowModel` (docs/theory.md §5.1,
 an independent implementation of the same fixed point), the published GAMP-RIE points of
@@ -12,7 +12,7 @@ import pytest
 
 from replica.activations import get_activation
 from replica.models.shallow import ShallowModel
-from simulations.gamp_rie import gamp_rie, hermite_parts, state_evolution
+from replica.simulations.gamp_rie import gamp_rie, hermite_parts, state_evolution
 
 
 def teacher_data(activation, gamma, delta, d, alpha, seed, n_test=4000, readout=None):
@@ -167,8 +167,8 @@ TINY = ["--activation", "quadratic", "--gamma", "0.5", "--delta", "0", "--alpha"
 
 def test_experiment_writes_the_gamp_rie_group(tmp_path):
     pytest.importorskip("jax")
-    from simulations import cli
-    from simulations.io import read_experiment
+    from replica.workflow import experiment_cli as cli
+    from replica.workflow.experiment_io import read_experiment
 
     path = tmp_path / "g.h5"
     assert cli.main(TINY + ["-o", str(path)]) == 0
@@ -195,7 +195,7 @@ def test_experiment_writes_the_gamp_rie_group(tmp_path):
 ])
 def test_experiment_bad_options(args, message, tmp_path, capsys):
     pytest.importorskip("jax")
-    from simulations import cli
+    from replica.workflow import experiment_cli as cli
 
     status = cli.main(TINY + args + ["-o", str(tmp_path / "x.h5")])
     err = capsys.readouterr().err.strip()

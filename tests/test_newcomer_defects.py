@@ -77,7 +77,7 @@ def test_reference_level_child_ends_quietly_when_terminated():
     code = """
         import signal, threading, time
         import numpy as np
-        import simulations.sgd_results as r
+        import replica.workflow.sgd_results as r
         from replica.workflow import cli
 
         def levels(params, alphas, bayes=True):   # result first, then the child lingers (as a queue flush)
@@ -164,7 +164,7 @@ def test_damaged_experiment_checkpoint_is_an_input_error_for_resume(tmp_path, ca
     """Was a ``RuntimeError: Unable to synchronously check link existence`` traceback, exit 1."""
     pytest.importorskip("jax")
     pytest.importorskip("blackjax")
-    import simulations.io as sio
+    import replica.workflow.experiment_io as sio
     from commands import experiment_main
     from replica.workflow.safe_write import checkpoint_path
 
@@ -325,7 +325,7 @@ def test_sgd_progress_bar_ends_at_the_samples_seen():
 
     import tqdm
 
-    from simulations.sgd import SGDConfig, run_sgd
+    from replica.simulations.sgd import SGDConfig, run_sgd
 
     stream = io.StringIO()
     original = tqdm.tqdm.__init__
@@ -433,7 +433,7 @@ def test_quick_two_layer_thresholds_carry_a_coarse_grid_caveat(tmp_path, capsys)
 # --------------------------------------------------------------------------- smaller: replica-sgd --closure
 def test_sgd_closure_says_what_it_computes_before_it_starts(tmp_path, monkeypatch, capsys, small_sgd):
     """``replica-sgd --closure`` was silent for the 50 s of the integration."""
-    import simulations.closure as closure
+    import replica.simulations.closure as closure
     from commands import sgd_main
 
     path = tmp_path / "s.h5"

@@ -192,7 +192,7 @@ def test_plot_spectrum_file(tmp_path):
 
 
 def test_plot_sgd_file(tmp_path):
-    from simulations.sgd_cli import main as sgd_main
+    from replica.workflow.sgd_cli import main as sgd_main
 
     run = tmp_path / "sgd.h5"
     assert sgd_main(["--activation", "elu", "--dim", "10", "--steps", "60", "--seed", "1", "-o", str(run),

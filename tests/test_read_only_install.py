@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("priors", "hciz", "replica", "simulations")
+PACKAGES = ("priors", "hciz", "replica")
 
 SCRIPT = """
 import logging, sys

@@ -19,7 +19,7 @@ DEEP = ["--layers", "2", "--gamma", "1,1", "--activation", "tanh2", "--drop-herm
 
 @pytest.fixture(scope="module")
 def sgd_file(tmp_path_factory):
-    from simulations import sgd_cli
+    from replica.workflow import sgd_cli
 
     out = tmp_path_factory.mktemp("sgd") / "sgd.h5"
     assert sgd_cli.main(["--activation", "relu", "-o", str(out)] + SGD_SMALL) == 0
@@ -61,7 +61,7 @@ def test_readout_grid_still_applies_to_continuous_laws(tmp_path, capsys):
 
 
 def test_experiment_has_verbose(capsys):
-    from simulations.cli import build_parser
+    from replica.workflow.experiment_cli import build_parser
 
     assert build_parser().parse_args(["--verbose"]).verbose is True
 
@@ -155,7 +155,7 @@ def test_figures_version(capsys):
 def test_sgd_interrupt_prints_one_line(tmp_path, capsys, monkeypatch, where):
     """`timeout -s INT 4 replica-sgd …` exited 130 without a word."""
     import replica.workflow.cli
-    import simulations.sgd as sgd
+    import replica.simulations.sgd as sgd
 
     def interrupt(*args, **kwargs):
         raise KeyboardInterrupt
@@ -197,8 +197,8 @@ def test_closure_adds_a_group_once_and_replaces_it_only_with_overwrite(tmp_path,
 # ----------------------------------------------------------------------------- SGD figures
 def test_sgd_error_axis_ignores_non_positive_train_excess(sgd_file):
     """One running train error below Δ put 1e-314 on the log axis (axis 1e-314 … 1e14)."""
-    from simulations.sgd_results import read_sgd
-    from simulations.sgd_plots import plot_test_error
+    from replica.workflow.sgd_results import read_sgd
+    from replica.workflow.sgd_plots import plot_test_error
 
     data = read_sgd(sgd_file)
     train = np.array(data["train_error"], dtype=float)
@@ -211,7 +211,7 @@ def test_sgd_error_axis_ignores_non_positive_train_excess(sgd_file):
 
 
 def test_sgd_histogram_titles_do_not_overlap(sgd_file):
-    from simulations.sgd_plots import plot_overlap_histograms
+    from replica.workflow.sgd_plots import plot_overlap_histograms
 
     fig = plot_overlap_histograms(sgd_file)
     fig.canvas.draw()

@@ -212,8 +212,8 @@ def test_experiment_roundtrip(tmp_path):
 
     require("jax", extra="experiments")
     require("blackjax", extra="experiments")
-    from simulations.experiment import ExperimentConfig, run_experiment
-    from simulations.io import read_experiment, write_experiment
+    from replica.simulations.experiment import ExperimentConfig, run_experiment
+    from replica.workflow.experiment_io import read_experiment, write_experiment
 
     config = ExperimentConfig(activation="relu", gamma=(0.5,), delta=0.1, alpha=(1.0, 2.0), dim=8, teachers=2,
                               sampler="hmc", init=("informed", "uninformed"), steps=40, num_kept=5, n_test=500,
@@ -234,7 +234,8 @@ def test_experiment_roundtrip(tmp_path):
 
 # --------------------------------------------------------------------------- SGD
 def test_sgd_roundtrip(tmp_path):
-    from simulations import sgd, sgd_results
+    from replica.simulations import sgd
+    from replica.workflow import sgd_results
 
     result = sgd.run_sgd(sgd.SGDConfig(activation="elu", dim=16, lr=0.3, batch=2, time=1.0, record="log:3",
                                        seed=3, n_test=300))

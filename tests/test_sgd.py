@@ -1,4 +1,4 @@
-"""Tests of the online-SGD module (``simulations.sgd``), its CLI and its figures.
+"""Tests of the online-SGD module (``replica.simulations.sgd``), its CLI and its figures.
 
 Fast (seeded, small d); the scaling check of the specialization time is marked slow.
 """
@@ -9,9 +9,10 @@ import math
 import numpy as np
 import pytest
 
-from simulations import sgd, sgd_results
-from simulations.sgd import SGDConfig, activation_functions, loss_and_gradient, run_sgd
-from simulations.sgd_results import fit_power_law, predicted_exponent, specialization_time
+from replica.simulations import sgd
+from replica.workflow import sgd_results
+from replica.simulations.sgd import SGDConfig, activation_functions, loss_and_gradient, run_sgd
+from replica.workflow.sgd_results import fit_power_law, predicted_exponent, specialization_time
 
 ACTIVATIONS = ["relu", "elu", "tanh", "tanh2", "erf", "sigmoid", "softplus", "quadratic",
                "hermite:1=0.5,2=1.4142,3=1", "hermite:0=0.5,4=0.3"]
@@ -169,8 +170,8 @@ def test_specialization_time_nan_without_specialization():
 def test_run_to_specialization_stops_after_the_plateau():
     # tanh, k = 8: specializes at t ≈ 60–75; the run stops 3 records after the fraction has
     # reached 0.75, long before its final time, and t_spec lies before the stop
-    from simulations.sgd import SGDConfig
-    from simulations.sgd_results import run_to_specialization
+    from replica.simulations.sgd import SGDConfig
+    from replica.workflow.sgd_results import run_to_specialization
 
     cfg = SGDConfig(activation="tanh", dim=16, gamma=0.5, lr=0.5, batch=2, time=5000.0, seed=0,
                     n_test=200, threshold=0.8)
@@ -211,7 +212,7 @@ SMALL = ["--dim", "16", "--time", "2", "--record-every", "log:3", "--n-test", "3
 
 
 def test_cli_writes_file_and_refuses_to_overwrite(tmp_path, capsys):
-    from simulations import sgd_cli
+    from replica.workflow import sgd_cli
 
     out = tmp_path / "run.h5"
     assert sgd_cli.main(["--activation", "elu", "--seed", "1", "-o", str(out)] + SMALL) == 0
@@ -240,7 +241,7 @@ def test_cli_writes_file_and_refuses_to_overwrite(tmp_path, capsys):
                                  ["--drop-hermite", "a"], ["--gamma", "0"],
                                  ["--lr", "1e6"]])                           # diverges
 def test_cli_rejects_bad_input(tmp_path, capsys, bad):
-    from simulations import sgd_cli
+    from replica.workflow import sgd_cli
 
     out = tmp_path / "bad.h5"
     try:
@@ -255,7 +256,7 @@ def test_cli_rejects_bad_input(tmp_path, capsys, bad):
 
 
 def test_cli_reads_a_config_file(tmp_path, capsys):
-    from simulations import sgd_cli
+    from replica.workflow import sgd_cli
 
     cfg = tmp_path / "sgd.toml"
     out = tmp_path / "cfg.h5"
@@ -271,7 +272,7 @@ def test_cli_reads_a_config_file(tmp_path, capsys):
 
 def test_figures_render(tmp_path):
     pytest.importorskip("matplotlib")
-    from simulations import sgd_cli
+    from replica.workflow import sgd_cli
 
     out = tmp_path / "fig.h5"
     assert sgd_cli.main(["--activation", "relu", "-o", str(out)] + SMALL) == 0
@@ -293,7 +294,7 @@ def test_elu_specializes_at_d64():
 
 def test_reference_levels_are_stored_and_plotted(tmp_path, monkeypatch):
     pytest.importorskip("matplotlib")
-    from simulations import sgd_cli, sgd_plots
+    from replica.workflow import sgd_cli, sgd_plots
 
     out = tmp_path / "ref.h5"
     assert sgd_cli.main(["--activation", "elu", "-o", str(out)] + SMALL) == 0

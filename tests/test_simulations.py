@@ -19,12 +19,12 @@ jax = require("jax", extra="experiments")
 require("blackjax", extra="experiments")
 require("optax", extra="experiments")
 
-from simulations import cli  # noqa: E402
-from simulations.activations import ACTIVATION_NAMES, get_jax_activation  # noqa: E402
-from simulations.experiment import ExperimentConfig, run_experiment  # noqa: E402
-from simulations.io import read_experiment  # noqa: E402
-from simulations.samplers import make_runner  # noqa: E402
-from simulations.teacher_student import (Architecture, make_dataset, network_output,  # noqa: E402
+from replica.workflow import experiment_cli as cli  # noqa: E402
+from replica.simulations.activations import ACTIVATION_NAMES, get_jax_activation  # noqa: E402
+from replica.simulations.experiment import ExperimentConfig, run_experiment  # noqa: E402
+from replica.workflow.experiment_io import read_experiment  # noqa: E402
+from replica.simulations.samplers import make_runner  # noqa: E402
+from replica.simulations.teacher_student import (Architecture, make_dataset, network_output,  # noqa: E402
                                          sample_teacher)
 
 # --------------------------------------------------------------------------------------
@@ -154,7 +154,7 @@ def test_sgd_takes_one_gradient_step_per_sample_in_order():
     # by central finite differences of the NumPy network; two passes see 2n samples
     import jax
 
-    from simulations.samplers import AdamSettings
+    from replica.simulations.samplers import AdamSettings
 
     rng = np.random.default_rng(7)
     shapes = [(2, 3), (2, 2)]

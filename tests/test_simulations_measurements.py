@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from simulations.measurements import (OVERLAP_BIN_EDGES, cross_fitted_overlaps, matched_overlaps, mean_and_sem,
+from replica.simulations.measurements import (OVERLAP_BIN_EDGES, cross_fitted_overlaps, matched_overlaps, mean_and_sem,
                                       measure_chain, neuron_quantile_maps, r2_overlap)
-from simulations.teacher_student import Architecture, network_output, sample_readout, sample_weights
+from replica.simulations.teacher_student import Architecture, network_output, sample_readout, sample_weights
 
 
 def relu(x):

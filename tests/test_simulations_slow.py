@@ -37,7 +37,7 @@ from optional import require  # noqa: E402
 require("jax", extra="experiments")
 require("blackjax", extra="experiments")
 
-from simulations.experiment import ExperimentConfig, run_experiment  # noqa: E402
+from replica.simulations.experiment import ExperimentConfig, run_experiment  # noqa: E402
 
 pytestmark = pytest.mark.slow
 

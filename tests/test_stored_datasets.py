@@ -394,13 +394,13 @@ def _logistic():
 
 
 def _sgd_config(**kw):
-    from simulations.sgd import SGDConfig
+    from replica.simulations.sgd import SGDConfig
 
     return SGDConfig(activation="elu", **kw)
 
 
 def _experiment_config(**kw):
-    from simulations.experiment import ExperimentConfig
+    from replica.simulations.experiment import ExperimentConfig
 
     return ExperimentConfig(**{"activation": "relu", "gamma": (0.5,), "alpha": (1.0,), **kw})
 
@@ -510,8 +510,9 @@ def _elu(x):
 def sgd_run(tmp_path_factory):
     """``replica-sgd`` (ELU, d = 16, k = 8) with a spy on the measurement that keeps every student W it measured,
     then ``--closure`` on the file and the replica reference levels (API, in-process)."""
-    from simulations import sgd, sgd_cli
-    from simulations.sgd_results import read_sgd, store_reference_levels
+    from replica.simulations import sgd
+    from replica.workflow import sgd_cli
+    from replica.workflow.sgd_results import read_sgd, store_reference_levels
 
     seen = []
     original = sgd.overlap_statistics
@@ -595,7 +596,7 @@ def test_train_error_of_a_frozen_student_is_its_test_error_plus_delta():
     """With η = 0 (the API's control run) the student is fixed, so the train error of a record, the mean e² over the
     fresh noisy samples since the previous one, estimates E_x(λ − λ⁰)² + Δ: the test error plus the label noise
     (last window: 5 120 samples, 12 % relative)."""
-    from simulations.sgd import SGDConfig, run_sgd
+    from replica.simulations.sgd import SGDConfig, run_sgd
 
     res = run_sgd(SGDConfig(activation="elu", dim=16, gamma=0.5, delta=0.3, lr=0.0, batch=8, time=80.0, record="40",
                             n_test=20000, seed=3))

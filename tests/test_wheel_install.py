@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCES = ("pyproject.toml", "README.md", "hciz", "priors", "replica", "simulations", "data")
+SOURCES = ("pyproject.toml", "README.md", "hciz", "priors", "replica", "data")
 TUTORIAL = ROOT / "docs" / "tutorial.md"
 
 
@@ -43,7 +43,7 @@ def test_every_package_is_listed_in_pyproject():
         import tomli as tomllib
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
     tree = {".".join(p.parent.relative_to(ROOT).parts)
-            for top in ("hciz", "priors", "replica", "simulations") for p in (ROOT / top).rglob("__init__.py")}
+            for top in ("hciz", "priors", "replica") for p in (ROOT / top).rglob("__init__.py")}
     assert set(config["packages"]) == tree | {"replica_hciz_data"}
     assert config["package-dir"] == {"replica_hciz_data": "data"}
     assert (ROOT / "data" / "__init__.py").is_file()

@@ -13,7 +13,7 @@ Every command takes ``--config FILE.toml`` (:mod:`replica.workflow.config`), ``-
 reports bad input as one line naming the option, with exit status 2. Logging is
 configured here only.
 
-The three commands share the option groups, the option parsers and one runner (``_main``:
+The three commands share the option groups, the option parsers and one runner (:func:`run_command`:
 configuration file, logging, SIGINT/SIGTERM, progress bars, one-line errors); they stay in
 one module (about 830 lines) so that none of them imports another's module
 (docs/architecture.md, "Module size").
@@ -36,13 +36,14 @@ import numpy as np
 from .. import __version__
 from .config import (LIMITS, SHARED_OPTION_KEYS, CommandParser, UsageError, number_type, parse_with_config,
                      resolved_configuration)
-from .model_options import (build_model, check_readout_grid, output_channel_options,  # noqa: F401 - API
-                            s_grid_type, split_activations)
+from .model_options import (activation_help, build_model, check_readout_grid,  # noqa: F401 - API
+                            output_channel_options, prior_help, readout_help, s_grid_type, split_activations)
 
 __all__ = [
     "sweep_main",
     "plot_main",
     "phase_diagram_main",
+    "run_command",
     "parse_alpha_grid",
     "parse_number_grid",
     "check_output_path",
@@ -265,19 +266,14 @@ def add_model_options(p, *, grids=False):
                    help="width ratio γ = k/d in [1e-4, 1e4], or one per layer 'γ1,...,γL' (default 0.5)"
                         + ("; or a grid 'start:stop:num' (the second axis)" if grids else ""))
     g.add_argument("--activation", default="relu",
-                   help="activation σ: relu, elu, tanh, tanh2 (= tanh 2x), erf, sigmoid, softplus, quadratic "
-                        "(= x²/√2) or Hermite coefficients 'hermite:2=1.4142,3=1' (σ = Σ μ_ℓ He_ℓ/ℓ!); with "
-                        "--layers >= 2 and activations with a linear part also one per layer, first layer first: "
+                   help=activation_help() + "; with --layers >= 2 and activations with a linear part also one per layer, first layer first: "
                         "'tanh2,erf' (config file: activation = [\"tanh2\", \"erf\"]) (default relu)")
     g.add_argument("--drop-hermite", default="",
                    help="comma list of Hermite degrees removed from the activation, e.g. '0,1,2' (default none)")
     g.add_argument("--unit-variance", action="store_true",
                    help="rescale the activation (after --drop-hermite) to E σ(z)² = 1")
-    g.add_argument("--prior", default="gaussian",
-                   help="weight prior P_W: gaussian, rademacher or uniform (unit variance; default gaussian)")
-    g.add_argument("--readout", default="ones",
-                   help="readout law P_v (E v² = 1): ones, rademacher, uniform (on ±√3), gaussian, 4point "
-                        "({±1,±3}/√5) or 'discrete:v=w,v=w,...' (default ones)")
+    g.add_argument("--prior", default="gaussian", help=prior_help())
+    g.add_argument("--readout", default="ones", help=readout_help())
     if grids:
         g.add_argument("--readout-grid", default=None,
                        help="continuous readout laws (gaussian, uniform) only: a fixed grid of this many nodes (2 to "
@@ -446,13 +442,29 @@ def close_progress_bars():
         pass
 
 
-def _main(prog, build_parser, run, argv, *, missing_extra=None, input_errors=()):
+def run_command(prog, build_parser, run, argv, *, missing_extra=None, input_errors=()):
     """Parse ``argv``, configure logging and SIGTERM, call ``run(args)`` and turn its failures into
     one line and an exit status: 2 bad input (:class:`UsageError`, and the exception classes of
     ``input_errors``: first line of their message) or out of memory, 1 unwritable output, 130/143
     interrupted/terminated (with the exception's ``note`` of what was kept), and with
     ``missing_extra`` (the name of an optional extra) 3 for a missing optional dependency. Shared
-    by every command."""
+    by every command (the public runner for a new command of the workflow layer).
+
+    Parameters
+    ----------
+    prog : str
+        Command name used in the messages (``"replica-sgd"``).
+    build_parser : callable
+        ``build_parser() -> argparse.ArgumentParser`` (a :class:`~replica.workflow.config.CommandParser`).
+    run : callable
+        ``run(args) -> int``: the command's work on the parsed arguments; its return value is the exit status.
+    argv : list of str or None
+        Arguments (``None``: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        The exit status (0 success; 2, 1, 3, 130, 143 as above). Nothing is raised for the failures listed."""
     args, status = parse_command_line(prog, build_parser, argv)
     if args is None:
         return status
@@ -518,7 +530,7 @@ def build_sweep_parser() -> argparse.ArgumentParser:
 
 def sweep_main(argv=None) -> int:
     """Entry point of ``replica-sweep``; returns the exit status."""
-    return _main("replica-sweep", build_sweep_parser, _run_sweep, argv)
+    return run_command("replica-sweep", build_sweep_parser, _run_sweep, argv)
 
 
 def sweep_parameters(args) -> tuple:
@@ -722,7 +734,7 @@ def build_plot_parser() -> argparse.ArgumentParser:
 
 def plot_main(argv=None) -> int:
     """Entry point of ``replica-plot``; returns the exit status."""
-    return _main("replica-plot", build_plot_parser, _run_plot, argv)
+    return run_command("replica-plot", build_plot_parser, _run_plot, argv)
 
 
 def _run_plot(args) -> int:
@@ -801,7 +813,7 @@ def _workers_type(text):
 
 def phase_diagram_main(argv=None) -> int:
     """Entry point of ``replica-phase-diagram``; returns the exit status."""
-    return _main("replica-phase-diagram", build_phase_diagram_parser, _run_phase_diagram, argv)
+    return run_command("replica-phase-diagram", build_phase_diagram_parser, _run_phase_diagram, argv)
 
 
 def phase_diagram_options(args) -> tuple:

@@ -28,7 +28,7 @@ figure, the largest relative deviation from the published data:
     per-neuron teacher–student overlaps of the same network with a 4-point readout, side by side:
     the theory's equilibrium maps (docs/two_layer.md), HMC from informed and uninformed starts and
     Adam from a random start (cross-fitted matched overlaps, unbiased on unlearned networks,
-    :func:`simulations.measurements.neuron_quantile_maps`), one row per α; needs the
+    :func:`replica.simulations.measurements.neuron_quantile_maps`), one row per α; needs the
     ``experiments`` extra (JAX). The chains are written as they finish: an interrupted run
     resumes where it stopped.
 ``trapped``
@@ -371,8 +371,8 @@ NEURON_RUNS = {
 def _experiment(out: Path, args: list) -> dict:
     """Run ``replica-experiment ARGS -o OUT`` in-process, resuming a checkpoint of an interrupted run
     (the chains are written as they finish), and read the file back."""
-    from simulations.cli import main as experiment_main
-    from simulations.io import read_experiment
+    from replica.workflow.experiment_cli import main as experiment_main
+    from replica.workflow.experiment_io import read_experiment
 
     code = experiment_main([*args, "-o", str(out), "--resume", "--overwrite", "--quiet"])
     if code != 0:
@@ -566,9 +566,9 @@ def _missing_experiment_modules() -> list:
 
 
 def main(argv=None) -> int:
-    from .cli import _main
+    from .cli import run_command
 
-    return _main("replica-figures", build_parser, _run, argv, missing_extra="experiments")
+    return run_command("replica-figures", build_parser, _run, argv, missing_extra="experiments")
 
 
 if __name__ == "__main__":  # pragma: no cover

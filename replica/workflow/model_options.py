@@ -16,7 +16,8 @@ import numpy as np
 
 from .config import UsageError
 
-__all__ = ["build_model", "check_readout_grid", "output_channel_options", "s_grid_type", "split_activations"]
+__all__ = ["build_model", "check_readout_grid", "output_channel_options", "s_grid_type", "split_activations",
+           "prior_help", "readout_help", "activation_help", "add_simulation_name_options", "check_simulation_names"]
 
 #: default label-noise variance Δ of ``--delta`` (the noiseless ``--channel sign`` has Δ = 0)
 DEFAULT_DELTA = 0.1
@@ -88,6 +89,79 @@ def s_grid_type(text):
         raise argparse.ArgumentTypeError(f"--s-grid must be in [1, {MAX_GAUSS_HERMITE_S_GRID}] (Gauss–Hermite "
                                          f"weights underflow beyond; L = 2: use 'panels:P' for finer grids), got {text!r}")
     return n
+
+
+# --------------------------------------------------------------------------- help texts from the registries
+def prior_help(subject="weight prior P_W"):
+    """Help text of ``--prior``, generated from :data:`priors.WEIGHT_PRIORS` (names and summaries)."""
+    from priors.weight_priors import describe_weight_priors
+
+    return f"{subject}: {describe_weight_priors()} (unit variance; default gaussian)"
+
+
+def readout_help():
+    """Help text of ``--readout``, generated from :data:`priors.READOUT_LAWS`."""
+    from priors.readout_laws import describe_readout_laws
+
+    return f"readout law P_v (E v² = 1): {describe_readout_laws()} (default ones)"
+
+
+def activation_help(prefix="activation σ"):
+    """Help text of ``--activation``, generated from :data:`replica.activations.ACTIVATIONS`."""
+    from ..activations import describe_activations
+
+    return f"{prefix}: {describe_activations()}"
+
+
+def add_simulation_name_options(group, *, activation, prior) -> None:
+    """Add ``--activation --drop-hermite --unit-variance --prior --readout`` of the simulation commands
+    (``replica-experiment``, ``replica-sgd``), with choices and help texts from the registries.
+
+    Parameters
+    ----------
+    group : argparse argument group
+    activation, prior : str
+        What the activation and the prior are in this command (first words of their help).
+    """
+    from priors.weight_priors import weight_prior_names
+
+    group.add_argument("--activation", default="relu", help=activation_help(activation) + " (default relu)")
+    group.add_argument("--drop-hermite", default="",
+                       help="comma list of Hermite degrees removed from the activation, e.g. '1' "
+                            "(docs/theory.md §6.1; default none)")
+    group.add_argument("--unit-variance", action="store_true",
+                       help="rescale the activation to E σ(z)² = 1 after dropping components")
+    group.add_argument("--prior", choices=weight_prior_names(), default="gaussian", help=prior_help(prior))
+    group.add_argument("--readout", default="ones", help=readout_help())
+
+
+def check_simulation_names(*, prior=None, readout=None) -> None:
+    """Refuse, before any work, a weight prior or readout law that a finite-size simulation cannot draw.
+
+    Parameters
+    ----------
+    prior : str, optional
+        Name of a registered weight prior (it must define ``sample``).
+    readout : str, optional
+        Readout-law specification (:func:`priors.get_readout_law`).
+
+    Raises
+    ------
+    UsageError
+        ``--prior: …`` or ``--readout: …``, one line.
+    """
+    from ..simulations.teacher_student import sample_readout, weight_prior
+
+    try:
+        if prior is not None:
+            weight_prior(prior)
+    except ValueError as exc:
+        raise UsageError(f"--prior: {str(exc).splitlines()[0]}") from None
+    try:
+        if readout is not None:
+            sample_readout(readout, 1, np.random.default_rng(0))
+    except ValueError as exc:
+        raise UsageError(f"--readout: {str(exc).splitlines()[0]}") from None
 
 
 def check_readout_grid(readout, grid) -> None:

@@ -1135,7 +1135,7 @@ def plot_neuron_maps(data: dict, *, title=None, max_maps=6):
 def binned_neuron_maps(data: dict, alphas, edges):
     """The theory's equilibrium per-neuron maps at ``alphas``, averaged on the quantile bins ``edges``.
 
-    The measured maps (:func:`simulations.measurements.neuron_quantile_maps`) are means over the neurons
+    The measured maps (:func:`replica.simulations.measurements.neuron_quantile_maps`) are means over the neurons
     of a quantile bin; the theory's are on the nodes ``u_k = (k + ½)/n_q`` of equal weight, so the
     comparable number is the mean over the nodes inside each bin. Readout values ``±v`` (the equations
     depend on v²) are one group; groups are ordered strongest first, as in the measured maps.
@@ -1394,14 +1394,14 @@ def plot_spectrum(data: dict, *, title=None, logy=False):
 
 def plot_sgd(path, *, title=None, logy=False):
     """Figure of a ``replica-sgd`` file: test error and order parameters against time, and the
-    teacher–student overlap histograms at four times (:mod:`simulations.sgd_plots`; the replica
+    teacher–student overlap histograms at four times (:mod:`replica.workflow.sgd_plots`; the replica
     levels are drawn only when stored in the file — ``replica-sgd --plot`` can compute them).
 
     Returns
     -------
     matplotlib.figure.Figure
     """
-    from simulations.sgd_plots import plot_overlap_histograms, plot_test_error
+    from replica.workflow.sgd_plots import plot_overlap_histograms, plot_test_error
 
     _, plt = _mpl()
     with figure_style():

@@ -348,9 +348,9 @@ def main(argv=None) -> int:
         0 on success, 2 on bad input (one line on standard error, no file written),
         1 when the output cannot be written, 130 on Ctrl-C (no file written).
     """
-    from .cli import _main
+    from .cli import run_command
 
-    return _main("replica-spectrum", build_parser, _run_interruptible, argv)
+    return run_command("replica-spectrum", build_parser, _run_interruptible, argv)
 
 
 def _run_interruptible(args) -> int:

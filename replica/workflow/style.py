@@ -1,7 +1,7 @@
 """The package's matplotlib style: one style file for every figure (``replica/workflow/replica.mplstyle``).
 
 Kept apart from :mod:`replica.workflow.plotting` so that every figure module (the sweep plots, the
-SGD plots of :mod:`simulations.sgd_plots`, the scripts) reads it without importing the plotting of
+SGD plots of :mod:`replica.workflow.sgd_plots`, the scripts) reads it without importing the plotting of
 the other layer.
 """
 

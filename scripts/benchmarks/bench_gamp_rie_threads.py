@@ -1,7 +1,7 @@
 """GAMP-RIE's d × d eigendecompositions with one BLAS thread vs the default thread pool.
 
 The experiment runner imports JAX (data generation), whose thread pool competes with a
-multithreaded BLAS; ``simulations.gamp_rie.make_gamp_rie_runner`` therefore limits BLAS to one
+multithreaded BLAS; ``replica.simulations.gamp_rie.make_gamp_rie_runner`` therefore limits BLAS to one
 thread around the iteration (threadpoolctl).  This script measures, in one process and with JAX
 loaded, the time of one GAMP-RIE matrix step (``numpy.linalg.eigh`` plus one product) at several
 d with the default BLAS threads and with one thread, and prints the ratio.

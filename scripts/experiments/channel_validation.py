@@ -169,7 +169,7 @@ def _theory_rows(path: Path, model="relu_ones"):
 
 def hmc_table(out: Path, model="relu_ones") -> str:
     """Markdown table: HMC (informed, uninformed) beside the theory's branches at every α run."""
-    from simulations.io import read_experiment
+    from replica.workflow.experiment_io import read_experiment
 
     prefix = _prefix(model)
     theory, k_d = _theory_rows(out / ("theory.h5" if not prefix else f"theory_{model}.h5"), model)
@@ -254,7 +254,7 @@ def _text(value) -> str:
 
 def _hmc_cells(out: Path) -> dict:
     """HMC Bayes classification errors (informed; uninformed) keyed like the closing table's cells."""
-    from simulations.io import read_experiment
+    from replica.workflow.experiment_io import read_experiment
 
     cells = {}
     for model, path in ((m, p) for m in HMC_MODELS for p in _hmc_files(out, m)):

@@ -18,7 +18,7 @@ import sys
 
 import numpy as np
 
-from simulations.io import read_experiment
+from replica.workflow.experiment_io import read_experiment
 
 
 def _theory(parameters, alphas):

@@ -1,7 +1,7 @@
 """L hidden layers with linear parts (docs/deep_linear.md): replica theory vs HMC at small d.
 
 Runs :class:`replica.models.deep_linear.DeepLinearModel` (every branch, equilibrium, mean overlap of every
-layer and product) and the teacher–student HMC experiment of :mod:`simulations.experiment` from
+layer and product) and the teacher–student HMC experiment of :mod:`replica.simulations.experiment` from
 informed (teacher) and uninformed (prior draw) starts, for ``tanh(2x)`` rescaled to unit variance
 with its linear part kept, and prints/writes a comparison table. The sampling part is that of
 ``two_layer_validation.py`` with L = ``len(--gamma)``.

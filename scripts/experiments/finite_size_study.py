@@ -129,8 +129,8 @@ def theory(outdir: Path, name: str, protocol: dict) -> dict:
 
 def measured(outdir: Path, name: str, protocol: dict, dim: int, *, steps: int, teachers: int, seed: int) -> dict:
     """One ``replica-experiment`` (informed and uninformed starts) at input dimension ``dim``."""
-    from simulations.cli import main as experiment_main
-    from simulations.io import read_experiment
+    from replica.workflow.experiment_cli import main as experiment_main
+    from replica.workflow.experiment_io import read_experiment
 
     path = outdir / f"{name}_d{dim}.h5"
     alphas = ",".join(f"{a:g}" for a in protocol["alpha"])

@@ -1,6 +1,6 @@
 """GAMP-RIE at finite d against the universal branch, the specialized branch and published AMP.
 
-Runs :func:`simulations.experiment.run_experiment` with ``sampler='gamp-rie'`` for the
+Runs :func:`replica.simulations.experiment.run_experiment` with ``sampler='gamp-rie'`` for the
 validation cases of issue 19 (docs/gamp_rie.md §5) and prints one markdown table:
 
 * ``quadratic``: σ = x²/√2, γ = 0.5, Δ = 0, against Maillard et al.'s AMP points;
@@ -8,7 +8,7 @@ validation cases of issue 19 (docs/gamp_rie.md §5) and prints one markdown tabl
   (Δ = γ Δ_M/2 with Δ_M = 4σ²/κ = 0.5, see tests/test_shallow_universal.py);
 * ``relu``, ``elu``: γ = 0.5, Δ = 0.1, v ≡ 1, Gaussian weights, α up to 6.
 
-Each case also writes its HDF5 file (layout of :mod:`simulations.io`, overlay with
+Each case also writes its HDF5 file (layout of :mod:`replica.workflow.experiment_io`, overlay with
 ``replica-plot --experiment``).  Example (about 25 min on 2 loaded CPU cores)::
 
     python scripts/experiments/gamp_rie_validation.py --case all --output-dir gamp_runs
@@ -75,9 +75,9 @@ def main(argv=None):
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
 
-    from simulations.experiment import ExperimentConfig, run_experiment
-    from simulations.gamp_rie import state_evolution
-    from simulations.io import write_experiment
+    from replica.simulations.experiment import ExperimentConfig, run_experiment
+    from replica.simulations.gamp_rie import state_evolution
+    from replica.workflow.experiment_io import write_experiment
 
     out = Path(args.output_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -1,7 +1,7 @@
 """Two hidden layers with linear parts (docs/theory.md §6.2): replica theory vs HMC at small d.
 
 Runs :class:`replica.models.two_layer.TwoLayerModel` (every branch, equilibrium, per-layer mean
-overlaps) and the teacher–student HMC experiment of :mod:`simulations.experiment` from
+overlaps) and the teacher–student HMC experiment of :mod:`replica.simulations.experiment` from
 informed (teacher) and uninformed (prior draw) starts, for ``tanh(2x)`` rescaled to unit
 variance with its linear part kept, and prints/writes a comparison table.
 
@@ -87,7 +87,7 @@ def sampling_table(alphas, gammas, delta, *, dim, teachers, steps, seed, n_test)
         ``{init: {"error_mean", "error_sem", "overlap_mean" (n_alpha × L), "acceptance"}}``
         (L = ``len(gammas)``, also used by ``deep_linear_validation.py``).
     """
-    from simulations.experiment import ExperimentConfig, run_experiment
+    from replica.simulations.experiment import ExperimentConfig, run_experiment
 
     cfg = ExperimentConfig(layers=len(gammas), gamma=tuple(gammas), activation=ACTIVATION, unit_variance=True,
                            delta=delta, alpha=tuple(alphas), dim=dim, teachers=teachers, sampler="hmc",

@@ -2,7 +2,7 @@
 
 Same model options as ``replica-sweep`` (``--layers --gamma --activation --prior --readout
 --delta --alpha``) plus the simulation options.  Writes one HDF5 file (layout in
-:mod:`simulations.io`).
+:mod:`replica.workflow.experiment_io`).
 
 Example (the default sizes finish in minutes on 2 CPU cores)::
 
@@ -40,10 +40,10 @@ PROG = "replica-experiment"
 
 def build_parser() -> argparse.ArgumentParser:
     """Argument parser of ``replica-experiment``."""
-    from . import __version__
-    from .experiment import DEFAULT_STEPS, INITS
-    from .samplers import SAMPLERS
-    from .teacher_student import WEIGHT_PRIOR_NAMES
+    from .. import __version__
+    from ..simulations.experiment import DEFAULT_STEPS, INITS
+    from ..simulations.samplers import SAMPLERS
+    from .model_options import add_simulation_name_options
 
     p = CommandParser(
         prog=PROG,
@@ -63,20 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     model.add_argument("--gamma", default="0.5",
                        help="width ratios γ_ℓ = k_ℓ/d, a comma list with one value per layer "
                             "(one value is used for every layer; default 0.5)")
-    model.add_argument("--activation", default="relu",
-                       help="activation of every layer: relu, elu, tanh, tanh2 (= tanh 2x), erf, sigmoid, "
-                            "softplus, quadratic (= x²/√2) or 'hermite:2=1.4142,3=1' (σ = Σ μ_ℓ He_ℓ/ℓ!) "
-                            "(default relu)")
-    model.add_argument("--drop-hermite", default="",
-                       help="comma list of Hermite degrees removed from the activation, e.g. '1' "
-                            "(docs/theory.md §6.1; default none)")
-    model.add_argument("--unit-variance", action="store_true",
-                       help="rescale the activation to E σ(z)² = 1 after dropping components")
-    model.add_argument("--prior", choices=WEIGHT_PRIOR_NAMES, default="gaussian",
-                       help="weight prior of every layer, unit variance (default gaussian)")
-    model.add_argument("--readout", default="ones",
-                       help="readout law P_v (E v² = 1): ones, rademacher, uniform (±√3), gaussian, "
-                            "4point ({±1,±3}/√5) or 'discrete:v=w,...' (default ones)")
+    add_simulation_name_options(model, activation="activation of every layer", prior="weight prior of every layer")
     model.add_argument("--delta", type=number_type("--delta", minimum=0, maximum=LIMITS["delta"][1], upper_strict=False),
                        default=None, help="label-noise variance Δ <= 1e4 of the gaussian and probit channels (> 0 for "
                                           "the samplers; default 0.1)")
@@ -180,15 +167,15 @@ _FIELD_OPTIONS = {
 
 
 def config_from_args(args):
-    """Build and validate an :class:`~simulations.experiment.ExperimentConfig` from parsed arguments.
+    """Build and validate an :class:`~replica.simulations.experiment.ExperimentConfig` from parsed arguments.
 
     Raises
     ------
     UsageError
         Any inconsistent option (one-line message).
     """
-    from .experiment import DEFAULT_STEPS, INITS, ExperimentConfig
-    from .samplers import TRAINERS
+    from ..simulations.experiment import DEFAULT_STEPS, INITS, ExperimentConfig
+    from ..simulations.samplers import TRAINERS
 
     gamma = _parse_list("--gamma", args.gamma, float)
     lo, hi = LIMITS["gamma"]
@@ -208,8 +195,9 @@ def config_from_args(args):
             raise UsageError(f"--init: unknown start {name!r} (choose from {', '.join(INITS)})")
     if len(set(init)) != len(init) or not init:
         raise UsageError(f"--init: give each start once, got {args.init!r}")
-    from replica.workflow.model_options import output_channel_options
+    from replica.workflow.model_options import check_simulation_names, output_channel_options
 
+    check_simulation_names(prior=args.prior)
     channel = output_channel_options(args.channel, args.delta, args.temperature, args.channel_threshold)
     try:
         config = ExperimentConfig(
@@ -249,20 +237,15 @@ def _check_experiment_memory(config) -> None:
 
 def _check_model_names(config) -> None:
     """Fail early (before any sampling) on an unknown activation or readout law."""
-    import numpy as np
+    from ..simulations.activations import get_jax_activation
+    from .model_options import check_simulation_names
 
-    from .activations import get_jax_activation
-    from .teacher_student import sample_readout
-
+    check_simulation_names(readout=config.readout)
     try:
         get_jax_activation(config.activation, drop_hermite=config.drop_hermite,
                            unit_variance=config.unit_variance)
     except (ValueError, KeyError) as exc:
         raise UsageError(f"--activation: {exc}") from None
-    try:
-        sample_readout(config.readout, 1, np.random.default_rng(0))
-    except (ValueError, KeyError) as exc:
-        raise UsageError(f"--readout: {exc}") from None
 
 
 def main(argv=None) -> int:
@@ -273,9 +256,9 @@ def main(argv=None) -> int:
     argv : list of str, optional
         Arguments (default ``sys.argv[1:]``).
     """
-    from replica.workflow.cli import _main
+    from .cli import run_command
 
-    return _main(PROG, build_parser, _run, argv, missing_extra="experiments")
+    return run_command(PROG, build_parser, _run, argv, missing_extra="experiments")
 
 
 def _run(args) -> int:
@@ -295,8 +278,8 @@ def _run(args) -> int:
                          "for a GPU install jax[cuda12]") from None
     if args.x64:
         jax.config.update("jax_enable_x64", True)
-    from .experiment import run_experiment
-    from .io import read_experiment_checkpoint, write_experiment, write_experiment_checkpoint
+    from ..simulations.experiment import run_experiment
+    from .experiment_io import read_experiment_checkpoint, write_experiment, write_experiment_checkpoint
 
     with SafeOutput(output, overwrite=args.overwrite, resume=args.resume) as target:
         from replica.workflow.io import read_root_attrs

@@ -1,4 +1,4 @@
-"""Figures of ``replica-sgd`` runs (reads the HDF5 written by :func:`simulations.sgd_results.write_sgd`).
+"""Figures of ``replica-sgd`` runs (reads the HDF5 written by :func:`replica.workflow.sgd_results.write_sgd`).
 
 * :func:`plot_overlap_histograms` — histograms of the ``k²`` teacher–student cosines at four
   times (initialization, Gaussian closure, specialization, refinement), logarithmic counts so
@@ -8,10 +8,10 @@
   (``α = n/d² = (k/d) t``), and a second panel with the learned linear/quadratic parts, the
   specialized fraction and the fraction of positive matches.  When the file holds the group
   ``closure/`` (``replica-sgd --closure``), the Gaussian-closure prediction
-  (:mod:`simulations.closure`) is drawn dashed over the simulated curves and the histograms.
+  (:mod:`replica.simulations.closure`) is drawn dashed over the simulated curves and the histograms.
 
 matplotlib is imported inside the functions.  Usage: ``replica-sgd --plot FILE.h5`` or
-``python -m simulations.sgd_plots FILE.h5 [PREFIX]``.
+``python -m replica.workflow.sgd_plots FILE.h5 [PREFIX]``.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def stage_times(data):
     Parameters
     ----------
     data : dict or path
-        Output of :func:`simulations.sgd_results.read_sgd`.
+        Output of :func:`replica.workflow.sgd_results.read_sgd`.
 
     Returns
     -------
@@ -68,7 +68,7 @@ def stage_times(data):
     Notes
     -----
     ``t_half`` = time at which the specialized fraction reaches half its final value
-    (:func:`simulations.sgd_results.specialization_time` with ``relative=True``); ``t_onset`` = the
+    (:func:`replica.workflow.sgd_results.specialization_time` with ``relative=True``); ``t_onset`` = the
     same with a tenth of it.  Gaussian closure: ``t_onset/3`` (the quadratic part is being
     learned, no outlier yet); specialization: ``t_half``; refinement: the last record.
     Without specialization the three later times are spread log-uniformly.
@@ -103,7 +103,7 @@ def plot_overlap_histograms(data, *, indices=None, threshold=None, ax=None):
     Parameters
     ----------
     data : dict or path
-        Output of :func:`simulations.sgd_results.read_sgd`.
+        Output of :func:`replica.workflow.sgd_results.read_sgd`.
     indices : list of (str, int), optional, keyword-only
         Panels as ``(label, row of overlap_histograms)``; default :func:`stage_times`.
     threshold : float, optional, keyword-only
@@ -182,10 +182,10 @@ def plot_test_error(data, *, theory=True, theory_timeout=300.0, ax=None):
     Parameters
     ----------
     data : dict or path
-        Output of :func:`simulations.sgd_results.read_sgd`.
+        Output of :func:`replica.workflow.sgd_results.read_sgd`.
     theory : bool, keyword-only
         Draw the universal-branch and Bayes-optimal ``mmse`` at ``α = (k/d) t``
-        (:func:`simulations.sgd_results.reference_levels`); skipped with a warning when the solver
+        (:func:`replica.workflow.sgd_results.reference_levels`); skipped with a warning when the solver
         is unavailable, fails or takes longer than ``theory_timeout`` seconds.
     theory_timeout : float, keyword-only
         Seconds allowed to the replica solver (run in a child process).
@@ -305,7 +305,7 @@ def make_figures(path, prefix, *, theory=True, theory_timeout=300.0, dpi=150, ov
     Parameters
     ----------
     path : str, Path or dict
-        File written by :func:`simulations.sgd_results.write_sgd`, or its contents (:func:`~simulations.sgd_results.read_sgd`).
+        File written by :func:`replica.workflow.sgd_results.write_sgd`, or its contents (:func:`~replica.workflow.sgd_results.read_sgd`).
     prefix : str or Path
         Figure names are ``PREFIX_histograms`` and ``PREFIX_error``.
     suffix : str, keyword-only
@@ -341,16 +341,23 @@ def make_figures(path, prefix, *, theory=True, theory_timeout=300.0, dpi=150, ov
 
 
 def main(argv=None):  # pragma: no cover - thin wrapper
-    """``python -m simulations.sgd_plots FILE.h5 [PREFIX] [--no-theory]``."""
+    """``python -m replica.workflow.sgd_plots FILE.h5 [PREFIX] [--no-theory]``."""
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s", force=True)
     args = list(sys.argv[1:] if argv is None else argv)
     theory = "--no-theory" not in args
     args = [a for a in args if a != "--no-theory"]
     if not args:
-        print("usage: python -m simulations.sgd_plots FILE.h5 [PREFIX] [--no-theory]", file=sys.stderr)
+        print("usage: python -m replica.workflow.sgd_plots FILE.h5 [PREFIX] [--no-theory]", file=sys.stderr)
         return 2
     prefix = args[1] if len(args) > 1 else Path(args[0]).with_suffix("")
-    for out in make_figures(args[0], prefix, theory=theory):
+    from .config import UsageError
+
+    try:
+        outputs = make_figures(args[0], prefix, theory=theory)
+    except UsageError as exc:  # an unreadable input: one line, exit 2
+        print(f"sgd_plots: error: {exc}", file=sys.stderr)
+        return 2
+    for out in outputs:
         logger.info("wrote %s", out)
     return 0
 

@@ -1,6 +1,6 @@
 r"""Gaussian-closure theory of online SGD before specialization (``docs/dynamics.md``).
 
-Predicts, for the one-hidden-layer teacher–student SGD of :mod:`simulations.sgd` (same
+Predicts, for the one-hidden-layer teacher–student SGD of :mod:`replica.simulations.sgd` (same
 normalizations: update ``W += η Σ_b e_b (v ⊙ σ'(h_b)) x_bᵀ/√(dk)``, time ``t = n/(kd)``,
 test error ``E_x(λ(x;W_t) − λ(x;W⁰))²`` without label noise), the curves recorded by
 ``replica-sgd`` while every teacher–student overlap is ``O(d^{-1/2})`` and their histogram is
@@ -67,15 +67,16 @@ __all__ = [
     "escape_time",
     "specialization_time_prediction",
     "refinement_fixed_points",
-    "write_closure",
-    "read_closure",
+    "predicted_exponent",
+    "predicted_scaling",
     "CLOSURE_DATASETS",
+    "CLOSURE_DESCRIPTIONS",
 ]
 
 CLOSURE_DATASETS = ("time", "test_error", "linear_overlap", "quadratic_overlap", "bulk_width",
                     "student_norm", "linear_error", "quadratic_error", "constant_error")
 
-_DESCRIPTIONS = {
+CLOSURE_DESCRIPTIONS = {
     "time": "t = n/(k d) (same time variable as the simulated datasets)",
     "test_error": "Gaussian-closure prediction of E_x (lambda(x;W_t) - lambda(x;W0))^2 (noiseless)",
     "linear_overlap": "predicted cosine of W^T v with W0^T v",
@@ -97,7 +98,7 @@ def closure_coefficients(activation, *, drop_hermite=(), unit_variance=False, no
     Parameters
     ----------
     activation : str
-        Name accepted by :func:`simulations.sgd.activation_functions`.
+        Name accepted by :func:`replica.simulations.sgd.activation_functions`.
     drop_hermite, unit_variance : keyword-only
         Activation modifiers.
     nodes : int, keyword-only
@@ -114,10 +115,9 @@ def closure_coefficients(activation, *, drop_hermite=(), unit_variance=False, no
     Raises
     ------
     ValueError
-        Unknown activation (message of :func:`simulations.sgd.activation_functions`).
+        Unknown activation (message of :func:`replica.simulations.sgd.activation_functions`).
     """
     from .sgd import activation_functions
-    from .sgd_results import predicted_exponent
 
     act, der = activation_functions(activation, drop_hermite=drop_hermite,
                                     unit_variance=unit_variance)
@@ -313,13 +313,13 @@ def solve_closure(activation="relu", *, gamma=0.5, delta=0.1, lr=0.5, dim=64, ti
     Parameters
     ----------
     activation : str
-        As :class:`simulations.sgd.SGDConfig`.
+        As :class:`replica.simulations.sgd.SGDConfig`.
     gamma : float, keyword-only
         ``k/d``; the closure uses the realized ``k = max(1, round(γd))``.
     delta : float, keyword-only
         Label-noise variance ``Δ ≥ 0``.
     lr : float, keyword-only
-        ``η`` per sample (update of :mod:`simulations.sgd`).
+        ``η`` per sample (update of :mod:`replica.simulations.sgd`).
     dim : int, keyword-only
         ``d``; enters through ``k`` (the linear mode relaxes at rate ``∝ k``, the
         constant mode and the mean row leave ``O(1/k)`` errors), the ``O(1/d)`` terms
@@ -842,7 +842,7 @@ def closure_for_run(parameters, times=None, **options):
     Parameters
     ----------
     parameters : dict
-        ``parameters`` attribute of the file (:meth:`simulations.sgd.SGDConfig.to_dict`).
+        ``parameters`` attribute of the file (:meth:`replica.simulations.sgd.SGDConfig.to_dict`).
     times : array_like, optional
         Output times (default: the run's final time on 200 log-spaced points plus 0).
     **options
@@ -1049,64 +1049,25 @@ def refinement_fixed_points(activation, *, lr=0.5, noise=0.1, drop_hermite=(),
     return out
 
 
-# ---------------------------------------------------------------------------------------------
-# HDF5: group closure/ in a replica-sgd file
-# ---------------------------------------------------------------------------------------------
-def write_closure(path, result: ClosureResult):
-    """Add (or replace) the group ``closure/`` of a ``replica-sgd`` file, atomically.
+def predicted_exponent(activation, **modifiers):
+    """``r``: the lowest Hermite degree above two present in the activation.
 
-    The file is rebuilt with :class:`replica.workflow.io.atomic_h5` (copy of every other dataset and
-    attribute, the new group, rename over the original), so an interrupted write leaves the
-    original intact.  Datasets: ``CLOSURE_DATASETS`` (each with a ``description``) and
-    ``noise``; attributes ``parameters`` (JSON), ``success``, ``message``, ``reference``.
-
-    Raises
-    ------
-    replica.workflow.safe_write.ResultFileError
-        The file cannot be read (locked, not HDF5, truncated, damaged; one line, exit 2 in the commands).
+    Returns
+    -------
+    int or None
+        ``r`` (``|μ_r| > 1e-10``, searched up to degree 60), None for a polynomial of degree ≤ 2.
     """
-    import json
-    from pathlib import Path
+    from replica.activations import get_activation
 
-    from replica.workflow.io import atomic_h5
-    from replica.workflow.safe_write import open_h5
-
-    path = Path(path)
-    with atomic_h5(path) as f:
-        with open_h5(path, option="--closure") as src:  # a read error: the input is damaged (exit 2)
-            for key, value in src.attrs.items():
-                f.attrs[key] = value
-            for name in src:
-                if name != "closure":
-                    src.copy(src[name], f, name=name)
-        g = f.create_group("closure")
-        for name, values in result.as_dict().items():
-            g.create_dataset(name, data=values).attrs["description"] = _DESCRIPTIONS[name]
-        g.create_dataset("noise", data=np.asarray(result.noise)).attrs["description"] = \
-            "epsilon + Delta, mean squared residual setting the SGD noise"
-        g.attrs["parameters"] = json.dumps(dict(result.parameters), sort_keys=True, default=str)
-        g.attrs["success"] = bool(result.success)
-        g.attrs["message"] = str(result.message)
-        g.attrs["reference"] = "docs/dynamics.md (Gaussian closure of online SGD)"
+    act = get_activation(activation, **modifiers)
+    scale = max(math.sqrt(max(act.nu, 0.0)), 1e-300)
+    for ell in range(3, 61):
+        if abs(act.hermite(ell)) > 1e-10 * scale:
+            return ell
+    return None
 
 
-def read_closure(path):
-    """The ``closure/`` group of a file as a dict of arrays (plus ``parameters``), or None.
-
-    Raises
-    ------
-    replica.workflow.safe_write.ResultFileError
-        The file cannot be read (locked, not HDF5, truncated, damaged; one line, exit 2 in the commands).
-    """
-    import json
-
-    from replica.workflow.safe_write import open_h5
-
-    with open_h5(path, option="--closure") as f:
-        if "closure" not in f:
-            return None
-        g = f["closure"]
-        out = {name: g[name][()] for name in g}
-        out["parameters"] = json.loads(g.attrs.get("parameters", "{}"))
-        out["success"] = bool(g.attrs.get("success", True))
-    return out
+def predicted_scaling(k, r):
+    """Shape of the predicted specialization time ``k^r/(log k)^(r−2)`` (arbitrary units)."""
+    k = np.asarray(k, dtype=float)
+    return k ** r / np.log(k) ** (r - 2)

@@ -456,7 +456,7 @@ def state_evolution(alpha, *, activation, gamma, delta, readout_law="ones", dim=
 
 
 # ----------------------------------------------------------------------------------------
-# runner for replica-experiment (simulations.experiment)
+# runner for replica-experiment (replica.simulations.experiment)
 # ----------------------------------------------------------------------------------------
 
 def check_experiment(config) -> None:
@@ -464,7 +464,7 @@ def check_experiment(config) -> None:
 
     Parameters
     ----------
-    config : simulations.experiment.ExperimentConfig
+    config : replica.simulations.experiment.ExperimentConfig
         Needs ``layers == 1`` and ``init == ('uninformed',)`` (the algorithm starts at the
         prior mean; it has no informed start).
     """
@@ -477,7 +477,7 @@ def check_experiment(config) -> None:
 
 def make_gamp_rie_runner(*, activation, delta, steps, readout_law=None, spectrum="analytic", variance="theory",
                          damping=0.3):
-    """Runner with the signature of :func:`simulations.samplers.make_runner`'s runners.
+    """Runner with the signature of :func:`replica.simulations.samplers.make_runner`'s runners.
 
     Parameters
     ----------
@@ -494,7 +494,7 @@ def make_gamp_rie_runner(*, activation, delta, steps, readout_law=None, spectrum
     -------
     callable
         ``runner(key, start_weights, readout, inputs, labels, test_inputs, test_outputs)``
-        returning a :class:`simulations.samplers.ChainResult` with ``samples=None``, one
+        returning a :class:`replica.simulations.samplers.ChainResult` with ``samples=None``, one
         test-output row (the point estimate), ``matrix_estimate`` and the per-iteration
         test error as the trace (padded with its last value up to ``steps``: a converged
         iterate no longer moves).  ``key`` and ``start_weights`` are unused: the algorithm

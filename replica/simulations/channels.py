@@ -100,7 +100,7 @@ def output_mean_coefficient(activation: str, *, drop_hermite=(), unit_variance: 
                             layers: int = 1) -> float:
     """``μ₀ = E σ̃(z)`` of the activation as the network uses it (module docstring).
 
-    ``σ̃ = c (σ − Σ_{ℓ∈drop} μ_ℓ He_ℓ/ℓ!)`` (:func:`simulations.activations.get_jax_activation`), so
+    ``σ̃ = c (σ − Σ_{ℓ∈drop} μ_ℓ He_ℓ/ℓ!)`` (:func:`replica.simulations.activations.get_jax_activation`), so
     ``μ₀(σ̃) = c μ₀(σ)`` unless 0 is dropped; ``μ₀(σ)`` from :mod:`replica.activations`.
 
     Parameters

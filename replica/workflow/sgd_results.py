@@ -1,9 +1,10 @@
 """Results of ``replica-sgd`` runs: HDF5 files, specialization times, power laws, replica levels.
 
-Split from :mod:`simulations.sgd` (the dynamics) along the seam between running SGD and
+Split from :mod:`replica.simulations.sgd` (the dynamics) along the seam between running SGD and
 reading what it produced: :func:`write_sgd`/:func:`read_sgd` (the file layout),
 :func:`specialization_time` and :func:`fit_power_law` (the analysis of a run),
-:func:`predicted_exponent`/:func:`predicted_scaling` (the closure's scaling law), and the
+:func:`predicted_exponent`/:func:`predicted_scaling` (the closure's scaling law, re-exported from
+:mod:`replica.simulations.closure`), :func:`write_closure`/:func:`read_closure` (the ``closure/`` group), and the
 Bayes-optimal levels of the replica solver drawn with the runs (:func:`reference_levels`,
 :func:`store_reference_levels`, :func:`reference_levels_with_timeout`). Reading a file needs
 neither numba nor the dynamics.
@@ -19,6 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
+from replica.simulations.closure import predicted_exponent, predicted_scaling  # re-exported: the scaling law
+
 __all__ = [
     "write_sgd",
     "read_sgd",
@@ -30,6 +33,8 @@ __all__ = [
     "reference_levels",
     "store_reference_levels",
     "reference_levels_with_timeout",
+    "write_closure",
+    "read_closure",
 ]
 
 
@@ -65,7 +70,7 @@ def _package_version():
 
         return version("replica-hciz")
     except Exception:  # pragma: no cover - not installed
-        from . import __version__
+        from .. import __version__
 
         return __version__
 
@@ -84,7 +89,7 @@ def write_sgd(result, path, *, overwrite=False, configuration=None):
 
     Parameters
     ----------
-    result : simulations.sgd.SGDResult
+    result : replica.simulations.sgd.SGDResult
     path : str or Path
     overwrite : bool, keyword-only
         Replace an existing file (otherwise ``FileExistsError``).
@@ -93,12 +98,12 @@ def write_sgd(result, path, *, overwrite=False, configuration=None):
 
     Notes
     -----
-    Layout: one dataset per field of :class:`~simulations.sgd.SGDResult` (names in ``_DATASETS``, each with a
+    Layout: one dataset per field of :class:`~replica.simulations.sgd.SGDResult` (names in ``_DATASETS``, each with a
     ``description`` attribute); root attributes ``parameters`` (JSON of
-    :meth:`~simulations.sgd.SGDConfig.to_dict`), ``version``, ``git_revision``, ``created``, ``wall_time``,
+    :meth:`~replica.simulations.sgd.SGDConfig.to_dict`), ``version``, ``git_revision``, ``created``, ``wall_time``,
     ``completed``, ``time_convention``.
     """
-    from .sgd import SGD_TIME_CONVENTION
+    from ..simulations.sgd import SGD_TIME_CONVENTION
 
     from replica.workflow.io import atomic_h5
 
@@ -135,7 +140,7 @@ def read_sgd(path, *, option=""):
     -------
     dict
         Every dataset as an array, plus ``parameters`` (dict) and the other root attributes;
-        a group (``closure/``, :func:`simulations.closure.write_closure`) as a dict of arrays.
+        a group (``closure/``, :func:`write_closure`) as a dict of arrays.
 
     Raises
     ------
@@ -147,7 +152,7 @@ def read_sgd(path, *, option=""):
     out = {}
     with open_h5(path, option=option, kinds=("sgd",)) as f:
         for name in f:
-            if not hasattr(f[name], "shape"):               # a group, e.g. closure/ (simulations.closure)
+            if not hasattr(f[name], "shape"):               # a group, e.g. closure/ (replica.simulations.closure)
                 out[name] = {key: f[name][key][()] for key in f[name]}
                 continue
             out[name] = f[name][()]
@@ -234,27 +239,27 @@ def run_to_specialization(config, *, level=0.5, **run_options):
 
     Parameters
     ----------
-    config : simulations.sgd.SGDConfig
+    config : replica.simulations.sgd.SGDConfig
     level : float, keyword-only
         Fraction defining ``t_spec`` (:func:`specialization_time`), in ``(0, 1)``.
     **run_options
-        Passed to :func:`simulations.sgd.run_sgd` (``teacher``, ``backend``, ``progress``;
+        Passed to :func:`replica.simulations.sgd.run_sgd` (``teacher``, ``backend``, ``progress``;
         not ``stop``, which this function sets: passing it raises TypeError).
 
     Returns
     -------
-    result : simulations.sgd.SGDResult
+    result : replica.simulations.sgd.SGDResult
     t_spec : float
         :func:`specialization_time` of the run at ``level``; NaN if not reached (censored).
 
     Raises
     ------
     ValueError
-        ``level`` outside ``(0, 1)``; bad configuration (:func:`simulations.sgd.run_sgd`).
+        ``level`` outside ``(0, 1)``; bad configuration (:func:`replica.simulations.sgd.run_sgd`).
     FloatingPointError
-        The weights diverged (:func:`simulations.sgd.run_sgd`).
+        The weights diverged (:func:`replica.simulations.sgd.run_sgd`).
     """
-    from .sgd import run_sgd
+    from ..simulations.sgd import run_sgd
 
     if not 0 < level < 1:
         raise ValueError(f"level must be in (0, 1), got {level!r}")
@@ -312,30 +317,6 @@ def fit_power_law(k, times, *, log_power=0.0):
             "residual_std": float(math.sqrt(sigma2)), "log_power": float(log_power)}
 
 
-def predicted_exponent(activation, **modifiers):
-    """``r``: the lowest Hermite degree above two present in the activation.
-
-    Returns
-    -------
-    int or None
-        ``r`` (``|μ_r| > 1e-10``, searched up to degree 60), None for a polynomial of degree ≤ 2.
-    """
-    from replica.activations import get_activation
-
-    act = get_activation(activation, **modifiers)
-    scale = max(math.sqrt(max(act.nu, 0.0)), 1e-300)
-    for ell in range(3, 61):
-        if abs(act.hermite(ell)) > 1e-10 * scale:
-            return ell
-    return None
-
-
-def predicted_scaling(k, r):
-    """Shape of the predicted specialization time ``k^r/(log k)^(r−2)`` (arbitrary units)."""
-    k = np.asarray(k, dtype=float)
-    return k ** r / np.log(k) ** (r - 2)
-
-
 # ---------------------------------------------------------------------------------------------
 # replica reference levels (optional)
 # ---------------------------------------------------------------------------------------------
@@ -346,7 +327,7 @@ def reference_levels(parameters, alphas, *, bayes=True):
     ----------
     parameters : dict
         ``activation``, ``gamma``, ``delta``, ``prior``, ``readout`` (and optionally
-        ``drop_hermite``, ``unit_variance``) as in :meth:`~simulations.sgd.SGDConfig.to_dict`.  The width
+        ``drop_hermite``, ``unit_variance``) as in :meth:`~replica.simulations.sgd.SGDConfig.to_dict`.  The width
         ratio used is the realized ``k/d``.
     alphas : array_like
         Positive sample ratios.
@@ -479,7 +460,7 @@ _CHILD_EXIT_GRACE = 5.0
 
 
 def reference_levels_with_timeout(params, alphas, *, timeout=300.0, bayes=True):
-    """:func:`simulations.sgd_results.reference_levels` in a child process, abandoned after ``timeout`` s.
+    """:func:`replica.workflow.sgd_results.reference_levels` in a child process, abandoned after ``timeout`` s.
 
     The replica solvers can take minutes for a new (activation, γ, Δ); a figure should not
     hang on them.  Returns the same dict (with an entry in ``errors`` on timeout).  The child
@@ -519,3 +500,67 @@ def reference_levels_with_timeout(params, alphas, *, timeout=300.0, bayes=True):
             proc.terminate()
         proc.join(5)
     return result
+
+
+# ---------------------------------------------------------------------------------------------
+# HDF5: group closure/ in a replica-sgd file (the closure of replica.simulations.closure)
+# ---------------------------------------------------------------------------------------------
+def write_closure(path, result):
+    """Add (or replace) the group ``closure/`` of a ``replica-sgd`` file, atomically.
+
+    The file is rebuilt with :class:`replica.workflow.io.atomic_h5` (copy of every other dataset and
+    attribute, the new group, rename over the original), so an interrupted write leaves the
+    original intact.  Datasets: ``CLOSURE_DATASETS`` (each with a ``description``) and
+    ``noise``; attributes ``parameters`` (JSON), ``success``, ``message``, ``reference``.
+
+    Raises
+    ------
+    replica.workflow.safe_write.ResultFileError
+        The file cannot be read (locked, not HDF5, truncated, damaged; one line, exit 2 in the commands).
+    """
+    import json
+    from pathlib import Path
+
+    from replica.simulations.closure import CLOSURE_DESCRIPTIONS
+    from replica.workflow.io import atomic_h5
+    from replica.workflow.safe_write import open_h5
+
+    path = Path(path)
+    with atomic_h5(path) as f:
+        with open_h5(path, option="--closure") as src:  # a read error: the input is damaged (exit 2)
+            for key, value in src.attrs.items():
+                f.attrs[key] = value
+            for name in src:
+                if name != "closure":
+                    src.copy(src[name], f, name=name)
+        g = f.create_group("closure")
+        for name, values in result.as_dict().items():
+            g.create_dataset(name, data=values).attrs["description"] = CLOSURE_DESCRIPTIONS[name]
+        g.create_dataset("noise", data=np.asarray(result.noise)).attrs["description"] = \
+            "epsilon + Delta, mean squared residual setting the SGD noise"
+        g.attrs["parameters"] = json.dumps(dict(result.parameters), sort_keys=True, default=str)
+        g.attrs["success"] = bool(result.success)
+        g.attrs["message"] = str(result.message)
+        g.attrs["reference"] = "docs/dynamics.md (Gaussian closure of online SGD)"
+
+
+def read_closure(path):
+    """The ``closure/`` group of a file as a dict of arrays (plus ``parameters``), or None.
+
+    Raises
+    ------
+    replica.workflow.safe_write.ResultFileError
+        The file cannot be read (locked, not HDF5, truncated, damaged; one line, exit 2 in the commands).
+    """
+    import json
+
+    from replica.workflow.safe_write import open_h5
+
+    with open_h5(path, option="--closure") as f:
+        if "closure" not in f:
+            return None
+        g = f["closure"]
+        out = {name: g[name][()] for name in g}
+        out["parameters"] = json.loads(g.attrs.get("parameters", "{}"))
+        out["success"] = bool(g.attrs.get("success", True))
+    return out

@@ -57,7 +57,7 @@ D. Saad, S. A. Solla, "On-line learning in soft committee machines", Phys. Rev. 
 "Online stochastic gradient descent on non-convex losses from high-dimensional inference",
 JMLR 22 (2021) (information exponent).  docs/theory.md §1–§2, §5.
 
-Files, analysis and replica levels of the runs are :mod:`simulations.sgd_results`. Why this
+Files, analysis and replica levels of the runs are :mod:`replica.workflow.sgd_results`. Why this
 module is still about 900 lines: the numba and NumPy kernels of the online dynamics, the
 configuration they take and the recording of one run share the private activation codes and
 Hermite tables; they are one algorithm (docs/architecture.md, "Module size").
@@ -74,11 +74,14 @@ import numba
 import numpy as np
 import priors._numba_cache  # noqa: F401 - numba cache fallback for read-only installs, before any kernel
 
+from .teacher_student import sample_readout, sample_weights
+
 __all__ = [
     "SGDConfig",
     "SGDResult",
     "SGD_TIME_CONVENTION",
     "activation_functions",
+    "check_backend",
     "model_output",
     "loss_and_gradient",
     "sgd_steps",
@@ -92,57 +95,18 @@ logger = logging.getLogger(__name__)
 SGD_TIME_CONVENTION = ("t = n/(k d), n = samples seen (alpha = n/d^2 = (k/d) t); update "
                        "W += lr * sum_b e_b (v*sigma'(h_b)) x_b^T / sqrt(d k)")
 
-_SQRT2 = math.sqrt(2.0)
 
 
 # ---------------------------------------------------------------------------------------------
 # activations and their derivatives
 # ---------------------------------------------------------------------------------------------
-def _hermite_table(x, degree):
-    """``He_0(x), …, He_degree(x)`` (probabilists'), shape ``(degree + 1,) + x.shape``."""
-    out = np.empty((degree + 1,) + x.shape)
-    out[0] = 1.0
-    if degree >= 1:
-        out[1] = x
-    for n in range(1, degree):
-        out[n + 1] = x * out[n] - n * out[n - 1]
-    return out
-
-
-def _base_derivative(key):
-    """σ' of a base activation name (same definitions as :mod:`replica.activations`)."""
-    if key == "relu":
-        return lambda x: (x > 0).astype(np.float64)
-    if key == "elu":
-        return lambda x: np.where(x > 0, 1.0, np.exp(np.minimum(x, 0.0)))
-    if key == "tanh":
-        return lambda x: 1.0 - np.tanh(x) ** 2
-    if key == "tanh2":
-        return lambda x: 2.0 * (1.0 - np.tanh(2.0 * x) ** 2)
-    if key == "erf":
-        return lambda x: (2.0 / math.sqrt(math.pi)) * np.exp(-x * x)
-    if key in ("sigmoid", "softplus"):
-        from scipy import special
-
-        if key == "sigmoid":
-            def sigmoid_d(x):
-                s = special.expit(x)
-                return s * (1.0 - s)
-            return sigmoid_d
-        return special.expit
-    if key == "quadratic":
-        return lambda x: _SQRT2 * np.asarray(x, float)
-    return None
-
-
 def activation_functions(spec, *, drop_hermite=(), unit_variance=False):
     """σ and σ' of an activation of :mod:`replica.activations`, as NumPy functions.
 
     Parameters
     ----------
     spec : str
-        ``relu``, ``elu``, ``tanh``, ``tanh2``, ``erf``, ``sigmoid``, ``softplus``,
-        ``quadratic`` or ``'hermite:L=C,...'`` (σ = Σ C He_L/L!).
+        A name of :data:`replica.activations.ACTIVATIONS` or ``'hermite:L=C,...'`` (σ = Σ C He_L/L!).
     drop_hermite : iterable of int, keyword-only
         Hermite degrees removed from σ (as :func:`replica.activations.get_activation`).
     unit_variance : bool, keyword-only
@@ -153,64 +117,52 @@ def activation_functions(spec, *, drop_hermite=(), unit_variance=False):
     activation : replica.activations.Activation
         The activation object (``__call__`` is σ; Hermite coefficients, ``g``).
     derivative : callable
-        ``σ'(x)`` elementwise on float arrays.
+        ``σ'(x)`` elementwise on float arrays (:meth:`replica.activations.Activation.derivative`).
 
     Raises
     ------
     ValueError
         Unknown activation or bad modifiers (message from ``get_activation``).
-
-    Notes
-    -----
-    With base activation ``s``, dropped set ``D`` and scale ``c``,
-    ``σ = c (s − Σ_{l∈D} μ_l He_l/l!)`` so ``σ' = c (s' − Σ_{l∈D} μ_l He_{l−1}/(l−1)!)``
-    (``He_l' = l He_{l−1}``).  Polynomial activations are differentiated term by term.
     """
     from replica.activations import get_activation
 
     act = get_activation(spec, drop_hermite=drop_hermite, unit_variance=unit_variance)
-    key = spec.strip().lower().replace(" ", "")
-    if key.startswith("hermite:"):
-        mu = np.array([get_activation(key).hermite(ell) for ell in range(61)])
-        degree = int(np.max(np.nonzero(mu)[0])) if np.any(mu) else 0
-        coef = np.array([mu[ell + 1] / math.factorial(ell) for ell in range(degree)])
-
-        def base_d(x):
-            x = np.asarray(x, dtype=np.float64)
-            if degree == 0:
-                return np.zeros_like(x)
-            table = _hermite_table(x, degree - 1)
-            return np.tensordot(coef, table, axes=1)
-    else:
-        base_d = _base_derivative(key)
-        if base_d is None:  # pragma: no cover - get_activation already rejected it
-            raise ValueError(f"no derivative for activation {spec!r}")
-    drop = tuple(act.drop_hermite)
-    scale = float(act.scale)
-    if not drop and scale == 1.0:
-        return act, base_d
-    base = get_activation(key)
-    terms = [(ell, base.hermite(ell) / math.factorial(ell - 1)) for ell in drop if ell >= 1]
-    top = max((ell for ell, _ in terms), default=0)
-
-    def derivative(x):
-        x = np.asarray(x, dtype=np.float64)
-        y = base_d(x)
-        if terms:
-            table = _hermite_table(x, top - 1)
-            for ell, c in terms:
-                y = y - c * table[ell - 1]
-        return scale * y
-
-    return act, derivative
+    return act, act.derivative
 
 
 # ---------------------------------------------------------------------------------------------
 # compiled inner loop (profiling: per-step NumPy call overhead dominated at B ≲ 16)
 # ---------------------------------------------------------------------------------------------
+#: compiled forms of names of :data:`replica.activations.ACTIVATIONS` (codes of :func:`_activation_scalar`);
+#: polynomial activations (``quadratic``, ``hermite:``) use the Hermite code; a registered name
+#: without a code runs with ``backend="numpy"`` only (:func:`check_backend`)
 _ACTIVATION_CODES = {"relu": 0, "elu": 1, "tanh": 2, "tanh2": 3, "erf": 4, "sigmoid": 5,
                      "softplus": 6}
 _POLYNOMIAL_CODE = 7
+_POLYNOMIALS = ("quadratic",)
+
+
+def check_backend(spec, backend):
+    """Refuse an activation that the chosen backend cannot run.
+
+    Parameters
+    ----------
+    spec : str
+        Activation specification (:func:`replica.activations.get_activation`).
+    backend : {'numba', 'numpy'}
+
+    Raises
+    ------
+    ValueError
+        Unknown backend, or ``backend='numba'`` with an activation of the registry that has no
+        compiled form (one line naming ``--backend numpy``, which runs every activation).
+    """
+    if backend not in ("numba", "numpy"):
+        raise ValueError(f"backend must be 'numba' or 'numpy', got {backend!r}")
+    key = str(spec).strip().lower().replace(" ", "")
+    if backend == "numba" and not (key in _ACTIVATION_CODES or key in _POLYNOMIALS or key.startswith("hermite:")):
+        raise ValueError(f"activation {spec!r} has no compiled form for the numba backend "
+                         "(replica.simulations.sgd._ACTIVATION_CODES); use --backend numpy")
 
 
 def _kernel_parameters(spec, *, drop_hermite=(), unit_variance=False):
@@ -222,6 +174,7 @@ def _kernel_parameters(spec, *, drop_hermite=(), unit_variance=False):
     from replica.activations import get_activation
 
     act = get_activation(spec, drop_hermite=drop_hermite, unit_variance=unit_variance)
+    check_backend(spec, "numba")
     key = spec.strip().lower().replace(" ", "")
     base = get_activation(key)
     if key in _ACTIVATION_CODES:
@@ -435,7 +388,8 @@ class SGDConfig:
     delta : float
         Label-noise variance ``Δ ≥ 0``.
     prior : str
-        Weight prior of teacher and initial student: ``gaussian``, ``rademacher``, ``uniform``.
+        Weight prior of teacher and initial student: a registered name of :data:`priors.WEIGHT_PRIORS`
+        that draws samples (built in: ``gaussian``, ``rademacher``, ``uniform``).
     readout : str
         Readout law of ``v`` (``ones``, ``rademacher``, ``4point``, ``uniform``, ``gaussian``,
         ``discrete:...``).
@@ -706,34 +660,6 @@ def overlap_statistics(weights, teacher_weights, readout, *, threshold=0.5, bin_
 # ---------------------------------------------------------------------------------------------
 # the run
 # ---------------------------------------------------------------------------------------------
-def _sample_weights(prior, shape, rng):
-    from priors import get_weight_prior
-
-    get_weight_prior(prior)  # validates the name (one-line ValueError listing valid ones)
-    key = prior.strip().lower()
-    if key == "gaussian":
-        return rng.standard_normal(shape)
-    if key == "rademacher":
-        return rng.choice(np.array([-1.0, 1.0]), size=shape)
-    if key == "uniform":
-        return rng.uniform(-math.sqrt(3.0), math.sqrt(3.0), size=shape)
-    raise ValueError(f"no sampler for weight prior {prior!r}")  # pragma: no cover
-
-
-def _sample_readout(spec, size, rng):
-    """iid readout; continuous laws sampled exactly, discrete ones from their atoms."""
-    from priors import get_readout_law
-
-    law = get_readout_law(spec)  # validates
-    key = spec.strip().lower()
-    if key == "gaussian":
-        return rng.standard_normal(size)
-    if key == "uniform":
-        return rng.uniform(-math.sqrt(3.0), math.sqrt(3.0), size=size)
-    values, weights = np.asarray(law.values, float), np.asarray(law.weights, float)
-    return rng.choice(values, size=size, p=weights / weights.sum())
-
-
 def run_sgd(config: SGDConfig, *, progress=False, stop=None, teacher=None,
             backend="numba") -> SGDResult:
     """Run online SGD and record the measurements of the module docstring.
@@ -780,13 +706,13 @@ def run_sgd(config: SGDConfig, *, progress=False, stop=None, teacher=None,
     d, k, batch, lr = config.dim, config.width, int(config.batch), float(config.lr)
     streams = np.random.default_rng(config.seed).spawn(4)
     if teacher is None:
-        teacher_weights = _sample_weights(config.prior, (k, d), streams[0])
-        readout = _sample_readout(config.readout, k, streams[0])
+        teacher_weights = sample_weights(config.prior, (k, d), streams[0])
+        readout = sample_readout(config.readout, k, streams[0])
     else:
         teacher_weights, readout = (np.asarray(a, dtype=np.float64) for a in teacher)
         if teacher_weights.shape != (k, d) or readout.shape != (k,):
             raise ValueError(f"teacher must have shapes ({k}, {d}) and ({k},)")
-    weights = config.init_scale * _sample_weights(config.prior, (k, d), streams[1])
+    weights = config.init_scale * sample_weights(config.prior, (k, d), streams[1])
     test_inputs = streams[2].standard_normal((int(config.n_test), d))
     test_labels = model_output(teacher_weights, readout, test_inputs, activation)
     data_rng = streams[3]

@@ -2,7 +2,7 @@
 
 Same model options as ``replica-sweep``/``replica-experiment`` (``--gamma --activation
 --prior --readout --delta``) plus the SGD options.  Writes one HDF5 file (layout in
-:func:`simulations.sgd_results.write_sgd`).  Conventions (:mod:`simulations.sgd`): time
+:func:`replica.workflow.sgd_results.write_sgd`).  Conventions (:mod:`replica.simulations.sgd`): time
 ``t = n/(k d)`` with ``n`` the samples seen (``α = n/d² = γ t``), learning rate ``η`` per
 sample with the update ``W += η Σ_b e_b (v ⊙ σ'(h_b)) x_bᵀ/√(dk)``.
 
@@ -35,7 +35,8 @@ PROG = "replica-sgd"
 
 def build_parser() -> argparse.ArgumentParser:
     """Argument parser of ``replica-sgd``."""
-    from . import __version__
+    from .. import __version__
+    from .model_options import add_simulation_name_options
 
     p = CommandParser(
         prog=PROG,
@@ -53,19 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--gamma", type=number_type("--gamma", minimum=LIMITS["gamma"][0], maximum=LIMITS["gamma"][1],
                                                upper_strict=False), default=0.5,
                    help="width ratio γ = k/d in [1e-4, 1e4]; k = round(γ d) (default 0.5)")
-    m.add_argument("--activation", default="relu",
-                   help="relu, elu, tanh, tanh2 (= tanh 2x), erf, sigmoid, softplus, quadratic "
-                        "(= x²/√2) or 'hermite:2=1.4142,3=1' (σ = Σ μ_ℓ He_ℓ/ℓ!) (default relu)")
-    m.add_argument("--drop-hermite", default="",
-                   help="comma list of Hermite degrees removed from the activation (default none)")
-    m.add_argument("--unit-variance", action="store_true",
-                   help="rescale the activation to E σ(z)² = 1 after dropping components")
-    m.add_argument("--prior", choices=("gaussian", "rademacher", "uniform"), default="gaussian",
-                   help="weight prior of the teacher and of the random initial student, unit "
-                        "variance (default gaussian)")
-    m.add_argument("--readout", default="ones",
-                   help="readout law P_v (E v² = 1): ones, rademacher, uniform (±√3), gaussian, "
-                        "4point ({±1,±3}/√5) or 'discrete:v=w,...' (default ones)")
+    add_simulation_name_options(m, activation="activation σ (--backend numba: the names with a compiled form)",
+                                prior="weight prior of the teacher and of the random initial student")
     m.add_argument("--delta", type=number_type("--delta", minimum=0, maximum=LIMITS["delta"][1], upper_strict=False),
                    default=0.1, help="label-noise variance 0 <= Δ <= 1e4 (default 0.1)")
 
@@ -200,8 +190,8 @@ def _store_closure(path, *, locked=False, option="--closure", overwrite=False):
     finished file is allowed without ``--overwrite``; replacing an existing ``closure/`` needs it."""
     from replica.workflow.safe_write import SafeOutput
 
-    from .closure import closure_for_run, write_closure
-    from .sgd_results import read_sgd
+    from ..simulations.closure import closure_for_run
+    from .sgd_results import read_sgd, write_closure
 
     path = Path(path)
     if not locked:  # the file is rewritten: same lock as any writer of it
@@ -274,10 +264,10 @@ def _plot(path, prefix, args, *, store_reference=True):
 
 def main(argv=None) -> int:
     """Entry point of ``replica-sgd``; returns the exit status (the shared runner of the commands,
-    :func:`replica.workflow.cli._main`: one-line errors, SIGTERM handled like Ctrl-C)."""
-    from replica.workflow.cli import _main
+    :func:`replica.workflow.cli.run_command`: one-line errors, SIGTERM handled like Ctrl-C)."""
+    from .cli import run_command
 
-    return _main(PROG, build_parser, _run, argv, input_errors=(ValueError, FileExistsError, FloatingPointError))
+    return run_command(PROG, build_parser, _run, argv, input_errors=(ValueError, FileExistsError, FloatingPointError))
 
 
 def _run(args) -> int:
@@ -302,7 +292,7 @@ def _run_command(args) -> int:
         raise UsageError("--closure is implemented for --readout ones only")
     from replica.workflow.safe_write import SafeOutput
 
-    from .sgd import SGDConfig, run_sgd
+    from ..simulations.sgd import SGDConfig, run_sgd
     from .sgd_results import specialization_time, write_sgd
 
     output = Path(args.output or "sgd.h5")
@@ -320,18 +310,16 @@ def _run_command(args) -> int:
         raise UsageError(f"{option}: {message}" if option and not message.startswith("--") else message) from None
     _check_sgd_memory(config, args)
     # validate every model option before the output and before spending time
-    from .sgd import _sample_readout, activation_functions
-    import numpy as np
+    from ..simulations.sgd import activation_functions, check_backend
+    from .model_options import check_simulation_names
 
+    check_simulation_names(prior=config.prior, readout=config.readout)
     try:
         activation_functions(config.activation, drop_hermite=config.drop_hermite,
                              unit_variance=config.unit_variance)
+        check_backend(config.activation, args.backend)
     except ValueError as exc:
         raise UsageError(f"--activation: {str(exc).splitlines()[0]}") from None
-    try:
-        _sample_readout(config.readout, 1, np.random.default_rng(0))
-    except ValueError as exc:
-        raise UsageError(f"--readout: {str(exc).splitlines()[0]}") from None
     warn_readout_rescaling(config.readout)
     with SafeOutput(output, overwrite=args.overwrite, checkpoints=False):
         logger.info("d=%d k=%d lr=%g batch=%d steps=%d (t_max=%.4g, n=%d samples)", config.dim,

@@ -5,17 +5,17 @@ Hermite coefficients.  This module maps the *same* specification strings as
 :func:`replica.activations.get_activation` to JAX functions, so that one ``--activation``
 option drives both the solver and the simulations:
 
-``relu``, ``elu``, ``tanh``, ``tanh2`` (= tanh 2x), ``erf``, ``sigmoid``, ``softplus``,
-``quadratic`` (= x²/√2) and Hermite series ``'hermite:2=1.4142,3=1'`` meaning
-``σ(x) = Σ_ℓ μ_ℓ He_ℓ(x)/ℓ!`` (docs/theory.md §2).
+the names of :data:`replica.activations.ACTIVATIONS` (the one registry; ``ACTIVATION_NAMES`` here is
+that tuple) and Hermite series ``'hermite:2=1.4142,3=1'`` meaning ``σ(x) = Σ_ℓ μ_ℓ He_ℓ(x)/ℓ!``
+(docs/theory.md §2). The JAX table below is the compiled form of those names; a registered name
+without one is refused with a one-line message.
 
 The options ``drop_hermite`` and ``unit_variance`` are applied as in docs/theory.md §6.1:
 
     σ̃(x) = c · (σ(x) − Σ_{ℓ ∈ drop} μ_ℓ He_ℓ(x)/ℓ!),   c = 1/√(ν − Σ_{ℓ ∈ drop} μ_ℓ²/ℓ!)
 
 (``c = 1`` without ``unit_variance``), with ``μ_ℓ`` and ``ν = E σ(z)²`` taken from
-:mod:`replica.activations` when it is importable and otherwise computed here by
-Gauss–Hermite quadrature.  ``tests/test_simulations.py`` checks that every JAX activation
+:mod:`replica.activations`.  ``tests/test_simulations.py`` checks that every JAX activation
 agrees with the NumPy one of :mod:`replica.activations`.
 """
 
@@ -25,11 +25,12 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable
 
-import numpy as np
+from replica.activations import ACTIVATIONS as ACTIVATION_NAMES  # the one registry (re-exported)
+from replica.activations import get_activation
+
+_MAX_DEGREE = 60  # highest Hermite degree of a 'hermite:' series (as replica.activations)
 
 __all__ = ["JaxActivation", "get_jax_activation", "ACTIVATION_NAMES", "hermite_polynomial"]
-
-ACTIVATION_NAMES = ("relu", "elu", "tanh", "tanh2", "erf", "sigmoid", "softplus", "quadratic")
 
 
 def hermite_polynomial(ell: int, x):
@@ -61,26 +62,21 @@ def hermite_polynomial(ell: int, x):
     return h
 
 
-def _parse_hermite(spec: str) -> dict[int, float]:
-    body = spec.split(":", 1)[1]
-    coefficients: dict[int, float] = {}
-    try:
-        for item in body.split(","):
-            key, value = item.split("=")
-            coefficients[int(key)] = float(value)
-    except ValueError:
-        raise ValueError(f"activation {spec!r}: expected 'hermite:ℓ=μ_ℓ,ℓ=μ_ℓ,...'") from None
-    if not coefficients or min(coefficients) < 0:
-        raise ValueError(f"activation {spec!r}: Hermite degrees must be >= 0")
-    return coefficients
-
-
 def _base_function(spec: str) -> Callable:
+    """The JAX form of the base activation ``spec`` (no modifiers).
+
+    Raises
+    ------
+    ValueError
+        Unknown name (message of :func:`replica.activations.get_activation`, listing the registry),
+        malformed ``hermite:`` terms, or a registered name without a JAX form here.
+    """
     import jax
     import jax.numpy as jnp
     import jax.scipy.special as jsp
 
-    name = spec.strip().lower()
+    name = spec.strip().lower().replace(" ", "")
+    reference = get_activation(name)  # the registry decides which names exist
     table = {
         "relu": lambda x: jnp.maximum(x, 0.0),
         "elu": jax.nn.elu,
@@ -94,7 +90,7 @@ def _base_function(spec: str) -> Callable:
     if name in table:
         return table[name]
     if name.startswith("hermite:"):
-        coefficients = _parse_hermite(name)
+        coefficients = {ell: mu for ell in range(_MAX_DEGREE + 1) if (mu := float(reference.hermite(ell))) != 0.0}
 
         def series(x):
             out = 0.0 * x
@@ -103,21 +99,8 @@ def _base_function(spec: str) -> Callable:
             return out
 
         return series
-    raise ValueError(
-        f"unknown activation {spec!r}; expected one of {', '.join(ACTIVATION_NAMES)} or 'hermite:ℓ=μ,...'"
-    )
-
-
-def _quadrature_moments(fn: Callable, degrees, order: int = 400) -> tuple[dict[int, float], float]:
-    """``μ_ℓ`` and ``ν`` of a JAX function by Gauss–Hermite quadrature (fallback only)."""
-    import jax.numpy as jnp
-
-    nodes, weights = np.polynomial.hermite_e.hermegauss(order)
-    weights = weights / np.sqrt(2.0 * np.pi)
-    values = np.asarray(fn(jnp.asarray(nodes)), dtype=float)
-    mus = {ell: float(np.sum(weights * values * hermite_polynomial(ell, nodes))) for ell in degrees}
-    nu = float(np.sum(weights * values**2))
-    return mus, nu
+    raise ValueError(f"activation {spec!r} has no JAX form (replica.simulations.activations); "
+                     "replica-experiment cannot sample with it")
 
 
 @dataclass(frozen=True)
@@ -178,17 +161,13 @@ def get_jax_activation(spec: str, *, drop_hermite=(), unit_variance: bool = Fals
     ``σ̃ = c (σ − Σ_{ℓ∈drop} μ_ℓ He_ℓ/ℓ!)`` with ``c = (ν − Σ_{ℓ∈drop} μ_ℓ²/ℓ!)^{-1/2}``
     (docs/theory.md §2 and §6.1).
     """
-    base = _base_function(spec)
     drop = tuple(sorted({int(ell) for ell in drop_hermite}))
-    try:
-        from replica.activations import get_activation
-    except ImportError:  # pragma: no cover - the package ships both
-        pass
-    else:  # the same refusals as the theory (a constant σ: nothing to learn), one source
-        get_activation(spec, drop_hermite=drop, unit_variance=unit_variance)
+    # the same names and refusals as the theory (a constant σ: nothing to learn), one source
+    get_activation(spec, drop_hermite=drop, unit_variance=unit_variance)
+    base = _base_function(spec)
     if not drop and not unit_variance:
         return JaxActivation(name=spec, fn=base)
-    mus, nu = _reference_moments(spec, base, drop)
+    mus, nu = _reference_moments(spec, drop)
     remaining = nu - sum(mus[ell] ** 2 / math.factorial(ell) for ell in drop)
     if unit_variance and not remaining > 1e-14:
         raise ValueError(f"activation {spec!r} with drop_hermite={drop} has zero variance")
@@ -205,15 +184,7 @@ def get_jax_activation(spec: str, *, drop_hermite=(), unit_variance: bool = Fals
                          dropped=dropped, scale=scale)
 
 
-def _reference_moments(spec: str, base: Callable, drop) -> tuple[dict[int, float], float]:
-    """``μ_ℓ`` (ℓ in ``drop``) and ``ν`` from :mod:`replica.activations`, else by quadrature."""
-    try:
-        from replica.activations import get_activation
-    except ImportError:
-        return _quadrature_moments(base, drop)
+def _reference_moments(spec: str, drop) -> tuple[dict[int, float], float]:
+    """``μ_ℓ`` (ℓ in ``drop``) and ``ν`` of the base activation, from :mod:`replica.activations`."""
     reference = get_activation(spec)
-    mus = {ell: float(reference.hermite(ell)) for ell in drop}
-    nu = getattr(reference, "nu", None)
-    if nu is None:
-        nu = _quadrature_moments(base, ())[1]
-    return mus, float(nu)
+    return {ell: float(reference.hermite(ell)) for ell in drop}, float(reference.nu)

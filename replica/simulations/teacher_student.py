@@ -8,7 +8,7 @@ Conventions
 * Weights iid from the prior (unit variance); the readout ``v`` (``E v² = 1``) is known to
   the student.
 * Labels ``y = λ(x; W⁰) + √Δ z``, or with an output channel ``y ~ P_out(· | λ(x; W⁰) − μ₀ Σv/√k_L)``
-  (:mod:`simulations.channels`).
+  (:mod:`replica.simulations.channels`).
 
 Weights are a tuple ``(W_1, …, W_L)`` with ``W_ℓ`` of shape ``(k_ℓ, k_{ℓ−1})``.
 """
@@ -24,16 +24,13 @@ __all__ = [
     "Architecture",
     "Teacher",
     "Dataset",
-    "WEIGHT_PRIOR_NAMES",
+    "weight_prior",
     "sample_weights",
     "sample_readout",
     "sample_teacher",
     "network_output",
     "make_dataset",
 ]
-
-WEIGHT_PRIOR_NAMES = ("gaussian", "rademacher", "uniform")
-
 
 @dataclass(frozen=True)
 class Architecture:
@@ -119,80 +116,85 @@ class Dataset:
     labels: np.ndarray
 
 
-def sample_weights(prior: str, shape, rng: np.random.Generator) -> np.ndarray:
-    """Draw iid weights of unit variance from a prior.
+def weight_prior(name: str):
+    """The registered weight prior ``name``, checked to draw samples (:meth:`priors.WeightPrior.sample`).
 
     Parameters
     ----------
-    prior : {'gaussian', 'rademacher', 'uniform'}
-        ``N(0, 1)``, ``±1`` or uniform on ``[−√3, √3]``.
-    shape : tuple of int
-    rng : numpy.random.Generator
+    name : str
+        A name of the registry :data:`priors.WEIGHT_PRIORS` (case-insensitive).
 
     Returns
     -------
-    ndarray of float64
+    priors.WeightPrior
 
     Raises
     ------
     ValueError
-        Unknown prior.
+        Unknown name (the message lists the registered ones), or a prior without a sampler (it
+        works in the solver but not in a finite-size simulation).
     """
-    if prior == "gaussian":
-        return rng.standard_normal(shape)
-    if prior == "rademacher":
-        return rng.choice(np.array([-1.0, 1.0]), size=shape)
-    if prior == "uniform":
-        return rng.uniform(-math.sqrt(3.0), math.sqrt(3.0), size=shape)
-    raise ValueError(f"unknown weight prior {prior!r}; expected one of {', '.join(WEIGHT_PRIOR_NAMES)}")
+    from priors import WeightPrior, get_weight_prior
+
+    prior = get_weight_prior(name)
+    if type(prior).sample is WeightPrior.sample:
+        raise ValueError(f"weight prior {name!r} cannot draw samples: {type(prior).__name__} defines no "
+                         "sample(rng, shape), which the finite-size simulations need")
+    return prior
 
 
-_FALLBACK_ATOMS = {
-    "ones": ([1.0], [1.0]),
-    "rademacher": ([-1.0, 1.0], [0.5, 0.5]),
-    "4point": ([-3 / math.sqrt(5), -1 / math.sqrt(5), 1 / math.sqrt(5), 3 / math.sqrt(5)], [0.25] * 4),
-}
+def sample_weights(prior: str, shape, rng: np.random.Generator) -> np.ndarray:
+    """Draw iid weights of unit variance from a registered prior (:meth:`priors.WeightPrior.sample`).
+
+    Parameters
+    ----------
+    prior : str
+        A registered name (built in: ``gaussian`` ``N(0, 1)``, ``rademacher`` ``±1``, ``uniform`` on
+        ``[−√3, √3]``).
+    shape : int or tuple of int
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    ndarray of float64, shape ``shape``
+
+    Raises
+    ------
+    ValueError
+        Unknown prior, or a prior without a sampler (:func:`weight_prior`).
+    """
+    return weight_prior(prior).sample(rng, shape)
 
 
 def sample_readout(spec: str, size: int, rng: np.random.Generator) -> np.ndarray:
-    """Draw the readout ``v`` iid from a readout law.
+    """Draw the readout ``v`` iid from a readout law (:meth:`priors.ReadoutLaw.sample`).
 
     Parameters
     ----------
     spec : str
-        ``ones``, ``rademacher``, ``uniform`` (on ±√3), ``gaussian``, ``4point``
-        (``{±1, ±3}/√5``) or ``'discrete:v=w,...'``, as in
-        :func:`priors.get_readout_law`.
+        A registered name of :data:`priors.READOUT_LAWS` (``ones``, ``rademacher``, ``4point``,
+        ``uniform``, ``gaussian``, …) or ``'discrete:v=w,...'``, as in :func:`priors.get_readout_law`.
     size : int
         ``k_L``.
     rng : numpy.random.Generator
 
     Returns
     -------
-    ndarray, shape (size,)
+    ndarray, shape (size,), ``E v² = 1``
+
+    Raises
+    ------
+    ValueError
+        Unknown or malformed law (message of :func:`priors.get_readout_law`).
 
     Notes
     -----
     Continuous laws are sampled exactly (the theory puts them on a grid); discrete laws use
-    the atoms and weights of :func:`priors.get_readout_law`.
+    their atoms and weights.
     """
-    name = spec.strip().lower()
-    if name == "gaussian":
-        return rng.standard_normal(size)
-    if name == "uniform":
-        return rng.uniform(-math.sqrt(3.0), math.sqrt(3.0), size=size)
-    try:
-        from priors import get_readout_law
-    except ImportError:
-        get_readout_law = None
-    if get_readout_law is not None:
-        law = get_readout_law(spec)
-        values, weights = np.asarray(law.values, float), np.asarray(law.weights, float)
-    elif name in _FALLBACK_ATOMS:
-        values, weights = (np.asarray(a, float) for a in _FALLBACK_ATOMS[name])
-    else:
-        raise ValueError(f"readout law {spec!r} needs priors.get_readout_law")
-    return rng.choice(values, size=size, p=weights / weights.sum())
+    from priors import get_readout_law
+
+    return get_readout_law(spec).sample(rng, size)
 
 
 def sample_teacher(architecture: Architecture, *, prior: str, readout: str,
@@ -212,7 +214,7 @@ def network_output(weights, readout, inputs, activation):
     readout : array, shape (k_L,)
     inputs : array, shape (n, d)
     activation : callable
-        Elementwise activation (a :class:`~simulations.activations.JaxActivation`).
+        Elementwise activation (a :class:`~replica.simulations.activations.JaxActivation`).
 
     Returns
     -------
@@ -237,7 +239,7 @@ def make_dataset(teacher: Teacher, num_samples: int, *, delta: float, activation
     delta : float
         Label-noise variance ``Δ ≥ 0``.
     activation : callable
-        JAX activation (:func:`simulations.activations.get_jax_activation`).
+        JAX activation (:func:`replica.simulations.activations.get_jax_activation`).
     rng : numpy.random.Generator
     noiseless : bool, optional
         Return ``λ(x; W⁰)`` (test data) instead of noisy labels.
@@ -245,7 +247,7 @@ def make_dataset(teacher: Teacher, num_samples: int, *, delta: float, activation
         Draw the labels with ``channel.sample`` from the centred output ``λ(x; W⁰) − centre`` (``delta`` is
         then not used); None: Gaussian noise of variance ``delta``.
     centre : float, optional
-        The known mean removed before the channel (``μ₀ Σv/√k_L``, :mod:`simulations.channels`).
+        The known mean removed before the channel (``μ₀ Σv/√k_L``, :mod:`replica.simulations.channels`).
 
     Returns
     -------

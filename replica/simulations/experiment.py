@@ -3,7 +3,7 @@
 :class:`ExperimentConfig` holds every option (the same model options as ``replica-sweep``
 plus the simulation ones); :func:`run_experiment` runs one sampler for all starts, α values
 and teachers and returns one :class:`InitResult` per start, ready for
-:func:`simulations.io.write_experiment`.
+:func:`replica.workflow.experiment_io.write_experiment`.
 
 Seeding: teacher ``t`` (and its test set) depends only on ``(seed, t)``, so the same
 teachers are used at every α and for every start; the training set depends on
@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .measurements import NEURON_BINS, OVERLAP_BIN_EDGES, classification_measures, measure_chain, mean_and_sem
-from .teacher_student import WEIGHT_PRIOR_NAMES, Architecture, make_dataset, sample_teacher, sample_weights
+from .teacher_student import Architecture, make_dataset, sample_teacher, sample_weights, weight_prior
 
 __all__ = ["ExperimentConfig", "InitResult", "run_experiment", "INITS", "DEFAULT_STEPS"]
 
@@ -60,7 +60,7 @@ class ExperimentConfig:
     channel : {'gaussian', 'probit', 'sign', 'logistic'}
         Output channel of the labels (:func:`priors.output_channels.get_output_channel`): the labels are
         drawn with its sampler from the teacher's centred output and HMC/NUTS use its log-likelihood
-        (:mod:`simulations.channels`). Non-Gaussian channels are sampled with ``hmc``/``nuts`` only;
+        (:mod:`replica.simulations.channels`). Non-Gaussian channels are sampled with ``hmc``/``nuts`` only;
         ``sign`` is refused there (step likelihood).
     temperature : float
         ``logistic`` only: T > 0.
@@ -147,8 +147,7 @@ class ExperimentConfig:
             raise ValueError(f"dim must be >= 2, got {self.dim}")
         if self.teachers < 1:
             raise ValueError(f"teachers must be >= 1, got {self.teachers}")
-        if self.prior not in WEIGHT_PRIOR_NAMES:
-            raise ValueError(f"prior must be one of {', '.join(WEIGHT_PRIOR_NAMES)}, got {self.prior!r}")
+        weight_prior(self.prior)  # a registered prior that draws samples (one-line ValueError)
         if self.sampler not in SAMPLERS:
             raise ValueError(f"sampler must be one of {', '.join(SAMPLERS)}, got {self.sampler!r}")
         if self.sampler in ("hmc", "nuts") and self.prior != "gaussian":
@@ -249,7 +248,7 @@ class InitResult:
 _SCALARS = ("error", "posterior_mean_error", "r2", "replica_error", "replica_r2",
             "acceptance_rate", "step_size", "divergences", "mean_integration_steps", "wall_time",
             "converged", "iterations")
-#: per-chain classification measures of ±1 channels (:func:`simulations.measurements.classification_measures`)
+#: per-chain classification measures of ±1 channels (:func:`replica.simulations.measurements.classification_measures`)
 _CLASSIFICATION = ("classification_error", "gibbs_classification_error", "sign_disagreement",
                    "teacher_disagreement", "replica_disagreement")
 
@@ -269,7 +268,7 @@ def run_experiment(config: ExperimentConfig, *, progress: bool = False, chains: 
     chains : dict, optional, keyword-only
         Finished chains to reuse instead of running them again: ``{(i_alpha, teacher, init):
         record}`` as passed to ``on_chain`` (e.g. read back from a checkpoint by
-        :func:`simulations.io.read_experiment_checkpoint`).
+        :func:`replica.workflow.experiment_io.read_experiment_checkpoint`).
     on_chain : callable, optional, keyword-only
         ``on_chain(key, record)`` after every chain run here, with ``key = (i_alpha, teacher,
         init)`` and ``record`` a dict of arrays (the measurements of the chain); used to write
@@ -288,10 +287,10 @@ def run_experiment(config: ExperimentConfig, *, progress: bool = False, chains: 
     the final iterate), ``mmse_sem`` its standard error over teachers.
 
     With a non-Gaussian channel (``config.channel``) the training labels are drawn with the channel's
-    sampler from the teacher's centred output (``λ − μ₀ Σv/√k_L``, :mod:`simulations.channels`), HMC/NUTS
+    sampler from the teacher's centred output (``λ − μ₀ Σv/√k_L``, :mod:`replica.simulations.channels`), HMC/NUTS
     sample the posterior with the channel's log-likelihood, and for ±1 channels each chain is also
     measured against ``n_test`` fresh labels drawn from the channel at the test inputs
-    (:func:`simulations.measurements.classification_measures`; seeds ``(seed, t, 5)``).
+    (:func:`replica.simulations.measurements.classification_measures`; seeds ``(seed, t, 5)``).
     """
     import jax
 

@@ -6,7 +6,7 @@ Posterior (Gaussian label noise of variance Δ, prior ``P_W`` on every layer):
 
 with ``log P_W(W) = −½ Σ W²`` for the Gaussian prior. With an output channel (``make_runner(...,
 channel=...)``, HMC/NUTS only) the Gaussian term is replaced by ``Σ_μ ln P_out(y_μ | λ_c(x_μ; W))`` on the
-centred output ``λ_c = λ − μ₀ Σv/√k_L`` (:mod:`simulations.channels`, docs/theory.md §10.1).
+centred output ``λ_c = λ − μ₀ Σv/√k_L`` (:mod:`replica.simulations.channels`, docs/theory.md §10.1).
 
 * :func:`run_hmc` — BlackJAX HMC (fixed number of leapfrog steps) or NUTS, identity mass
   matrix, step size tuned during warm-up by dual averaging (Hoffman & Gelman 2014, §3.2)
@@ -22,14 +22,14 @@ centred output ``λ_c = λ − μ₀ Σv/√k_L`` (:mod:`simulations.channels`, 
   sample seen once, the trace then gives the error against the samples seen ``n_t``, i.e. against
   ``α_t = n_t/d²``). With the network's normalization every layer's per-sample gradient has a
   squared norm O(1), so ``η = O(1)`` is the stable scale and the overlaps move by O(1) after
-  O(k d/η) samples (the time variable of :mod:`simulations.sgd`). A constant η leaves a noise
+  O(k d/η) samples (the time variable of :mod:`replica.simulations.sgd`). A constant η leaves a noise
   floor of the test error of order ηΔ (measured at d = 20, two hidden layers, Δ = 0.1, α = 5, from
   the teacher: 0.14 at η = 0.2, 0.018 at η = 0.05); the default 0.1 trades it against speed.
-* ``gamp-rie`` — the message-passing algorithm of :mod:`simulations.gamp_rie` (NumPy, one
+* ``gamp-rie`` — the message-passing algorithm of :mod:`replica.simulations.gamp_rie` (NumPy, one
   hidden layer): a point estimate of the universal branch, no weights.
 
 All three return a :class:`ChainResult` with the kept weights, the network outputs on the
-test inputs at every kept sample (from which :mod:`simulations.measurements` computes
+test inputs at every kept sample (from which :mod:`replica.simulations.measurements` computes
 errors and Nishimori statistics), an error trace along the run and diagnostics.
 
 JAX and BlackJAX are imported lazily: they are optional (``pip install '.[experiments]'``).
@@ -113,7 +113,7 @@ def _schedule(steps: int, warmup_fraction: float, num_kept: int) -> tuple[int, i
 def _log_likelihood(weights, readout, inputs, labels, activation, delta, channel=None):
     """Log-likelihood of the data up to a constant: Gaussian ``−Σ (y − λ)²/(2Δ)`` when ``channel`` is None,
     else ``Σ channel_fn(y, λ − μ₀ Σv/√k_L)`` with ``channel = (channel_fn, μ₀)``
-    (:func:`simulations.channels.jax_log_likelihood`, :func:`simulations.channels.output_mean_coefficient`)."""
+    (:func:`replica.simulations.channels.jax_log_likelihood`, :func:`replica.simulations.channels.output_mean_coefficient`)."""
     import jax.numpy as jnp
 
     output = network_output(weights, readout, inputs, activation)
@@ -150,12 +150,12 @@ def make_runner(sampler: str, *, activation, delta: float, steps: int, warmup_fr
     readout_law : str, optional
         Readout-law specification (GAMP-RIE uses its spectral law).
     channel : priors.output_channels.OutputChannel, optional
-        HMC/NUTS only: the output channel whose log-likelihood (:func:`simulations.channels.jax_log_likelihood`)
+        HMC/NUTS only: the output channel whose log-likelihood (:func:`replica.simulations.channels.jax_log_likelihood`)
         replaces the Gaussian one, read on the centred output ``λ − mean_coefficient Σv/√k_L``; ``labels``
         are then the channel's labels. None (default): Gaussian label noise of variance ``delta``, the
         uncentred output (as before channels existed).
     mean_coefficient : float, optional
-        ``μ₀`` of the centring (:func:`simulations.channels.output_mean_coefficient`).
+        ``μ₀`` of the centring (:func:`replica.simulations.channels.output_mean_coefficient`).
 
     Returns
     -------
@@ -203,7 +203,7 @@ def run_hmc(key, start_weights, readout, train, test, *, activation, delta, step
     start_weights : tuple of arrays
         Initial position (the teacher for ``informed``, a prior draw for ``uninformed``).
     readout : array, shape (k_L,)
-    train, test : :class:`~simulations.teacher_student.Dataset`
+    train, test : :class:`~replica.simulations.teacher_student.Dataset`
         Training data (noisy labels) and test data (noiseless outputs).
     activation : callable
     delta : float

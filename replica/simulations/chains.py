@@ -1,7 +1,7 @@
 """The result of one sampler, training or GAMP-RIE run (:class:`ChainResult`).
 
-Kept apart from :mod:`simulations.samplers` so that the algorithms that produce chains
-(:mod:`simulations.samplers`, :mod:`simulations.gamp_rie`) share it without importing each
+Kept apart from :mod:`replica.simulations.samplers` so that the algorithms that produce chains
+(:mod:`replica.simulations.samplers`, :mod:`replica.simulations.gamp_rie`) share it without importing each
 other.
 """
 

@@ -9,7 +9,7 @@ Root attributes: ``parameters`` (JSON of every option of :class:`ExperimentConfi
 chains enter the ``*_mean``/``*_sem`` datasets), ``output_channel`` (name) and
 ``output_channel_parameters`` (JSON of :meth:`priors.output_channels.OutputChannel.parameters`) of the
 labels' law, and for a non-Gaussian channel ``output_mean_coefficient`` (μ₀: the channel reads the
-centred output ``λ − μ₀ Σv/√k_L``, :mod:`simulations.channels`).
+centred output ``λ − μ₀ Σv/√k_L``, :mod:`replica.simulations.channels`).
 
 Group ``experiments/<sampler>/<init>`` with datasets (α axis first, ``T`` teachers, ``L``
 layers, ``B`` histogram bins):
@@ -74,7 +74,7 @@ with :func:`os.replace`, so a reader never sees a partial file.  Root attributes
 Checkpoint (``X.checkpoint.h5`` while ``replica-experiment -o X.h5`` runs, see
 :mod:`replica.workflow.safe_write`): root attributes ``kind = "experiment"``, ``complete = 0``,
 ``parameters``; one group ``chains/<i_alpha>/<teacher>/<init>`` per finished chain holding
-its measurements (:func:`simulations.experiment.run_experiment`, ``on_chain``), rewritten
+its measurements (:func:`replica.simulations.experiment.run_experiment`, ``on_chain``), rewritten
 atomically after every chain.  ``replica-experiment --resume`` reuses them.
 """
 
@@ -101,7 +101,7 @@ def package_version() -> str:
 
         return version("replica-hciz")
     except Exception:  # noqa: BLE001 - metadata missing in a source checkout
-        from . import __version__
+        from .. import __version__
 
         return __version__
 
@@ -112,7 +112,7 @@ AVERAGES = ("*_mean and *_sem average the chains with excluded = 0; chains that 
 
 
 def write_experiment(path, config, results: dict, *, overwrite: bool = False, configuration=None) -> Path:
-    """Write the results of :func:`simulations.experiment.run_experiment` atomically.
+    """Write the results of :func:`replica.simulations.experiment.run_experiment` atomically.
 
     Parameters
     ----------
@@ -152,7 +152,7 @@ def write_experiment(path, config, results: dict, *, overwrite: bool = False, co
         f.attrs["output_channel"] = channel.name
         f.attrs["output_channel_parameters"] = json.dumps(channel.parameters(), sort_keys=True)
         if config.channel != "gaussian":
-            from .channels import output_mean_coefficient
+            from ..simulations.channels import output_mean_coefficient
 
             f.attrs["output_mean_coefficient"] = output_mean_coefficient(
                 config.activation, drop_hermite=config.drop_hermite, unit_variance=config.unit_variance,
@@ -216,7 +216,7 @@ def write_experiment_checkpoint(path, config, chains: dict) -> Path:
     config : ExperimentConfig
     chains : dict
         ``{(i_alpha, teacher, init): record}`` (records of
-        :func:`simulations.experiment.run_experiment`'s ``on_chain``).
+        :func:`replica.simulations.experiment.run_experiment`'s ``on_chain``).
 
     Returns
     -------
