@@ -101,6 +101,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .engine import STATUS_MESSAGES, FixedPointResult
+from .interface import hook
 
 __all__ = ["BranchData", "SweepResult", "sweep", "stability", "jacobian", "learned_layers", "UNIVERSAL_TOL",
            "DISTINCT_TOL", "MAX_MOVE", "MIN_STEP"]
@@ -256,6 +257,11 @@ class SweepResult:
         ``branch_start``), ``located`` (always True; kept for readers of older results).
     universal_only_reason : str or None
         Why only the universal branch is reported (docs/theory.md §5.4), or None.
+    grids, dataset_axes, s_grid_rule, architecture, state_schema
+        What a file stores besides the branches (filled by :func:`replica.workflow.run.run_sweep`; empty
+        after a bare :func:`sweep`): the model's extra 1-D coordinates ``{name: ndarray}``, the dimension
+        scales ``{dataset: (scale, …)}`` of its stored matrices, its rule in s (str or None), the
+        registry name of its architecture and what a state records (:class:`replica.interface.FieldSpec`).
     """
 
     alpha: np.ndarray
@@ -267,6 +273,11 @@ class SweepResult:
     branch_transitions: dict = field(default_factory=dict)
     equilibrium_changes: list = field(default_factory=list)
     universal_only_reason: str | None = None
+    grids: dict = field(default_factory=dict)
+    dataset_axes: dict | None = None
+    s_grid_rule: str | None = None
+    architecture: str = ""
+    state_schema: tuple = ()
 
 
 # --------------------------------------------------------------------------- stability
@@ -394,8 +405,7 @@ def _leading_eigenvalue(model, alpha, x) -> float:
 def _moving(model, x) -> np.ndarray:
     """Entries of the packed vector that the map moves (the continuation's unknowns)."""
     x = np.asarray(x)
-    moving = getattr(model, "moving_indices", None)
-    return np.arange(x.size) if moving is None else np.asarray(moving(x), dtype=int)
+    return np.asarray(hook(model, "moving_indices")(x), dtype=int)
 
 
 def _labelled(model, x) -> bool:
@@ -404,7 +414,7 @@ def _labelled(model, x) -> bool:
     and the model does not declare them constant along a curve (``model.fixed_labels``; two hidden
     layers with the profile solver, whose selection and rule level are fixed per curve, are
     continued by the Newton corrector on their global unknowns)."""
-    return _moving(model, x).size < np.size(x) and not getattr(model, "fixed_labels", False)
+    return _moving(model, x).size < np.size(x) and not hook(model, "fixed_labels")
 
 
 def _overlaps(result) -> np.ndarray:
@@ -889,7 +899,7 @@ def _same_point(model, alpha, r, result, tol=DISTINCT_TOL) -> bool:
     d = float(np.max(np.abs(_overlaps(r) - _overlaps(result)), initial=0.0))
     if d < tol:
         return True
-    relabel = getattr(model, "relabel", None)
+    relabel = hook(model, "relabel")
     if relabel is None or alpha is None or not d < RELABEL_DISTANCE:
         return False
     x = relabel(float(alpha), result.x, r.x)
@@ -1107,10 +1117,10 @@ def _envelope_slope(model, alpha, st) -> float:
     ``df/dα = ∂f/∂α = −(f − Ψ_out(mmse))/α`` (the envelope theorem: the order parameters' own variation
     does not count).
     """
-    if not getattr(model, "envelope_identity", False):
+    if not hook(model, "envelope_identity"):
         return math.nan
     f = float(st.free_entropy)
-    if hasattr(model, "energetic"):
+    if hook(model, "energetic") is not None:
         psi = float(model.energetic(float(st.mmse)))
     else:  # a model without an output channel: Gaussian labels of variance model.delta
         D = float(model.delta) + float(st.mmse)
@@ -1490,7 +1500,7 @@ def sweep(model, alphas, *, branches="all", progress=True, solve_kw=None, locate
     alphas = _validate(alphas, branches)
     solve_kw = dict(solve_kw or {})
     n = alphas.size
-    reason = model.universal_only_reason() if hasattr(model, "universal_only_reason") else None
+    reason = hook(model, "universal_only_reason")()
     if reason and branches == "all":
         logger.info("universal branch only: %s", reason)
     starts = model.starts() if branches == "all" and not reason else {}
@@ -1503,7 +1513,7 @@ def sweep(model, alphas, *, branches="all", progress=True, solve_kw=None, locate
     pbar = _progress_bar(n * (1 + len(passes)), progress)
 
     # universal branch, with its stability (restricted to its own subspace under the ruling)
-    uni_indices = model.universal_indices() if reason and hasattr(model, "universal_indices") else None
+    uni_indices = hook(model, "universal_indices")() if reason else None
     universal = BranchData("universal", alphas)
     for i, a in enumerate(alphas):
         r = _solve(cache, "universal", i, a, lambda a=a: model.solve_universal(a))
@@ -1542,13 +1552,13 @@ def sweep(model, alphas, *, branches="all", progress=True, solve_kw=None, locate
             first = next((c["alpha"] for c in changes if c["to"] == name), math.nan)
             per_branch[name] = {"alpha_sp": float(b.alpha_start), "alpha_end": float(b.alpha_end),
                                 "alpha_c": float(first)}
-        main = getattr(model, "main_phase", None)
+        main = hook(model, "main_phase")
         if main is None:  # the first change away from the universal branch
             transitions = _entry(out, names, changes, equilibrium, lambda nm: nm != "universal",
                                  leaves=lambda c: c["from"] == "universal")
         else:  # the first time the equilibrium reaches the model's main phase
             transitions = _entry(out, names, changes, equilibrium, lambda nm: nm.split("-")[0] == main)
-        n_layers = int(getattr(model, "n_layers", 1))
+        n_layers = int(hook(model, "n_layers"))
         if n_layers >= 2:  # where each layer becomes learned (docs/two_layer.md, docs/deep_linear.md)
             for ell in range(1, n_layers + 1):
                 tr = _entry(out, names, changes, equilibrium, lambda nm, ell=ell: ell in learned_layers(nm, n_layers))
@@ -1606,7 +1616,7 @@ def _channel_fields(model, result) -> dict:
     """Classification errors of a point for a ±1 output channel (:meth:`OutputChannelTerms.channel_fields
     <replica.models._output.OutputChannelTerms.channel_fields>`); ``{}`` for other channels and models
     without one."""
-    fields = getattr(model, "channel_fields", None)
+    fields = hook(model, "channel_fields")
     return fields(float(result.info["state"].mmse)) if fields is not None else {}
 
 

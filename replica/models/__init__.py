@@ -33,7 +33,8 @@ import pkgutil
 from dataclasses import dataclass, field
 from typing import Callable
 
-__all__ = ["Architecture", "ModelRequest", "register", "architectures", "get_architecture", "select", "build"]
+__all__ = ["Architecture", "ModelRequest", "register", "architectures", "get_architecture", "select", "choose",
+           "build"]
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,10 @@ class Architecture:
         Automatic choice order (larger first); fallbacks use a low priority.
     summary : str
         One line shown in listings and errors.
+    prepare : callable or None
+        ``prepare(model, options, alphas, *, solve_kw, branches) -> ReplicaModel``: the model a sweep of the
+        sorted ``alphas`` runs on (:func:`replica.workflow.run.run_sweep`), e.g. a grid refined at those α
+        (two hidden layers with ``s_grid="auto"``); None: the built model itself.
     """
 
     name: str
@@ -95,6 +100,7 @@ class Architecture:
     accepts: Callable
     priority: int = 0
     summary: str = ""
+    prepare: Callable | None = None
 
 
 _REGISTRY: dict[str, Architecture] = {}
@@ -167,6 +173,19 @@ def select(layers: int, activations) -> Architecture:
     raise ValueError(f"no architecture accepts {layers} hidden layer(s) with these activations")
 
 
+def choose(request: ModelRequest, architecture: str | None = None) -> Architecture:
+    """The named architecture, or (``None``, ``""`` or ``"auto"``) the one :func:`select` chooses for ``request``.
+
+    Raises
+    ------
+    ValueError
+        Unknown name, or no architecture accepts the request.
+    """
+    if architecture in (None, "", "auto"):
+        return select(request.layers, request.activations)
+    return get_architecture(architecture)
+
+
 def build(request: ModelRequest, architecture: str | None = None):
     """Build the model of ``request`` with the named architecture, or the one :func:`select` chooses.
 
@@ -180,8 +199,7 @@ def build(request: ModelRequest, architecture: str | None = None):
         ``channel: …`` when the request has a non-Gaussian output channel and the architecture's model
         does not take it.
     """
-    arch = select(request.layers, request.activations) if architecture in (None, "", "auto") else \
-        get_architecture(architecture)
+    arch = choose(request, architecture)
     model = arch.build(request)
     wanted = request.output_channel
     if wanted is not None and wanted.name != "gaussian" and getattr(model, "output_channel", None) != wanted:
@@ -223,6 +241,22 @@ def _build_two_layer(r: ModelRequest):
                          output_channel=r.output_channel, **_s_grid_keywords(r.options.get("s_grid")))
 
 
+def _prepare_two_layer(model, options, alphas, *, solve_kw=None, branches="all"):
+    """``s_grid="auto"``: the panel rule in s refined at the sweep's α (:func:`~replica.models.two_layer.converge_s_grid`);
+    the universal branch is exact on every rule, so a sweep of it alone keeps the built model."""
+    import logging
+
+    if options.get("s_grid") != "auto":
+        return model
+    if branches == "universal":
+        logging.getLogger(__name__).info("--s-grid auto: the universal branch is exact on every s rule; "
+                                         "grid not refined")
+        return model
+    from .two_layer import converge_s_grid
+
+    return converge_s_grid(model, alphas, solve_kw=solve_kw)[0]
+
+
 #: largest s grid of L >= 3 models: the doubled grid of their discretization_error must exist
 MAX_DEEP_LINEAR_S_GRID = 75
 
@@ -258,7 +292,8 @@ def _build_deep(r: ModelRequest):
 register(Architecture("shallow", _build_shallow, lambda layers, acts: layers == 1, priority=30,
                       summary="one hidden layer (docs/theory.md §5)"))
 register(Architecture("two_layer", _build_two_layer, lambda layers, acts: layers == 2 and _linear_part(acts),
-                      priority=20, summary="two hidden layers with linear parts (docs/theory.md §6.2)"))
+                      priority=20, summary="two hidden layers with linear parts (docs/theory.md §6.2)",
+                      prepare=_prepare_two_layer))
 register(Architecture("deep_linear", _build_deep_linear,
                       lambda layers, acts: layers >= 3 and _linear_part(acts[:1]), priority=20,
                       summary="L >= 3 hidden layers with linear parts (docs/deep_linear.md)"))

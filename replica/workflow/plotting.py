@@ -31,6 +31,7 @@ from .style import STYLE_FILE, _mpl, figure_style, style_path  # noqa: F401 (re-
 __all__ = [
     "plot_file",
     "plot_sweep",
+    "overlap_fields",
     "plot_phase_diagram",
     "plot_neuron_maps",
     "plot_neuron_comparison",
@@ -716,15 +717,45 @@ def _equilibrium_layers(data):
 _LAYER_STYLES = ("-", "--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 3)), (0, (6, 2)), (0, (3, 1, 1, 1)))
 
 
+def overlap_fields(data) -> list:
+    """The overlap fields of a sweep to draw against α: the entries of its state schema
+    (:class:`replica.interface.FieldSpec`, root attribute ``state_schema``; files without one:
+    :func:`replica.interface.default_schema`) with role ``overlap`` that some branch stores."""
+    from ..interface import default_schema
+
+    schema = data.get("state_schema") or default_schema()
+    present = {k for b in data["branches"].values() for k in b}
+    return [f for f in schema if f.role == "overlap" and f.name in present]
+
+
+def _field_average(branch, field) -> np.ndarray:
+    """``field`` of ``branch`` (n_alpha, …) averaged over its axes after α: the readout law's weights on
+    ``readout_values``, ``s_weights`` on ``s_values``, plain means on other axes; shape (n_alpha,)."""
+    q = np.asarray(branch[field.name], dtype=float)
+    weights = {"readout_values": branch.get("readout_weights"), "s_values": branch.get("s_weights")}
+    axes = tuple(field.axes) or tuple("" for _ in range(q.ndim - 1))
+    for axis in reversed(axes[:max(q.ndim - 1, 0)]):
+        w = weights.get(axis)
+        if w is not None and np.size(w) == q.shape[-1]:
+            w = np.asarray(w, dtype=float)
+            q = q @ (w / w.sum())
+        else:
+            q = q.mean(axis=-1)
+    return q
+
+
 def _draw_overlap_panel(ax, data):
-    """Overlaps: Q(v) profiles at several α (several readout atoms) or Q against α."""
+    """Overlaps: Q(v) profiles at several α (several readout atoms) or the schema's overlaps against α."""
     branches = data["branches"]
     spec = branches.get("specialized")
     any_b = next(iter(branches.values()))
     values = np.asarray(any_b.get("readout_values", [1.0]), dtype=float)
     deep = any("overlap_layer_1" in b for b in branches.values())
-    if values.size > 1 and spec is not None and ("overlap_W" in spec or deep):
-        key = "overlap_W" if "overlap_W" in spec else max(k for k in spec if k.startswith("overlap_layer_"))
+    fields = overlap_fields(data)
+    profile = next((f.name for f in fields if "readout_values" in f.axes and spec is not None and f.name in spec),
+                   None)
+    if values.size > 1 and spec is not None and (profile is not None or deep):
+        key = profile if profile is not None else max(k for k in spec if k.startswith("overlap_layer_"))
         Q = np.asarray(spec[key], dtype=float)
         ok = np.asarray(spec["exists"], bool) & np.asarray(spec["converged"], bool)
         idx = np.flatnonzero(ok)
@@ -777,20 +808,23 @@ def _draw_overlap_panel(ax, data):
                     ax.plot([], [], color="0.35", ls=ls, label=f"$q_{{{lab}}}$")
             drawn = True
             continue
-        if name != "universal" and "overlap_W" in b:
-            q = np.asarray(b["overlap_W"], dtype=float) @ (w / w.sum())
+        for k, field in enumerate(fields):
+            if field.name not in b:
+                continue
+            q = _field_average(b, field)
+            if field.known_mean:
+                q = q - gamma * float(np.dot(w / w.sum(), v)) ** 2  # R_d − 1, the known mean of S
+            elif not np.any(np.abs(q[ok]) > 0.0):
+                continue  # a specialization overlap that is zero on this branch (the universal one)
+            lw, ls = (1.6, "-") if k == 0 else (1.1, (0, (1.5, 1.5)) if k == 1 else _LAYER_STYLES[k % len(_LAYER_STYLES)])
             for seg in _segments(ok):
-                ax.plot(alpha[seg], q[seg], color=color, lw=1.6, marker="o" if seg.size == 1 else None, ms=2.5)
-            ax.plot([], [], color=color, lw=1.6, label=f"{label}: $Q$")
-            drawn = True
-        if "R2" in b:
-            shift = gamma * float(np.dot(w / w.sum(), v)) ** 2  # R_d − 1, the known mean of S
-            r = np.asarray(b["R2"], dtype=float) - shift
-            for seg in _segments(ok):
-                ax.plot(alpha[seg], r[seg], color=color, lw=1.1, ls=(0, (1.5, 1.5)))
-            ax.plot([], [], color=color, lw=1.1, ls=(0, (1.5, 1.5)), label=f"{label}: $R_2-(R_d-1)$")
+                ax.plot(alpha[seg], q[seg], color=color, lw=lw, ls=ls, marker="o" if seg.size == 1 and k == 0 else None,
+                        ms=2.5)
+            ax.plot([], [], color=color, lw=lw, ls=ls, label=f"{label}: {field.label or field.name}")
             drawn = True
     if not drawn:
+        logger.warning("overlaps panel: no overlap field to draw (declare the state's fields with role 'overlap' "
+                       "in the model's state_schema(), replica.interface.FieldSpec)")
         return False
     _draw_transition_lines(ax, data.get("transitions", {}), legend=False)
     ax.set_xlabel(ALPHA_LABEL)
@@ -802,13 +836,15 @@ def _draw_overlap_panel(ax, data):
 
 
 # --------------------------------------------------------------------------- figures
-def plot_sweep(data: dict, *, experiments=None, references=None, kind="auto", title=None, logy=False):
-    """Figure of a sweep (dict from :func:`replica.workflow.io.read_sweep`).
+def plot_sweep(data, *, experiments=None, references=None, kind="auto", title=None, logy=False):
+    """Figure of a sweep (dict from :func:`replica.workflow.io.read_sweep`, or the sweep itself).
 
     Parameters
     ----------
-    data : dict
-        ``parameters``, ``branches``, ``equilibrium``, ``transitions`` (and ``experiments``).
+    data : dict or replica.branches.SweepResult
+        ``parameters``, ``branches``, ``equilibrium``, ``transitions`` (and ``experiments``); a
+        :class:`~replica.branches.SweepResult` (e.g. of :func:`replica.workflow.run.run_sweep`) is drawn
+        as its file would be (:func:`replica.workflow.io.sweep_data`, no title parameters).
     experiments : dict, optional, keyword-only
         ``{(sampler, init): {alpha, mmse_mean, mmse_sem, …}}`` overlaid on the learning curve
         (added to the file's own experiments).
@@ -824,6 +860,10 @@ def plot_sweep(data: dict, *, experiments=None, references=None, kind="auto", ti
     -------
     matplotlib.figure.Figure
     """
+    if not isinstance(data, dict):
+        from .io import sweep_data
+
+        data = sweep_data(data)
     matplotlib, plt = _mpl()
     exps = dict(data.get("experiments") or {})
     exps.update(experiments or {})

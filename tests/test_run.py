@@ -1,0 +1,94 @@
+"""The sweep service (:func:`replica.workflow.run.run_sweep`): one way to compute a sweep.
+
+``replica-sweep`` and a line of ``replica-phase-diagram`` with the same options must give the same
+records (before the service, a phase-diagram line skipped the model's preparation and the per-point
+error estimates); the service returns new data instead of changing a sweep's branches in place, and
+the file it leads to needs no model to be written.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+from replica.workflow.cli import sweep_main
+from replica.workflow.io import read_root_attrs, read_sweep, write_sweep
+from replica.workflow.phase_diagram import solve_line
+from replica.workflow.run import discretization_errors, run_sweep
+
+# two hidden layers with a fixed s grid: the model estimates the error of its grid at every point
+TWO = {"layers": 2, "gamma": [0.7, 1.3], "activation": "tanh2,erf", "drop_hermite": [], "unit_variance": True,
+       "prior": "gaussian", "readout": "ones", "readout_grid": None, "delta": 0.1, "s_grid": 3,
+       "branches": "all", "damping": 0.5}
+TWO_ARGV = ["--layers", "2", "--gamma", "0.7,1.3", "--activation", "tanh2,erf", "--unit-variance", "--s-grid", "3",
+            "--delta", "0.1"]
+ALPHAS = [3.0, 7.0]
+
+
+def _same(a, b, what):
+    a, b = np.asarray(a), np.asarray(b)
+    assert a.shape == b.shape, what
+    if a.dtype == object or b.dtype == object:
+        assert [str(x) for x in a.ravel()] == [str(x) for x in b.ravel()], what
+    else:
+        np.testing.assert_array_equal(a, b, err_msg=what)
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory):
+    out = tmp_path_factory.mktemp("run") / "two.h5"
+    assert sweep_main(TWO_ARGV + ["--alpha", ",".join(map(str, ALPHAS)), "--quiet", "-o", str(out)]) == 0
+    return out
+
+
+def test_a_sweep_and_a_phase_diagram_line_give_the_same_records(swept):
+    data = read_sweep(swept)
+    line = solve_line(dict(TWO), ALPHAS)
+    assert set(line["branches"]) == set(data["branches"])
+    for name, rec in line["branches"].items():
+        b = data["branches"][name]
+        ok = np.asarray(b["exists"], bool) & np.asarray(b["converged"], bool)
+        _same(rec["exists"], ok, f"{name}/exists")
+        for key in ("mmse", "free_entropy", "discretization_error"):
+            assert key in rec, f"{name}: the line has no {key}"
+            _same(rec[key], np.where(ok, b[key], np.nan), f"{name}/{key}")
+    for key in ("mmse", "free_entropy", "branch"):
+        _same(line[key], data["equilibrium"][key], f"equilibrium/{key}")
+    for key in ("alpha_sp", "alpha_c"):
+        a, b = line[key], data["transitions"][key]
+        assert (math.isnan(a) and math.isnan(b)) or a == b, key
+    assert line["n_changes"] == len(data["equilibrium_changes"]["alpha"])
+
+
+def test_the_file_names_its_architecture_and_rule_without_a_model(swept, tmp_path):
+    attrs = read_root_attrs(swept)
+    assert attrs["architecture"] == "two_layer"
+    assert attrs["s_grid_rule"].startswith("gauss-hermite")
+    # the service's result carries what the writer needs: no model handed to write_sweep
+    res = run_sweep(dict(TWO), ALPHAS, progress=False)
+    again = read_sweep(write_sweep(tmp_path / "again.h5", res, {}))
+    for name, b in read_sweep(swept)["branches"].items():
+        for key in ("mmse", "s_values", "s_weights", "discretization_error"):
+            _same(again["branches"][name][key], b[key], f"{name}/{key}")
+    assert read_root_attrs(tmp_path / "again.h5")["architecture"] == "two_layer"
+
+
+def test_error_estimates_are_new_data(swept):
+    from replica.branches import sweep
+    from replica.workflow.model_options import build_model
+
+    model = build_model(dict(TWO))
+    res = sweep(model, ALPHAS, progress=False, solve_kw={"damping": 0.5})
+    branches = discretization_errors(model, res, {"damping": 0.5})
+    assert all("discretization_error" not in b.fields for b in res.branches.values())
+    assert all("discretization_error" in b.fields for b in branches.values())
+    stored = read_sweep(swept)["branches"]
+    for name, b in branches.items():
+        _same(b["discretization_error"], stored[name]["discretization_error"], name)
+
+
+def test_bad_options_are_one_line_usage_errors():
+    from replica.workflow.config import UsageError
+
+    with pytest.raises(UsageError, match=r"^--s-grid: only used with --layers >= 2"):
+        run_sweep({**TWO, "layers": 1, "gamma": [0.5], "activation": "relu"}, ALPHAS, progress=False)
