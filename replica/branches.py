@@ -44,14 +44,18 @@ Several stationary points of the free entropy coexist over wide ranges of α
    curve, between two folds, is not traced (the damped iteration cannot reach it, and it
    never has the largest free entropy of the S: it is the saddle between the two stable
    parts). The two stable parts are two branches, each ending at its fold.
-4. **Names.** A branch is named after what its most specialized point has learned
-   (``model.phase`` at the point of largest ``model.specialization`` on the grid): for
-   one hidden layer ``weak`` (every readout group has ``Q < 0.5``), ``partial`` (some
-   groups have learned, ``Q ≥ 0.5``, others not) or ``specialized`` (every group has
-   ``Q ≥ 0.5``); for two hidden layers what is learned (``layer_1``, ``layers_1_2``, …);
-   for deep networks ``specialized`` (every layer) or ``layers_1_to_<k>``. The name is
-   fixed along the curve; a second branch with the same name gets ``-2``, ``-3``, … in
-   the order of their first α.
+4. **Names.** A branch is named after the phase of the curve, assigned once the curve is traced:
+   what its most specialized point has learned (``model.phase`` at the point of largest
+   ``model.specialization`` among its grid points *and its located ends*, so that a fold or
+   bifurcation between two grid points counts whatever the grid): for one hidden layer ``weak``
+   (every readout group has ``Q < 0.5``), ``partial`` (some groups have learned, ``Q ≥ 0.5``,
+   others not) or ``specialized`` (every group has ``Q ≥ 0.5``); for two hidden layers what is
+   learned (``layer_1``, ``layers_1_2``, …); for deep networks ``specialized`` (every layer) or
+   ``layers_1_to_<k>``. The name is fixed along the curve. Curves of the same phase are told
+   apart by how strongly they learn it: the one with the largest mmse where they coexist on the
+   grid keeps the name, the others get ``-2``, ``-3``, … in order of decreasing mmse (curves that
+   never coexist on the grid: in the order of their first α). Neither rule depends on where the
+   grid points fall, as long as the grid holds the curves' ends.
 5. **Stability.** At every stored point, ``stability`` is the leading eigenvalue (largest
    real part) of the Jacobian of the *undamped* map ``F`` (finite differences): ``< 1``
    means linearly stable (the damped iteration with damping close enough to 1 converges
@@ -93,6 +97,7 @@ state, so they are kept together (docs/architecture.md, "Module size").
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import sys
@@ -1091,20 +1096,41 @@ def _solve_on_curve(model, curve, alphas, alpha, solve_kw, cache):
 
 # --------------------------------------------------------------------------- naming
 def _name_curves(model, curves, alphas):
-    """Names after the most specialized point (module docstring), ``-2``… for repeats."""
+    """Names of the traced curves after the phase each describes (module docstring, "Names").
+
+    Returns the names and the order of the curves (by first α, then last α), names listed in that order.
+    A curve's phase is ``model.phase`` at its most specialized point among its grid points and its located
+    ends (a fold or bifurcation is located independently of the grid); curves of one phase are told
+    apart by how strongly they learn it: the weakest keeps the name, stronger ones get ``-2``, ``-3``, …
+    (:func:`_weaker`)."""
     order = sorted(range(len(curves)), key=lambda k: (curves[k].lo(alphas), curves[k].hi(alphas)))
-    names = {}
-    used = {"universal": 1}
+    groups = {}
     for k in order:
         c = curves[k]
         states = [r.info["state"] for r in c.results.values()] or [r.info["state"] for _, r in c.trail]
-        best = max(states, key=model.specialization)
-        base = model.phase(best) if hasattr(model, "phase") else "specialized"
-        if base == "universal":
-            base = "weak"
-        used[base] = used.get(base, 0) + 1
-        names[k] = base if used[base] == 1 else f"{base}-{used[base]}"
+        states += [e.result.info["state"] for e in c.ends.values()
+                   if e.kind in ("fold", "bifurcation") and "state" in e.result.info]
+        base = model.phase(max(states, key=model.specialization))
+        groups.setdefault("weak" if base == "universal" else base, []).append(k)
+    names = {}
+    for base, members in groups.items():
+        ranked = sorted(members, key=functools.cmp_to_key(lambda i, j: _weaker(curves[i], curves[j], alphas)))
+        for rank, k in enumerate(ranked, start=1):
+            names[k] = base if rank == 1 else f"{base}-{rank}"
     return [names[k] for k in order], order
+
+
+def _weaker(a, b, alphas) -> int:
+    """Order of two curves of one phase, weakest first: by the mmse at the first grid α where both exist
+    (larger first), else (they never coexist on the grid) by their first and last α."""
+    common = sorted(set(a.results) & set(b.results))
+    if common:
+        i = common[0]
+        ma, mb = float(a.results[i].info["state"].mmse), float(b.results[i].info["state"].mmse)
+        if ma != mb:
+            return -1 if ma > mb else 1
+    ka, kb = (a.lo(alphas), a.hi(alphas)), (b.lo(alphas), b.hi(alphas))
+    return -1 if ka < kb else (1 if ka > kb else 0)
 
 
 # --------------------------------------------------------------------------- equilibrium

@@ -198,21 +198,25 @@ def test_registry_errors_are_one_line_usage_errors(toy_registered):
         models.register(models.Architecture("toy_spiked", ToyModel, lambda layers, acts: False))
 
 
-def test_a_new_module_in_the_models_folder_registers_itself(tmp_path, monkeypatch):
+def test_a_new_module_in_the_models_folder_is_found_and_imported_only_when_chosen(tmp_path, monkeypatch):
+    """A module of the folder is a lazy spec: listed and chosen by name without importing it before it
+    builds a model, and never imported by the automatic choice (docs/architecture.md)."""
     (tmp_path / "toy_folder_model.py").write_text(
-        "from . import Architecture, register\n"
-        "register(Architecture('toy_folder', lambda request: 'built', lambda layers, acts: layers == 77,"
-        " priority=99))\n")
+        "IMPORTED = True\n"
+        "def build(request):\n    return 'built'\n")
     monkeypatch.setattr(models, "__path__", [*models.__path__, str(tmp_path)])
     monkeypatch.setattr(models, "_DISCOVERED", False)
+    name = "replica.models.toy_folder_model"
     try:
         known = models.architectures()
-        assert "toy_folder" in known and list(known)[0] == "toy_folder"  # priority order
-        assert models.select(77, ()).name == "toy_folder"
-        assert models.select(1, ()).name == "shallow"
+        assert "toy_folder_model" in known and name not in sys.modules
+        assert models.select(1, ()).name == "shallow" and name not in sys.modules
+        assert models.get_architecture("toy_folder_model").accepts is None and name not in sys.modules
+        request = models.ModelRequest(1, (), (0.5,), 0.1, None, None)
+        assert models.build(request, "toy_folder_model") == "built" and name in sys.modules
     finally:
-        models.unregister("toy_folder")
-        sys.modules.pop("replica.models.toy_folder_model", None)
+        models.unregister("toy_folder_model")
+        sys.modules.pop(name, None)
 
 
 def test_builtin_architectures_are_chosen_without_importing_their_modules():

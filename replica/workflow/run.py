@@ -78,8 +78,9 @@ def run_sweep(request: dict, alphas, *, checkpoint=None, progress: bool = True, 
     built, arch = resolve_model(request, build_it=model is None)
     model = built if model is None else model
     alphas = np.sort(np.asarray(alphas, dtype=float))
-    if arch.prepare is not None:
-        model = arch.prepare(model, request, alphas, solve_kw=solve_kw, branches=branches)
+    prepare = arch.preparer()
+    if prepare is not None:
+        model = prepare(model, request, alphas, solve_kw=solve_kw, branches=branches)
     if checkpoint is not None:
         checkpoint.bind(model, solve_kw)
     result = sweep(model, alphas, branches=branches, progress=progress, solve_kw=solve_kw, cache=checkpoint)
