@@ -26,9 +26,30 @@ Layout (docs/architecture.md)
     spectra, reference figures.
 """
 
+#: the package version, written here only (pyproject.toml reads it: ``[tool.setuptools.dynamic]``)
 __version__ = "0.1.0"
 
-__all__ = ["ShallowModel", "DeepModel", "DeepLinearModel", "sweep", "get_activation", "read_sweep", "write_sweep", "__version__"]
+__all__ = ["ShallowModel", "DeepModel", "DeepLinearModel", "sweep", "get_activation", "read_sweep", "write_sweep",
+           "__version__", "git_revision"]
+
+_REVISION = None
+
+
+def git_revision() -> str:
+    """Full git revision (40 hex digits) of the package source, or ``"unknown"`` outside a git checkout;
+    asked once per process. The one format of the root attribute ``git_revision`` of every file."""
+    global _REVISION
+    if _REVISION is None:
+        import subprocess
+        from pathlib import Path
+
+        try:
+            out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).resolve().parent,
+                                 capture_output=True, text=True, timeout=5)
+            _REVISION = out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else "unknown"
+        except (OSError, subprocess.SubprocessError):  # pragma: no cover - git missing
+            _REVISION = "unknown"
+    return _REVISION
 
 
 def __getattr__(name):

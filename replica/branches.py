@@ -1511,7 +1511,7 @@ def sweep(model, alphas, *, branches="all", progress=True, solve_kw=None, locate
         ``"<start>:<down|up>"``, ``i`` the index in the sorted grid and ``compute()``
         performs the solve (with the warm start of the pass); the hook returns a
         :class:`FixedPointResult` — stored or freshly computed — and may record it
-        (see :class:`replica.workflow.io.SweepCheckpoint`). The continuation (Newton steps from the
+        (see :class:`replica.workflow.run.SweepCheckpoint`). The continuation (Newton steps from the
         seeds), stability and transitions are deterministic and always recomputed.
 
     Returns

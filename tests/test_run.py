@@ -92,3 +92,45 @@ def test_bad_options_are_one_line_usage_errors():
 
     with pytest.raises(UsageError, match=r"^--s-grid: only used with --layers >= 2"):
         run_sweep({**TWO, "layers": 1, "gamma": [0.5], "activation": "relu"}, ALPHAS, progress=False)
+
+
+def test_architecture_option(tmp_path, capsys):
+    """``--architecture NAME`` picks the registry's solver (and the file names it); a wrong name is one line, exit 2,
+    and writes nothing."""
+    deep = ["--layers", "1", "--activation", "tanh2", "--drop-hermite", "0,1,2", "--unit-variance", "--gamma", "1",
+            "--alpha", "1,2", "--quiet"]
+    outs = {}
+    for name in ("auto", "deep"):
+        outs[name] = tmp_path / f"{name}.h5"
+        assert sweep_main(deep + ["--architecture", name, "-o", str(outs[name])]) == 0
+    assert read_root_attrs(outs["auto"])["architecture"] == "shallow"
+    assert read_root_attrs(outs["deep"])["architecture"] == "deep"
+    assert "architecture" not in read_root_attrs(outs["auto"])["parameters"]
+    assert read_root_attrs(outs["deep"])["parameters"]["architecture"] == "deep"
+    capsys.readouterr()
+    bad = tmp_path / "bad.h5"
+    assert sweep_main(deep + ["--architecture", "nope", "-o", str(bad)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--architecture" in err and not bad.exists()
+
+
+def test_version_and_revision_are_written_in_one_place():
+    import re
+    from importlib.metadata import version
+
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib
+    from pathlib import Path
+
+    import replica
+    from replica.workflow import io
+
+    root = Path(__file__).resolve().parents[1]
+    project = tomllib.loads((root / "pyproject.toml").read_text())
+    assert "version" not in project["project"] and "version" in project["project"]["dynamic"]
+    assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "replica.__version__"}
+    assert version("replica-hciz") == replica.__version__
+    assert io.git_revision is replica.git_revision
+    assert re.fullmatch(r"[0-9a-f]{40}|unknown", replica.git_revision())

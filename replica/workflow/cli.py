@@ -298,6 +298,12 @@ def add_model_options(p, *, grids=False):
                                                    upper_strict=False), default=None,
                        help="label-noise variance 0 <= Δ <= 1e4 of the gaussian and probit channels (default 0.1)")
     add_output_channel_options(g)
+    from ..models import architectures
+
+    g.add_argument("--architecture", choices=["auto", *architectures()], default="auto", metavar="NAME",
+                   help="solver of the registry (replica.models): " + ", ".join(architectures())
+                        + "; or auto, the one the options select (default auto); the name is stored in the root "
+                          "attribute 'architecture' of the file")
     g.add_argument("--s-grid", type=s_grid_type, default=None,
                    help="L >= 2 with a linear part only: rule for the effective readout s ~ N(0, 1) of inner-layer "
                         "neurons (s = (vᵀW₂)_j/√k₂ for L = 2). L = 2 default 'adaptive': no grid in s — the profile "
@@ -535,6 +541,8 @@ def sweep_parameters(args) -> tuple:
     }
     if args.s_grid is not None:  # checked against --layers by build_model, as for the phase diagram
         parameters["s_grid"] = args.s_grid
+    if args.architecture != "auto":  # absent: the automatic choice (files of earlier versions resume alike)
+        parameters["architecture"] = args.architecture
     return parameters, alphas
 
 
@@ -828,6 +836,8 @@ def phase_diagram_options(args) -> tuple:
         if args.s_grid == "auto":
             raise UsageError("--s-grid auto: only for replica-sweep (give N or panels:P)")
         base["s_grid"] = args.s_grid
+    if args.architecture != "auto":
+        base["architecture"] = args.architecture
     for k in ("delta", "gamma", "readout_grid"):
         if k == vary:
             continue

@@ -3,7 +3,10 @@
 Layout
 ------
 ``/`` attributes
-    ``parameters`` (JSON of every resolved option), ``version``, ``git_revision``.
+    ``parameters`` (JSON of every resolved option), ``version``, ``git_revision``, ``architecture``
+    (registry name of the solver, :mod:`replica.models`), ``state_schema`` (JSON list of what a state
+    records, :class:`replica.interface.FieldSpec`: name, label, role, axes), ``s_grid_rule`` (models with
+    a rule in s).
 ``/branches/<name>/``
     datasets on the α grid: ``alpha``, ``mmse``, ``free_entropy``,
     ``mutual_information``, ``converged``, ``exists``, ``iterations``, ``residual``,
@@ -89,7 +92,7 @@ parameter value, from the same continuation and root finding as a sweep), for tw
 layers ``alpha_c_layer`` and ``alpha_sp_layer`` (n_param × L: where each layer is first learned at
 equilibrium, and the spinodal of the branch it goes to; coordinate ``layer`` = 1 … L); ``done``.
 Root attributes ``kind = "phase_diagram"``, ``parameter``, ``parameters``,
-``configuration``, ``version``, ``git_revision``, ``complete``. Unfinished diagrams
+``configuration``, ``version``, ``git_revision``, ``architecture``, ``complete``. Unfinished diagrams
 (``complete = 0``, ``done`` false on the missing lines) are the checkpoints
 ``X.checkpoint.h5`` of ``replica-phase-diagram -o X.h5``.
 
@@ -100,12 +103,10 @@ write and attribute helpers (docs/architecture.md, "Module size").
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
 import math
 import os
-import subprocess
 import tempfile
 from pathlib import Path
 
@@ -113,7 +114,7 @@ import numpy as np
 
 from priors._lazy import lazy_import
 
-from .. import __version__
+from .. import __version__, git_revision
 from ..interface import schema_from_json, schema_to_json
 
 h5py = lazy_import("h5py")  # loaded at the first file read or written (start-up: --help, parsing)
@@ -185,19 +186,6 @@ VARIABLE_ATTRS = {
 
 class IncompleteFileError(ValueError):
     """The file is a checkpoint of an interrupted command, not a finished result."""
-
-
-@functools.lru_cache(maxsize=None)
-def git_revision() -> str:
-    """Git revision of the package source, or ``"unknown"`` (asked once per process)."""
-    try:
-        here = Path(__file__).resolve().parent
-        out = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=here, capture_output=True, text=True, timeout=5
-        )
-        return out.stdout.strip() or "unknown"
-    except Exception:  # pragma: no cover - git missing
-        return "unknown"
 
 
 def _umask() -> int:
@@ -380,8 +368,10 @@ def channel_parameters(parameters: dict) -> dict:
     return out
 
 
-def _root_attrs(h5, parameters, *, kind, complete, configuration=None):
+def _root_attrs(h5, parameters, *, kind, complete, configuration=None, architecture=""):
     h5.attrs["parameters"] = json.dumps(parameters, sort_keys=True)
+    if architecture:  # registry name of the solver (replica.models)
+        h5.attrs["architecture"] = str(architecture)
     # the law of the labels (docs/theory.md §10), also for files of Gaussian-only runs
     h5.attrs["output_channel"] = str(parameters.get("channel", "gaussian"))
     h5.attrs["output_channel_parameters"] = json.dumps(channel_parameters(parameters), sort_keys=True)
@@ -686,7 +676,8 @@ def empty_checkpoint_record(n_alpha: int) -> dict:
             "damping": np.full(n, np.nan), "x": None}
 
 
-def write_checkpoint(path, alphas, records: dict, parameters: dict, configuration: dict | None = None) -> Path:
+def write_checkpoint(path, alphas, records: dict, parameters: dict, configuration: dict | None = None, *,
+                     architecture: str = "") -> Path:
     """Write the solves of an unfinished sweep atomically to ``path`` (a valid HDF5 file, ``complete = 0``).
 
     Parameters
@@ -699,15 +690,16 @@ def write_checkpoint(path, alphas, records: dict, parameters: dict, configuratio
         ``<start>:<down|up>``), as :class:`replica.workflow.run.SweepCheckpoint` keeps them.
     parameters, configuration : dict
         Root attributes, as for :func:`write_sweep`.
+    architecture : str, keyword-only
+        Registry name of the solver (root attribute ``architecture``; empty: not written).
 
     Raises
     ------
     OSError
-        The file cannot be written (a previous file at ``path`` is left unchanged).
+        As :func:`write_phase_diagram`.
     """
-    path = Path(path)
-    with atomic_h5(path) as h5:
-        _root_attrs(h5, parameters, kind="sweep", complete=False, configuration=configuration)
+    with atomic_h5(Path(path)) as h5:
+        _root_attrs(h5, parameters, kind="sweep", complete=False, configuration=configuration, architecture=architecture)
         g = h5.create_group("checkpoint")
         g.create_dataset("alpha", data=np.asarray(alphas, dtype=float))
         for k, (key, rec) in enumerate(sorted(records.items())):
@@ -716,7 +708,7 @@ def write_checkpoint(path, alphas, records: dict, parameters: dict, configuratio
             for name, val in rec.items():
                 if val is not None:
                     _write_array(gk, name, val)
-    return path
+    return Path(path)
 
 
 def read_checkpoint(path, alphas) -> dict:
@@ -788,7 +780,7 @@ __all__.append("read_root_attrs")
 
 # --------------------------------------------------------------------------- phase diagrams
 def write_phase_diagram(path, data: dict, parameters: dict, *, parameter: str, complete: bool,
-                        configuration: dict | None = None) -> Path:
+                        configuration: dict | None = None, architecture: str = "") -> Path:
     """Write a phase diagram atomically (layout in the module docstring).
 
     Parameters
@@ -805,10 +797,18 @@ def write_phase_diagram(path, data: dict, parameters: dict, *, parameter: str, c
     complete : bool, keyword-only
         False for a checkpoint (some lines not done yet).
     configuration : dict, optional, keyword-only
+    architecture : str, keyword-only
+        Registry name of the solver of every line (root attribute ``architecture``; empty: not written).
+
+    Raises
+    ------
+    OSError
+        The file cannot be written (a previous file at ``path`` is left unchanged).
     """
     path = Path(path)
     with atomic_h5(path) as h5:
-        _root_attrs(h5, parameters, kind="phase_diagram", complete=complete, configuration=configuration)
+        _root_attrs(h5, parameters, kind="phase_diagram", complete=complete, configuration=configuration,
+                    architecture=architecture)
         h5.attrs["parameter"] = parameter
         alpha = _write_array(h5, "alpha", data["alpha"])
         alpha.make_scale("alpha")

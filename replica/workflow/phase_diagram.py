@@ -368,6 +368,7 @@ def run_phase_diagram(path, parameter, values, lines_options, base, alphas, *, c
         Interrupted; the finished lines are in the checkpoint (attribute ``note`` says so).
     """
     from .io import read_phase_diagram, write_phase_diagram
+    from .model_options import resolve_model
     from .safe_write import SafeOutput
 
     if scheduler is None:
@@ -377,6 +378,7 @@ def run_phase_diagram(path, parameter, values, lines_options, base, alphas, *, c
     values = np.asarray(values)
     alphas = np.sort(np.asarray(alphas, dtype=float))
     base = dict(base)
+    architecture = resolve_model(lines_options[0], build_it=False)[1].name if len(lines_options) else ""
     with SafeOutput(path, overwrite=overwrite, resume=resume) as target:
         done = {}
         source = path if target.finished else target.resume_from
@@ -423,10 +425,10 @@ def run_phase_diagram(path, parameter, values, lines_options, base, alphas, *, c
         def save():
             data = assemble(parameter, values, alphas, done)
             write_phase_diagram(target.checkpoint, data, base, parameter=parameter, complete=False,
-                                configuration=configuration)
+                                configuration=configuration, architecture=architecture)
             if len(done) == values.size:  # the checkpoint holds every line until the result is in place
                 write_phase_diagram(path, data, base, parameter=parameter, complete=True,
-                                    configuration=configuration)
+                                    configuration=configuration, architecture=architecture)
                 target.commit()
             return data
 

@@ -82,7 +82,7 @@ def run_sweep(request: dict, alphas, *, checkpoint=None, progress: bool = True, 
     if prepare is not None:
         model = prepare(model, request, alphas, solve_kw=solve_kw, branches=branches)
     if checkpoint is not None:
-        checkpoint.bind(model, solve_kw)
+        checkpoint.bind(model, solve_kw, architecture=arch.name)
     result = sweep(model, alphas, branches=branches, progress=progress, solve_kw=solve_kw, cache=checkpoint)
     grids = hook(model, "grids")
     return dataclasses.replace(
@@ -162,14 +162,17 @@ class SweepCheckpoint:
         self.every = float(every)
         self.solve_kw = dict(solve_kw or {})
         self.records = {}
+        self.architecture = ""
         self.reused = 0
         self.computed = 0
         self._last_write = time.monotonic()
         self._dirty = False
 
-    def bind(self, model, solve_kw=None) -> "SweepCheckpoint":
-        """Use ``model`` (and ``solve_kw``) to replay the stored solves; returns self."""
+    def bind(self, model, solve_kw=None, *, architecture: str = "") -> "SweepCheckpoint":
+        """Use ``model`` (and ``solve_kw``) to replay the stored solves, and name its ``architecture`` in the
+        file; returns self."""
         self.model = model
+        self.architecture = str(architecture)
         if solve_kw is not None:
             self.solve_kw = dict(solve_kw)
         return self
@@ -238,7 +241,8 @@ class SweepCheckpoint:
         """Write the checkpoint atomically to ``path`` (a valid HDF5 file, ``complete = 0``)."""
         from .io import write_checkpoint
 
-        write_checkpoint(self.path, self.alphas, self.records, self.parameters, self.configuration)
+        write_checkpoint(self.path, self.alphas, self.records, self.parameters, self.configuration,
+                         architecture=self.architecture)
         self._last_write = time.monotonic()
         self._dirty = False
         logger.debug("checkpoint of %d solves written to %s", self.n_done, self.path)
@@ -249,14 +253,12 @@ class SweepCheckpoint:
         return self._dirty
 
     def load_records(self, path) -> "SweepCheckpoint":
-        """Add the solves stored in the checkpoint file ``path`` (written by :meth:`write`).
+        """Add the solves stored in the checkpoint file ``path`` (written by :meth:`write`); returns self.
 
         Raises
         ------
-        ValueError
-            The file holds no checkpoint or its α grid differs from ``alphas``.
-        replica.workflow.safe_write.ResultFileError
-            The file cannot be opened (locked, truncated, not HDF5, …).
+        ValueError, replica.workflow.safe_write.ResultFileError
+            As :func:`replica.workflow.io.read_checkpoint` (no checkpoint, another α grid, unreadable file).
         """
         from .io import read_checkpoint
 
