@@ -10,6 +10,8 @@ DeepLinearModel
     L hidden layers with odd activations that keep their linear part (docs/deep_linear.md).
 sweep
     Every branch, the equilibrium and the transitions on an α grid.
+run_sweep
+    The sweep of resolved options, as ``replica-sweep`` computes it (:mod:`replica.workflow.run`).
 get_activation
     Activations by name with Hermite coefficients and dual kernels.
 
@@ -29,8 +31,8 @@ Layout (docs/architecture.md)
 #: the package version, written here only (pyproject.toml reads it: ``[tool.setuptools.dynamic]``)
 __version__ = "0.1.0"
 
-__all__ = ["ShallowModel", "DeepModel", "DeepLinearModel", "sweep", "get_activation", "read_sweep", "write_sweep",
-           "__version__", "git_revision"]
+__all__ = ["ShallowModel", "DeepModel", "DeepLinearModel", "sweep", "run_sweep", "get_activation", "read_sweep",
+           "write_sweep", "__version__", "git_revision"]
 
 _REVISION = None
 
@@ -74,6 +76,10 @@ def __getattr__(name):
         from .activations import get_activation
 
         return get_activation
+    if name == "run_sweep":
+        from .workflow.run import run_sweep
+
+        return run_sweep
     if name in ("read_sweep", "write_sweep"):
         from .workflow import io
 

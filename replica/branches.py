@@ -266,7 +266,8 @@ class SweepResult:
         What a file stores besides the branches (filled by :func:`replica.workflow.run.run_sweep`; empty
         after a bare :func:`sweep`): the model's extra 1-D coordinates ``{name: ndarray}``, the dimension
         scales ``{dataset: (scale, …)}`` of its stored matrices, its rule in s (str or None), the
-        registry name of its architecture and what a state records (:class:`replica.interface.FieldSpec`).
+        registry name of its architecture and what a state records (:class:`replica.interface.FieldSpec`;
+        None: not known).
     """
 
     alpha: np.ndarray
@@ -282,7 +283,7 @@ class SweepResult:
     dataset_axes: dict | None = None
     s_grid_rule: str | None = None
     architecture: str = ""
-    state_schema: tuple = ()
+    state_schema: tuple | None = None
 
 
 # --------------------------------------------------------------------------- stability

@@ -161,6 +161,9 @@ class ModelDefaults:
         (Gaussian labels of variance ``model.delta``: ``−½ ln 2πe(Δ + mmse)``).
     channel_fields : callable or None
         ``channel_fields(mmse) -> dict``: per-point fields of ±1 output channels. Default None.
+    output_channel : priors.output_channels.OutputChannel or None
+        The law of the labels the model was built with. Default None: Gaussian labels only
+        (:func:`replica.models.build` refuses other channels for it).
     """
 
     main_phase = None
@@ -174,6 +177,7 @@ class ModelDefaults:
     relabel = None
     energetic = None
     channel_fields = None
+    output_channel = None
 
     def moving_indices(self, x) -> np.ndarray:
         """Entries of the packed vector ``x`` (shape (p,)) that the map moves; default all, ``arange(p)``."""
@@ -192,8 +196,8 @@ class ModelDefaults:
     def state_schema(self) -> tuple:
         """What a state's :meth:`ReplicaState.record` holds, as :class:`FieldSpec` entries (plots read it).
 
-        Default: :func:`default_schema` (the fields of the built-in architectures, by name)."""
-        return default_schema()
+        Default ``()``: nothing declared (the overlaps panel of its sweeps stays empty, with a warning)."""
+        return ()
 
 
 #: names of the optional hooks (:class:`ModelDefaults`)
@@ -258,7 +262,8 @@ class FieldSpec:
 
 
 def default_schema() -> tuple:
-    """The fields of the built-in one-hidden-layer record that are plotted: ``overlap_W`` (Q(v), over the
+    """The plotted fields of the one-hidden-layer record (:meth:`replica.models.shallow.ShallowModel.state_schema`),
+    also assumed for sweep files written before files stored their schema: ``overlap_W`` (Q(v), over the
     readout values) and ``R2`` (R₂, with the known mean). Deep and two-layer records are drawn per layer
     (:mod:`replica.workflow.plotting`)."""
     return (FieldSpec("overlap_W", "$Q$", "overlap", ("readout_values",)),

@@ -37,6 +37,8 @@ import pkgutil
 from dataclasses import dataclass, field
 from typing import Callable
 
+from ..interface import hook
+
 __all__ = ["Architecture", "ModelRequest", "register", "architectures", "get_architecture", "select", "choose",
            "build"]
 
@@ -240,7 +242,7 @@ def build(request: ModelRequest, architecture: str | None = None):
     arch = choose(request, architecture)
     model = arch.builder()(request)
     wanted = request.output_channel
-    if wanted is not None and wanted.name != "gaussian" and getattr(model, "output_channel", None) != wanted:
+    if wanted is not None and wanted.name != "gaussian" and hook(model, "output_channel") != wanted:
         raise ValueError(f"channel: the {arch.name} architecture supports Gaussian labels only, got {wanted.name}")
     return model
 

@@ -430,9 +430,9 @@ def write_sweep(path, result, parameters: dict, *, configuration: dict | None = 
     readout_values = np.asarray(result.readout_values, dtype=float)
     grids = getattr(result, "grids", None) if grids is None else grids
     axes = getattr(result, "dataset_axes", None) if axes is None else axes
-    schema = getattr(result, "state_schema", ())
+    schema = getattr(result, "state_schema", None)
     own = {"architecture": getattr(result, "architecture", ""), "s_grid_rule": getattr(result, "s_grid_rule", None),
-           "state_schema": schema_to_json(schema) if schema else None}
+           "state_schema": None if schema is None else schema_to_json(schema)}
     attributes = {**{k: v for k, v in own.items() if v}, **(attributes or {})}
     with atomic_h5(path) as h5:
         _root_attrs(h5, parameters, kind="sweep", complete=True, configuration=configuration)
@@ -623,7 +623,7 @@ def sweep_data(result, parameters: dict | None = None) -> dict:
                                for n, per in getattr(result, "branch_transitions", {}).items()},
         "universal_only_reason": getattr(result, "universal_only_reason", None),
         "architecture": getattr(result, "architecture", ""),
-        "state_schema": tuple(getattr(result, "state_schema", ())) or None,
+        "state_schema": getattr(result, "state_schema", None),
         "experiments": {},
     }
 

@@ -719,11 +719,12 @@ _LAYER_STYLES = ("-", "--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 3)), (0,
 
 def overlap_fields(data) -> list:
     """The overlap fields of a sweep to draw against α: the entries of its state schema
-    (:class:`replica.interface.FieldSpec`, root attribute ``state_schema``; files without one:
-    :func:`replica.interface.default_schema`) with role ``overlap`` that some branch stores."""
+    (:class:`replica.interface.FieldSpec`, root attribute ``state_schema``; files written before files
+    stored it: :func:`replica.interface.default_schema`) with role ``overlap`` that some branch stores."""
     from ..interface import default_schema
 
-    schema = data.get("state_schema") or default_schema()
+    schema = data.get("state_schema")
+    schema = default_schema() if schema is None else schema
     present = {k for b in data["branches"].values() for k in b}
     return [f for f in schema if f.role == "overlap" and f.name in present]
 
