@@ -245,8 +245,9 @@ class FieldSpec:
     label : str
         Matplotlib label (TeX between ``$``), e.g. ``"$Q$"``.
     role : str
-        ``"overlap"`` (drawn in the overlaps panel, against α, averaged over its axes), ``"conjugate"``,
-        ``"error"``, or ``"other"``.
+        ``"overlap"`` (drawn in the overlaps panel, against α, averaged over its axes), ``"layer"`` (one
+        row of the per-layer maps and one line of the overlaps panel of networks with several layers,
+        ``label`` its tick label, in the schema's order), ``"conjugate"``, ``"error"``, or ``"other"``.
     axes : tuple of str
         Names of the axes after α (dimension scales: ``readout_values``, ``s_values``, …); averages over
         ``readout_values`` and ``s_values`` use ``readout_weights`` and ``s_weights``, other axes are plain means.

@@ -134,3 +134,25 @@ def test_version_and_revision_are_written_in_one_place():
     assert version("replica-hciz") == replica.__version__
     assert io.git_revision is replica.git_revision
     assert re.fullmatch(r"[0-9a-f]{40}|unknown", replica.git_revision())
+
+
+@pytest.mark.parametrize("options", [
+    TWO,
+    {"layers": 2, "gamma": [1.0, 1.0], "activation": "tanh2", "drop_hermite": [0, 1, 2], "unit_variance": True,
+     "prior": "gaussian", "readout": "4point", "readout_grid": None, "delta": 0.1},
+    {"layers": 3, "gamma": [0.5, 0.5, 0.5], "activation": "tanh2", "drop_hermite": [], "unit_variance": True,
+     "prior": "gaussian", "readout": "ones", "readout_grid": None, "delta": 0.1, "s_grid": 2},
+], ids=["two_layer", "deep", "deep_linear"])
+def test_per_layer_rows_from_the_schema_match_the_built_in_names(options):
+    """The per-layer maps read the fields a model's state schema declares (role ``layer``); for the built-in
+    models they are the rows that files without a schema give by field name."""
+    from replica.workflow.io import sweep_data
+    from replica.workflow.plotting import _equilibrium_layers, _is_deep, _layer_fields, _layer_labels
+
+    data = sweep_data(run_sweep(dict(options), [2.0, 6.0], progress=False))
+    legacy = {**data, "state_schema": None}
+    assert _layer_fields(data) and _is_deep(data) and _is_deep(legacy)
+    np.testing.assert_allclose(_equilibrium_layers(data), _equilibrium_layers(legacy), rtol=1e-12, atol=1e-15)
+    b = next(iter(data["branches"].values()))
+    n = _equilibrium_layers(data).shape[0]
+    assert _layer_labels(b, n, _layer_fields(data)) == _layer_labels(b, n)

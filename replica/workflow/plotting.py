@@ -550,10 +550,31 @@ def _draw_references(ax, references):
                     zorder=4)
 
 
-def _layer_overlaps(branch: dict, readout_weights) -> list:
-    """Per-layer overlaps of a branch, list of (n_alpha,): readout-averaged for readout-resolved
-    layers; for two-layer files (with ``s_weights``) ``Q₁(s)`` and ``Q₂(v, s)`` are averaged over
-    ``s`` (and ``v``) and the product overlap ``Q₂:₁`` is appended (see :func:`_layer_labels`)."""
+def _layer_fields(data) -> list:
+    """The per-layer overlaps of a sweep's state schema (role ``layer``, in the schema's order) that some
+    branch stores; ``[]`` for files without a schema (then :func:`_layer_overlaps` reads the built-in names)."""
+    schema = data.get("state_schema")
+    if not schema:
+        return []
+    present = {k for b in data["branches"].values() for k in b}
+    return [f for f in schema if f.role == "layer" and f.name in present]
+
+
+def _is_deep(data) -> bool:
+    """Whether a sweep has per-layer overlaps (its schema's ``layer`` fields; files without a schema: the
+    built-in ``overlap_layer_1``)."""
+    if data.get("state_schema"):
+        return bool(_layer_fields(data))
+    return any("overlap_layer_1" in b for b in data["branches"].values())
+
+
+def _layer_overlaps(branch: dict, readout_weights, fields=()) -> list:
+    """Per-layer overlaps of a branch, list of (n_alpha,): the schema's ``layer`` fields (``fields``,
+    :func:`_layer_fields`) averaged over their axes; without them the built-in names: readout-averaged
+    for readout-resolved layers; for two-layer files (with ``s_weights``) ``Q₁(s)`` and ``Q₂(v, s)`` are
+    averaged over ``s`` (and ``v``) and the product overlap ``Q₂:₁`` is appended (see :func:`_layer_labels`)."""
+    if any(f.name in branch for f in fields):
+        return [_field_average(branch, f) for f in fields if f.name in branch]
     if "overlap_mean_layer_1" in branch:  # replica.models.deep_linear: stored label averages, layers then products
         return [np.asarray(branch[k], dtype=float) for k in _mean_overlap_keys(branch)]
     out = []
@@ -586,10 +607,13 @@ def _mean_overlap_keys(branch: dict) -> list:
     return layers + sorted(prods, key=order)
 
 
-def _layer_labels(branch: dict, n: int) -> list:
-    """Tick labels of the rows of :func:`_layer_overlaps` (``layer_labels`` of the branch if given)."""
+def _layer_labels(branch: dict, n: int, fields=()) -> list:
+    """Tick labels of the rows of :func:`_layer_overlaps` (``layer_labels`` of the branch if given, else the
+    labels of the schema's ``fields``)."""
     if "layer_labels" in branch:
         return list(branch["layer_labels"])
+    if any(f.name in branch for f in fields):
+        return [f.label or f.name for f in fields if f.name in branch][:n]
     if "overlap_mean_layer_1" in branch:
         return [k.split("_", 3)[-1].replace("_", ":") if "product" in k else k.rsplit("_", 1)[1]
                 for k in _mean_overlap_keys(branch)][:n]
@@ -677,7 +701,8 @@ def _draw_layer_map(fig, ax, data, branch_name, *, cmap="viridis"):
     b = data["branches"].get(branch_name)
     if b is None:
         return None
-    layers = _layer_overlaps(b, b.get("readout_weights", [1.0]))
+    fields = _layer_fields(data)
+    layers = _layer_overlaps(b, b.get("readout_weights", [1.0]), fields)
     if not layers:
         return None
     alpha = np.asarray(b["alpha"], dtype=float)
@@ -687,7 +712,7 @@ def _draw_layer_map(fig, ax, data, branch_name, *, cmap="viridis"):
     mesh = _mesh(ax, alpha, np.arange(1, len(layers) + 1), grid, x_lower=0.0, cmap=cmap, vmin=0.0,
                          vmax=1.0)
     ax.set_yticks(np.arange(1, len(layers) + 1))
-    ax.set_yticklabels(_layer_labels(b, len(layers)))
+    ax.set_yticklabels(_layer_labels(b, len(layers), fields))
     ax.set_ylabel(r"layer $\ell$")
     ax.set_xlabel(ALPHA_LABEL)
     cb = fig.colorbar(mesh, ax=ax, pad=0.02, fraction=0.06)
@@ -703,7 +728,7 @@ def _equilibrium_layers(data):
     n = eq_branch.size
     rows = None
     for name, b in data["branches"].items():
-        layers = _layer_overlaps(b, b.get("readout_weights", [1.0]))
+        layers = _layer_overlaps(b, b.get("readout_weights", [1.0]), _layer_fields(data))
         if not layers:
             continue
         if rows is None:
@@ -751,7 +776,7 @@ def _draw_overlap_panel(ax, data):
     spec = branches.get("specialized")
     any_b = next(iter(branches.values()))
     values = np.asarray(any_b.get("readout_values", [1.0]), dtype=float)
-    deep = any("overlap_layer_1" in b for b in branches.values())
+    deep = _is_deep(data)
     fields = overlap_fields(data)
     profile = next((f.name for f in fields if "readout_values" in f.axes and spec is not None and f.name in spec),
                    None)
@@ -798,8 +823,9 @@ def _draw_overlap_panel(ax, data):
         if deep:
             if name == "universal":
                 continue
-            layer_q = _layer_overlaps(b, w)
-            for ell, (q, lab) in enumerate(zip(layer_q, _layer_labels(b, len(layer_q))), start=1):
+            layer_q = _layer_overlaps(b, w, _layer_fields(data))
+            for ell, (q, lab) in enumerate(zip(layer_q, _layer_labels(b, len(layer_q), _layer_fields(data))),
+                                           start=1):
                 ls = _LAYER_STYLES[(ell - 1) % len(_LAYER_STYLES)]
                 for seg in _segments(ok):
                     ax.plot(alpha[seg], q[seg], color=color, ls=ls, lw=1.4, marker="o" if seg.size == 1 else None,
@@ -868,7 +894,7 @@ def plot_sweep(data, *, experiments=None, references=None, kind="auto", title=No
     matplotlib, plt = _mpl()
     exps = dict(data.get("experiments") or {})
     exps.update(experiments or {})
-    deep = any("overlap_layer_1" in b for b in data["branches"].values())
+    deep = _is_deep(data)
     multi_atom = any(np.size(b.get("readout_values", [1.0])) > 1 for b in data["branches"].values())
     two_layer = any("s_values" in b for b in data["branches"].values())
     layer_panels = ["layers_eq", "layers_spec"]
@@ -935,7 +961,7 @@ def plot_sweep(data, *, experiments=None, references=None, kind="auto", title=No
                                                **{f"overlap_layer_{i + 1}": r for i, r in enumerate(rows)}}},
                            "transitions": data.get("transitions", {})}
                 eq_data["branches"]["eq"]["layer_labels"] = _layer_labels(next(iter(data["branches"].values())),
-                                                                          rows.shape[0])
+                                                                          rows.shape[0], _layer_fields(data))
                 _draw_layer_map(fig, ax, eq_data, "eq")
                 ax.set_title(r"per-layer overlap $q_\ell$, equilibrium", loc="left")
             elif panel.startswith("s_map_"):
