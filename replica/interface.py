@@ -28,8 +28,8 @@ import numpy as np
 
 from .engine import FixedPointResult
 
-__all__ = ["ReplicaModel", "ReplicaState", "ModelDefaults", "hook", "HOOKS", "FieldSpec", "state_schema",
-           "default_schema", "schema_to_json", "schema_from_json"]
+__all__ = ["ReplicaModel", "ReplicaState", "ModelDefaults", "hook", "HOOKS", "REQUIRED", "missing_members",
+           "FieldSpec", "state_schema", "default_schema", "schema_to_json", "schema_from_json"]
 
 
 @runtime_checkable
@@ -117,6 +117,16 @@ class ReplicaModel(Protocol):
     def phase(self, state) -> str: ...
 
     def specialization(self, state) -> float: ...
+
+
+#: the members every model has (:class:`ReplicaModel`); the others are hooks with defaults (:class:`ModelDefaults`)
+REQUIRED = ("readout_values", "readout_weights", "starts", "solve_universal", "solve_from", "update", "state", "phase",
+            "specialization")
+
+
+def missing_members(model) -> list:
+    """The required members (:data:`REQUIRED`) that ``model`` lacks, in that order (``[]``: a complete model)."""
+    return [name for name in REQUIRED if getattr(model, name, None) is None]
 
 
 # --------------------------------------------------------------------------- optional hooks

@@ -186,6 +186,23 @@ def test_a_custom_overlap_field_gets_its_overlaps_panel(tmp_path, caplog):
     assert not _overlap_lines(fig) and "state_schema" in caplog.text
 
 
+def test_required_members_are_required():
+    """A model without ``phase`` is refused by name (branches were silently called ``specialized``)."""
+    from replica.interface import missing_members
+    from replica.workflow.run import run_sweep
+
+    class NoPhase(ToyModel):
+        phase = None
+
+    assert missing_members(ToyModel()) == [] and missing_members(NoPhase()) == ["phase"]
+    models.register(models.Architecture("toy_no_phase", lambda request: NoPhase(), None))
+    try:
+        with pytest.raises(TypeError, match=r"toy_no_phase: the model lacks the required members phase"):
+            run_sweep(_options(architecture="toy_no_phase"), [0.5, 2.0], progress=False)
+    finally:
+        models.unregister("toy_no_phase")
+
+
 def test_registry_errors_are_one_line_usage_errors(toy_registered):
     from replica.workflow.config import UsageError
     from replica.workflow.model_options import build_model

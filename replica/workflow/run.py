@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..interface import hook, state_schema
+from ..interface import hook, missing_members, state_schema
 
 __all__ = ["run_sweep", "discretization_errors", "SweepCheckpoint"]
 
@@ -68,6 +68,8 @@ def run_sweep(request: dict, alphas, *, checkpoint=None, progress: bool = True, 
         Invalid options (one line naming the option).
     ValueError
         Empty, non-finite, non-positive or repeated α values.
+    TypeError
+        The architecture's model lacks a required member of :class:`replica.interface.ReplicaModel`.
     """
     from ..branches import sweep
     from .model_options import resolve_model
@@ -77,6 +79,10 @@ def run_sweep(request: dict, alphas, *, checkpoint=None, progress: bool = True, 
     solve_kw = {"damping": damping}
     built, arch = resolve_model(request, build_it=model is None)
     model = built if model is None else model
+    missing = missing_members(model)
+    if missing:
+        raise TypeError(f"architecture {arch.name}: the model lacks the required members {', '.join(missing)} "
+                        "(replica.interface.ReplicaModel)")
     alphas = np.sort(np.asarray(alphas, dtype=float))
     prepare = arch.preparer()
     if prepare is not None:
