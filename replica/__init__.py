@@ -10,6 +10,8 @@ DeepLinearModel
     L hidden layers with odd activations that keep their linear part (docs/deep_linear.md).
 sweep
     Every branch, the equilibrium and the transitions on an α grid.
+run_sweep
+    The sweep of resolved options, as ``replica-sweep`` computes it (:mod:`replica.workflow.run`).
 get_activation
     Activations by name with Hermite coefficients and dual kernels.
 
@@ -26,9 +28,30 @@ Layout (docs/architecture.md)
     spectra, reference figures.
 """
 
+#: the package version, written here only (pyproject.toml reads it: ``[tool.setuptools.dynamic]``)
 __version__ = "0.1.0"
 
-__all__ = ["ShallowModel", "DeepModel", "DeepLinearModel", "sweep", "get_activation", "read_sweep", "write_sweep", "__version__"]
+__all__ = ["ShallowModel", "DeepModel", "DeepLinearModel", "sweep", "run_sweep", "get_activation", "read_sweep",
+           "write_sweep", "__version__", "git_revision"]
+
+_REVISION = None
+
+
+def git_revision() -> str:
+    """Full git revision (40 hex digits) of the package source, or ``"unknown"`` outside a git checkout;
+    asked once per process. The one format of the root attribute ``git_revision`` of every file."""
+    global _REVISION
+    if _REVISION is None:
+        import subprocess
+        from pathlib import Path
+
+        try:
+            out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).resolve().parent,
+                                 capture_output=True, text=True, timeout=5)
+            _REVISION = out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else "unknown"
+        except (OSError, subprocess.SubprocessError):  # pragma: no cover - git missing
+            _REVISION = "unknown"
+    return _REVISION
 
 
 def __getattr__(name):
@@ -53,6 +76,10 @@ def __getattr__(name):
         from .activations import get_activation
 
         return get_activation
+    if name == "run_sweep":
+        from .workflow.run import run_sweep
+
+        return run_sweep
     if name in ("read_sweep", "write_sweep"):
         from .workflow import io
 

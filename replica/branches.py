@@ -44,14 +44,18 @@ Several stationary points of the free entropy coexist over wide ranges of α
    curve, between two folds, is not traced (the damped iteration cannot reach it, and it
    never has the largest free entropy of the S: it is the saddle between the two stable
    parts). The two stable parts are two branches, each ending at its fold.
-4. **Names.** A branch is named after what its most specialized point has learned
-   (``model.phase`` at the point of largest ``model.specialization`` on the grid): for
-   one hidden layer ``weak`` (every readout group has ``Q < 0.5``), ``partial`` (some
-   groups have learned, ``Q ≥ 0.5``, others not) or ``specialized`` (every group has
-   ``Q ≥ 0.5``); for two hidden layers what is learned (``layer_1``, ``layers_1_2``, …);
-   for deep networks ``specialized`` (every layer) or ``layers_1_to_<k>``. The name is
-   fixed along the curve; a second branch with the same name gets ``-2``, ``-3``, … in
-   the order of their first α.
+4. **Names.** A branch is named after the phase of the curve, assigned once the curve is traced:
+   what its most specialized point has learned (``model.phase`` at the point of largest
+   ``model.specialization`` among its grid points *and its located ends*, so that a fold or
+   bifurcation between two grid points counts whatever the grid): for one hidden layer ``weak``
+   (every readout group has ``Q < 0.5``), ``partial`` (some groups have learned, ``Q ≥ 0.5``,
+   others not) or ``specialized`` (every group has ``Q ≥ 0.5``); for two hidden layers what is
+   learned (``layer_1``, ``layers_1_2``, …); for deep networks ``specialized`` (every layer) or
+   ``layers_1_to_<k>``. The name is fixed along the curve. Curves of the same phase are told
+   apart by how strongly they learn it: the one with the largest mmse where they coexist on the
+   grid keeps the name, the others get ``-2``, ``-3``, … in order of decreasing mmse (curves that
+   never coexist on the grid: in the order of their first α). Neither rule depends on where the
+   grid points fall, as long as the grid holds the curves' ends.
 5. **Stability.** At every stored point, ``stability`` is the leading eigenvalue (largest
    real part) of the Jacobian of the *undamped* map ``F`` (finite differences): ``< 1``
    means linearly stable (the damped iteration with damping close enough to 1 converges
@@ -93,6 +97,7 @@ state, so they are kept together (docs/architecture.md, "Module size").
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import sys
@@ -101,6 +106,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .engine import STATUS_MESSAGES, FixedPointResult
+from .interface import hook
 
 __all__ = ["BranchData", "SweepResult", "sweep", "stability", "jacobian", "learned_layers", "UNIVERSAL_TOL",
            "DISTINCT_TOL", "MAX_MOVE", "MIN_STEP"]
@@ -264,6 +270,12 @@ class SweepResult:
         ``branch_start``), ``located`` (always True; kept for readers of older results).
     universal_only_reason : str or None
         Why only the universal branch is reported (docs/theory.md §5.4), or None.
+    grids, dataset_axes, s_grid_rule, architecture, state_schema
+        What a file stores besides the branches (filled by :func:`replica.workflow.run.run_sweep`; empty
+        after a bare :func:`sweep`): the model's extra 1-D coordinates ``{name: ndarray}``, the dimension
+        scales ``{dataset: (scale, …)}`` of its stored matrices, its rule in s (str or None), the
+        registry name of its architecture and what a state records (:class:`replica.interface.FieldSpec`;
+        None: not known).
     """
 
     alpha: np.ndarray
@@ -275,6 +287,11 @@ class SweepResult:
     branch_transitions: dict = field(default_factory=dict)
     equilibrium_changes: list = field(default_factory=list)
     universal_only_reason: str | None = None
+    grids: dict = field(default_factory=dict)
+    dataset_axes: dict | None = None
+    s_grid_rule: str | None = None
+    architecture: str = ""
+    state_schema: tuple | None = None
 
 
 # --------------------------------------------------------------------------- stability
@@ -408,8 +425,7 @@ def _leading_eigenvalue(model, alpha, x, near=None) -> float:
 def _moving(model, x) -> np.ndarray:
     """Entries of the packed vector that the map moves (the continuation's unknowns)."""
     x = np.asarray(x)
-    moving = getattr(model, "moving_indices", None)
-    return np.arange(x.size) if moving is None else np.asarray(moving(x), dtype=int)
+    return np.asarray(hook(model, "moving_indices")(x), dtype=int)
 
 
 def _labelled(model, x) -> bool:
@@ -418,7 +434,7 @@ def _labelled(model, x) -> bool:
     and the model does not declare them constant along a curve (``model.fixed_labels``; two hidden
     layers with the profile solver, whose selection and rule level are fixed per curve, are
     continued by the Newton corrector on their global unknowns)."""
-    return _moving(model, x).size < np.size(x) and not getattr(model, "fixed_labels", False)
+    return _moving(model, x).size < np.size(x) and not hook(model, "fixed_labels")
 
 
 def _overlaps(result) -> np.ndarray:
@@ -1036,7 +1052,7 @@ def _same_point(model, alpha, r, result, tol=DISTINCT_TOL) -> bool:
     d = float(np.max(np.abs(_overlaps(r) - _overlaps(result)), initial=0.0))
     if d < tol:
         return True
-    relabel = getattr(model, "relabel", None)
+    relabel = hook(model, "relabel")
     if relabel is None or alpha is None or not d < RELABEL_DISTANCE:
         return False
     x = relabel(float(alpha), result.x, r.x)
@@ -1231,20 +1247,41 @@ def _solve_on_curve(model, curve, alphas, alpha, solve_kw, cache):
 
 # --------------------------------------------------------------------------- naming
 def _name_curves(model, curves, alphas):
-    """Names after the most specialized point (module docstring), ``-2``… for repeats."""
+    """Names of the traced curves after the phase each describes (module docstring, "Names").
+
+    Returns the names and the order of the curves (by first α, then last α), names listed in that order.
+    A curve's phase is ``model.phase`` at its most specialized point among its grid points and its located
+    ends (a fold or bifurcation is located independently of the grid); curves of one phase are told
+    apart by how strongly they learn it: the weakest keeps the name, stronger ones get ``-2``, ``-3``, …
+    (:func:`_weaker`)."""
     order = sorted(range(len(curves)), key=lambda k: (curves[k].lo(alphas), curves[k].hi(alphas)))
-    names = {}
-    used = {"universal": 1}
+    groups = {}
     for k in order:
         c = curves[k]
         states = [r.info["state"] for r in c.results.values()] or [r.info["state"] for _, r in c.trail]
-        best = max(states, key=model.specialization)
-        base = model.phase(best) if hasattr(model, "phase") else "specialized"
-        if base == "universal":
-            base = "weak"
-        used[base] = used.get(base, 0) + 1
-        names[k] = base if used[base] == 1 else f"{base}-{used[base]}"
+        states += [e.result.info["state"] for e in c.ends.values()
+                   if e.kind in ("fold", "bifurcation") and "state" in e.result.info]
+        base = model.phase(max(states, key=model.specialization))
+        groups.setdefault("weak" if base == "universal" else base, []).append(k)
+    names = {}
+    for base, members in groups.items():
+        ranked = sorted(members, key=functools.cmp_to_key(lambda i, j: _weaker(curves[i], curves[j], alphas)))
+        for rank, k in enumerate(ranked, start=1):
+            names[k] = base if rank == 1 else f"{base}-{rank}"
     return [names[k] for k in order], order
+
+
+def _weaker(a, b, alphas) -> int:
+    """Order of two curves of one phase, weakest first: by the mmse at the first grid α where both exist
+    (larger first), else (they never coexist on the grid) by their first and last α."""
+    common = sorted(set(a.results) & set(b.results))
+    if common:
+        i = common[0]
+        ma, mb = float(a.results[i].info["state"].mmse), float(b.results[i].info["state"].mmse)
+        if ma != mb:
+            return -1 if ma > mb else 1
+    ka, kb = (a.lo(alphas), a.hi(alphas)), (b.lo(alphas), b.hi(alphas))
+    return -1 if ka < kb else (1 if ka > kb else 0)
 
 
 # --------------------------------------------------------------------------- equilibrium
@@ -1257,10 +1294,10 @@ def _envelope_slope(model, alpha, st) -> float:
     ``df/dα = ∂f/∂α = −(f − Ψ_out(mmse))/α`` (the envelope theorem: the order parameters' own variation
     does not count).
     """
-    if not getattr(model, "envelope_identity", False):
+    if not hook(model, "envelope_identity"):
         return math.nan
     f = float(st.free_entropy)
-    if hasattr(model, "energetic"):
+    if hook(model, "energetic") is not None:
         psi = float(model.energetic(float(st.mmse)))
     else:  # a model without an output channel: Gaussian labels of variance model.delta
         D = float(model.delta) + float(st.mmse)
@@ -1625,7 +1662,7 @@ def sweep(model, alphas, *, branches="all", progress=True, solve_kw=None, locate
         ``"<start>:<down|up>"``, ``i`` the index in the sorted grid and ``compute()``
         performs the solve (with the warm start of the pass); the hook returns a
         :class:`FixedPointResult` — stored or freshly computed — and may record it
-        (see :class:`replica.workflow.io.SweepCheckpoint`). The continuation (Newton steps from the
+        (see :class:`replica.workflow.run.SweepCheckpoint`). The continuation (Newton steps from the
         seeds), stability and transitions are deterministic and always recomputed.
 
     Returns
@@ -1640,7 +1677,7 @@ def sweep(model, alphas, *, branches="all", progress=True, solve_kw=None, locate
     alphas = _validate(alphas, branches)
     solve_kw = dict(solve_kw or {})
     n = alphas.size
-    reason = model.universal_only_reason() if hasattr(model, "universal_only_reason") else None
+    reason = hook(model, "universal_only_reason")()
     if reason and branches == "all":
         logger.info("universal branch only: %s", reason)
     starts = model.starts() if branches == "all" and not reason else {}
@@ -1653,7 +1690,7 @@ def sweep(model, alphas, *, branches="all", progress=True, solve_kw=None, locate
     pbar = _progress_bar(n * (1 + len(passes)), progress)
 
     # universal branch, with its stability (restricted to its own subspace under the ruling)
-    uni_indices = model.universal_indices() if reason and hasattr(model, "universal_indices") else None
+    uni_indices = hook(model, "universal_indices")() if reason else None
     universal = BranchData("universal", alphas)
     for i, a in enumerate(alphas):
         r = _solve(cache, "universal", i, a, lambda a=a: model.solve_universal(a))
@@ -1692,13 +1729,13 @@ def sweep(model, alphas, *, branches="all", progress=True, solve_kw=None, locate
             first = next((c["alpha"] for c in changes if c["to"] == name), math.nan)
             per_branch[name] = {"alpha_sp": float(b.alpha_start), "alpha_end": float(b.alpha_end),
                                 "alpha_c": float(first)}
-        main = getattr(model, "main_phase", None)
+        main = hook(model, "main_phase")
         if main is None:  # the first change away from the universal branch
             transitions = _entry(out, names, changes, equilibrium, lambda nm: nm != "universal",
                                  leaves=lambda c: c["from"] == "universal")
         else:  # the first time the equilibrium reaches the model's main phase
             transitions = _entry(out, names, changes, equilibrium, lambda nm: nm.split("-")[0] == main)
-        n_layers = int(getattr(model, "n_layers", 1))
+        n_layers = int(hook(model, "n_layers"))
         if n_layers >= 2:  # where each layer becomes learned (docs/two_layer.md, docs/deep_linear.md)
             for ell in range(1, n_layers + 1):
                 tr = _entry(out, names, changes, equilibrium, lambda nm, ell=ell: ell in learned_layers(nm, n_layers))
@@ -1756,7 +1793,7 @@ def _channel_fields(model, result) -> dict:
     """Classification errors of a point for a ±1 output channel (:meth:`OutputChannelTerms.channel_fields
     <replica.models._output.OutputChannelTerms.channel_fields>`); ``{}`` for other channels and models
     without one."""
-    fields = getattr(model, "channel_fields", None)
+    fields = hook(model, "channel_fields")
     return fields(float(result.info["state"].mmse)) if fields is not None else {}
 
 

@@ -20,13 +20,16 @@ eigenvalue of the Jacobian of ``F`` (:func:`replica.branches.stability`).
 
 from __future__ import annotations
 
+import types
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 
 from .engine import FixedPointResult
 
-__all__ = ["ReplicaModel", "ReplicaState"]
+__all__ = ["ReplicaModel", "ReplicaState", "ModelDefaults", "hook", "HOOKS", "REQUIRED", "missing_members",
+           "FieldSpec", "state_schema", "default_schema", "schema_to_json", "schema_from_json"]
 
 
 @runtime_checkable
@@ -67,29 +70,11 @@ class ReplicaModel(Protocol):
     ----------
     readout_values, readout_weights : ndarray, shape (n_readout,)
         Atoms and weights of the readout law (stored with every sweep).
-    main_phase : str, optional
-        Phase whose first appearance as the equilibrium defines the top-level
-        ``alpha_sp``/``alpha_c`` (two hidden layers: ``layers_1_2``); absent: the first
-        change away from the universal branch.
-    grids : dict, optional
-        Extra 1-D coordinates stored with every branch (two hidden layers: ``s_values``,
-        ``s_weights``).
-    dataset_axes : dict, optional
-        ``{dataset: (scale, …)}``: dimension scales (``readout_values`` or ``grids`` entries) of the
-        axes after α of stored matrices (L ≥ 3: rows and columns of every ``W_{ℓ:m}``).
-    moving_indices(x), optional
-        Entries of the packed vector the map moves (default all): the unknowns of the
-        continuation and of the stability Jacobian (one hidden layer with the profile solver
-        of :mod:`replica.readout_grid`: ``(D, M)``; its selection and rule level are labels).
-    envelope_identity : bool, optional
-        True when the free entropy is ``−½ ln(2πe(Δ + mmse)) + G/α`` with ``G`` a function of the
-        order parameters only (and the model has ``delta``): the equilibrium crossings are then
-        located by Newton steps with ``df/dα = −(f + ½ ln 2πe(Δ + mmse))/α`` (default: no slope).
-    fixed_labels : bool, optional
-        True when those labels are constant along a branch (two hidden layers with the profile
-        solver in s): the continuation then uses the Newton corrector on the moving entries, with
-        folds and bifurcations located as for label-free solvers; otherwise (default) labelled
-        curves are followed by damped steps.
+
+    The optional hooks (``main_phase``, ``grids``, ``dataset_axes``, ``moving_indices``,
+    ``fixed_labels``, ``envelope_identity``, ``discretization_error``, ``s_grid_rule``,
+    ``universal_only_reason``, ``universal_indices``, ``state_schema``, …) are declared once, with
+    their defaults, in :class:`ModelDefaults`, and read through :func:`hook`.
 
     Methods
     -------
@@ -111,14 +96,8 @@ class ReplicaModel(Protocol):
         Name of what a state has learned (``universal``, ``weak``, ``partial``,
         ``specialized``, ``layer_1``, …); branches are named after it.
     specialization(state)
-        A scalar that grows with what is learned (the branch is named after its most
-        specialized point).
-    universal_only_reason()
-        ``None``, or the reason why only the universal branch is Bayes-optimal for this
-        model (then no other branch is traced; docs/theory.md §5.4).
-    universal_indices()
-        Indices of the packed vector that are free on the universal branch (its stability
-        is that of the map restricted to them when ``universal_only_reason()`` is set).
+        A scalar that grows with what is learned (branch names compare curves by it,
+        :mod:`replica.branches`, "Names").
     """
 
     readout_values: np.ndarray
@@ -139,6 +118,194 @@ class ReplicaModel(Protocol):
 
     def specialization(self, state) -> float: ...
 
-    def universal_only_reason(self) -> str | None: ...
 
-    def universal_indices(self) -> np.ndarray: ...
+#: the members every model has (:class:`ReplicaModel`); the others are hooks with defaults (:class:`ModelDefaults`)
+REQUIRED = ("readout_values", "readout_weights", "starts", "solve_universal", "solve_from", "update", "state", "phase",
+            "specialization")
+
+
+def missing_members(model) -> list:
+    """The required members (:data:`REQUIRED`) that ``model`` lacks, in that order (``[]``: a complete model)."""
+    return [name for name in REQUIRED if getattr(model, name, None) is None]
+
+
+# --------------------------------------------------------------------------- optional hooks
+class ModelDefaults:
+    """The optional members of a :class:`ReplicaModel`, each with its default (what a model without it gets).
+
+    A model may inherit from this class or not: the machinery reads every optional member through
+    :func:`hook`, which falls back on the attribute of this class (methods bound to the model). Reading
+    a name that is not declared here is an error, so that a misspelt hook is not silently ignored.
+
+    Attributes
+    ----------
+    main_phase : str or None
+        Phase whose first appearance as the equilibrium defines the top-level ``alpha_sp``/``alpha_c``
+        (two hidden layers: ``layers_1_2``). Default None: the first change away from the universal branch.
+    n_layers : int
+        Number of hidden layers; ≥ 2 adds the per-layer transitions ``alpha_{sp,c}_layer_<ℓ>``. Default 1.
+    grids : dict
+        Extra 1-D coordinates ``{name: ndarray}`` stored with every branch (two hidden layers: ``s_values``,
+        ``s_weights``). Default ``{}``.
+    dataset_axes : dict or None
+        ``{dataset: (scale, …)}``: dimension scales (``readout_values`` or ``grids`` entries) of the axes after
+        α of stored matrices (L ≥ 3: rows and columns of every ``W_{ℓ:m}``). Default None.
+    s_grid_rule : str or None
+        Description of the model's rule in s, stored as the root attribute ``s_grid_rule``. Default None.
+    fixed_labels : bool
+        True when the labels of the packed vector (entries outside :meth:`moving_indices`) are constant
+        along a branch: the continuation then uses the Newton corrector on the moving entries. Default False
+        (labelled curves are followed by damped steps).
+    envelope_identity : bool
+        True when the free entropy is ``Ψ_out(mmse) + G/α`` with ``G`` a function of the order parameters
+        only: equilibrium crossings are then located with ``df/dα = −(f − Ψ_out)/α``. Default False.
+    discretization_error : callable or None
+        ``discretization_error(alpha, x, **solver_options) -> float``: the relative change of mmse and free
+        entropy of the point ``x`` on the doubled grid (dataset ``discretization_error``). Default None
+        (no estimate, no dataset).
+    relabel : callable or None
+        ``relabel(alpha, x, like) -> x or None``: the point ``x`` re-solved with the labels of ``like``
+        (profile solvers, so that one sheet found on two rule levels is one branch). Default None.
+    energetic : callable or None
+        ``energetic(mmse) -> float``: the output-channel term ``Ψ_out`` of the free entropy. Default None
+        (Gaussian labels of variance ``model.delta``: ``−½ ln 2πe(Δ + mmse)``).
+    channel_fields : callable or None
+        ``channel_fields(mmse) -> dict``: per-point fields of ±1 output channels. Default None.
+    output_channel : priors.output_channels.OutputChannel or None
+        The law of the labels the model was built with. Default None: Gaussian labels only
+        (:func:`replica.models.build` refuses other channels for it).
+    """
+
+    main_phase = None
+    n_layers = 1
+    grids: dict = {}
+    dataset_axes = None
+    s_grid_rule = None
+    fixed_labels = False
+    envelope_identity = False
+    discretization_error = None
+    relabel = None
+    energetic = None
+    channel_fields = None
+    output_channel = None
+
+    def moving_indices(self, x) -> np.ndarray:
+        """Entries of the packed vector ``x`` (shape (p,)) that the map moves; default all, ``arange(p)``."""
+        return np.arange(np.size(x))
+
+    def universal_only_reason(self) -> str | None:
+        """The reason why only the universal branch is Bayes-optimal (then no other branch is traced;
+        docs/theory.md §5.4), or None (default)."""
+        return None
+
+    def universal_indices(self):
+        """Indices of the packed vector free on the universal branch (its stability is that of the map
+        restricted to them when :meth:`universal_only_reason` is set); default None (every index)."""
+        return None
+
+    def state_schema(self) -> tuple:
+        """What a state's :meth:`ReplicaState.record` holds, as :class:`FieldSpec` entries (plots read it).
+
+        Default ``()``: nothing declared (the overlaps panel of its sweeps stays empty, with a warning)."""
+        return ()
+
+
+#: names of the optional hooks (:class:`ModelDefaults`)
+HOOKS = tuple(name for name in vars(ModelDefaults) if not name.startswith("_"))
+
+
+def hook(model, name: str):
+    """The model's optional member ``name``, or its default from :class:`ModelDefaults`.
+
+    Parameters
+    ----------
+    model : ReplicaModel
+    name : str
+        One of :data:`HOOKS`.
+
+    Returns
+    -------
+    object
+        The model's attribute when it has one, else the default (a method of :class:`ModelDefaults` is
+        returned bound to ``model``).
+
+    Raises
+    ------
+    AttributeError
+        ``name`` is not a declared hook.
+    """
+    if name not in HOOKS:
+        raise AttributeError(f"{name!r} is not an optional hook of a replica model; declared: {', '.join(HOOKS)}")
+    try:
+        return getattr(model, name)
+    except AttributeError:
+        default = vars(ModelDefaults)[name]
+        return types.MethodType(default, model) if isinstance(default, types.FunctionType) else default
+
+
+# --------------------------------------------------------------------------- what a state records
+@dataclass(frozen=True)
+class FieldSpec:
+    """One per-point field of a state's record, as plots and files describe it.
+
+    Attributes
+    ----------
+    name : str
+        Key in :meth:`ReplicaState.record` (and dataset name in a sweep file).
+    label : str
+        Matplotlib label (TeX between ``$``), e.g. ``"$Q$"``.
+    role : str
+        ``"overlap"`` (drawn in the overlaps panel, against α, averaged over its axes), ``"layer"`` (one
+        row of the per-layer maps and one line of the overlaps panel of networks with several layers,
+        ``label`` its tick label, in the schema's order), ``"conjugate"``, ``"error"``, or ``"other"``.
+    axes : tuple of str
+        Names of the axes after α (dimension scales: ``readout_values``, ``s_values``, …); averages over
+        ``readout_values`` and ``s_values`` use ``readout_weights`` and ``s_weights``, other axes are plain means.
+    known_mean : bool
+        The field includes the known part ``γ (E v)²`` of ``S = Wᵀ diag(v) W/√(kd)``, subtracted when drawn.
+    """
+
+    name: str
+    label: str = ""
+    role: str = "other"
+    axes: tuple = ()
+    known_mean: bool = False
+
+
+def default_schema() -> tuple:
+    """The plotted fields of the one-hidden-layer record (:meth:`replica.models.shallow.ShallowModel.state_schema`),
+    also assumed for sweep files written before files stored their schema: ``overlap_W`` (Q(v), over the
+    readout values) and ``R2`` (R₂, with the known mean). Deep and two-layer records are drawn per layer
+    (:mod:`replica.workflow.plotting`)."""
+    return (FieldSpec("overlap_W", "$Q$", "overlap", ("readout_values",)),
+            FieldSpec("R2", "$R_2-(R_d-1)$", "overlap", (), known_mean=True))
+
+
+def state_schema(model) -> tuple:
+    """The :class:`FieldSpec` entries of ``model`` (its ``state_schema()`` hook, :class:`ModelDefaults`)."""
+    return tuple(hook(model, "state_schema")())
+
+
+def schema_to_json(schema) -> str:
+    """A schema as JSON (the root attribute ``state_schema`` of a sweep file)."""
+    import json
+
+    return json.dumps([{"name": f.name, "label": f.label, "role": f.role, "axes": list(f.axes),
+                        "known_mean": bool(f.known_mean)} for f in schema])
+
+
+def schema_from_json(text) -> tuple:
+    """Inverse of :func:`schema_to_json`.
+
+    Raises
+    ------
+    ValueError
+        Not a JSON list of field descriptions.
+    """
+    import json
+
+    try:
+        return tuple(FieldSpec(str(d["name"]), str(d.get("label", "")), str(d.get("role", "other")),
+                               tuple(d.get("axes", ())), bool(d.get("known_mean", False))) for d in json.loads(text))
+    except (TypeError, KeyError, json.JSONDecodeError) as exc:
+        raise ValueError(f"state_schema: not a list of field descriptions ({exc})") from None

@@ -143,6 +143,66 @@ def test_toy_architecture_runs_through_the_generic_machinery(toy_registered, tmp
         assert np.all(closest[ok] < 1e-6)
 
 
+class ToyWithSchema(ToyModel):
+    """The toy declaring what its state records: ``overlap`` (m) is an overlap to draw."""
+
+    def state_schema(self):
+        from replica.interface import FieldSpec
+
+        return (FieldSpec("overlap", "$m$", "overlap"),)
+
+
+def _overlap_lines(fig):
+    ax = next(a for a in fig.axes if a.get_title(loc="left").startswith("overlaps"))
+    return [(np.asarray(x, float), np.asarray(y, float)) for x, y in (ln.get_data() for ln in ax.get_lines())
+            if len(x) > 2]
+
+
+def test_a_custom_overlap_field_gets_its_overlaps_panel(tmp_path, caplog):
+    """The overlaps panel draws the fields the state schema declares, not fields known by name: the toy's
+    ``overlap`` is drawn and lies on m = 1 − 1/α; a sweep result is drawn as its file is."""
+    from replica.workflow.io import write_sweep
+    from replica.workflow.plotting import plot_file, plot_sweep
+    from replica.workflow.run import run_sweep
+
+    models.register(models.Architecture("toy_schema", lambda request: ToyWithSchema(), lambda layers, acts: False,
+                                        priority=-1))
+    try:
+        res = run_sweep(_options(architecture="toy_schema"), np.linspace(0.2, 3.0, 15), progress=False)
+    finally:
+        models.unregister("toy_schema")
+    assert res.architecture == "toy_schema"
+    path = write_sweep(tmp_path / "toy.h5", res, {})
+    for fig in (plot_file(path), plot_sweep(res)):
+        lines = _overlap_lines(fig)
+        assert lines, "the overlaps panel is empty"
+        for x, y in lines:
+            np.testing.assert_allclose(y, 1.0 - 1.0 / x, atol=1e-6)
+    # a model that declares no overlap: the panel stays empty, with a warning saying why
+    from replica.branches import sweep
+
+    with caplog.at_level("WARNING"):
+        fig = plot_sweep(sweep(ToyModel(), np.linspace(0.2, 3.0, 15), progress=False))
+    assert not _overlap_lines(fig) and "state_schema" in caplog.text
+
+
+def test_required_members_are_required():
+    """A model without ``phase`` is refused by name (branches were silently called ``specialized``)."""
+    from replica.interface import missing_members
+    from replica.workflow.run import run_sweep
+
+    class NoPhase(ToyModel):
+        phase = None
+
+    assert missing_members(ToyModel()) == [] and missing_members(NoPhase()) == ["phase"]
+    models.register(models.Architecture("toy_no_phase", lambda request: NoPhase(), None))
+    try:
+        with pytest.raises(TypeError, match=r"toy_no_phase: the model lacks the required members phase"):
+            run_sweep(_options(architecture="toy_no_phase"), [0.5, 2.0], progress=False)
+    finally:
+        models.unregister("toy_no_phase")
+
+
 def test_registry_errors_are_one_line_usage_errors(toy_registered):
     from replica.workflow.config import UsageError
     from replica.workflow.model_options import build_model
@@ -155,21 +215,25 @@ def test_registry_errors_are_one_line_usage_errors(toy_registered):
         models.register(models.Architecture("toy_spiked", ToyModel, lambda layers, acts: False))
 
 
-def test_a_new_module_in_the_models_folder_registers_itself(tmp_path, monkeypatch):
+def test_a_new_module_in_the_models_folder_is_found_and_imported_only_when_chosen(tmp_path, monkeypatch):
+    """A module of the folder is a lazy spec: listed and chosen by name without importing it before it
+    builds a model, and never imported by the automatic choice (docs/architecture.md)."""
     (tmp_path / "toy_folder_model.py").write_text(
-        "from . import Architecture, register\n"
-        "register(Architecture('toy_folder', lambda request: 'built', lambda layers, acts: layers == 77,"
-        " priority=99))\n")
+        "IMPORTED = True\n"
+        "def build(request):\n    return 'built'\n")
     monkeypatch.setattr(models, "__path__", [*models.__path__, str(tmp_path)])
     monkeypatch.setattr(models, "_DISCOVERED", False)
+    name = "replica.models.toy_folder_model"
     try:
         known = models.architectures()
-        assert "toy_folder" in known and list(known)[0] == "toy_folder"  # priority order
-        assert models.select(77, ()).name == "toy_folder"
-        assert models.select(1, ()).name == "shallow"
+        assert "toy_folder_model" in known and name not in sys.modules
+        assert models.select(1, ()).name == "shallow" and name not in sys.modules
+        assert models.get_architecture("toy_folder_model").accepts is None and name not in sys.modules
+        request = models.ModelRequest(1, (), (0.5,), 0.1, None, None)
+        assert models.build(request, "toy_folder_model") == "built" and name in sys.modules
     finally:
-        models.unregister("toy_folder")
-        sys.modules.pop("replica.models.toy_folder_model", None)
+        models.unregister("toy_folder_model")
+        sys.modules.pop(name, None)
 
 
 def test_builtin_architectures_are_chosen_without_importing_their_modules():
@@ -236,7 +300,7 @@ def _graph() -> dict:
 def test_graph_sees_known_edges():
     graph = _graph()
     assert "replica.engine" in graph["replica.branches"]
-    assert "replica.workflow.model_options" in graph["replica.workflow.phase_diagram"]  # a lazy import
+    assert "replica.workflow.run" in graph["replica.workflow.phase_diagram"]  # a lazy import
     assert "hciz.rectangular" in graph["replica.models.two_layer"]
 
 

@@ -335,3 +335,28 @@ def test_sign_channel_equilibrium_never_falls_back_on_the_unstable_universal_bra
                 assert stab[name] < 1, (r.alpha[i], name, stab)
     assert ends == pytest.approx([SIGN_FOLD, SIGN_FOLD], rel=1e-8)
     assert crossings[0] == pytest.approx(crossings[1], rel=1e-8) and 4.2611 < crossings[0] < SIGN_FOLD
+
+
+# ELU, Rademacher weights, γ = 0.5, Δ = 0.1 (issue 30): a sheet born continuously at α ≈ 1.188 ends at a
+# fold at α ≈ 4.1117 where its Q(v) is just above 0.5, while a strongly specialized sheet exists from a fold
+# at α ≈ 3.4566; the first was called `specialized` or `weak` (and the second `specialized-2` or
+# `specialized`) depending on whether a grid point fell where its Q exceeds 0.5
+ELU_FOLD = 4.1117
+
+
+def _names_by_curve(r):
+    """{which curve: its name}: the sheet ending at the fold near ELU_FOLD and the most specialized one."""
+    others = {n: b for n, b in r.branches.items() if n != "universal"}
+    ending = [n for n, b in others.items() if b.end_kind == "fold" and abs(b.alpha_end - ELU_FOLD) < 1e-3]
+    strong = max(others, key=lambda n: np.nanmax(np.where(others[n]["exists"], others[n]["overlap_W"][:, 0], -1)))
+    assert len(ending) == 1 and ending[0] != strong and len(others) == 2
+    return {"ends at the fold": ending[0], "strong": strong}
+
+
+def test_branch_names_do_not_depend_on_the_alpha_grid():
+    model = ShallowModel("elu", 0.5, 0.1, weight_prior="rademacher")
+    fine = sweep(model, np.linspace(1.0, 4.5, 36), progress=False)  # a grid point where Q > 0.5 on the sheet
+    coarse = sweep(model, np.linspace(3.85, 4.5, 8), progress=False)  # none there
+    assert np.nanmax(coarse.branches[_names_by_curve(coarse)["ends at the fold"]]["overlap_W"]) < 0.5
+    assert np.nanmax(fine.branches[_names_by_curve(fine)["ends at the fold"]]["overlap_W"]) > 0.5
+    assert _names_by_curve(fine) == _names_by_curve(coarse)

@@ -135,7 +135,7 @@ def test_sweep_signal_keeps_previous_and_resumes_exactly(request, tmp_path, caps
 
 def test_resume_overwrite_never_discards_a_checkpoint(tmp_path, capsys, reference, previous, monkeypatch):
     """``--resume --overwrite`` on a real checkpoint resumes it (the issue: it started anew)."""
-    from replica.workflow.io import SweepCheckpoint
+    from replica.workflow.run import SweepCheckpoint
 
     out = tmp_path / "x.h5"
     shutil.copy(previous, out)
@@ -259,7 +259,7 @@ def test_disk_full_file_size_limit(tmp_path, previous):
 # ----------------------------------------------------------------------------- corrupted checkpoint
 @pytest.mark.parametrize("damage,reason", [("truncate", "truncated"), ("text", "not an HDF5 file")])
 def test_corrupted_checkpoint(tmp_path, capsys, reference, previous, monkeypatch, damage, reason):
-    from replica.workflow.io import SweepCheckpoint
+    from replica.workflow.run import SweepCheckpoint
 
     out = tmp_path / "x.h5"
     shutil.copy(previous, out)

@@ -8,13 +8,13 @@ from replica.branches import sweep
 from replica.models.deep import DeepModel
 from replica.workflow.io import (
     IncompleteFileError,
-    SweepCheckpoint,
     atomic_h5,
     file_kind,
     read_root_attrs,
     read_sweep,
     write_sweep,
 )
+from replica.workflow.run import SweepCheckpoint
 
 ALPHAS = np.array([1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
 

@@ -41,6 +41,9 @@ def test_local_cluster_phase_diagram(diagram):
     assert all(b == ("specialized" if al > data["alpha_c"][0] else "universal")
                for al, b in zip(a, data["branch"][0]))
     assert data["configuration"]["workers"] == 2
+    from replica.workflow.io import read_root_attrs
+
+    assert read_root_attrs(diagram)["architecture"] == "deep"  # the registry's name of the lines' solver
 
 
 def test_phase_diagram_opens_with_xarray(diagram):

@@ -144,9 +144,9 @@ def test_two_layer_sweep_roundtrip_through_the_command_line(tmp_path):
     model = TwoLayerModel(("tanh2", "erf"), (0.7, 1.3), 0.1, s_grid=3)
     result = sweep(model, alphas, progress=False, solve_kw={"damping": 0.5})
     # ... and the per-point discretization error of the s grid (dataset discretization_error)
-    from replica.workflow.cli import _grid_errors
+    from replica.workflow.run import discretization_errors
 
-    _grid_errors(model, result, {"damping": 0.5})
+    result.branches = discretization_errors(model, result, {"damping": 0.5})
     assert "discretization_error" in result.branches["layers_1_2"].fields
     data = read_sweep(out)
     assert_sweep_file_matches(data, result, grids=model.grids)

@@ -20,10 +20,14 @@ lines never name an architecture: the command line turns its options into a mode
 
 The four built-in architectures are described here without importing their modules, so that
 choosing one costs nothing and only the chosen module (and its dependencies) is loaded.
-A new architecture is one new module in this folder that calls :func:`register` at import
-time: :func:`architectures` imports every module of the folder that is not built in the first
-time the registry is consulted (docs/extending.md, "An architecture"). Code outside the
-package may call :func:`register` too.
+An architecture may also be a *lazy spec*: ``build`` (and ``prepare``) given as a string
+``"package.module:function"``, imported only when the architecture builds a model. A new module
+in this folder is found that way: the first time the registry is consulted, every module of the
+folder that is not built in is registered under its own name as the spec
+``"replica.models.<name>:build"`` (with its optional ``prepare``), without being imported; it is
+chosen by name (``replica-sweep --architecture <name>``, ``options["architecture"]``), and imported
+only then (docs/extending.md, "An architecture"). An architecture that takes part in the
+automatic choice gives ``accepts``: code outside the package calls :func:`register` with it.
 """
 
 from __future__ import annotations
@@ -33,7 +37,10 @@ import pkgutil
 from dataclasses import dataclass, field
 from typing import Callable
 
-__all__ = ["Architecture", "ModelRequest", "register", "architectures", "get_architecture", "select", "build"]
+from ..interface import hook
+
+__all__ = ["Architecture", "ModelRequest", "register", "architectures", "get_architecture", "select", "choose",
+           "build"]
 
 
 @dataclass(frozen=True)
@@ -77,24 +84,59 @@ class Architecture:
     ----------
     name : str
         Registry key (the module's name for the built-ins); ``options["architecture"]`` of
-        :func:`replica.workflow.model_options.build_model` selects it by name.
-    build : callable
-        ``build(request: ModelRequest) -> ReplicaModel``. Raise ``ValueError`` whose message
+        :func:`replica.workflow.model_options.build_model` (``--architecture``) selects it by name.
+    build : callable or str
+        ``build(request: ModelRequest) -> ReplicaModel``, or the lazy spec ``"package.module:function"``
+        of that function (imported at the first build). Raise ``ValueError`` whose message
         starts with an option's name (``"gamma: …"``, ``"s_grid: …"``) for bad input.
-    accepts : callable
+    accepts : callable or None
         ``accepts(layers: int, activations: tuple) -> bool``: whether :func:`build` chooses
-        this architecture automatically for these options.
+        this architecture automatically for these options; None: only chosen by name.
     priority : int
         Automatic choice order (larger first); fallbacks use a low priority.
     summary : str
         One line shown in listings and errors.
+    prepare : callable, str or None
+        ``prepare(model, options, alphas, *, solve_kw, branches) -> ReplicaModel``: the model a sweep of the
+        sorted ``alphas`` runs on (:func:`replica.workflow.run.run_sweep`), e.g. a grid refined at those α
+        (two hidden layers with ``s_grid="auto"``), or its lazy spec; None: the built model itself.
     """
 
     name: str
-    build: Callable
-    accepts: Callable
+    build: Callable | str
+    accepts: Callable | None = None
     priority: int = 0
     summary: str = ""
+    prepare: Callable | str | None = None
+
+    def builder(self) -> Callable:
+        """The ``build`` function (a lazy spec is imported here).
+
+        Raises
+        ------
+        ValueError
+            ``architecture: …`` when the spec's module or function cannot be imported.
+        """
+        return _resolve(self.build, self.name)
+
+    def preparer(self) -> Callable | None:
+        """The ``prepare`` function or None (a lazy spec is imported here; a module found in the folder
+        without a ``prepare`` function has none)."""
+        if isinstance(self.prepare, str):
+            module, _, attr = self.prepare.partition(":")
+            return getattr(importlib.import_module(module), attr, None)
+        return self.prepare
+
+
+def _resolve(spec, name) -> Callable:
+    """The callable of ``spec`` (a callable, or ``"package.module:function"``, imported)."""
+    if not isinstance(spec, str):
+        return spec
+    module, _, attr = spec.partition(":")
+    try:
+        return getattr(importlib.import_module(module), attr or "build")
+    except (ImportError, AttributeError) as exc:
+        raise ValueError(f"architecture: {name!r} cannot be loaded from {spec!r} ({exc})") from None
 
 
 _REGISTRY: dict[str, Architecture] = {}
@@ -124,17 +166,21 @@ def unregister(name: str) -> None:
 
 
 def _discover() -> None:
+    """Register every extra module of this folder as a lazy spec under its own name (nothing is imported)."""
     global _DISCOVERED
     if _DISCOVERED:
         return
     _DISCOVERED = True
     for info in pkgutil.iter_modules(__path__):
-        if info.name not in _BUILTIN_MODULES and not info.name.startswith("_"):
-            importlib.import_module(f"{__name__}.{info.name}")
+        if info.name not in _BUILTIN_MODULES and not info.name.startswith("_") and info.name not in _REGISTRY:
+            module = f"{__name__}.{info.name}"
+            register(Architecture(info.name, f"{module}:build", None, priority=-100, prepare=f"{module}:prepare",
+                                  summary=f"module {module} (chosen by name)"))
 
 
 def architectures() -> dict:
-    """Every registered architecture, ``{name: Architecture}``, in automatic-choice order."""
+    """Every registered architecture, ``{name: Architecture}``, in automatic-choice order (no module of an
+    architecture is imported)."""
     _discover()
     return dict(sorted(_REGISTRY.items(), key=lambda kv: -kv[1].priority))
 
@@ -162,9 +208,22 @@ def select(layers: int, activations) -> Architecture:
         No registered architecture accepts them.
     """
     for arch in architectures().values():
-        if arch.accepts(int(layers), tuple(activations)):
+        if arch.accepts is not None and arch.accepts(int(layers), tuple(activations)):
             return arch
     raise ValueError(f"no architecture accepts {layers} hidden layer(s) with these activations")
+
+
+def choose(request: ModelRequest, architecture: str | None = None) -> Architecture:
+    """The named architecture, or (``None``, ``""`` or ``"auto"``) the one :func:`select` chooses for ``request``.
+
+    Raises
+    ------
+    ValueError
+        Unknown name, or no architecture accepts the request.
+    """
+    if architecture in (None, "", "auto"):
+        return select(request.layers, request.activations)
+    return get_architecture(architecture)
 
 
 def build(request: ModelRequest, architecture: str | None = None):
@@ -180,11 +239,10 @@ def build(request: ModelRequest, architecture: str | None = None):
         ``channel: …`` when the request has a non-Gaussian output channel and the architecture's model
         does not take it.
     """
-    arch = select(request.layers, request.activations) if architecture in (None, "", "auto") else \
-        get_architecture(architecture)
-    model = arch.build(request)
+    arch = choose(request, architecture)
+    model = arch.builder()(request)
     wanted = request.output_channel
-    if wanted is not None and wanted.name != "gaussian" and getattr(model, "output_channel", None) != wanted:
+    if wanted is not None and wanted.name != "gaussian" and hook(model, "output_channel") != wanted:
         raise ValueError(f"channel: the {arch.name} architecture supports Gaussian labels only, got {wanted.name}")
     return model
 
@@ -223,6 +281,22 @@ def _build_two_layer(r: ModelRequest):
                          output_channel=r.output_channel, **_s_grid_keywords(r.options.get("s_grid")))
 
 
+def _prepare_two_layer(model, options, alphas, *, solve_kw=None, branches="all"):
+    """``s_grid="auto"``: the panel rule in s refined at the sweep's α (:func:`~replica.models.two_layer.converge_s_grid`);
+    the universal branch is exact on every rule, so a sweep of it alone keeps the built model."""
+    import logging
+
+    if options.get("s_grid") != "auto":
+        return model
+    if branches == "universal":
+        logging.getLogger(__name__).info("--s-grid auto: the universal branch is exact on every s rule; "
+                                         "grid not refined")
+        return model
+    from .two_layer import converge_s_grid
+
+    return converge_s_grid(model, alphas, solve_kw=solve_kw)[0]
+
+
 #: largest s grid of L >= 3 models: the doubled grid of their discretization_error must exist
 MAX_DEEP_LINEAR_S_GRID = 75
 
@@ -258,7 +332,8 @@ def _build_deep(r: ModelRequest):
 register(Architecture("shallow", _build_shallow, lambda layers, acts: layers == 1, priority=30,
                       summary="one hidden layer (docs/theory.md §5)"))
 register(Architecture("two_layer", _build_two_layer, lambda layers, acts: layers == 2 and _linear_part(acts),
-                      priority=20, summary="two hidden layers with linear parts (docs/theory.md §6.2)"))
+                      priority=20, summary="two hidden layers with linear parts (docs/theory.md §6.2)",
+                      prepare=_prepare_two_layer))
 register(Architecture("deep_linear", _build_deep_linear,
                       lambda layers, acts: layers >= 3 and _linear_part(acts[:1]), priority=20,
                       summary="L >= 3 hidden layers with linear parts (docs/deep_linear.md)"))

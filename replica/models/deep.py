@@ -275,6 +275,14 @@ class DeepModel(OutputChannelTerms):
         return DeepState(float(alpha), [np.float64(q) for q in inner] + [np.array(last)],
                          [np.float64(h) for h in hi] + [np.array(hl)], max(float(self.g1 - K), 0.0), f, mi)
 
+    def state_schema(self) -> tuple:
+        """The plotted fields of a state's record (:class:`replica.interface.FieldSpec`): the overlap
+        ``overlap_layer_<ℓ>`` of every layer (role ``layer``; readout-resolved ones averaged over ``v``)."""
+        from ..interface import FieldSpec
+
+        return tuple(FieldSpec(f"overlap_layer_{ell}", str(ell), "layer", ("readout_values",))
+                     for ell in range(1, self.n_layers + 1))
+
     def specialization(self, state) -> float:
         """Sum over layers of the squared overlaps (readout-weighted for the last layer)."""
         inner, last = self.unpack(state.overlaps)

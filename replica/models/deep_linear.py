@@ -574,6 +574,15 @@ class DeepLinearModel(OutputChannelTerms):
             out[X] = float(pr @ state.overlaps_by_matrix[X] @ self.label_weights[X[1] - 1] / pr.sum())
         return out
 
+    def state_schema(self) -> tuple:
+        """The plotted fields of a state's record (:class:`replica.interface.FieldSpec`, role ``layer``): the
+        label-averaged overlap ``overlap_mean_layer_<ℓ>`` of every layer, then ``overlap_mean_product_<ℓ>_<m>``
+        of every product (:func:`matrix_keys` order), labelled ``ℓ`` and ``ℓ:m``."""
+        from ..interface import FieldSpec
+
+        return tuple(FieldSpec(f"overlap_mean_layer_{ell}" if ell == m else f"overlap_mean_product_{ell}_{m}",
+                               str(ell) if ell == m else f"{ell}:{m}", "layer") for ell, m in self.keys)
+
     def specialization(self, state) -> float:
         """Sum over matrices of the weighted mean squared overlaps (orders non-universal points)."""
         total = 0.0

@@ -237,6 +237,13 @@ class ShallowModel(OutputChannelTerms):
         """``E_v[v² Q(v)²]`` of a state (a branch is named after its most specialized point)."""
         return state.specialization(self.readout_weights, self.v2)
 
+    def state_schema(self) -> tuple:
+        """The plotted fields of a state's record (:class:`replica.interface.FieldSpec`): ``Q(v)`` over the
+        readout values and ``R₂`` (which holds the known mean ``γ (E v)²`` of ``S``)."""
+        from ..interface import default_schema
+
+        return default_schema()
+
     def phase(self, state) -> str:
         """Name of what a state has learned (:class:`replica.interface.ReplicaModel`).
 

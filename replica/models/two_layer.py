@@ -1088,6 +1088,15 @@ class TwoLayerModel(OutputChannelTerms):
                              c["tau"], max(float(c["mmse"]), 0.0), f, self.mutual_information(alpha, f),
                              neuron_overlap_layer_1=n1, neuron_overlap_layer_2=n2)
 
+    def state_schema(self) -> tuple:
+        """The plotted fields of a state's record (:class:`replica.interface.FieldSpec`, role ``layer``):
+        ``Q₁(s)``, ``Q₂(v, s)`` and the product overlap ``Q₂:₁(v)``, averaged over ``s`` and ``v``."""
+        from ..interface import FieldSpec
+
+        return (FieldSpec("overlap_layer_1", "1", "layer", ("s_values",)),
+                FieldSpec("overlap_layer_2", "2", "layer", ("readout_values", "s_values")),
+                FieldSpec("overlap_product_2_1", "2:1", "layer", ("readout_values",)))
+
     def specialization(self, state) -> float:
         """``E_s Q₁² + E_{v,s} v² Q₂² + E_v v² Q₂:₁²`` (orders the non-universal branches)."""
         return float(self.s_weights @ state.overlap_layer_1**2

@@ -294,6 +294,12 @@ def add_model_options(p, *, grids=False):
                                                    upper_strict=False), default=None,
                        help="label-noise variance 0 <= Δ <= 1e4 of the gaussian and probit channels (default 0.1)")
     add_output_channel_options(g)
+    from ..models import architectures
+
+    g.add_argument("--architecture", choices=["auto", *architectures()], default="auto", metavar="NAME",
+                   help="solver of the registry (replica.models): " + ", ".join(architectures())
+                        + "; or auto, the one the options select (default auto); the name is stored in the root "
+                          "attribute 'architecture' of the file")
     g.add_argument("--s-grid", type=s_grid_type, default=None,
                    help="L >= 2 with a linear part only: rule for the effective readout s ~ N(0, 1) of inner-layer "
                         "neurons (s = (vᵀW₂)_j/√k₂ for L = 2). L = 2 default 'adaptive': no grid in s — the profile "
@@ -547,12 +553,14 @@ def sweep_parameters(args) -> tuple:
     }
     if args.s_grid is not None:  # checked against --layers by build_model, as for the phase diagram
         parameters["s_grid"] = args.s_grid
+    if args.architecture != "auto":  # absent: the automatic choice (files of earlier versions resume alike)
+        parameters["architecture"] = args.architecture
     return parameters, alphas
 
 
 def _run_sweep(args) -> int:
-    from ..branches import sweep
-    from .io import SweepCheckpoint, read_root_attrs, write_sweep
+    from .io import read_root_attrs, write_sweep
+    from .run import SweepCheckpoint, run_sweep
     from .safe_write import SafeOutput
 
     if not 0.0 <= args.damping < 1.0:
@@ -561,7 +569,6 @@ def _run_sweep(args) -> int:
     configuration = resolved_configuration(args)
     model = build_model(parameters)  # every option is checked before the output
     warn_readout_rescaling(args.readout)
-    solve_kw = {"damping": args.damping}
     out = Path(args.output)
 
     with SafeOutput(out, overwrite=args.overwrite, resume=args.resume) as target:
@@ -570,14 +577,8 @@ def _run_sweep(args) -> int:
             logger.info("%s is already complete; nothing to resume", out)
             print(out)
             return 0
-        if args.s_grid == "auto" and args.branches == "universal":
-            logger.info("--s-grid auto: the universal branch is exact on every s rule; grid not refined")
-        elif args.s_grid == "auto":
-            from ..models.two_layer import converge_s_grid
-
-            model = converge_s_grid(model, alphas, solve_kw=solve_kw)[0]  # the default s-grid, per sweep
-        checkpoint = SweepCheckpoint(target.checkpoint, model, alphas, parameters, configuration,
-                                     every=args.checkpoint_every, solve_kw=solve_kw)
+        checkpoint = SweepCheckpoint(target.checkpoint, None, alphas, parameters, configuration,
+                                     every=args.checkpoint_every)
         if target.resume_from is not None:
             attrs = read_root_attrs(target.resume_from, kinds=("sweep",), option="--resume")
             target.refuse_other_options(attrs.get("parameters", {}), parameters)
@@ -590,8 +591,7 @@ def _run_sweep(args) -> int:
 
         t0 = time.perf_counter()
         try:
-            result = sweep(model, alphas, branches=args.branches, progress=not args.quiet, solve_kw=solve_kw,
-                           cache=checkpoint)
+            result = run_sweep(parameters, alphas, checkpoint=checkpoint, progress=not args.quiet, model=model)
         except KeyboardInterrupt as exc:
             saved = checkpoint.n_done > 0
             if saved and checkpoint.dirty:
@@ -601,26 +601,11 @@ def _run_sweep(args) -> int:
                     pass
             exc.note = target.interrupted_note(f"{checkpoint.n_done} solves" if saved else None)
             raise
-        if result.universal_only_reason:
-            logger.info("universal branch only: %s", result.universal_only_reason)
-        for name, b in result.branches.items():
-            if name != "universal":
-                logger.info("branch %s: alpha %.9g (%s) to %.9g (%s)", name, b.alpha_start, b.start_kind,
-                            b.alpha_end, b.end_kind)
-        for change in result.equilibrium_changes:
-            logger.info("equilibrium %s -> %s at alpha = %.9g (%s), mmse %.6g -> %.6g", change["from"],
-                        change["to"], change["alpha"], change["kind"], change["mmse_before"], change["mmse_after"])
-        instability = result.branch_transitions.get("universal", {}).get("alpha_instability", math.nan)
-        if math.isfinite(instability):
-            logger.info("the universal branch is linearly unstable above alpha = %.9g", instability)
-        _grid_errors(model, result, solve_kw)
+        _log_result(result)
         elapsed = time.perf_counter() - t0
         _warn_discretization(result, "s grid" if args.layers >= 2 else "readout grid")
         try:
-            rule = getattr(model, "s_grid_rule", None)
-            write_sweep(out, result, parameters, configuration=configuration, grids=getattr(model, "grids", None),
-                        attributes=None if rule is None else {"s_grid_rule": rule},
-                        axes=getattr(model, "dataset_axes", None))
+            write_sweep(out, result, parameters, configuration=configuration)
         except OSError:  # e.g. a full disk: keep every solve for --resume if the checkpoint still fits
             if checkpoint.dirty:
                 try:
@@ -636,19 +621,20 @@ def _run_sweep(args) -> int:
     return 0
 
 
-def _grid_errors(model, result, solve_kw):
-    """Dataset ``discretization_error`` for models that estimate it per stored point
-    (linear parts, L ≥ 2: the s-grid doubled, :meth:`replica.models.two_layer.TwoLayerModel.discretization_error`,
-    :meth:`replica.models.deep_linear.DeepLinearModel.discretization_error`)."""
-    estimate = getattr(model, "discretization_error", None)
-    if estimate is None:
-        return
-    for branch in result.branches.values():
-        err = np.full(branch.alpha.size, np.nan)
-        for i, x in branch.points.items():
-            if branch["exists"][i] and branch["converged"][i]:
-                err[i] = estimate(branch.alpha[i], x, **solve_kw)
-        branch.fields["discretization_error"] = err
+def _log_result(result):
+    """Log the branches, the equilibrium changes and the instability of the universal branch of a sweep."""
+    if result.universal_only_reason:
+        logger.info("universal branch only: %s", result.universal_only_reason)
+    for name, b in result.branches.items():
+        if name != "universal":
+            logger.info("branch %s: alpha %.9g (%s) to %.9g (%s)", name, b.alpha_start, b.start_kind,
+                        b.alpha_end, b.end_kind)
+    for change in result.equilibrium_changes:
+        logger.info("equilibrium %s -> %s at alpha = %.9g (%s), mmse %.6g -> %.6g", change["from"],
+                    change["to"], change["alpha"], change["kind"], change["mmse_before"], change["mmse_after"])
+    instability = result.branch_transitions.get("universal", {}).get("alpha_instability", math.nan)
+    if math.isfinite(instability):
+        logger.info("the universal branch is linearly unstable above alpha = %.9g", instability)
 
 
 #: whether warnings advise options of replica-sweep (False while replica-figures runs its sweeps: it takes
@@ -862,6 +848,8 @@ def phase_diagram_options(args) -> tuple:
         if args.s_grid == "auto":
             raise UsageError("--s-grid auto: only for replica-sweep (give N or panels:P)")
         base["s_grid"] = args.s_grid
+    if args.architecture != "auto":
+        base["architecture"] = args.architecture
     for k in ("delta", "gamma", "readout_grid"):
         if k == vary:
             continue

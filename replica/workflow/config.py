@@ -82,7 +82,7 @@ _NOT_CONFIGURABLE = {"help", "version", "config"}
 # between commands may hold. Written out so that parsing one command line builds one parser and
 # imports no other command (tests/test_architecture.py checks it against every parser).
 SHARED_OPTION_KEYS = frozenset({
-    "activation", "alpha", "backend", "batch", "batch_fraction", "bins", "branches", "channel",
+    "activation", "alpha", "architecture", "backend", "batch", "batch_fraction", "bins", "branches", "channel",
     "channel_threshold", "checkpoint_every", "closure", "config", "damping", "delta", "density_grid",
     "device", "dim", "dpi", "drop_hermite", "experiment", "figures", "file", "gamma", "help", "init",
     "init_scale", "initial_step_size", "kept", "kind", "lambda_grid", "layers", "leapfrog_steps",

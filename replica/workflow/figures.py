@@ -265,13 +265,14 @@ def deep_thresholds(L: int, *, points: int = 12):
     The grid brackets both transitions (they grow roughly linearly and quadratically with L);
     the transitions themselves are located by root finding, independently of the grid.
     """
-    from ..branches import sweep
-    from ..models.deep import DeepModel
+    from .run import run_sweep
 
     lo = 0.7 * (1.47 + 1.75 * (L - 1))
     hi = 1.3 * (1.6 + 2.6 * (L - 1) + 0.75 * (L - 1) ** 2)
-    model = DeepModel("tanh2", [1.0] * L, 0.1, drop_hermite=(0, 1, 2), unit_variance=True)
-    tr = sweep(model, np.linspace(lo, hi, points), progress=False).transitions
+    options = {"architecture": "deep", "layers": int(L), "gamma": [1.0] * int(L), "activation": "tanh2",
+               "drop_hermite": [0, 1, 2], "unit_variance": True, "prior": "gaussian", "readout": "ones",
+               "readout_grid": None, "delta": 0.1}
+    tr = run_sweep(options, np.linspace(lo, hi, points), progress=False).transitions
     return float(tr.get("alpha_sp", np.nan)), float(tr.get("alpha_c", np.nan))
 
 

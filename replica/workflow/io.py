@@ -3,7 +3,10 @@
 Layout
 ------
 ``/`` attributes
-    ``parameters`` (JSON of every resolved option), ``version``, ``git_revision``.
+    ``parameters`` (JSON of every resolved option), ``version``, ``git_revision``, ``architecture``
+    (registry name of the solver, :mod:`replica.models`), ``state_schema`` (JSON list of what a state
+    records, :class:`replica.interface.FieldSpec`: name, label, role, axes), ``s_grid_rule`` (models with
+    a rule in s).
 ``/branches/<name>/``
     datasets on the α grid: ``alpha``, ``mmse``, ``free_entropy``,
     ``mutual_information``, ``converged``, ``exists``, ``iterations``, ``residual``,
@@ -76,7 +79,7 @@ root attributes above with ``complete = 0`` and a group ``/checkpoint/<k>`` per 
 (attribute ``key``: ``universal`` or ``<start>:<down|up>``) with ``done``, ``has_state``,
 ``converged``, ``iterations``, ``residual``, ``status``, ``start`` (n_alpha) and ``x``
 (n_alpha × p, the packed solver point). ``replica-sweep --resume`` reloads it
-(:class:`SweepCheckpoint`); files of older versions that kept the checkpoint in ``X.h5`` are
+(:class:`replica.workflow.run.SweepCheckpoint`); files of older versions that kept the checkpoint in ``X.h5`` are
 resumed too.
 
 Phase diagrams
@@ -89,7 +92,7 @@ parameter value, from the same continuation and root finding as a sweep), for tw
 layers ``alpha_c_layer`` and ``alpha_sp_layer`` (n_param × L: where each layer is first learned at
 equilibrium, and the spinodal of the branch it goes to; coordinate ``layer`` = 1 … L); ``done``.
 Root attributes ``kind = "phase_diagram"``, ``parameter``, ``parameters``,
-``configuration``, ``version``, ``git_revision``, ``complete``. Unfinished diagrams
+``configuration``, ``version``, ``git_revision``, ``architecture``, ``complete``. Unfinished diagrams
 (``complete = 0``, ``done`` false on the missing lines) are the checkpoints
 ``X.checkpoint.h5`` of ``replica-phase-diagram -o X.h5``.
 
@@ -100,33 +103,34 @@ write and attribute helpers (docs/architecture.md, "Module size").
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
 import math
 import os
-import subprocess
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 
 from priors._lazy import lazy_import
 
-from .. import __version__
+from .. import __version__, git_revision
+from ..interface import schema_from_json, schema_to_json
 
 h5py = lazy_import("h5py")  # loaded at the first file read or written (start-up: --help, parsing)
 
 __all__ = [
     "write_sweep",
     "read_sweep",
+    "sweep_data",
     "atomic_h5",
     "write_error",
     "git_revision",
     "file_kind",
     "read_experiments",
-    "SweepCheckpoint",
+    "write_checkpoint",
+    "read_checkpoint",
+    "empty_checkpoint_record",
     "write_phase_diagram",
     "read_phase_diagram",
     "IncompleteFileError",
@@ -182,19 +186,6 @@ VARIABLE_ATTRS = {
 
 class IncompleteFileError(ValueError):
     """The file is a checkpoint of an interrupted command, not a finished result."""
-
-
-@functools.lru_cache(maxsize=None)
-def git_revision() -> str:
-    """Git revision of the package source, or ``"unknown"`` (asked once per process)."""
-    try:
-        here = Path(__file__).resolve().parent
-        out = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=here, capture_output=True, text=True, timeout=5
-        )
-        return out.stdout.strip() or "unknown"
-    except Exception:  # pragma: no cover - git missing
-        return "unknown"
 
 
 def _umask() -> int:
@@ -377,8 +368,10 @@ def channel_parameters(parameters: dict) -> dict:
     return out
 
 
-def _root_attrs(h5, parameters, *, kind, complete, configuration=None):
+def _root_attrs(h5, parameters, *, kind, complete, configuration=None, architecture=""):
     h5.attrs["parameters"] = json.dumps(parameters, sort_keys=True)
+    if architecture:  # registry name of the solver (replica.models)
+        h5.attrs["architecture"] = str(architecture)
     # the law of the labels (docs/theory.md §10), also for files of Gaussian-only runs
     h5.attrs["output_channel"] = str(parameters.get("channel", "gaussian"))
     h5.attrs["output_channel_parameters"] = json.dumps(channel_parameters(parameters), sort_keys=True)
@@ -406,15 +399,18 @@ def write_sweep(path, result, parameters: dict, *, configuration: dict | None = 
     grids : dict, optional, keyword-only
         Extra 1-D coordinates written to every branch group, e.g. the two-layer model's
         ``s_values`` and ``s_weights`` (``s_values`` becomes a dimension scale of the
-        datasets of :data:`S_AXIS_DATASETS`).
+        datasets of :data:`S_AXIS_DATASETS`). Default: ``result.grids``
+        (:func:`replica.workflow.run.run_sweep` fills it from the model).
     attributes : dict, optional, keyword-only
-        Extra root attributes (strings or numbers), e.g. ``s_grid_rule`` (the rule in ``s`` of
-        models with two or more hidden layers and linear parts).
+        Extra root attributes (strings or numbers). The result's ``architecture``, ``s_grid_rule`` (the
+        rule in ``s`` of models with two or more hidden layers and linear parts) and ``state_schema`` (JSON,
+        :func:`replica.interface.schema_to_json`), when set, are written as root attributes of those names;
+        entries of ``attributes`` override them.
     axes : dict, optional, keyword-only
         ``{dataset: (scale, …)}``: the dimension scales of the axes after α of those datasets
         (names of ``readout_values`` or of 1-D ``grids`` entries), e.g. the L ≥ 3 model's
         :attr:`~replica.models.deep_linear.DeepLinearModel.dataset_axes`; every axis is then
-        labelled and the group opens with xarray.
+        labelled and the group opens with xarray. Default: ``result.dataset_axes``.
 
     Returns
     -------
@@ -432,9 +428,15 @@ def write_sweep(path, result, parameters: dict, *, configuration: dict | None = 
     """
     path = Path(path)
     readout_values = np.asarray(result.readout_values, dtype=float)
+    grids = getattr(result, "grids", None) if grids is None else grids
+    axes = getattr(result, "dataset_axes", None) if axes is None else axes
+    schema = getattr(result, "state_schema", None)
+    own = {"architecture": getattr(result, "architecture", ""), "s_grid_rule": getattr(result, "s_grid_rule", None),
+           "state_schema": None if schema is None else schema_to_json(schema)}
+    attributes = {**{k: v for k, v in own.items() if v}, **(attributes or {})}
     with atomic_h5(path) as h5:
         _root_attrs(h5, parameters, kind="sweep", complete=True, configuration=configuration)
-        for key, val in (attributes or {}).items():
+        for key, val in attributes.items():
             h5.attrs[key] = val
         g = h5.create_group("branches")
         for name, b in result.branches.items():
@@ -535,7 +537,9 @@ def read_sweep(path) -> dict:
         ``equilibrium`` {dataset: array}, ``equilibrium_changes`` {dataset: array} (see
         :data:`CHANGE_DATASETS`), ``transitions`` {name: float}, ``branch_transitions``
         {branch: {attribute: float}}, ``universal_only_reason`` (str or None),
-        ``experiments`` {(sampler, init): {dataset: array}} (empty when the file has none).
+        ``experiments`` {(sampler, init): {dataset: array}} (empty when the file has none),
+        ``architecture`` (str, empty for files of older versions), ``state_schema`` (tuple of
+        :class:`replica.interface.FieldSpec`, or None when the file has none).
 
     Raises
     ------
@@ -574,9 +578,54 @@ def read_sweep(path) -> dict:
                                   for name, g in h5["branches"].items()},
             "universal_only_reason": _decode(h5["branches"].attrs.get("universal_only_reason")),
             "equilibrium_changes": load(h5["equilibrium_changes"]) if "equilibrium_changes" in h5 else {},
+            "architecture": _decode(h5.attrs.get("architecture", "")),
+            "state_schema": schema_from_json(_decode(h5.attrs["state_schema"])) if "state_schema" in h5.attrs
+            else None,
         }
     data["experiments"] = read_experiments(path, option="FILE.h5")
     return data
+
+
+def sweep_data(result, parameters: dict | None = None) -> dict:
+    """A :class:`replica.branches.SweepResult` as the dict :func:`read_sweep` returns for its file (without
+    writing it), e.g. for :func:`replica.workflow.plotting.plot_sweep` in a notebook.
+
+    Parameters
+    ----------
+    result : SweepResult
+    parameters : dict, optional
+        The resolved options (shown in figure titles); default ``{}``.
+
+    Returns
+    -------
+    dict
+        Same keys as :func:`read_sweep` (``configuration``, ``version`` and ``experiments`` empty).
+    """
+    values = np.asarray(result.readout_values, dtype=float)
+    weights = np.asarray(result.readout_weights, dtype=float)
+    grids = {k: np.asarray(v, dtype=float) for k, v in (getattr(result, "grids", None) or {}).items()}
+    branches = {name: {"alpha": np.asarray(b.alpha), **{k: np.asarray(v) for k, v in b.fields.items()},
+                       "readout_values": values, "readout_weights": weights, **grids}
+                for name, b in result.branches.items()}
+    changes = getattr(result, "equilibrium_changes", [])
+    columns = {"alpha": "alpha", "from_branch": "from", "to_branch": "to", "mmse_before": "mmse_before",
+               "mmse_after": "mmse_after", "kind": "kind"}
+    return {
+        "parameters": dict(parameters or {}), "configuration": {}, "version": "",
+        "branches": branches,
+        "branch_attributes": {name: b.attributes() for name, b in result.branches.items()},
+        "equilibrium": {k: np.asarray(v) for k, v in result.equilibrium.items()},
+        "equilibrium_changes": {col: np.asarray([c.get(key, "") for c in changes],
+                                                dtype=float if col in ("alpha", "mmse_before", "mmse_after") else object)
+                                for col, key in columns.items()},
+        "transitions": {k: float(v) for k, v in result.transitions.items()},
+        "branch_transitions": {n: {k: float(v) for k, v in per.items()}
+                               for n, per in getattr(result, "branch_transitions", {}).items()},
+        "universal_only_reason": getattr(result, "universal_only_reason", None),
+        "architecture": getattr(result, "architecture", ""),
+        "state_schema": getattr(result, "state_schema", None),
+        "experiments": {},
+    }
 
 
 def _decode(value):
@@ -613,176 +662,87 @@ def read_experiments(path, *, option="--experiment") -> dict:
 
 
 # --------------------------------------------------------------------------- checkpoints
-class SweepCheckpoint:
-    """Checkpoint/resume hook for :func:`replica.branches.sweep` (its ``cache`` argument).
+#: datasets of one solve pass of a sweep checkpoint (``/checkpoint/pass_<k>``), all of shape (n_alpha,) but ``x``
+CHECKPOINT_DATASETS = ("done", "has_state", "converged", "iterations", "residual", "status", "start", "damping", "x")
 
-    Every solve of the sweep goes through ``checkpoint(key, i, alpha, compute)``. A point
-    already stored is returned without solving: its order parameters are rebuilt from the
-    stored packed point with ``model.state(alpha, x)`` (or, if the model has no ``state``
-    or the point is not finite, re-solved from it as a warm start), with the stored
-    ``converged``/``status``/``iterations``/``residual``; the universal branch is simply
-    re-solved (one-dimensional root finding). New points are recorded, and every
-    ``every`` seconds the record is written atomically to ``path`` (a valid HDF5 file
-    with ``complete = 0``, see the module docstring). A resumed sweep therefore follows
-    exactly the same warm starts as an uninterrupted one.
+
+def empty_checkpoint_record(n_alpha: int) -> dict:
+    """The record of one solve pass before any solve: the arrays of :data:`CHECKPOINT_DATASETS` on ``n_alpha``
+    points (``x``, n_alpha × p, is None until the first solve gives ``p``)."""
+    n = int(n_alpha)
+    return {"done": np.zeros(n, bool), "has_state": np.zeros(n, bool), "converged": np.zeros(n, bool),
+            "iterations": np.zeros(n, np.int64), "residual": np.full(n, np.nan),
+            "status": np.array([""] * n, dtype=object), "start": np.array([""] * n, dtype=object),
+            "damping": np.full(n, np.nan), "x": None}
+
+
+def write_checkpoint(path, alphas, records: dict, parameters: dict, configuration: dict | None = None, *,
+                     architecture: str = "") -> Path:
+    """Write the solves of an unfinished sweep atomically to ``path`` (a valid HDF5 file, ``complete = 0``).
 
     Parameters
     ----------
     path : str or Path
-        Checkpoint file (the sweep's output file).
-    model : object
-        The sweep's model.
-    alphas : array_like, shape (n_alpha,)
+    alphas : ndarray, shape (n_alpha,)
         The sorted α grid of the sweep.
+    records : dict
+        ``{key: record}`` with the arrays of :func:`empty_checkpoint_record` (``key``: ``universal`` or
+        ``<start>:<down|up>``), as :class:`replica.workflow.run.SweepCheckpoint` keeps them.
     parameters, configuration : dict
-        Stored in the root attributes (as :func:`write_sweep` does).
-    every : float, keyword-only
-        Seconds between checkpoint writes (0: after every solve).
-    solve_kw : dict, keyword-only
-        Solver options, for re-solving from a stored point.
+        Root attributes, as for :func:`write_sweep`.
+    architecture : str, keyword-only
+        Registry name of the solver (root attribute ``architecture``; empty: not written).
+
+    Raises
+    ------
+    OSError
+        As :func:`write_phase_diagram`.
     """
+    with atomic_h5(Path(path)) as h5:
+        _root_attrs(h5, parameters, kind="sweep", complete=False, configuration=configuration, architecture=architecture)
+        g = h5.create_group("checkpoint")
+        g.create_dataset("alpha", data=np.asarray(alphas, dtype=float))
+        for k, (key, rec) in enumerate(sorted(records.items())):
+            gk = g.create_group(f"pass_{k}")
+            gk.attrs["key"] = key
+            for name, val in rec.items():
+                if val is not None:
+                    _write_array(gk, name, val)
+    return Path(path)
 
-    def __init__(self, path, model, alphas, parameters, configuration=None, *, every=30.0, solve_kw=None):
-        self.path = Path(path)
-        self.model = model
-        self.alphas = np.sort(np.asarray(alphas, dtype=float))
-        self.parameters = parameters
-        self.configuration = configuration
-        self.every = float(every)
-        self.solve_kw = dict(solve_kw or {})
-        self.records = {}
-        self.reused = 0
-        self.computed = 0
-        self._last_write = time.monotonic()
-        self._dirty = False
 
-    # -- storage
-    def _record(self, key):
-        n = self.alphas.size
-        if key not in self.records:
-            self.records[key] = {
-                "done": np.zeros(n, bool), "has_state": np.zeros(n, bool), "converged": np.zeros(n, bool),
-                "iterations": np.zeros(n, np.int64), "residual": np.full(n, np.nan),
-                "status": np.array([""] * n, dtype=object), "start": np.array([""] * n, dtype=object),
-                "damping": np.full(n, np.nan), "x": None,
-            }
-        return self.records[key]
+def read_checkpoint(path, alphas) -> dict:
+    """The solve records stored by :func:`write_checkpoint`, ``{key: {dataset: array}}``.
 
-    @property
-    def n_done(self) -> int:
-        """Number of stored solves."""
-        return int(sum(r["done"].sum() for r in self.records.values()))
+    Raises
+    ------
+    ValueError
+        The file holds no checkpoint or its α grid differs from ``alphas``.
+    replica.workflow.safe_write.ResultFileError
+        The file cannot be opened (locked, truncated, not HDF5, …).
+    """
+    from .safe_write import open_h5
 
-    def __call__(self, key, i, alpha, compute):
-        rec = self.records.get(key)
-        if rec is not None and rec["done"][i] and key != "universal":
-            self.reused += 1
-            return self._rebuild(rec, i, alpha)
-        res = compute()
-        self._store(key, i, res)
-        self.computed += 1
-        if time.monotonic() - self._last_write >= self.every:
-            self.write()
-        return res
-
-    def _store(self, key, i, res):
-        rec = self._record(key)
-        x = np.asarray(res.x, dtype=float).ravel()
-        if rec["x"] is None or rec["x"].shape[1] != x.size:
-            old = rec["x"]
-            rec["x"] = np.full((self.alphas.size, x.size), np.nan)
-            if old is not None:  # pragma: no cover - packed size never changes within a model
-                rec["done"][:] = False
-        rec["x"][i] = x
-        rec["done"][i] = True
-        rec["has_state"][i] = "state" in res.info
-        rec["converged"][i] = bool(res.converged)
-        rec["iterations"][i] = int(res.iterations)
-        rec["residual"][i] = float(res.residual)
-        rec["status"][i] = str(res.status)
-        rec["start"][i] = str(res.start)
-        rec["damping"][i] = float(res.damping)
-        self._dirty = True
-
-    def _rebuild(self, rec, i, alpha):
-        from ..engine import STATUS_MESSAGES, FixedPointResult
-
-        x = np.array(rec["x"][i], dtype=float)
-        status = str(rec["status"][i])
-        res = FixedPointResult(x, bool(rec["converged"][i]), status, STATUS_MESSAGES.get(status, status),
-                               int(rec["iterations"][i]), float(rec["residual"][i]), float(rec["damping"][i]),
-                               str(rec["start"][i]), {"resumed": True})
-        if not rec["has_state"][i]:
-            return res
-        if hasattr(self.model, "state") and np.all(np.isfinite(x)):
-            res.info["state"] = self.model.state(alpha, x)
-            return res
-        again = self.model.solve_from(alpha, None, x, start=res.start, **self.solve_kw)
-        again.info["resumed"] = True
-        return again
-
-    def write(self):
-        """Write the checkpoint atomically to ``path`` (a valid HDF5 file, ``complete = 0``)."""
-        with atomic_h5(self.path) as h5:
-            _root_attrs(h5, self.parameters, kind="sweep", complete=False, configuration=self.configuration)
-            g = h5.create_group("checkpoint")
-            g.create_dataset("alpha", data=self.alphas)
-            for k, (key, rec) in enumerate(sorted(self.records.items())):
-                gk = g.create_group(f"pass_{k}")
-                gk.attrs["key"] = key
-                for name, val in rec.items():
-                    if val is not None:
-                        _write_array(gk, name, val)
-        self._last_write = time.monotonic()
-        self._dirty = False
-        logger.debug("checkpoint of %d solves written to %s", self.n_done, self.path)
-
-    @property
-    def dirty(self) -> bool:
-        """Whether solves were recorded since the last :meth:`write`."""
-        return self._dirty
-
-    def load_records(self, path) -> "SweepCheckpoint":
-        """Add the solves stored in the checkpoint file ``path`` (written by :meth:`write`).
-
-        Raises
-        ------
-        ValueError
-            The file holds no checkpoint or its α grid differs from ``alphas``.
-        replica.workflow.safe_write.ResultFileError
-            The file cannot be opened (locked, truncated, not HDF5, …).
-        """
-        from .safe_write import open_h5
-
-        with open_h5(path, option="--resume") as h5:
-            if "checkpoint" not in h5:
-                raise ValueError(f"{path} holds no checkpoint")
-            g = h5["checkpoint"]
-            if g["alpha"].shape != self.alphas.shape or not np.array_equal(g["alpha"][()], self.alphas):
-                raise ValueError(f"{path}: the α grid of the checkpoint differs from --alpha")
-            for sub in g.values():
-                if not isinstance(sub, h5py.Group):
-                    continue
-                key = sub.attrs["key"]
-                key = key.decode() if isinstance(key, bytes) else str(key)
-                rec = self._record(key)
-                for name in rec:
-                    if name in sub:
-                        ds = sub[name]
-                        rec[name] = (np.asarray(ds.asstr()[()], dtype=object)
-                                     if h5py.check_string_dtype(ds.dtype) else ds[()])
-        return self
-
-    @classmethod
-    def load(cls, path, model, alphas, parameters, configuration=None, **kw) -> "SweepCheckpoint":
-        """Reload the checkpoint stored in ``path`` by an interrupted sweep (later writes go to ``path``).
-
-        Raises
-        ------
-        ValueError
-            The file is not a checkpoint or its α grid differs from ``alphas``.
-        """
-        return cls(path, model, alphas, parameters, configuration, **kw).load_records(path)
+    alphas = np.asarray(alphas, dtype=float)
+    out = {}
+    with open_h5(path, option="--resume") as h5:
+        if "checkpoint" not in h5:
+            raise ValueError(f"{path} holds no checkpoint")
+        g = h5["checkpoint"]
+        if g["alpha"].shape != alphas.shape or not np.array_equal(g["alpha"][()], alphas):
+            raise ValueError(f"{path}: the α grid of the checkpoint differs from --alpha")
+        for sub in g.values():
+            if not isinstance(sub, h5py.Group):
+                continue
+            key = sub.attrs["key"]
+            key = key.decode() if isinstance(key, bytes) else str(key)
+            rec = out.setdefault(key, {})
+            for name in CHECKPOINT_DATASETS:
+                if name in sub:
+                    ds = sub[name]
+                    rec[name] = (np.asarray(ds.asstr()[()], dtype=object)
+                                 if h5py.check_string_dtype(ds.dtype) else ds[()])
+    return out
 
 
 def read_root_attrs(path, *, kinds=None, option="") -> dict:
@@ -820,7 +780,7 @@ __all__.append("read_root_attrs")
 
 # --------------------------------------------------------------------------- phase diagrams
 def write_phase_diagram(path, data: dict, parameters: dict, *, parameter: str, complete: bool,
-                        configuration: dict | None = None) -> Path:
+                        configuration: dict | None = None, architecture: str = "") -> Path:
     """Write a phase diagram atomically (layout in the module docstring).
 
     Parameters
@@ -837,10 +797,18 @@ def write_phase_diagram(path, data: dict, parameters: dict, *, parameter: str, c
     complete : bool, keyword-only
         False for a checkpoint (some lines not done yet).
     configuration : dict, optional, keyword-only
+    architecture : str, keyword-only
+        Registry name of the solver of every line (root attribute ``architecture``; empty: not written).
+
+    Raises
+    ------
+    OSError
+        The file cannot be written (a previous file at ``path`` is left unchanged).
     """
     path = Path(path)
     with atomic_h5(path) as h5:
-        _root_attrs(h5, parameters, kind="phase_diagram", complete=complete, configuration=configuration)
+        _root_attrs(h5, parameters, kind="phase_diagram", complete=complete, configuration=configuration,
+                    architecture=architecture)
         h5.attrs["parameter"] = parameter
         alpha = _write_array(h5, "alpha", data["alpha"])
         alpha.make_scale("alpha")

@@ -227,7 +227,8 @@ def _activation(name, drop, unit_variance):
 
 
 def build_model(options: dict):
-    """Build the model described by resolved options (one value per option).
+    """Build the model described by resolved options (one value per option): :func:`resolve_model` without
+    the architecture.
 
     Parameters
     ----------
@@ -242,7 +243,8 @@ def build_model(options: dict):
 
     Returns
     -------
-    ShallowModel (layers = 1), TwoLayerModel (layers = 2 and ``μ₁ ≠ 0``: docs/theory.md §6.2),
+    ReplicaModel
+        ShallowModel (layers = 1), TwoLayerModel (layers = 2 and ``μ₁ ≠ 0``: docs/theory.md §6.2),
     DeepLinearModel (layers >= 3 and ``μ₁ ≠ 0``: docs/deep_linear.md) or DeepModel (otherwise,
     docs/theory.md §6.1)
 
@@ -250,6 +252,29 @@ def build_model(options: dict):
     ------
     UsageError
         Invalid option, with the option's name (``--activation: unknown activation …``).
+    """
+    return resolve_model(options)[0]
+
+
+def resolve_model(options: dict, *, build_it: bool = True) -> tuple:
+    """The model described by resolved options and the registry entry that builds it.
+
+    Parameters
+    ----------
+    options : dict
+        As for :func:`build_model`.
+    build_it : bool, keyword-only
+        False: only check the options and choose the architecture (the model is then None).
+
+    Returns
+    -------
+    model : ReplicaModel or None
+    architecture : replica.models.Architecture
+
+    Raises
+    ------
+    UsageError
+        Invalid option, with the option's name (as :func:`build_model`).
     """
     from priors import get_readout_law, get_weight_prior
 
@@ -284,7 +309,7 @@ def build_model(options: dict):
     except ValueError as exc:
         msg = str(exc).splitlines()[0]
         raise UsageError(f"--readout-grid: {msg}" if msg.startswith("grid_size") else f"--readout: {msg}") from None
-    from ..models import ModelRequest, build
+    from ..models import ModelRequest, build, choose
 
     from priors.output_channels import get_output_channel
 
@@ -297,7 +322,8 @@ def build_model(options: dict):
     request = ModelRequest(layers, tuple(acts), tuple(gammas), delta, prior, readout, dict(options),
                            output_channel=None if channel.name == "gaussian" else channel)
     try:
-        return build(request, options.get("architecture"))
+        arch = choose(request, options.get("architecture"))
+        return (build(request, arch.name) if build_it else None), arch
     except ValueError as exc:
         msg = str(exc).splitlines()[0]
         for key, opt in (("activation", "--activation"), ("prior", "--prior"), ("gamma", "--gamma"),

@@ -54,7 +54,10 @@ class ClusterError(RuntimeError):
 
 
 def solve_line(options: dict, alphas) -> dict:
-    """One line of the phase diagram: a full α sweep at fixed parameters (runs on a worker).
+    """One line of the phase diagram: the α sweep of :func:`replica.workflow.run.run_sweep` (runs on a worker).
+
+    A line is computed exactly as ``replica-sweep`` computes a sweep with the same options (preparation,
+    continuation, error estimates), so that both give the same records.
 
     Parameters
     ----------
@@ -71,16 +74,14 @@ def solve_line(options: dict, alphas) -> dict:
         located by the same root finding), for two or more hidden layers ``alpha_sp_layer``,
         ``alpha_c_layer`` (shape (L,): where layer ℓ is first learned at equilibrium and the spinodal
         of the branch it goes to), ``n_changes`` (number of equilibrium changes),
-        ``branches`` {name: {``mmse``, ``free_entropy``, ``exists``}},
+        ``branches`` {name: {``mmse``, ``free_entropy``, ``exists``, and ``discretization_error`` for models
+        that estimate it}},
         ``seconds`` (wall time of the sweep).
     """
-    from ..branches import sweep
-    from .model_options import build_model
+    from .run import run_sweep
 
     t0 = time.perf_counter()
-    model = build_model(options)
-    res = sweep(model, np.asarray(alphas, dtype=float), branches=options.get("branches", "all"), progress=False,
-                solve_kw={"damping": float(options.get("damping", 0.5))})
+    res = run_sweep(options, alphas, progress=False)
     eq = res.equilibrium
     out = {
         "mmse": np.asarray(eq["mmse"], dtype=float),
@@ -94,7 +95,7 @@ def solve_line(options: dict, alphas) -> dict:
     }
     if "classification_error" in eq:  # ±1 output channels
         out["classification_error"] = np.asarray(eq["classification_error"], dtype=float)
-    n_layers = int(getattr(model, "n_layers", 1))
+    n_layers = int(options.get("layers", 1))
     if n_layers >= 2:  # where each layer becomes learned at equilibrium, and its spinodal
         for key in ("alpha_sp", "alpha_c"):
             out[f"{key}_layer"] = np.array([float(res.transitions.get(f"{key}_layer_{ell}", math.nan))
@@ -108,6 +109,8 @@ def solve_line(options: dict, alphas) -> dict:
             "free_entropy": np.where(ok, b["free_entropy"], np.nan),
             "exists": ok,
         }
+        if "discretization_error" in b.fields:
+            out["branches"][name]["discretization_error"] = np.where(ok, b["discretization_error"], np.nan)
     out["seconds"] = time.perf_counter() - t0
     return out
 
@@ -365,6 +368,7 @@ def run_phase_diagram(path, parameter, values, lines_options, base, alphas, *, c
         Interrupted; the finished lines are in the checkpoint (attribute ``note`` says so).
     """
     from .io import read_phase_diagram, write_phase_diagram
+    from .model_options import resolve_model
     from .safe_write import SafeOutput
 
     if scheduler is None:
@@ -374,6 +378,7 @@ def run_phase_diagram(path, parameter, values, lines_options, base, alphas, *, c
     values = np.asarray(values)
     alphas = np.sort(np.asarray(alphas, dtype=float))
     base = dict(base)
+    architecture = resolve_model(lines_options[0], build_it=False)[1].name if len(lines_options) else ""
     with SafeOutput(path, overwrite=overwrite, resume=resume) as target:
         done = {}
         source = path if target.finished else target.resume_from
@@ -420,10 +425,10 @@ def run_phase_diagram(path, parameter, values, lines_options, base, alphas, *, c
         def save():
             data = assemble(parameter, values, alphas, done)
             write_phase_diagram(target.checkpoint, data, base, parameter=parameter, complete=False,
-                                configuration=configuration)
+                                configuration=configuration, architecture=architecture)
             if len(done) == values.size:  # the checkpoint holds every line until the result is in place
                 write_phase_diagram(path, data, base, parameter=parameter, complete=True,
-                                    configuration=configuration)
+                                    configuration=configuration, architecture=architecture)
                 target.commit()
             return data
 

@@ -31,6 +31,7 @@ from .style import STYLE_FILE, _mpl, figure_style, style_path  # noqa: F401 (re-
 __all__ = [
     "plot_file",
     "plot_sweep",
+    "overlap_fields",
     "plot_phase_diagram",
     "plot_neuron_maps",
     "plot_neuron_comparison",
@@ -549,10 +550,31 @@ def _draw_references(ax, references):
                     zorder=4)
 
 
-def _layer_overlaps(branch: dict, readout_weights) -> list:
-    """Per-layer overlaps of a branch, list of (n_alpha,): readout-averaged for readout-resolved
-    layers; for two-layer files (with ``s_weights``) ``Q₁(s)`` and ``Q₂(v, s)`` are averaged over
-    ``s`` (and ``v``) and the product overlap ``Q₂:₁`` is appended (see :func:`_layer_labels`)."""
+def _layer_fields(data) -> list:
+    """The per-layer overlaps of a sweep's state schema (role ``layer``, in the schema's order) that some
+    branch stores; ``[]`` for files without a schema (then :func:`_layer_overlaps` reads the built-in names)."""
+    schema = data.get("state_schema")
+    if not schema:
+        return []
+    present = {k for b in data["branches"].values() for k in b}
+    return [f for f in schema if f.role == "layer" and f.name in present]
+
+
+def _is_deep(data) -> bool:
+    """Whether a sweep has per-layer overlaps (its schema's ``layer`` fields; files without a schema: the
+    built-in ``overlap_layer_1``)."""
+    if data.get("state_schema"):
+        return bool(_layer_fields(data))
+    return any("overlap_layer_1" in b for b in data["branches"].values())
+
+
+def _layer_overlaps(branch: dict, readout_weights, fields=()) -> list:
+    """Per-layer overlaps of a branch, list of (n_alpha,): the schema's ``layer`` fields (``fields``,
+    :func:`_layer_fields`) averaged over their axes; without them the built-in names: readout-averaged
+    for readout-resolved layers; for two-layer files (with ``s_weights``) ``Q₁(s)`` and ``Q₂(v, s)`` are
+    averaged over ``s`` (and ``v``) and the product overlap ``Q₂:₁`` is appended (see :func:`_layer_labels`)."""
+    if any(f.name in branch for f in fields):
+        return [_field_average(branch, f) for f in fields if f.name in branch]
     if "overlap_mean_layer_1" in branch:  # replica.models.deep_linear: stored label averages, layers then products
         return [np.asarray(branch[k], dtype=float) for k in _mean_overlap_keys(branch)]
     out = []
@@ -585,10 +607,13 @@ def _mean_overlap_keys(branch: dict) -> list:
     return layers + sorted(prods, key=order)
 
 
-def _layer_labels(branch: dict, n: int) -> list:
-    """Tick labels of the rows of :func:`_layer_overlaps` (``layer_labels`` of the branch if given)."""
+def _layer_labels(branch: dict, n: int, fields=()) -> list:
+    """Tick labels of the rows of :func:`_layer_overlaps` (``layer_labels`` of the branch if given, else the
+    labels of the schema's ``fields``)."""
     if "layer_labels" in branch:
         return list(branch["layer_labels"])
+    if any(f.name in branch for f in fields):
+        return [f.label or f.name for f in fields if f.name in branch][:n]
     if "overlap_mean_layer_1" in branch:
         return [k.split("_", 3)[-1].replace("_", ":") if "product" in k else k.rsplit("_", 1)[1]
                 for k in _mean_overlap_keys(branch)][:n]
@@ -676,7 +701,8 @@ def _draw_layer_map(fig, ax, data, branch_name, *, cmap="viridis"):
     b = data["branches"].get(branch_name)
     if b is None:
         return None
-    layers = _layer_overlaps(b, b.get("readout_weights", [1.0]))
+    fields = _layer_fields(data)
+    layers = _layer_overlaps(b, b.get("readout_weights", [1.0]), fields)
     if not layers:
         return None
     alpha = np.asarray(b["alpha"], dtype=float)
@@ -686,7 +712,7 @@ def _draw_layer_map(fig, ax, data, branch_name, *, cmap="viridis"):
     mesh = _mesh(ax, alpha, np.arange(1, len(layers) + 1), grid, x_lower=0.0, cmap=cmap, vmin=0.0,
                          vmax=1.0)
     ax.set_yticks(np.arange(1, len(layers) + 1))
-    ax.set_yticklabels(_layer_labels(b, len(layers)))
+    ax.set_yticklabels(_layer_labels(b, len(layers), fields))
     ax.set_ylabel(r"layer $\ell$")
     ax.set_xlabel(ALPHA_LABEL)
     cb = fig.colorbar(mesh, ax=ax, pad=0.02, fraction=0.06)
@@ -702,7 +728,7 @@ def _equilibrium_layers(data):
     n = eq_branch.size
     rows = None
     for name, b in data["branches"].items():
-        layers = _layer_overlaps(b, b.get("readout_weights", [1.0]))
+        layers = _layer_overlaps(b, b.get("readout_weights", [1.0]), _layer_fields(data))
         if not layers:
             continue
         if rows is None:
@@ -716,15 +742,46 @@ def _equilibrium_layers(data):
 _LAYER_STYLES = ("-", "--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 3)), (0, (6, 2)), (0, (3, 1, 1, 1)))
 
 
+def overlap_fields(data) -> list:
+    """The overlap fields of a sweep to draw against α: the entries of its state schema
+    (:class:`replica.interface.FieldSpec`, root attribute ``state_schema``; files written before files
+    stored it: :func:`replica.interface.default_schema`) with role ``overlap`` that some branch stores."""
+    from ..interface import default_schema
+
+    schema = data.get("state_schema")
+    schema = default_schema() if schema is None else schema
+    present = {k for b in data["branches"].values() for k in b}
+    return [f for f in schema if f.role == "overlap" and f.name in present]
+
+
+def _field_average(branch, field) -> np.ndarray:
+    """``field`` of ``branch`` (n_alpha, …) averaged over its axes after α: the readout law's weights on
+    ``readout_values``, ``s_weights`` on ``s_values``, plain means on other axes; shape (n_alpha,)."""
+    q = np.asarray(branch[field.name], dtype=float)
+    weights = {"readout_values": branch.get("readout_weights"), "s_values": branch.get("s_weights")}
+    axes = tuple(field.axes) or tuple("" for _ in range(q.ndim - 1))
+    for axis in reversed(axes[:max(q.ndim - 1, 0)]):
+        w = weights.get(axis)
+        if w is not None and np.size(w) == q.shape[-1]:
+            w = np.asarray(w, dtype=float)
+            q = q @ (w / w.sum())
+        else:
+            q = q.mean(axis=-1)
+    return q
+
+
 def _draw_overlap_panel(ax, data):
-    """Overlaps: Q(v) profiles at several α (several readout atoms) or Q against α."""
+    """Overlaps: Q(v) profiles at several α (several readout atoms) or the schema's overlaps against α."""
     branches = data["branches"]
     spec = branches.get("specialized")
     any_b = next(iter(branches.values()))
     values = np.asarray(any_b.get("readout_values", [1.0]), dtype=float)
-    deep = any("overlap_layer_1" in b for b in branches.values())
-    if values.size > 1 and spec is not None and ("overlap_W" in spec or deep):
-        key = "overlap_W" if "overlap_W" in spec else max(k for k in spec if k.startswith("overlap_layer_"))
+    deep = _is_deep(data)
+    fields = overlap_fields(data)
+    profile = next((f.name for f in fields if "readout_values" in f.axes and spec is not None and f.name in spec),
+                   None)
+    if values.size > 1 and spec is not None and (profile is not None or deep):
+        key = profile if profile is not None else max(k for k in spec if k.startswith("overlap_layer_"))
         Q = np.asarray(spec[key], dtype=float)
         ok = np.asarray(spec["exists"], bool) & np.asarray(spec["converged"], bool)
         idx = np.flatnonzero(ok)
@@ -766,8 +823,9 @@ def _draw_overlap_panel(ax, data):
         if deep:
             if name == "universal":
                 continue
-            layer_q = _layer_overlaps(b, w)
-            for ell, (q, lab) in enumerate(zip(layer_q, _layer_labels(b, len(layer_q))), start=1):
+            layer_q = _layer_overlaps(b, w, _layer_fields(data))
+            for ell, (q, lab) in enumerate(zip(layer_q, _layer_labels(b, len(layer_q), _layer_fields(data))),
+                                           start=1):
                 ls = _LAYER_STYLES[(ell - 1) % len(_LAYER_STYLES)]
                 for seg in _segments(ok):
                     ax.plot(alpha[seg], q[seg], color=color, ls=ls, lw=1.4, marker="o" if seg.size == 1 else None,
@@ -777,20 +835,23 @@ def _draw_overlap_panel(ax, data):
                     ax.plot([], [], color="0.35", ls=ls, label=f"$q_{{{lab}}}$")
             drawn = True
             continue
-        if name != "universal" and "overlap_W" in b:
-            q = np.asarray(b["overlap_W"], dtype=float) @ (w / w.sum())
+        for k, field in enumerate(fields):
+            if field.name not in b:
+                continue
+            q = _field_average(b, field)
+            if field.known_mean:
+                q = q - gamma * float(np.dot(w / w.sum(), v)) ** 2  # R_d − 1, the known mean of S
+            elif not np.any(np.abs(q[ok]) > 0.0):
+                continue  # a specialization overlap that is zero on this branch (the universal one)
+            lw, ls = (1.6, "-") if k == 0 else (1.1, (0, (1.5, 1.5)) if k == 1 else _LAYER_STYLES[k % len(_LAYER_STYLES)])
             for seg in _segments(ok):
-                ax.plot(alpha[seg], q[seg], color=color, lw=1.6, marker="o" if seg.size == 1 else None, ms=2.5)
-            ax.plot([], [], color=color, lw=1.6, label=f"{label}: $Q$")
-            drawn = True
-        if "R2" in b:
-            shift = gamma * float(np.dot(w / w.sum(), v)) ** 2  # R_d − 1, the known mean of S
-            r = np.asarray(b["R2"], dtype=float) - shift
-            for seg in _segments(ok):
-                ax.plot(alpha[seg], r[seg], color=color, lw=1.1, ls=(0, (1.5, 1.5)))
-            ax.plot([], [], color=color, lw=1.1, ls=(0, (1.5, 1.5)), label=f"{label}: $R_2-(R_d-1)$")
+                ax.plot(alpha[seg], q[seg], color=color, lw=lw, ls=ls, marker="o" if seg.size == 1 and k == 0 else None,
+                        ms=2.5)
+            ax.plot([], [], color=color, lw=lw, ls=ls, label=f"{label}: {field.label or field.name}")
             drawn = True
     if not drawn:
+        logger.warning("overlaps panel: no overlap field to draw (declare the state's fields with role 'overlap' "
+                       "in the model's state_schema(), replica.interface.FieldSpec)")
         return False
     _draw_transition_lines(ax, data.get("transitions", {}), legend=False)
     ax.set_xlabel(ALPHA_LABEL)
@@ -802,13 +863,15 @@ def _draw_overlap_panel(ax, data):
 
 
 # --------------------------------------------------------------------------- figures
-def plot_sweep(data: dict, *, experiments=None, references=None, kind="auto", title=None, logy=False):
-    """Figure of a sweep (dict from :func:`replica.workflow.io.read_sweep`).
+def plot_sweep(data, *, experiments=None, references=None, kind="auto", title=None, logy=False):
+    """Figure of a sweep (dict from :func:`replica.workflow.io.read_sweep`, or the sweep itself).
 
     Parameters
     ----------
-    data : dict
-        ``parameters``, ``branches``, ``equilibrium``, ``transitions`` (and ``experiments``).
+    data : dict or replica.branches.SweepResult
+        ``parameters``, ``branches``, ``equilibrium``, ``transitions`` (and ``experiments``); a
+        :class:`~replica.branches.SweepResult` (e.g. of :func:`replica.workflow.run.run_sweep`) is drawn
+        as its file would be (:func:`replica.workflow.io.sweep_data`, no title parameters).
     experiments : dict, optional, keyword-only
         ``{(sampler, init): {alpha, mmse_mean, mmse_sem, …}}`` overlaid on the learning curve
         (added to the file's own experiments).
@@ -824,10 +887,14 @@ def plot_sweep(data: dict, *, experiments=None, references=None, kind="auto", ti
     -------
     matplotlib.figure.Figure
     """
+    if not isinstance(data, dict):
+        from .io import sweep_data
+
+        data = sweep_data(data)
     matplotlib, plt = _mpl()
     exps = dict(data.get("experiments") or {})
     exps.update(experiments or {})
-    deep = any("overlap_layer_1" in b for b in data["branches"].values())
+    deep = _is_deep(data)
     multi_atom = any(np.size(b.get("readout_values", [1.0])) > 1 for b in data["branches"].values())
     two_layer = any("s_values" in b for b in data["branches"].values())
     layer_panels = ["layers_eq", "layers_spec"]
@@ -894,7 +961,7 @@ def plot_sweep(data: dict, *, experiments=None, references=None, kind="auto", ti
                                                **{f"overlap_layer_{i + 1}": r for i, r in enumerate(rows)}}},
                            "transitions": data.get("transitions", {})}
                 eq_data["branches"]["eq"]["layer_labels"] = _layer_labels(next(iter(data["branches"].values())),
-                                                                          rows.shape[0])
+                                                                          rows.shape[0], _layer_fields(data))
                 _draw_layer_map(fig, ax, eq_data, "eq")
                 ax.set_title(r"per-layer overlap $q_\ell$, equilibrium", loc="left")
             elif panel.startswith("s_map_"):

@@ -225,10 +225,10 @@ def package_model(gammas, readout, **kw):
 
 def package_sweep(model, alphas):
     from replica.branches import sweep
-    from replica.workflow.cli import _grid_errors
+    from replica.workflow.run import discretization_errors
 
     res = sweep(model, alphas, progress=False)
-    _grid_errors(model, res, {})
+    res.branches = discretization_errors(model, res, {})
     return res
 
 

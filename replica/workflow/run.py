@@ -1,0 +1,285 @@
+"""One way to run a sweep: :func:`run_sweep` (used by ``replica-sweep``, phase-diagram lines and figures).
+
+A sweep is always computed the same way, whoever asks for it:
+
+1. the model is built from resolved options by the registry (:func:`replica.models.build`, through
+   :func:`replica.workflow.model_options.resolve_model`), which also names its architecture;
+2. the architecture's preparation hook runs (``Architecture.prepare``: e.g. ``--s-grid auto`` of two
+   hidden layers refines the panel rule in s at the sweep's α, :func:`replica.models.two_layer.converge_s_grid`);
+3. :func:`replica.branches.sweep` traces every branch (``checkpoint`` records and replays the solves);
+4. the model's ``discretization_error`` hook (:class:`replica.interface.ModelDefaults`) estimates the
+   error of its grid at every stored point (dataset ``discretization_error``);
+5. the model's grids, dataset axes, grid rule, state schema and the architecture's name are put into the returned
+   :class:`~replica.branches.SweepResult`, so that :func:`replica.workflow.io.write_sweep` needs no model.
+
+:class:`SweepCheckpoint` (the ``cache`` hook of :func:`replica.branches.sweep`) lives here too: it replays
+stored solves through the model (``model.state``, ``model.solve_from``); :mod:`replica.workflow.io` only
+reads and writes its records (:func:`~replica.workflow.io.write_checkpoint`,
+:func:`~replica.workflow.io.read_checkpoint`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ..interface import hook, missing_members, state_schema
+
+__all__ = ["run_sweep", "discretization_errors", "SweepCheckpoint"]
+
+logger = logging.getLogger(__name__)
+
+
+def run_sweep(request: dict, alphas, *, checkpoint=None, progress: bool = True, branches: str | None = None,
+              damping: float | None = None, model=None):
+    """Build, prepare and sweep the model of ``request``; the result carries everything a file stores.
+
+    Parameters
+    ----------
+    request : dict
+        Resolved model options (:func:`replica.workflow.model_options.build_model`: ``layers``, ``gamma``,
+        ``activation``, ``delta``, …, optionally ``architecture``, ``s_grid``), with the solver options
+        ``branches`` (``"all"`` or ``"universal"``, default ``"all"``) and ``damping`` (in [0, 1), default 0.5).
+    alphas : array_like, shape (n_alpha,)
+        Distinct sample ratios α > 0 (sorted here).
+    checkpoint : SweepCheckpoint, optional, keyword-only
+        Records every solve (and replays those it holds); bound here to the prepared model.
+    progress : bool, keyword-only
+        Show a progress bar.
+    branches, damping : optional, keyword-only
+        Override ``request["branches"]`` and ``request["damping"]``.
+    model : ReplicaModel, optional, keyword-only
+        The model of ``request`` when the caller has built it already (it is not built again).
+
+    Returns
+    -------
+    replica.branches.SweepResult
+        With ``grids``, ``dataset_axes``, ``s_grid_rule``, ``architecture`` and ``state_schema`` filled in, and the dataset
+        ``discretization_error`` in every branch for models that estimate it (NaN where a point does not
+        exist, did not converge or the estimate failed).
+
+    Raises
+    ------
+    replica.workflow.config.UsageError
+        Invalid options (one line naming the option).
+    ValueError
+        Empty, non-finite, non-positive or repeated α values.
+    TypeError
+        The architecture's model lacks a required member of :class:`replica.interface.ReplicaModel`.
+    """
+    from ..branches import sweep
+    from .model_options import resolve_model
+
+    branches = str(request.get("branches", "all") if branches is None else branches)
+    damping = float(request.get("damping", 0.5) if damping is None else damping)
+    solve_kw = {"damping": damping}
+    built, arch = resolve_model(request, build_it=model is None)
+    model = built if model is None else model
+    missing = missing_members(model)
+    if missing:
+        raise TypeError(f"architecture {arch.name}: the model lacks the required members {', '.join(missing)} "
+                        "(replica.interface.ReplicaModel)")
+    alphas = np.sort(np.asarray(alphas, dtype=float))
+    prepare = arch.preparer()
+    if prepare is not None:
+        model = prepare(model, request, alphas, solve_kw=solve_kw, branches=branches)
+    if checkpoint is not None:
+        checkpoint.bind(model, solve_kw, architecture=arch.name)
+    result = sweep(model, alphas, branches=branches, progress=progress, solve_kw=solve_kw, cache=checkpoint)
+    grids = hook(model, "grids")
+    return dataclasses.replace(
+        result, branches=discretization_errors(model, result, solve_kw), grids=dict(grids or {}),
+        dataset_axes=hook(model, "dataset_axes"), s_grid_rule=hook(model, "s_grid_rule"), architecture=arch.name,
+        state_schema=state_schema(model))
+
+
+def discretization_errors(model, result, solve_kw=None) -> dict:
+    """The branches of ``result`` with the dataset ``discretization_error`` of the model's estimate added.
+
+    Parameters
+    ----------
+    model : ReplicaModel
+        Its ``discretization_error(alpha, x, **solve_kw)`` hook (relative change of mmse and free entropy on
+        the doubled grid; :meth:`replica.models.two_layer.TwoLayerModel.discretization_error`) is called at every
+        stored point that exists and converged; a model without the hook leaves the branches as they are.
+    result : replica.branches.SweepResult
+        Left unchanged.
+    solve_kw : dict, optional
+        Solver options of the sweep.
+
+    Returns
+    -------
+    dict[str, replica.branches.BranchData]
+        New branch records (the same arrays, plus ``discretization_error`` of shape (n_alpha,)).
+    """
+    estimate = hook(model, "discretization_error")
+    if estimate is None:
+        return dict(result.branches)
+    out = {}
+    for name, branch in result.branches.items():
+        err = np.full(branch.alpha.size, np.nan)
+        for i, x in branch.points.items():
+            if branch["exists"][i] and branch["converged"][i]:
+                err[i] = estimate(branch.alpha[i], x, **dict(solve_kw or {}))
+        out[name] = dataclasses.replace(branch, fields={**branch.fields, "discretization_error": err})
+    return out
+
+
+# --------------------------------------------------------------------------- checkpoints
+class SweepCheckpoint:
+    """Checkpoint/resume hook for :func:`replica.branches.sweep` (its ``cache`` argument).
+
+    Every solve of the sweep goes through ``checkpoint(key, i, alpha, compute)``. A point
+    already stored is returned without solving: its order parameters are rebuilt from the
+    stored packed point with ``model.state(alpha, x)`` (or, if the point is not finite,
+    re-solved from it as a warm start), with the stored
+    ``converged``/``status``/``iterations``/``residual``; the universal branch is simply
+    re-solved (one-dimensional root finding). New points are recorded, and every
+    ``every`` seconds the record is written atomically to ``path`` (a valid HDF5 file
+    with ``complete = 0``, layout in :mod:`replica.workflow.io`). A resumed sweep therefore follows
+    exactly the same warm starts as an uninterrupted one.
+
+    Parameters
+    ----------
+    path : str or Path
+        Checkpoint file.
+    model : ReplicaModel or None
+        The sweep's model (None: bound later by :func:`run_sweep`, :meth:`bind`).
+    alphas : array_like, shape (n_alpha,)
+        The α grid of the sweep (sorted here).
+    parameters, configuration : dict
+        Stored in the root attributes (as :func:`~replica.workflow.io.write_sweep` does).
+    every : float, keyword-only
+        Seconds between checkpoint writes (0: after every solve).
+    solve_kw : dict, keyword-only
+        Solver options, for re-solving from a stored point.
+    """
+
+    def __init__(self, path, model, alphas, parameters, configuration=None, *, every=30.0, solve_kw=None):
+        self.path = Path(path)
+        self.model = model
+        self.alphas = np.sort(np.asarray(alphas, dtype=float))
+        self.parameters = parameters
+        self.configuration = configuration
+        self.every = float(every)
+        self.solve_kw = dict(solve_kw or {})
+        self.records = {}
+        self.architecture = ""
+        self.reused = 0
+        self.computed = 0
+        self._last_write = time.monotonic()
+        self._dirty = False
+
+    def bind(self, model, solve_kw=None, *, architecture: str = "") -> "SweepCheckpoint":
+        """Use ``model`` (and ``solve_kw``) to replay the stored solves, and name its ``architecture`` in the
+        file; returns self."""
+        self.model = model
+        self.architecture = str(architecture)
+        if solve_kw is not None:
+            self.solve_kw = dict(solve_kw)
+        return self
+
+    def _record(self, key):
+        from .io import empty_checkpoint_record
+
+        if key not in self.records:
+            self.records[key] = empty_checkpoint_record(self.alphas.size)
+        return self.records[key]
+
+    @property
+    def n_done(self) -> int:
+        """Number of stored solves."""
+        return int(sum(r["done"].sum() for r in self.records.values()))
+
+    def __call__(self, key, i, alpha, compute):
+        rec = self.records.get(key)
+        if rec is not None and rec["done"][i] and key != "universal":
+            self.reused += 1
+            return self._rebuild(rec, i, alpha)
+        res = compute()
+        self._store(key, i, res)
+        self.computed += 1
+        if time.monotonic() - self._last_write >= self.every:
+            self.write()
+        return res
+
+    def _store(self, key, i, res):
+        rec = self._record(key)
+        x = np.asarray(res.x, dtype=float).ravel()
+        if rec["x"] is None or rec["x"].shape[1] != x.size:
+            old = rec["x"]
+            rec["x"] = np.full((self.alphas.size, x.size), np.nan)
+            if old is not None:  # pragma: no cover - packed size never changes within a model
+                rec["done"][:] = False
+        rec["x"][i] = x
+        rec["done"][i] = True
+        rec["has_state"][i] = "state" in res.info
+        rec["converged"][i] = bool(res.converged)
+        rec["iterations"][i] = int(res.iterations)
+        rec["residual"][i] = float(res.residual)
+        rec["status"][i] = str(res.status)
+        rec["start"][i] = str(res.start)
+        rec["damping"][i] = float(res.damping)
+        self._dirty = True
+
+    def _rebuild(self, rec, i, alpha):
+        from ..engine import STATUS_MESSAGES, FixedPointResult
+
+        x = np.array(rec["x"][i], dtype=float)
+        status = str(rec["status"][i])
+        res = FixedPointResult(x, bool(rec["converged"][i]), status, STATUS_MESSAGES.get(status, status),
+                               int(rec["iterations"][i]), float(rec["residual"][i]), float(rec["damping"][i]),
+                               str(rec["start"][i]), {"resumed": True})
+        if not rec["has_state"][i]:
+            return res
+        if np.all(np.isfinite(x)):
+            res.info["state"] = self.model.state(alpha, x)
+            return res
+        again = self.model.solve_from(alpha, None, x, start=res.start, **self.solve_kw)
+        again.info["resumed"] = True
+        return again
+
+    def write(self):
+        """Write the checkpoint atomically to ``path`` (a valid HDF5 file, ``complete = 0``)."""
+        from .io import write_checkpoint
+
+        write_checkpoint(self.path, self.alphas, self.records, self.parameters, self.configuration,
+                         architecture=self.architecture)
+        self._last_write = time.monotonic()
+        self._dirty = False
+        logger.debug("checkpoint of %d solves written to %s", self.n_done, self.path)
+
+    @property
+    def dirty(self) -> bool:
+        """Whether solves were recorded since the last :meth:`write`."""
+        return self._dirty
+
+    def load_records(self, path) -> "SweepCheckpoint":
+        """Add the solves stored in the checkpoint file ``path`` (written by :meth:`write`); returns self.
+
+        Raises
+        ------
+        ValueError, replica.workflow.safe_write.ResultFileError
+            As :func:`replica.workflow.io.read_checkpoint` (no checkpoint, another α grid, unreadable file).
+        """
+        from .io import read_checkpoint
+
+        for key, stored in read_checkpoint(path, self.alphas).items():
+            rec = self._record(key)
+            rec.update({name: val for name, val in stored.items() if name in rec})
+        return self
+
+    @classmethod
+    def load(cls, path, model, alphas, parameters, configuration=None, **kw) -> "SweepCheckpoint":
+        """Reload the checkpoint stored in ``path`` by an interrupted sweep (later writes go to ``path``).
+
+        Raises
+        ------
+        ValueError
+            The file is not a checkpoint or its α grid differs from ``alphas``.
+        """
+        return cls(path, model, alphas, parameters, configuration, **kw).load_records(path)
