@@ -521,7 +521,7 @@ def _newton_krylov(model, alpha, x_pred, solve_kw, *, max_iter=CHORD_MAX_ITER, c
     idx = _moving(model, y)
     previous = previous_norm = math.inf
     evaluations = 0
-    project = getattr(model, "project", None)
+    project = hook(model, "project")
     with np.errstate(all="ignore"):
         for k in range(max_iter):
             try:
@@ -975,7 +975,7 @@ def _host_point(model, alpha, result, solve_kw):
         r = model.solve_universal(alpha)
         return r.x if np.all(np.isfinite(r.x)) else None
     x = np.array(result.x, dtype=float)
-    without = getattr(model, "without_overlaps", None)
+    without = hook(model, "without_overlaps")
     if without is not None:
         x = np.asarray(without(x, vanishing), dtype=float)
     elif _moving(model, x).size != x.size or ov.size > x.size:

@@ -174,6 +174,14 @@ class ModelDefaults:
     output_channel : priors.output_channels.OutputChannel or None
         The law of the labels the model was built with. Default None: Gaussian labels only
         (:func:`replica.models.build` refuses other channels for it).
+    project : callable or None
+        ``project(x) -> x``: the packed point put back into the model's domain (entries bounded by the
+        rules, e.g. the fronts of :class:`~replica.models.deep_fronts.DeepFrontModel`), applied to the
+        iterates of the matrix-free Newton corrector. Default None (no bound).
+    without_overlaps : callable or None
+        ``without_overlaps(x, mask) -> x``: the packed point with the overlaps selected by ``mask`` (shape
+        of ``state.overlaps``) set to 0, the start of the host branch at a bifurcation. Default None: the
+        overlaps are the leading packed entries and are zeroed there.
     """
 
     main_phase = None
@@ -188,6 +196,8 @@ class ModelDefaults:
     energetic = None
     channel_fields = None
     output_channel = None
+    project = None
+    without_overlaps = None
 
     def moving_indices(self, x) -> np.ndarray:
         """Entries of the packed vector ``x`` (shape (p,)) that the map moves; default all, ``arange(p)``."""

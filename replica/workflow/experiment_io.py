@@ -95,15 +95,10 @@ ERROR_CONVENTION = ("mmse = half Gibbs error 1/2 E_x (lambda(x;W^a) - lambda(x;W
 
 
 def package_version() -> str:
-    """Installed version of the project (``replica-hciz``), or ``'unknown'``."""
-    try:
-        from importlib.metadata import version
+    """The project's version (:data:`replica.__version__`, written in one place)."""
+    from .. import __version__
 
-        return version("replica-hciz")
-    except Exception:  # noqa: BLE001 - metadata missing in a source checkout
-        from .. import __version__
-
-        return __version__
+    return __version__
 
 
 AVERAGES = ("*_mean and *_sem average the chains with excluded = 0; chains that diverged (non-finite error) are "

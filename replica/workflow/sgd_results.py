@@ -15,11 +15,12 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import math
-import subprocess
 from pathlib import Path
 
 import numpy as np
 
+from .. import __version__, git_revision
+from .config import UsageError
 from replica.simulations.closure import predicted_exponent, predicted_scaling  # re-exported: the scaling law
 
 __all__ = [
@@ -64,26 +65,6 @@ _DESCRIPTIONS = {
 }
 
 
-def _package_version():
-    try:
-        from importlib.metadata import version
-
-        return version("replica-hciz")
-    except Exception:  # pragma: no cover - not installed
-        from .. import __version__
-
-        return __version__
-
-
-def _git_revision():
-    try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).resolve().parent,
-                             capture_output=True, text=True, timeout=5)
-        return out.stdout.strip() if out.returncode == 0 else "unknown"
-    except Exception:  # pragma: no cover
-        return "unknown"
-
-
 def write_sgd(result, path, *, overwrite=False, configuration=None):
     """Write a run to HDF5 atomically (temporary file in the target folder + ``os.replace``).
 
@@ -116,8 +97,8 @@ def write_sgd(result, path, *, overwrite=False, configuration=None):
         f.attrs["parameters"] = json.dumps(result.config.to_dict(), sort_keys=True)
         if configuration is not None:
             f.attrs["configuration"] = json.dumps(configuration, sort_keys=True)
-        f.attrs["version"] = _package_version()
-        f.attrs["git_revision"] = _git_revision()
+        f.attrs["version"] = __version__
+        f.attrs["git_revision"] = git_revision()
         f.attrs["created"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
         f.attrs["wall_time"] = float(result.wall_time)
         f.attrs["completed"] = bool(result.completed)
@@ -344,35 +325,34 @@ def reference_levels(parameters, alphas, *, bayes=True):
     """
     alphas = np.asarray(alphas, dtype=float)
     out = {"alpha": alphas, "errors": []}
+    failures = (UsageError, ValueError, TypeError, KeyError, ArithmeticError, RuntimeError, np.linalg.LinAlgError)
     try:
-        from replica.activations import get_activation
-        from replica.models.shallow import ShallowModel
+        from .model_options import resolve_model
 
-        act = parameters["activation"]
-        if parameters.get("drop_hermite") or parameters.get("unit_variance"):
-            act = get_activation(act, drop_hermite=parameters.get("drop_hermite", ()),
-                                 unit_variance=bool(parameters.get("unit_variance", False)))
         gamma = parameters.get("width", parameters["gamma"] * parameters["dim"]) / parameters["dim"]
-        model = ShallowModel(act, gamma, parameters["delta"], weight_prior=parameters["prior"],
-                             readout_law=parameters["readout"])
-    except Exception as exc:  # optional: the solver may be missing or incomplete
+        request = {"layers": 1, "gamma": [gamma], "activation": str(parameters["activation"]),
+                   "drop_hermite": list(parameters.get("drop_hermite") or ()),
+                   "unit_variance": bool(parameters.get("unit_variance", False)), "delta": parameters["delta"],
+                   "prior": parameters["prior"], "readout": parameters["readout"]}
+        model, _ = resolve_model(request)  # the registry, as replica-sweep
+    except failures as exc:  # the options have no replica model (e.g. an activation it refuses)
         out["errors"].append(f"replica model unavailable: {type(exc).__name__}: {exc}")
         return out
     universal = np.full(alphas.shape, np.nan)
     for i, a in enumerate(alphas):
         try:
             universal[i] = float(model.solve_universal(float(a)).info["state"].mmse)
-        except Exception as exc:
+        except failures as exc:
             out["errors"].append(f"universal branch at alpha={a:.3g}: {type(exc).__name__}: {exc}")
     out["universal"] = universal
     if bayes:
         try:
-            from replica.branches import sweep
+            from .run import run_sweep
 
-            result = sweep(model, alphas, progress=False)
+            result = run_sweep(request, alphas, progress=False, model=model)  # as replica-sweep computes it
             out["bayes"] = np.asarray(result.equilibrium["mmse"], dtype=float)
             out["bayes_alpha"] = np.sort(alphas)
-        except Exception as exc:
+        except failures as exc:
             out["errors"].append(f"Bayes-optimal curve: {type(exc).__name__}: {exc}")
     return out
 
