@@ -320,10 +320,11 @@ def test_missing_solver_does_not_break_reference_levels(monkeypatch):
 
     real_import = builtins.__import__
 
-    def fail(name, *args, **kwargs):
-        if name.startswith("replica.models.shallow"):
+    def fail(name, globals=None, locals=None, fromlist=(), level=0):
+        # the registry imports its module relatively (``from .shallow import …``)
+        if name.startswith("replica.models.shallow") or (level and name == "shallow"):
             raise ImportError("solver not installed")
-        return real_import(name, *args, **kwargs)
+        return real_import(name, globals, locals, fromlist, level)
 
     monkeypatch.setattr(builtins, "__import__", fail)
     levels = sgd_results.reference_levels({"activation": "elu", "gamma": 0.5, "dim": 10, "delta": 0.1,

@@ -325,7 +325,8 @@ def reference_levels(parameters, alphas, *, bayes=True):
     """
     alphas = np.asarray(alphas, dtype=float)
     out = {"alpha": alphas, "errors": []}
-    failures = (UsageError, ValueError, TypeError, KeyError, ArithmeticError, RuntimeError, np.linalg.LinAlgError)
+    failures = (UsageError, ImportError, ValueError, TypeError, KeyError, ArithmeticError, RuntimeError,
+                np.linalg.LinAlgError)
     try:
         from .model_options import resolve_model
 
