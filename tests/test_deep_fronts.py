@@ -188,3 +188,39 @@ def test_three_layer_sweep_defaults_to_front_rules(tmp_path):
     assert float(part["front_layer_2"][0]) == pytest.approx(st.fronts[1], abs=1e-6)
     assert 0 < float(part["discretization_error"][0]) < 1e-3
     assert str(data["equilibrium"]["branch"][0]) == "layers_1_2"
+
+
+def test_neuron_maps_average_to_the_label_averages_and_jump_at_the_front(three, three_partial):
+    """The per-neuron maps are the profiles at the neuron quantiles: their average over the quantiles
+    is the label average E_s Q(s) of the state (to the midpoint rule's error, a jump inside one of 64
+    bins), and the first layer's map jumps at the layer's front: above it every neuron is on the large root."""
+    st = three_partial.info["state"]
+    maps = st.neuron_maps
+    u, s = three.neuron_u, three.neuron_s
+    assert maps[1].shape == (u.size,) and maps[2].shape == (u.size, u.size) and maps[3].shape == (1, u.size)
+    assert float(maps[1].mean()) == pytest.approx(st.mean_overlaps[(1, 1)], abs=1.5e-2)
+    assert float(maps[2].mean()) == pytest.approx(st.mean_overlaps[(2, 2)], abs=1.5e-2)
+    f1 = float(st.fronts[0])
+    assert np.all(maps[1][s > f1] > 0.5) and np.all(maps[1][s < f1] < 1e-6)
+    rec = st.record()
+    assert rec["neuron_overlap_layer_2"].shape == (u.size, u.size)
+    assert set(three.dataset_axes["neuron_overlap_layer_2"]) <= set(three.grids) | {"readout_values"}
+
+
+def test_neurons_plot_of_three_layers_has_one_panel_per_layer(tmp_path):
+    """``replica-sweep --layers 3`` stores the per-neuron maps and ``replica-plot --neurons`` draws one
+    panel per layer."""
+    from replica.workflow.cli import plot_main, sweep_main
+
+    out = tmp_path / "l3.h5"
+
+    assert sweep_main(["--layers", "3", "--gamma", "0.5,0.5,0.5", "--activation", "tanh2", "--unit-variance",
+                       "--delta", "0.1", "--alpha", "2,3.5", "-o", str(out), "--quiet"]) == 0
+    from replica.workflow.io import read_sweep
+    from replica.workflow.plotting import plot_neuron_maps
+
+    fig = plot_neuron_maps(read_sweep(out))
+    titles = [ax.get_title(loc="left") for ax in fig.axes if ax.get_title(loc="left")]
+    assert len(titles) == 3 and titles[0].startswith("layer 1") and titles[2].startswith("layer 3")
+    assert plot_main([str(out), "--neurons", "-o", str(tmp_path / "n.png")]) == 0
+    assert (tmp_path / "n.png").stat().st_size > 0

@@ -62,7 +62,7 @@ from hciz.compiled import iota_of
 
 from ..engine import STATUS_MESSAGES, FixedPointResult, solve_fixed_point
 from .deep_linear import INFORMED_OVERLAP, DeepLinearModel, DeepLinearState, phase_label
-from .two_layer import DEFAULT_S_GRID, PHASE_THRESHOLD, refined_solve
+from .two_layer import DEFAULT_S_GRID, PHASE_THRESHOLD, neuron_quantiles, refined_solve
 
 __all__ = ["DeepFrontModel", "DeepFrontState", "folded_gauss_rule", "front_rule", "FRONT_MAX",
            "DEFAULT_PANEL_NODES", "LEARNED_MASS"]
@@ -181,6 +181,8 @@ class DeepFrontState(DeepLinearState):
         large root, :data:`FRONT_MAX`: none).
     learned : tuple
         ``(layers, extra_products)`` read on the front-aligned rules (probes excluded).
+    neuron_maps : dict
+        ``{ℓ: Q_ℓ}`` per neuron (:meth:`DeepFrontModel.neuron_maps`), stored as ``neuron_overlap_layer_<ℓ>``.
     rule_overlaps : ndarray
         Every overlap on the front-aligned rules times the square root of its group's mass
         ``p(row) p(column)``: :attr:`overlaps`, continuous along a sheet (the reported profiles jump
@@ -191,6 +193,7 @@ class DeepFrontState(DeepLinearState):
     fronts: np.ndarray = None
     learned: tuple = ((), False)
     rule_overlaps: np.ndarray = None
+    neuron_maps: dict = None
 
     @property
     def overlaps(self) -> np.ndarray:
@@ -202,6 +205,8 @@ class DeepFrontState(DeepLinearState):
         rec = super().record()
         for ell, f in enumerate(np.atleast_1d(self.fronts), start=1):
             rec[f"front_layer_{ell}"] = float(f)
+        for ell, q in (self.neuron_maps or {}).items():
+            rec[f"neuron_overlap_layer_{ell}"] = q
         return rec
 
 
@@ -233,6 +238,8 @@ class DeepFrontModel(DeepLinearModel):
         :meth:`discretization_error` solves with twice as many (n ≤ 20).
     report_grid : int, keyword-only
         Nodes of the folded Gauss–Hermite grid the stored profiles are reported on (default 12).
+    neuron_grid : int, keyword-only
+        Neuron quantiles of the stored per-neuron maps (:meth:`neuron_maps`; default 64).
 
     Raises
     ------
@@ -242,7 +249,8 @@ class DeepFrontModel(DeepLinearModel):
 
     def __init__(self, activation="tanh2", gammas=(1.0, 1.0, 1.0), delta=0.1, *, weight_prior="gaussian",
                  readout_law="ones", readout_grid=None, drop_hermite=(), unit_variance=True, tilt_split="top",
-                 output_channel=None, panel_nodes=DEFAULT_PANEL_NODES, report_grid=DEFAULT_S_GRID):
+                 output_channel=None, panel_nodes=DEFAULT_PANEL_NODES, report_grid=DEFAULT_S_GRID,
+                 neuron_grid=None):
         if isinstance(panel_nodes, bool) or not float(panel_nodes).is_integer() or not 2 <= int(panel_nodes) <= 40:
             raise ValueError(f"panel_nodes must be an integer in [2, 40], got {panel_nodes!r}")
         super().__init__(activation, gammas, delta, weight_prior=weight_prior, readout_law=readout_law,
@@ -253,7 +261,8 @@ class DeepFrontModel(DeepLinearModel):
         self.panel_nodes = int(panel_nodes)
         self._init_kw = dict(activation=list(self.activations), gammas=tuple(self.gammas), delta=self.delta,
                              weight_prior=list(self.weight_priors), readout_law=self.readout_law,
-                             tilt_split=self.tilt_split, output_channel=self.output_channel, report_grid=report_grid)
+                             tilt_split=self.tilt_split, output_channel=self.output_channel, report_grid=report_grid,
+                             neuron_grid=neuron_grid)
         # the working model: the same equations, its label rules replaced at every evaluation
         self.core = DeepLinearModel(list(self.activations), tuple(self.gammas), self.delta,
                                     weight_prior=list(self.weight_priors), readout_law=self.readout_law,
@@ -262,6 +271,7 @@ class DeepFrontModel(DeepLinearModel):
         self.n_fronts = self.L - 1
         self._rules = None
         self._fronts = None
+        self.neuron_u, self.neuron_s = neuron_quantiles() if neuron_grid is None else neuron_quantiles(neuron_grid)
 
     # ------------------------------------------------------------------ rules
     @property
@@ -482,6 +492,58 @@ class DeepFrontModel(DeepLinearModel):
             out[key] = q
         return out
 
+    # ------------------------------------------------------------------ per-neuron maps
+    @property
+    def grids(self) -> dict:
+        """:attr:`DeepLinearModel.grids` and the axes of the per-neuron maps: ``neuron_quantiles`` (n_q,;
+        :func:`replica.models.two_layer.neuron_quantiles`), ``neuron_effective_readouts`` (``|s|`` there)
+        and one copy ``neuron_quantiles_<ℓ>`` per inner layer ℓ = 2 … L − 1 (rows of its map)."""
+        out = dict(super().grids)
+        out["neuron_quantiles"] = self.neuron_u
+        out["neuron_effective_readouts"] = self.neuron_s
+        for ell in range(2, self.L):
+            out[f"neuron_quantiles_{ell}"] = self.neuron_u
+        return out
+
+    @property
+    def dataset_axes(self) -> dict:
+        """:attr:`DeepLinearModel.dataset_axes` and those of ``neuron_overlap_layer_<ℓ>``: (neuron quantile)
+        for ℓ = 1, (quantile of layer ℓ, quantile of layer ℓ − 1) for inner layers, (readout value,
+        quantile of layer L − 1) for the last layer."""
+        axes = dict(super().dataset_axes)
+        axes["neuron_overlap_layer_1"] = ("neuron_quantiles",)
+        for ell in range(2, self.L + 1):
+            rows = "readout_values" if ell == self.L else f"neuron_quantiles_{ell}"
+            axes[f"neuron_overlap_layer_{ell}"] = (rows, "neuron_quantiles")
+        return axes
+
+    def neuron_maps(self, Q) -> dict:
+        """Per-neuron overlaps ``{ℓ: Q_ℓ}`` from the overlaps ``Q`` on the current front rules.
+
+        Every inner layer's neurons are ordered by the strength of their effective readout: the neuron
+        quantile ``u`` (the fraction of the layer's neurons with a stronger readout) sits at
+        ``|s| = √2 erfc⁻¹(u)`` (:func:`replica.models.two_layer.neuron_quantiles`), and ``Q`` is carried
+        there piecewise linearly in s from the nodes on the same side of the layer's front (the jump at
+        the front is kept, not smeared).
+
+        Returns
+        -------
+        dict
+            ``1``: shape (n_q,), the overlap of each first-layer neuron; ``ℓ`` = 2 … L − 1: shape (n_q, n_q),
+            the weights between the layer-ℓ neuron at quantile ``u_ℓ`` (rows) and the layer-(ℓ−1) neuron at
+            ``u_{ℓ−1}`` (columns); ``L``: shape (n_readout, n_q), readout value × layer-(L−1) quantile.
+        """
+        target = self.neuron_s
+        out = {}
+        for ell in range(1, self.L + 1):
+            q = np.asarray(Q[(ell, ell)], dtype=float)
+            for axis, layer in ((0, ell), (1, ell - 1)):
+                if 1 <= layer <= self.L - 1:
+                    nodes, _, side = self._rules[layer - 1]
+                    q = _map_axis(q, axis, target, (target >= self._fronts[layer - 1]).astype(int), nodes, side)
+            out[ell] = q.ravel() if ell == 1 else q
+        return out
+
     # ------------------------------------------------------------------ states
     def _report(self, key, q):
         """A profile of the working rules carried onto the reporting grid (rows, then columns)."""
@@ -530,7 +592,7 @@ class DeepFrontModel(DeepLinearModel):
         st = DeepFrontState(float(alpha), rep, hats, taus, float(c["mmse"]), float(f),
                             self.mutual_information(alpha, f), list(self.keys), means,
                             fronts=np.array(self._fronts), learned=self._learned(Q),
-                            rule_overlaps=core.pack(self._mass_weighted(Q)))
+                            rule_overlaps=core.pack(self._mass_weighted(Q)), neuron_maps=self.neuron_maps(Q))
         return st
 
     def phase(self, state, *, threshold=PHASE_THRESHOLD) -> str:

@@ -1120,7 +1120,7 @@ def plot_phase_diagram(data: dict, *, title=None, logy=False):
 
 def _equilibrium_neuron_maps(data):
     """The per-neuron maps of the equilibrium at every α: ``(u, Q₁ (n_α, n_q), Q₂ (n_α, n_v, n_q), v)``
-    or None when the file has none (``neuron_overlap_layer_*`` of two-hidden-layer sweeps)."""
+    or None when the file has none (``neuron_overlap_layer_*`` of sweeps with linear parts and L ≥ 2)."""
     branches = data["branches"]
     first = next((b for b in branches.values() if "neuron_overlap_layer_1" in b), None)
     if first is None:
@@ -1135,12 +1135,66 @@ def _equilibrium_neuron_maps(data):
         b = branches.get(str(name))
         if b is not None and "neuron_overlap_layer_1" in b:
             q1[i] = b["neuron_overlap_layer_1"][i]
-            q2[i] = np.asarray(b["neuron_overlap_layer_2"][i]).reshape(v.size, u.size)
+            if "neuron_overlap_layer_3" not in b:  # L ≥ 3: layer 2 is a (u₂, u₁) map (_equilibrium_layer_maps)
+                q2[i] = np.asarray(b["neuron_overlap_layer_2"][i]).reshape(v.size, u.size)
     return u, q1, q2, v
 
 
+def _equilibrium_layer_maps(data):
+    """Networks with L ≥ 3 hidden layers: ``{ℓ: per-neuron map of layer ℓ at equilibrium (n_α, n_q)}``, each row
+    ordered by the neuron quantile of the layer's own neurons (the first layer: ``Q₁``; an inner layer: the
+    overlap of each of its neurons averaged over the previous layer's neurons; the last layer: the weights
+    from each neuron of layer L − 1 to the strongest readout), or None for files with two hidden layers."""
+    branches = data["branches"]
+    first = next((b for b in branches.values() if "neuron_overlap_layer_3" in b), None)
+    if first is None:
+        return None
+    L = max(int(k.rsplit("_", 1)[1]) for k in first if k.startswith("neuron_overlap_layer_"))
+    n_q = np.asarray(first["neuron_quantiles"]).size
+    v = np.asarray(first["readout_values"], dtype=float)
+    strongest = int(np.argmax(np.abs(v)))
+    eq = data["equilibrium"]
+    n_a = np.asarray(eq["alpha"]).size
+    out = {ell: np.full((n_a, n_q), np.nan) for ell in range(1, L + 1)}
+    for i, name in enumerate(eq["branch"]):
+        b = branches.get(str(name))
+        if b is None or "neuron_overlap_layer_1" not in b:
+            continue
+        for ell in range(1, L + 1):
+            q = np.asarray(b[f"neuron_overlap_layer_{ell}"][i], dtype=float)
+            out[ell][i] = q if ell == 1 else (q[strongest] if ell == L else q.mean(axis=1))
+    return out
+
+
+def _plot_deep_neuron_maps(data, alpha, u, maps, title):
+    """One panel per layer against α (:func:`_equilibrium_layer_maps`), neurons strongest first."""
+    matplotlib, plt = _mpl()
+    L = max(maps)
+    with figure_style():
+        fig, axes = plt.subplots(1, L, figsize=(2.9 * L, 3.2), layout="constrained", sharey=True)
+        for ell, ax in zip(range(1, L + 1), axes):
+            mesh = _mesh(ax, alpha, u, maps[ell].T, x_lower=0.0, y_lower=0.0, y_upper=1.0, cmap="magma",
+                         vmin=0.0, vmax=1.0)
+            ax.set_xlabel(ALPHA_LABEL)
+            if ell == 1:
+                ax.set_title(r"layer 1: $Q_1$ per neuron", loc="left", fontsize=8)
+            elif ell < L:
+                ax.set_title(rf"layer {ell}: per neuron, mean over layer {ell - 1}", loc="left", fontsize=8)
+            else:
+                ax.set_title(rf"layer {L}: per neuron of layer {L - 1}", loc="left", fontsize=8)
+        axes[0].invert_yaxis()  # shared: strongest readouts at the top of every panel
+        axes[0].set_ylabel(r"neuron quantile $u$ (strongest $|s|$ first)")
+        cb = fig.colorbar(mesh, ax=fig.axes, pad=0.01, fraction=0.04)
+        cb.set_label("teacher–student overlap")
+        fig.suptitle(title if title is not None else _wrap("per-neuron overlaps at equilibrium: " + describe(
+            data.get("parameters", {})), 90), fontsize=9)
+    return fig
+
+
 def plot_neuron_maps(data: dict, *, title=None, max_maps=6):
-    """Per-neuron maps of the equilibrium of a two-hidden-layer sweep (``replica-plot --neurons``).
+    """Per-neuron maps of the equilibrium of a sweep with L ≥ 2 hidden layers (``replica-plot --neurons``).
+
+    L ≥ 3 (front-aligned rules): one panel per layer against α (:func:`_equilibrium_layer_maps`). L = 2:
 
     Left: ``Q₁`` of every first-layer neuron against α, neurons ordered by the strength of their
     effective readout ``|s|`` (the neuron quantile ``u``: the fraction of neurons with a stronger readout,
@@ -1155,10 +1209,13 @@ def plot_neuron_maps(data: dict, *, title=None, max_maps=6):
     """
     got = _equilibrium_neuron_maps(data)
     if got is None:
-        raise PlotError("--neurons: the file has no per-neuron maps (neuron_overlap_layer_1): only sweeps of two "
-                        "hidden layers with linear parts store them")
+        raise PlotError("--neurons: the file has no per-neuron maps (neuron_overlap_layer_1): only sweeps of two or "
+                        "more hidden layers with linear parts store them (L >= 3: on front-aligned rules)")
     u, q1, q2, v = got
     alpha = np.asarray(data["equilibrium"]["alpha"], dtype=float)
+    deeper = _equilibrium_layer_maps(data)
+    if deeper is not None:
+        return _plot_deep_neuron_maps(data, alpha, u, deeper, title)
     matplotlib, plt = _mpl()
     # one row per readout strength |v| (the equations depend on v²), strongest first
     strengths, first = np.unique(np.round(np.abs(v), 12), return_index=True)
