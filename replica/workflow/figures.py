@@ -61,7 +61,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["FIGURES", "deep_thresholds", "build_parser", "main"]
 
-FIGURES = ("quadratic", "relu", "rademacher", "deep", "two_layer", "two_layer_phase", "neurons", "trapped")
+FIGURES = ("quadratic", "relu", "rademacher", "deep", "two_layer", "two_layer_phase", "depth", "neurons", "trapped")
 HE2_HE3 = "hermite:2=1.4142135623730951,3=1"   # (x² − 1)/√2 + (x³ − 3x)/6: μ₂ = √2, μ₃ = 1
 
 
@@ -357,6 +357,66 @@ def figure_two_layer_phase(outdir: Path, quick: bool, report: _Report):
                                  else [])))
 
 
+#: α grids of the per-layer thresholds against depth (tanh(2x) with its linear part, γ = 0.5 per layer,
+#: Δ = 0.1): each brackets the depth's transitions (they move up with L); quick: L = 1, 2 only
+DEPTH_GRIDS = {1: "0.5:3:11", 2: "0.5:4:15", 3: "0.5:5:10", 4: "1.5:5.5:9"}
+
+
+def depth_thresholds(L: int, outdir: Path, grid: str) -> dict:
+    """Per-layer thresholds of L hidden layers with linear parts (tanh(2x) of unit variance, γ = 0.5 each,
+    Δ = 0.1, Gaussian weights, ``v ≡ 1``): ``{ℓ: (α_sp, α_c)}`` for ℓ = 1 … L, where layer ℓ becomes
+    learned (at a spinodal, at equilibrium), located by root finding (``alpha_{sp,c}_layer_<ℓ>``; L = 1:
+    ``alpha_sp``, ``alpha_c``). NaN: the layer is learned at every α of the grid, or at none."""
+    data = _sweep(outdir / f"depth_L{L}.h5", ["--layers", str(L), "--gamma", ",".join(["0.5"] * L),
+                                              "--activation", "tanh2", "--unit-variance", "--delta", "0.1",
+                                              "--alpha", grid])
+    tr = data["transitions"]
+    if L == 1:
+        return {1: (float(tr.get("alpha_sp", np.nan)), float(tr.get("alpha_c", np.nan)))}
+    return {ell: (float(tr.get(f"alpha_sp_layer_{ell}", np.nan)), float(tr.get(f"alpha_c_layer_{ell}", np.nan)))
+            for ell in range(1, L + 1)}
+
+
+def figure_depth(outdir: Path, quick: bool, report: _Report):
+    """Where each layer is learned, against depth L = 1…4 (quick: 1, 2) at equal γ (no published data)."""
+    from .plotting import _mpl, figure_style, save_figure
+
+    depths = [1, 2] if quick else [1, 2, 3, 4]
+    rows = {L: depth_thresholds(L, outdir, DEPTH_GRIDS[L]) for L in depths}
+    with open(outdir / "depth_thresholds.csv", "w") as fh:
+        fh.write("L,layer,alpha_sp,alpha_c\n")
+        for L, per in rows.items():
+            for ell, (sp, c) in per.items():
+                fh.write(f"{L},{ell},{sp!r},{c!r}\n")
+    _, plt = _mpl()
+    from matplotlib.ticker import MaxNLocator
+
+    with figure_style():
+        fig, ax = plt.subplots(figsize=(6.0, 4.2), layout="constrained")
+        for ell in range(1, max(depths) + 1):
+            Ls = [L for L in depths if ell <= L]
+            c = [rows[L][ell][1] for L in Ls]
+            sp = [rows[L][ell][0] for L in Ls]
+            shift = 0.06 * (ell - 1)  # layers side by side at each L
+            ax.plot(np.array(Ls) + shift, c, "o-", color=f"C{ell - 1}", label=f"layer {ell}: learned at equilibrium")
+            ax.plot(np.array(Ls) + shift, sp, "v", mfc="none", color=f"C{ell - 1}",
+                    label=f"layer {ell}: spinodal (metastable from here)")
+        ax.set_xlabel("number of hidden layers L")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_ylabel(r"sample ratio $\alpha = n/d^2$")
+        ax.set_ylim(bottom=0)
+        ax.set_title(r"$\tanh(2x)$ with its linear part, $\gamma_\ell = 0.5$, $\Delta = 0.1$", fontsize=9)
+        ax.legend(fontsize=7, ncol=2)
+    save_figure(fig, outdir / "depth.png")
+    below = [f"L = {L}, layer {ell}" for L, per in rows.items() for ell, (sp, c) in per.items() if np.isnan(c)]
+    report.add("depth", "no published per-layer thresholds available", float("nan"),
+               "; ".join(f"L = {L}: alpha_c = " + ", ".join(f"{c:.4g}" for _, c in per.values())
+                         for L, per in rows.items()), measure="none",
+               note="; ".join(([QUICK_CAVEAT] if quick else [])
+                              + ([f"NaN (learned at every alpha of the grid or at none): {', '.join(below)}"]
+                                 if below else [])))
+
+
 #: the two-hidden-layer network of the per-neuron figure: tanh(2x) with unit variance and its linear part,
 #: γ = (0.5, 0.5), Δ = 0.1, Gaussian weights, 4-point readout (two strengths |v|, so that the second
 #: layer's neurons differ in their readouts as the first layer's differ in their effective readouts)
@@ -468,7 +528,7 @@ def figure_trapped(outdir: Path, quick: bool, report: _Report):
 
 _BUILDERS = {"quadratic": figure_quadratic, "relu": figure_relu, "rademacher": figure_rademacher,
              "deep": figure_deep, "two_layer": figure_two_layer, "two_layer_phase": figure_two_layer_phase,
-             "neurons": figure_neurons, "trapped": figure_trapped}
+             "neurons": figure_neurons, "trapped": figure_trapped, "depth": figure_depth}
 
 
 # --------------------------------------------------------------------------- command line
