@@ -270,6 +270,25 @@ def test_graph_sees_known_edges():
     assert "hciz.rectangular" in graph["replica.models.two_layer"]
 
 
+#: the one import allowed between architecture modules: DeepFrontModel subclasses DeepLinearModel (the same
+#: architecture family on front-aligned rules, docs/architecture.md)
+ARCHITECTURE_FAMILIES = {"replica.models.deep_fronts": {"replica.models.deep_linear"}}
+
+
+def test_architecture_modules_import_no_other_architecture():
+    """The architecture modules share their common pieces through replica/models/_common.py, not through each
+    other (``deep_linear`` imported ``two_layer`` and ``deep``; ``two_layer`` imported ``deep``)."""
+    graph = _graph()
+    prefix = "replica.models."
+    archs = {m for m in graph if m.startswith(prefix) and not m[len(prefix):].startswith("_")}
+    assert {prefix + name for name in models._BUILTIN_MODULES} <= archs  # registered: the built-ins
+    assert prefix + "_common" in graph
+    bad = {m: sorted((graph[m] & archs) - ARCHITECTURE_FAMILIES.get(m, set())) for m in sorted(archs)}
+    assert not {m: t for m, t in bad.items() if t}, f"architecture modules importing each other: {bad}"
+    for m in archs - {prefix + "shallow"}:  # every multi-layer architecture uses the shared module
+        assert prefix + "_common" in graph[m], m
+
+
 def test_no_import_cycles():
     graph = _graph()
     index, low, stack, on_stack, cycles = {}, {}, [], set(), []

@@ -61,8 +61,10 @@ import numpy as np
 from hciz.compiled import iota_of
 
 from ..engine import STATUS_MESSAGES, FixedPointResult, solve_fixed_point
+from ._common import DEFAULT_S_GRID, PHASE_THRESHOLD, refined_solve
+# the one import of another architecture module: DeepFrontModel is DeepLinearModel on front-aligned rules
+# (the same architecture family, docs/architecture.md)
 from .deep_linear import INFORMED_OVERLAP, DeepLinearModel, DeepLinearState, phase_label
-from .two_layer import DEFAULT_S_GRID, PHASE_THRESHOLD, refined_solve
 
 __all__ = ["DeepFrontModel", "DeepFrontState", "folded_gauss_rule", "front_rule", "FRONT_MAX",
            "DEFAULT_PANEL_NODES", "LEARNED_MASS"]
@@ -637,7 +639,7 @@ class DeepFrontModel(DeepLinearModel):
 
     def discretization_error(self, alpha, x, **solver_options) -> float:
         """Relative change of mmse and free entropy when the nodes on each side of every front are
-        doubled (:func:`replica.models.two_layer.refined_solve`); 0 at ``Q ≡ 0``."""
+        doubled (:func:`replica.models._common.refined_solve`); 0 at ``Q ≡ 0``."""
         if not np.any(self.split(x)[1]):
             return 0.0
         return refined_solve(self, alpha, x, **solver_options)[0]

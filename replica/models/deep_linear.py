@@ -70,11 +70,10 @@ from hciz.compiled import iota_of, overlap_of, tilt_gain_of, tilt_of
 from hciz.rectangular import rectangular_channel
 
 from ..activations import get_activation
-from .deep import layer_priors_and_readout
 from ..engine import STATUS_MESSAGES, FixedPointResult, solve_fixed_point
+from ._common import (DEFAULT_S_GRID, PHASE_THRESHOLD, effective_readout_grid, layer_priors_and_readout,
+                      phase_transitions, refined_solve)
 from ._output import OutputChannelTerms, make_output_channel
-from .two_layer import (DEFAULT_S_GRID, PHASE_THRESHOLD,
-                        effective_readout_grid, phase_transitions, TwoLayerModel)
 
 __all__ = ["DeepLinearModel", "DeepLinearState", "matrix_keys", "product_channel_shape", "phase_label"]
 
@@ -601,7 +600,7 @@ class DeepLinearModel(OutputChannelTerms):
         return phase_label(learned, extra)
 
     def phase_transitions(self, result, **kw) -> list:
-        """Changes of the equilibrium phase along a sweep (:func:`replica.models.two_layer.phase_transitions`)."""
+        """Changes of the equilibrium phase along a sweep (:func:`replica.models._common.phase_transitions`)."""
         return phase_transitions(self, result, **kw)
 
     @property
@@ -641,8 +640,28 @@ class DeepLinearModel(OutputChannelTerms):
             out[(ell, m)] = q
         return fine.pack(out)
 
-    #: the change of the solution when the s-grid of every inner layer is doubled (as for L = 2)
-    discretization_error = TwoLayerModel.discretization_error
+    def discretization_error(self, alpha, x, **solver_options) -> float:
+        """Change of the solution at ``x`` when the s-grid of every inner layer is doubled (error
+        estimate of the grid, as for L = 2): the first value of
+        :func:`~replica.models._common.refined_solve` (profiles interpolated onto :meth:`refined` and
+        solved there).
+
+        Parameters
+        ----------
+        alpha : float
+            Sample ratio α > 0 of the point.
+        x : ndarray, shape (size,)
+            A converged packed point of this model.
+        **solver_options
+            As :meth:`solve_from`.
+
+        Returns
+        -------
+        float
+            ``max(|Δ mmse|/mmse, |Δ f|/|f|)`` between the two grids (0 at ``Q ≡ 0``, NaN when the
+            refined solve fails or changes phase).
+        """
+        return refined_solve(self, alpha, x, **solver_options)[0]
 
     # ----------------------------------------------------------------- solving
     def _result(self, alpha, res: FixedPointResult) -> FixedPointResult:
