@@ -641,26 +641,11 @@ class DeepLinearModel(OutputChannelTerms):
         return fine.pack(out)
 
     def discretization_error(self, alpha, x, **solver_options) -> float:
-        """Change of the solution at ``x`` when the s-grid of every inner layer is doubled (error
-        estimate of the grid, as for L = 2): the first value of
-        :func:`~replica.models._common.refined_solve` (profiles interpolated onto :meth:`refined` and
-        solved there).
-
-        Parameters
-        ----------
-        alpha : float
-            Sample ratio α > 0 of the point.
-        x : ndarray, shape (size,)
-            A converged packed point of this model.
-        **solver_options
-            As :meth:`solve_from`.
-
-        Returns
-        -------
-        float
-            ``max(|Δ mmse|/mmse, |Δ f|/|f|)`` between the two grids (0 at ``Q ≡ 0``, NaN when the
-            refined solve fails or changes phase).
-        """
+        """Error estimate of the s-grid at the converged packed point ``x`` (shape ``(size,)``) at α > 0:
+        ``max(|Δ mmse|/mmse, |Δ f|/|f|)`` when the grid of every inner layer is doubled (as for L = 2;
+        the first value of :func:`~replica.models._common.refined_solve`, which interpolates the
+        profiles onto :meth:`refined` and solves there with ``solver_options``, as :meth:`solve_from`).
+        A float: 0 at ``Q ≡ 0``, NaN when the refined solve fails or changes phase."""
         return refined_solve(self, alpha, x, **solver_options)[0]
 
     # ----------------------------------------------------------------- solving

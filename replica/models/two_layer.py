@@ -610,8 +610,8 @@ class TwoLayerModel(OutputChannelTerms):
     def discretization_error(self, alpha, x, **solver_options) -> float:
         """Change of the solution at ``x`` when the s-grid is refined (error estimate of the grid):
         the first value of :func:`refined_solve` (profiles interpolated onto :meth:`refined`, twice
-        the nodes or panels, and solved there). Also the method of
-        :class:`replica.models.deep_linear.DeepLinearModel` (every inner layer's grid doubled).
+        the nodes or panels, and solved there; :class:`replica.models.deep_linear.DeepLinearModel` does the
+        same with every inner layer's grid doubled).
 
         Parameters
         ----------
