@@ -276,7 +276,7 @@ MUTATIONS = [
       "        threshold = 0.0",
       "the layer-1 front at the spinodal (largest roots) instead of the equal-potential point: a metastable state",
       ("tests/test_two_layer_profile.py::test_envelope_identity_in_alpha",)),
-    M("s-grid-auto-stops-early", "replica/models/two_layer.py",
+    M("s-grid-auto-stops-early", "replica/models/_common.py",
       "        if worst <= target:\n            break\n",
       "        if worst <= 10 * target:\n            break\n",
       "--s-grid auto accepts a rule whose doubled grid changes mmse/f by up to 1e-2 (target 1e-3)",

@@ -15,7 +15,6 @@
 
 from __future__ import annotations
 
-import ast
 import sys
 from pathlib import Path
 
@@ -250,51 +249,18 @@ def test_builtin_architectures_are_chosen_without_importing_their_modules():
 
 
 # --------------------------------------------------------------------------- the import graph
-def _module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
-    if parts[-1] == "__init__":
-        parts.pop()
-    return ".".join(parts)
+def _load_import_graph():
+    """scripts/import_graph.py: the one import walker (also the printer ``python -m scripts.import_graph``)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("import_graph", ROOT / "scripts" / "import_graph.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-def _imports(path: Path) -> set:
-    """Every module of the three packages that ``path`` imports, at any depth of its code."""
-    name = _module_name(path)
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    out = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
-            targets = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                base = base[: len(base) - node.level + 1]
-                mod = ".".join(base + ([node.module] if node.module else []))
-            else:
-                mod = node.module or ""
-            targets = [mod] + [f"{mod}.{a.name}" for a in node.names]
-        else:
-            continue
-        for t in targets:
-            if t.split(".")[0] in PACKAGES:
-                out.add(t)
-    return out
-
-
-def _graph() -> dict:
-    files = [p for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py")]
-    modules = {_module_name(p): p for p in files}
-    graph = {}
-    for mod, path in modules.items():
-        edges = set()
-        for t in _imports(path):
-            while t and t not in modules:  # `from pkg import name` names an attribute, not a module
-                t = t.rpartition(".")[0]
-            # a package's __init__ is not an edge to its submodules' importers
-            if t and t != mod and not mod.startswith(t + "."):
-                edges.add(t)
-        graph[mod] = edges
-    return graph
+import_graph = _load_import_graph()
+_graph = import_graph.graph
 
 
 def test_graph_sees_known_edges():
@@ -302,6 +268,25 @@ def test_graph_sees_known_edges():
     assert "replica.engine" in graph["replica.branches"]
     assert "replica.workflow.run" in graph["replica.workflow.phase_diagram"]  # a lazy import
     assert "hciz.rectangular" in graph["replica.models.two_layer"]
+
+
+#: the one import allowed between architecture modules: DeepFrontModel subclasses DeepLinearModel (the same
+#: architecture family on front-aligned rules, docs/architecture.md)
+ARCHITECTURE_FAMILIES = {"replica.models.deep_fronts": {"replica.models.deep_linear"}}
+
+
+def test_architecture_modules_import_no_other_architecture():
+    """The architecture modules share their common pieces through replica/models/_common.py, not through each
+    other (``deep_linear`` imported ``two_layer`` and ``deep``; ``two_layer`` imported ``deep``)."""
+    graph = _graph()
+    prefix = "replica.models."
+    archs = {m for m in graph if m.startswith(prefix) and not m[len(prefix):].startswith("_")}
+    assert {prefix + name for name in models._BUILTIN_MODULES} <= archs  # registered: the built-ins
+    assert prefix + "_common" in graph
+    bad = {m: sorted((graph[m] & archs) - ARCHITECTURE_FAMILIES.get(m, set())) for m in sorted(archs)}
+    assert not {m: t for m, t in bad.items() if t}, f"architecture modules importing each other: {bad}"
+    for m in archs - {prefix + "shallow"}:  # every multi-layer architecture uses the shared module
+        assert prefix + "_common" in graph[m], m
 
 
 def test_no_import_cycles():
@@ -336,41 +321,29 @@ def test_no_import_cycles():
     assert not cycles, f"import cycles: {cycles}"
 
 
-# Layer rule of docs/architecture.md: a module may import only the layers listed for it.
-LAYERS = [  # (prefix, layer); the first matching prefix wins
-    ("priors", "foundations"),
-    ("hciz", "foundations"),
-    ("replica.workflow", "workflow"),
-    ("replica.__main__", "workflow"),
-    ("replica.models", "models"),
-    ("replica.simulations", "simulations"),
-    ("replica", "numerics"),
-]
-ALLOWED = {
-    "foundations": {"foundations"},
-    "numerics": {"foundations", "numerics"},
-    "models": {"foundations", "numerics", "models"},
-    "simulations": {"foundations", "numerics", "models", "simulations"},
-    "workflow": {"foundations", "numerics", "models", "simulations", "workflow"},
-}
-
-
-def _layer(mod):
-    for prefix, layer in LAYERS:
-        if mod == prefix or mod.startswith(prefix + "."):
-            return layer
-    raise AssertionError(mod)
-
-
+# Layer rule of docs/architecture.md: a module may import only the layers listed for it
+# (import_graph.LAYERS, import_graph.ALLOWED).
 def test_layer_rule():
-    bad = []
-    for mod, edges in _graph().items():
-        if mod == "replica":  # the package's lazy front door re-exports from every layer
-            continue
-        for t in edges:
-            if _layer(t) not in ALLOWED[_layer(mod)]:
-                bad.append(f"{mod} ({_layer(mod)}) imports {t} ({_layer(t)})")
-    assert not bad, "layer rule of docs/architecture.md broken:\n" + "\n".join(sorted(bad))
+    bad = import_graph.violations(_graph())  # the front door `replica` re-exports from every layer: exempt
+    assert not bad, "layer rule of docs/architecture.md broken:\n" + "\n".join(bad)
+
+
+def test_import_graph_printer_runs_as_a_script_and_as_a_module():
+    """``python scripts/import_graph.py`` and ``python -m scripts.import_graph`` print the layer graph; with
+    ``--modules PREFIX`` every module under the prefix and what it imports."""
+    import subprocess
+
+    runs = [subprocess.run([sys.executable, *how], cwd=ROOT, capture_output=True, text=True, timeout=120)
+            for how in (["scripts/import_graph.py"], ["-m", "scripts.import_graph", "--modules", "replica.models"])]
+    for proc in runs:
+        assert proc.returncode == 0, proc.stderr
+        assert "against the layer rule: 0" in proc.stdout
+        assert "models       -> numerics" in proc.stdout
+    counts = import_graph.layer_edges(_graph())
+    assert f"workflow     -> models       {counts[('workflow', 'models')]:4d}" in runs[0].stdout
+    listed = [ln for ln in runs[1].stdout.splitlines() if ln.startswith("  replica.models.two_layer [models]: ")]
+    assert len(listed) == 1 and "hciz.rectangular" in listed[0]
+    assert "replica.branches [" not in runs[1].stdout  # only the modules under the prefix
 
 
 def test_foundations_know_nothing_of_networks():

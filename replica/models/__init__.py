@@ -263,7 +263,7 @@ def _s_grid_keywords(value) -> dict:
     """Keywords of :class:`~replica.models.two_layer.TwoLayerModel` for ``options["s_grid"]``: None or
     ``"adaptive"`` (the default: the profile solver, no grid in s), an int N (N Gauss–Hermite nodes),
     ``"panels:P"`` or ``"auto"`` (the panel rule, refined per sweep by
-    :func:`~replica.models.two_layer.converge_s_grid`)."""
+    :func:`~replica.models._common.converge_s_grid`)."""
     if value is None or value == "adaptive":
         return {}
     if value == "auto":
@@ -282,7 +282,7 @@ def _build_two_layer(r: ModelRequest):
 
 
 def _prepare_two_layer(model, options, alphas, *, solve_kw=None, branches="all"):
-    """``s_grid="auto"``: the panel rule in s refined at the sweep's α (:func:`~replica.models.two_layer.converge_s_grid`);
+    """``s_grid="auto"``: the panel rule in s refined at the sweep's α (:func:`~replica.models._common.converge_s_grid`);
     the universal branch is exact on every rule, so a sweep of it alone keeps the built model."""
     import logging
 
@@ -292,7 +292,7 @@ def _prepare_two_layer(model, options, alphas, *, solve_kw=None, branches="all")
         logging.getLogger(__name__).info("--s-grid auto: the universal branch is exact on every s rule; "
                                          "grid not refined")
         return model
-    from .two_layer import converge_s_grid
+    from ._common import converge_s_grid
 
     return converge_s_grid(model, alphas, solve_kw=solve_kw)[0]
 

@@ -40,10 +40,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from priors import get_readout_law, get_weight_prior
-
 from ..activations import get_activation
 from ..engine import STATUS_MESSAGES, FixedPointResult, solve_fixed_point
+from ._common import layer_priors_and_readout
 from ._output import OutputChannelTerms, make_output_channel
 
 __all__ = ["DeepModel", "DeepState"]
@@ -57,35 +56,6 @@ INFORMED_OVERLAP = 1.0 - 1e-6
 UNINFORMED_OVERLAP = 1e-2
 #: a layer has learned (branch names) when its overlap reaches this
 PHASE_THRESHOLD = 0.5
-
-
-def layer_priors_and_readout(weight_prior, n_layers, readout_law, readout_grid=None):
-    """Weight prior of each layer and the readout law of a multi-layer model.
-
-    Parameters
-    ----------
-    weight_prior : str, WeightPrior, or a sequence of them (one per layer)
-    n_layers : int
-    readout_law : str or ReadoutLaw
-    readout_grid : int, optional
-        Grid size of continuous readout laws.
-
-    Returns
-    -------
-    (list of WeightPrior, ReadoutLaw)
-
-    Raises
-    ------
-    ValueError
-        A sequence of priors whose length is not ``n_layers``; unknown names.
-    """
-    priors = weight_prior if isinstance(weight_prior, (list, tuple)) else [weight_prior] * n_layers
-    if len(priors) != n_layers:
-        raise ValueError(f"prior: expected 1 or {n_layers} weight priors, got {len(priors)}")
-    priors = [get_weight_prior(p) if isinstance(p, str) else p for p in priors]
-    if isinstance(readout_law, str):
-        readout_law = get_readout_law(readout_law, grid_size=readout_grid)
-    return priors, readout_law
 
 
 @dataclass

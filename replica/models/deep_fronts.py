@@ -61,8 +61,10 @@ import numpy as np
 from hciz.compiled import iota_of
 
 from ..engine import STATUS_MESSAGES, FixedPointResult, solve_fixed_point
+from ._common import DEFAULT_S_GRID, PHASE_THRESHOLD, neuron_quantiles, refined_solve
+# the one import of another architecture module: DeepFrontModel is DeepLinearModel on front-aligned rules
+# (the same architecture family, docs/architecture.md)
 from .deep_linear import INFORMED_OVERLAP, DeepLinearModel, DeepLinearState, phase_label
-from .two_layer import DEFAULT_S_GRID, PHASE_THRESHOLD, neuron_quantiles, refined_solve
 
 __all__ = ["DeepFrontModel", "DeepFrontState", "folded_gauss_rule", "front_rule", "FRONT_MAX",
            "DEFAULT_PANEL_NODES", "LEARNED_MASS"]
@@ -496,7 +498,7 @@ class DeepFrontModel(DeepLinearModel):
     @property
     def grids(self) -> dict:
         """:attr:`DeepLinearModel.grids` and the axes of the per-neuron maps: ``neuron_quantiles`` (n_q,;
-        :func:`replica.models.two_layer.neuron_quantiles`), ``neuron_effective_readouts`` (``|s|`` there)
+        :func:`replica.models._common.neuron_quantiles`), ``neuron_effective_readouts`` (``|s|`` there)
         and one copy ``neuron_quantiles_<ℓ>`` per inner layer ℓ = 2 … L − 1 (rows of its map)."""
         out = dict(super().grids)
         out["neuron_quantiles"] = self.neuron_u
@@ -522,7 +524,7 @@ class DeepFrontModel(DeepLinearModel):
 
         Every inner layer's neurons are ordered by the strength of their effective readout: the neuron
         quantile ``u`` (the fraction of the layer's neurons with a stronger readout) sits at
-        ``|s| = √2 erfc⁻¹(u)`` (:func:`replica.models.two_layer.neuron_quantiles`), and ``Q`` is carried
+        ``|s| = √2 erfc⁻¹(u)`` (:func:`replica.models._common.neuron_quantiles`), and ``Q`` is carried
         there piecewise linearly in s from the nodes on the same side of the layer's front (the jump at
         the front is kept, not smeared).
 
@@ -699,7 +701,7 @@ class DeepFrontModel(DeepLinearModel):
 
     def discretization_error(self, alpha, x, **solver_options) -> float:
         """Relative change of mmse and free entropy when the nodes on each side of every front are
-        doubled (:func:`replica.models.two_layer.refined_solve`); 0 at ``Q ≡ 0``."""
+        doubled (:func:`replica.models._common.refined_solve`); 0 at ``Q ≡ 0``."""
         if not np.any(self.split(x)[1]):
             return 0.0
         return refined_solve(self, alpha, x, **solver_options)[0]

@@ -70,11 +70,10 @@ from hciz.compiled import iota_of, overlap_of, tilt_gain_of, tilt_of
 from hciz.rectangular import rectangular_channel
 
 from ..activations import get_activation
-from .deep import layer_priors_and_readout
 from ..engine import STATUS_MESSAGES, FixedPointResult, solve_fixed_point
+from ._common import (DEFAULT_S_GRID, PHASE_THRESHOLD, effective_readout_grid, layer_priors_and_readout,
+                      phase_transitions, refined_solve)
 from ._output import OutputChannelTerms, make_output_channel
-from .two_layer import (DEFAULT_S_GRID, PHASE_THRESHOLD,
-                        effective_readout_grid, phase_transitions, TwoLayerModel)
 
 __all__ = ["DeepLinearModel", "DeepLinearState", "matrix_keys", "product_channel_shape", "phase_label"]
 
@@ -601,7 +600,7 @@ class DeepLinearModel(OutputChannelTerms):
         return phase_label(learned, extra)
 
     def phase_transitions(self, result, **kw) -> list:
-        """Changes of the equilibrium phase along a sweep (:func:`replica.models.two_layer.phase_transitions`)."""
+        """Changes of the equilibrium phase along a sweep (:func:`replica.models._common.phase_transitions`)."""
         return phase_transitions(self, result, **kw)
 
     @property
@@ -641,8 +640,13 @@ class DeepLinearModel(OutputChannelTerms):
             out[(ell, m)] = q
         return fine.pack(out)
 
-    #: the change of the solution when the s-grid of every inner layer is doubled (as for L = 2)
-    discretization_error = TwoLayerModel.discretization_error
+    def discretization_error(self, alpha, x, **solver_options) -> float:
+        """Error estimate of the s-grid at the converged packed point ``x`` (shape ``(size,)``) at α > 0:
+        ``max(|Δ mmse|/mmse, |Δ f|/|f|)`` when the grid of every inner layer is doubled (as for L = 2;
+        the first value of :func:`~replica.models._common.refined_solve`, which interpolates the
+        profiles onto :meth:`refined` and solves there with ``solver_options``, as :meth:`solve_from`).
+        A float: 0 at ``Q ≡ 0``, NaN when the refined solve fails or changes phase."""
+        return refined_solve(self, alpha, x, **solver_options)[0]
 
     # ----------------------------------------------------------------- solving
     def _result(self, alpha, res: FixedPointResult) -> FixedPointResult:
