@@ -15,7 +15,7 @@ def test_quick_figures_run_and_agree_with_the_published_numbers(tmp_path, capsys
     checked = checked_figures(monkeypatch)  # every figure: one style, legends in words, ticks, limits, no gaps
     assert figures.main(["--quick", "-o", str(out), "--quiet"]) == 0
     for name in ("quadratic", "relu", "rademacher_readout_rademacher", "rademacher_readout_ones", "deep",
-                 "two_layer", "two_layer_phase", "neurons", "trapped"):
+                 "two_layer", "two_layer_phase", "depth", "neurons", "trapped"):
         assert (out / f"{name}.png").stat().st_size > 10_000, name
         assert checked.get(name) == "", checked.get(name, f"{name}: not drawn through save_figure")
     rows = list(csv.DictReader(open(out / "deviations.csv")))
@@ -38,6 +38,14 @@ def test_quick_figures_run_and_agree_with_the_published_numbers(tmp_path, capsys
     # the deep thresholds computed here are stored too
     table = np.genfromtxt(out / "deep_thresholds.csv", delimiter=",", names=True)
     assert list(table["L"]) == [1, 2, 3] and np.all(np.diff(table["alpha_c"]) > 0)
+    # per-layer thresholds against depth (quick: L = 1, 2): a spinodal before each first-order transition;
+    # with two layers the inner layer is learned first (at every alpha of the grid: NaN), the last one later
+    depth = np.genfromtxt(out / "depth_thresholds.csv", delimiter=",", names=True)
+    one = depth[depth["L"] == 1]
+    assert 0.5 < one["alpha_sp"][0] < one["alpha_c"][0] < 3.0
+    two = depth[depth["L"] == 2]
+    assert np.isnan(two["alpha_c"][0]) and two["alpha_sp"][1] < two["alpha_c"][1]
+    assert two["alpha_c"][1] > one["alpha_c"][0]  # a deeper network needs more data for its last layer
 
 
 def test_existing_outputs_are_not_replaced(tmp_path, capsys):
