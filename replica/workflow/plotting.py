@@ -1166,6 +1166,14 @@ def _equilibrium_layer_maps(data):
     return out
 
 
+def _finish_neuron_maps(fig, mesh, data, title):
+    """The colour bar (overlap, 0 … 1) and the title of a figure of per-neuron maps."""
+    cb = fig.colorbar(mesh, ax=fig.axes, pad=0.01, fraction=0.04)
+    cb.set_label("teacher–student overlap")
+    fig.suptitle(title if title is not None else _wrap("per-neuron overlaps at equilibrium: " + describe(
+        data.get("parameters", {})), 90), fontsize=9)
+
+
 def _plot_deep_neuron_maps(data, alpha, u, maps, title):
     """One panel per layer against α (:func:`_equilibrium_layer_maps`), neurons strongest first."""
     matplotlib, plt = _mpl()
@@ -1184,10 +1192,7 @@ def _plot_deep_neuron_maps(data, alpha, u, maps, title):
                 ax.set_title(rf"layer {L}: per neuron of layer {L - 1}", loc="left", fontsize=8)
         axes[0].invert_yaxis()  # shared: strongest readouts at the top of every panel
         axes[0].set_ylabel(r"neuron quantile $u$ (strongest $|s|$ first)")
-        cb = fig.colorbar(mesh, ax=fig.axes, pad=0.01, fraction=0.04)
-        cb.set_label("teacher–student overlap")
-        fig.suptitle(title if title is not None else _wrap("per-neuron overlaps at equilibrium: " + describe(
-            data.get("parameters", {})), 90), fontsize=9)
+        _finish_neuron_maps(fig, mesh, data, title)
     return fig
 
 
@@ -1249,10 +1254,7 @@ def plot_neuron_maps(data: dict, *, title=None, max_maps=6):
                 ax.set_xlabel(r"$u$ (layer 1)")
                 ax.set_yticks(rows, [f"{abs(x):.2g}" for x in v[order]] if ax is axes2[0] else [])
             axes2[0].set_ylabel(r"$|v|$ (layer 2, strongest first)")
-        cb = fig.colorbar(mesh, ax=fig.axes, pad=0.01, fraction=0.04)
-        cb.set_label("teacher–student overlap")
-        fig.suptitle(title if title is not None else _wrap("per-neuron overlaps at equilibrium: " + describe(
-            data.get("parameters", {})), 90), fontsize=9)
+        _finish_neuron_maps(fig, mesh, data, title)
     return fig
 
 
