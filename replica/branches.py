@@ -504,22 +504,19 @@ def _converged(model, alpha, y, iterations, residual, evaluations):
     return res
 
 
-def _newton_krylov(model, alpha, x_pred, solve_kw, *, max_iter=CHORD_MAX_ITER, contraction=CHORD_CONTRACTION):
+def _newton_krylov(model, alpha, x_pred, solve_kw, *, max_iter=KRYLOV_NEWTON_ITER):
     """Matrix-free Newton corrector: ``F(x) = x`` from ``x_pred`` at ``alpha``, each Newton step solved by
     GMRES with Jacobian–vector products (:func:`_difference_operator`; inexact Newton, relative
     residual :data:`KRYLOV_RTOL`). For models with many order parameters the cost is the number of
     Krylov vectors, about the number of eigenvalues of ``F_x`` away from 0, not the number of unknowns.
     Stops when the residual test of :func:`replica.engine.solve_fixed_point` passes (``atol``, ``rtol`` of
-    ``solve_kw``); None after ``max_iter`` iterations or when a step or the residual is not
-    ``contraction`` times smaller than the previous one (``contraction=None``: no such test; the residual
-    is tested before the Krylov solve, so that a failing corrector costs one solve). A model with a
-    ``project(x)`` method (a bounded domain, e.g. the fronts of
+    ``solve_kw``); None after ``max_iter`` iterations or when an iterate or a step is not finite. A model
+    with the hook ``project`` (a bounded domain, e.g. the fronts of
     :class:`~replica.models.deep_fronts.DeepFrontModel`) has every iterate projected onto it."""
     atol = float(solve_kw.get("atol", 1e-12))
     rtol = float(solve_kw.get("rtol", 1e-10))
     y = np.array(x_pred, dtype=float)
     idx = _moving(model, y)
-    previous = previous_norm = math.inf
     evaluations = 0
     project = hook(model, "project")
     with np.errstate(all="ignore"):
@@ -533,10 +530,6 @@ def _newton_krylov(model, alpha, x_pred, solve_kw, *, max_iter=CHORD_MAX_ITER, c
                 residual = float(np.max(np.abs(g) / (atol + rtol * np.abs(y)), initial=0.0))
                 if residual <= 1.0:
                     return _converged(model, alpha, y, k, residual, evaluations)
-                norm = float(np.max(np.abs(g[idx]), initial=0.0))
-                if contraction is not None and norm > contraction * previous_norm:
-                    return None  # Newton does not contract the residual: fail before the next Krylov solve
-                previous_norm = norm
                 op = _difference_operator(model, alpha, y, g[idx], idx)
                 dy = _gmres(op, -g[idx])
                 evaluations += op.evaluations[0]
@@ -544,10 +537,6 @@ def _newton_krylov(model, alpha, x_pred, solve_kw, *, max_iter=CHORD_MAX_ITER, c
                 return None
             if dy is None:
                 return None
-            size = float(np.max(np.abs(dy), initial=0.0))
-            if contraction is not None and size > contraction * previous:
-                return None
-            previous = size
             y = y.copy()
             y[idx] += dy
             if project is not None:
@@ -557,9 +546,9 @@ def _newton_krylov(model, alpha, x_pred, solve_kw, *, max_iter=CHORD_MAX_ITER, c
 
 def _correct(model, alpha, x_pred, solve_kw):
     """Newton corrector: ``F(x) = x`` from ``x_pred`` at ``alpha`` (MINPACK ``hybr``, at most
-    :data:`CORRECTOR_MAXFEV` ``× (p + 1)`` evaluations); the result, or None when it fails the
-    residual test of :func:`replica.engine.solve_fixed_point` (``atol``, ``rtol`` of
-    ``solve_kw``)."""
+    :data:`CORRECTOR_MAXFEV` ``× (p + 1)`` evaluations; with more than :data:`ARNOLDI_SIZE` unknowns the
+    matrix-free :func:`_newton_krylov` first, ``hybr`` where it fails); the result, or None when it fails
+    the residual test of :func:`replica.engine.solve_fixed_point` (``atol``, ``rtol`` of ``solve_kw``)."""
     atol = float(solve_kw.get("atol", 1e-12))
     rtol = float(solve_kw.get("rtol", 1e-10))
     x_pred = np.asarray(x_pred, dtype=float)
@@ -567,7 +556,7 @@ def _correct(model, alpha, x_pred, solve_kw):
         return None
     idx = _moving(model, x_pred)
     if idx.size > ARNOLDI_SIZE:
-        r = _newton_krylov(model, alpha, x_pred, solve_kw, max_iter=KRYLOV_NEWTON_ITER, contraction=None)
+        r = _newton_krylov(model, alpha, x_pred, solve_kw)
         if r is not None:
             return r
 
