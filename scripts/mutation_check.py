@@ -583,6 +583,21 @@ MUTATIONS = [
       "front_layer_<l> written as s² instead of s",
       ("tests/test_deep_fronts.py::test_three_layer_sweep_defaults_to_front_rules",
        "tests/test_deep_fronts.py::test_stored_profiles_and_fronts")),
+    M("fronts-host-keeps-the-front", "replica/models/deep_fronts.py",
+      "                fronts[ell - 1] = FRONT_MAX",
+      "                pass",
+      "the host point at a bifurcation keeps the front of a layer that has no learned neuron left",
+      ("tests/test_matrix_free.py::test_host_of_a_partial_point_is_the_point_with_those_layers_unlearned",)),
+    M("fronts-neuron-maps-ignore-the-side", "replica/models/deep_fronts.py",
+      "q = _map_axis(q, axis, target, (target >= self._fronts[layer - 1]).astype(int), nodes, side)",
+      "q = _map_axis(q, axis, target, np.zeros(target.size, int), nodes, side)",
+      "the per-neuron maps read every neuron from the small-root side of the front",
+      ("tests/test_deep_fronts.py::test_neuron_maps_average_to_the_label_averages_and_jump_at_the_front",)),
+    M("bordered-krylov-without-border", "replica/branches.py",
+      "matvec=lambda w: np.concatenate([top.matvec(w), [float(u @ np.ravel(w)[:idx.size])]]))",
+      "matvec=lambda w: np.concatenate([top.matvec(w), [0.0]]))",
+      "the bordered system at a fold loses its arclength row",
+      ("tests/test_matrix_free.py::test_bordered_krylov_step_equals_the_dense_bordered_step",)),
 ]
 
 
