@@ -142,6 +142,11 @@ CORRECTOR_MAXFEV = 8
 #: iterations and required contraction of the chord-Newton corrector of the continuation
 CHORD_MAX_ITER = 20
 CHORD_CONTRACTION = 0.7
+#: a chord corrector that needed more iterations than this refreshes its Jacobian at the next step; with more
+#: than ARNOLDI_SIZE unknowns a fresh Jacobian costs as many evaluations as unknowns, so Broyden's updates are
+#: trusted longer (three hidden layers: 6.7e4 → 6.2e4 evaluations per sweep, results equal to 1e-12)
+CHORD_REFRESH = 3
+CHORD_REFRESH_LARGE = 8
 #: solvers with labels re-solve from the overlap profile only on steps above this (relative)
 LABEL_RESOLVE_STEP = 1e-3
 #: solvers with labels: relative precision of the ends located by damped warm-started solves
@@ -935,7 +940,7 @@ def _advance(model, a0, r0, a_target, slope, solve_kw, jac_cache=None, trail=Non
                 trail.append((a, r))
             support |= np.abs(ov) > SUPPORT_OVERLAP  # learned overlaps stay tracked down to zero
             h = 2.0 * abs(step)
-            if r_new.iterations > 3:
+            if r_new.iterations > (CHORD_REFRESH_LARGE if idx.size > ARNOLDI_SIZE else CHORD_REFRESH):
                 lu = None
             fresh = False
             fold_tried = False
