@@ -257,3 +257,13 @@ def test_interrupt_inside_a_gc_callback_is_delivered_again(monkeypatch):
     assert sent and set(sent) == {signal.SIGINT}
     with pytest.raises(KeyboardInterrupt):           # anywhere else: at once, as Python's own handler
         cli._raise_interrupted(signal.SIGINT, sys._getframe())
+
+
+def test_architecture_gamma_error_keeps_its_subject(tmp_path, capsys):
+    # --architecture two_layer with one width ratio: the builder's "gammas must be …" lost its first word
+    # ("--gamma: s must be two finite numbers …") when the option name was stripped
+    assert sweep_main(["--layers", "1", "--architecture", "two_layer", "--alpha", "1",
+                       "-o", str(tmp_path / "x.h5"), "--quiet"]) == 2
+    err = one_line(capsys.readouterr().err)
+    assert "error: --gamma: gammas must be two finite numbers" in err
+    assert list(tmp_path.iterdir()) == []
