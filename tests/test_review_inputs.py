@@ -267,3 +267,11 @@ def test_architecture_gamma_error_keeps_its_subject(tmp_path, capsys):
     err = one_line(capsys.readouterr().err)
     assert "error: --gamma: gammas must be two finite numbers" in err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_plot_help_says_neurons_draws_deep_sweeps_too(capsys):
+    # replica-plot --kind neurons draws L >= 3 sweeps (one map per layer); the help said "of two hidden layers"
+    assert plot_main(["--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "per-neuron overlap maps of two hidden layers" not in text
+    assert "L >= 3, one map per layer" in text
