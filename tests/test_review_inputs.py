@@ -275,3 +275,12 @@ def test_plot_help_says_neurons_draws_deep_sweeps_too(capsys):
     text = " ".join(capsys.readouterr().out.split())
     assert "per-neuron overlap maps of two hidden layers" not in text
     assert "L >= 3, one map per layer" in text
+
+
+@pytest.mark.parametrize("only", ["", ",", " , "])
+def test_figures_empty_only_names_the_problem(tmp_path, capsys, only):
+    # --only '' said "unknown figure(s) (none)"
+    assert _figures(["--quick", "--only", only, "-o", str(tmp_path / "f")]) == 2
+    err = one_line(capsys.readouterr().err)
+    assert "--only: no figure named" in err and "unknown" not in err
+    assert not (tmp_path / "f").exists()

@@ -570,8 +570,11 @@ def _run(args) -> int:
 
     names = [n.strip() for n in str(args.only).split(",") if n.strip()]
     unknown = [n for n in names if n not in _BUILDERS]
-    if unknown or not names:
-        raise UsageError(f"--only: unknown figure(s) {', '.join(unknown) or '(none)'}; choose from {', '.join(FIGURES)}")
+    if not names:
+        raise UsageError(f"--only: no figure named (got {str(args.only)!r}); choose from {', '.join(FIGURES)}")
+    if unknown:
+        raise UsageError(f"--only: unknown figure(s) {', '.join(unknown)}; choose from {', '.join(FIGURES)}")
+    names = list(dict.fromkeys(names))  # "depth,depth": each figure once
     missing = _missing_experiment_modules()
     if missing and str(args.only) == ",".join(FIGURES):  # all figures by default: skip those that need JAX
         logger.warning("skipping %s: they run finite-size experiments, which need %s (pip install -e "
