@@ -285,3 +285,23 @@ def test_neurons_of_a_damaged_three_layer_file_is_one_line(tmp_path, capsys, whi
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "neuron_overlap_layer_3" in err and "Traceback" not in err
     assert not out.exists()
+
+
+def test_neurons_refuses_options_it_would_ignore(tmp_path, capsys):
+    # --kind neurons with --logy or --experiment drew the maps and silently dropped the option
+    from replica.models.two_layer import TwoLayerModel
+
+    m = TwoLayerModel("tanh2", (0.5, 0.5), 0.1)
+    path = write_sweep(tmp_path / "two.h5", sweep(m, np.array([1.0]), progress=False), {"layers": 2},
+                       grids=m.grids, axes=m.dataset_axes)
+    exp = tmp_path / "exp.h5"
+    _add_experiment(exp, mode="w")
+    with h5py.File(exp, "a") as h5:
+        h5.attrs["kind"] = "experiment"
+    assert plot_main([str(path), "--experiment", str(exp), "-o", str(tmp_path / "c.png"), "--quiet"]) == 0
+    for extra, needle in ((["--logy"], "--logy"), (["--experiment", str(exp)], "--experiment")):
+        out = tmp_path / "n.png"
+        capsys.readouterr()
+        assert plot_main([str(path), "--neurons", "-o", str(out), "--quiet"] + extra) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and needle in err and not out.exists()

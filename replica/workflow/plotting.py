@@ -1616,6 +1616,10 @@ def plot_file(path, *, experiments=(), references=(), kind="auto", title=None, l
             raise PlotError(f"--kind {kind}: {path} is {name} file, drawn only with --kind auto "
                             "(curve, overlaps and layers are parts of sweep figures)")
         if fkind == "sweep" and kind == "neurons":
+            for given, opt in ((extra, "--experiment"), (references, "--reference"), (logy, "--logy")):
+                if given:  # the per-neuron maps have no learning curve to draw them on
+                    raise PlotError(f"{opt}: not drawn on the per-neuron maps of --kind neurons (use --kind auto "
+                                    "or curve)")
             return plot_neuron_maps(read_sweep(path), title=title)
         if fkind == "sweep":
             return plot_sweep(read_sweep(path), experiments=extra, references=references, kind=kind, title=title,
