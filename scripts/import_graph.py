@@ -212,6 +212,13 @@ def main(argv=None) -> int:
     parser.add_argument("--root", type=Path, default=ROOT, help="repository root (default: this checkout)")
     args = parser.parse_args(argv)
     g = graph(args.root)
+    if not g:  # a wrong --root would otherwise pass the layer rule with 0 modules
+        print(f"import_graph: error: --root: no module of the package under {str(args.root)!r}", file=sys.stderr)
+        return 2
+    if args.modules and not any(m == args.modules or m.startswith(args.modules + ".") for m in g):
+        print(f"import_graph: error: --modules: no module {args.modules!r} nor under it (e.g. replica.models)",
+              file=sys.stderr)
+        return 2
     _print_layers(g, sys.stdout)
     if args.modules is not None:
         _print_modules(g, args.modules, sys.stdout)

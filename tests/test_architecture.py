@@ -378,3 +378,14 @@ def test_only_the_fixed_top_level_packages():
     names = set(re.findall(r'"([\w.]+)"', listed))
     assert {n.split(".")[0] for n in names} == set(PACKAGES) | {"replica_hciz_data"}
     assert "replica.simulations" in names
+
+
+def test_import_graph_refuses_an_empty_root_or_prefix_in_one_line(tmp_path, capsys):
+    # a wrong --root used to print "0 modules", "against the layer rule: 0" and exit 0 (the rule vacuously
+    # passed); an unknown --modules prefix printed an empty listing with exit 0
+    assert import_graph.main(["--root", str(tmp_path)]) == 2
+    assert "--root" in capsys.readouterr().err.strip().splitlines()[0]
+    assert import_graph.main(["--modules", "nonsense.x"]) == 2
+    captured = capsys.readouterr()
+    assert len(captured.err.strip().splitlines()) == 1 and "--modules" in captured.err and captured.out == ""
+    assert import_graph.main(["--modules", "replica.models"]) == 0

@@ -120,3 +120,20 @@ def test_figures_that_need_jax_are_skipped_without_it(tmp_path, monkeypatch, cap
     assert "skipping neurons, trapped" in capsys.readouterr().err
     assert figures.main(["--quick", "--only", "neurons", "-o", str(tmp_path / "b")]) == 3
     assert "experiments" in capsys.readouterr().err
+
+
+def test_depth_figure_says_which_points_are_missing(tmp_path, monkeypatch):
+    # a layer learned at every α of the grid has NaN thresholds and was silently absent from depth.png
+    # (the quick run's L = 2, layer 1); the quick figure did not say its grids were coarse
+    from replica.workflow import figures, plotting
+
+    rows = {1: {1: (1.28, 1.39)}, 2: {1: (float("nan"), float("nan")), 2: (2.0, 2.1)}}
+    monkeypatch.setattr(figures, "depth_thresholds", lambda L, outdir, grid: rows[L])
+    saved = {}
+    monkeypatch.setattr(plotting, "save_figure", lambda fig, path, **kw: saved.update(fig=fig))
+    figures.figure_depth(tmp_path, True, figures._Report())
+    ax = saved["fig"].axes[0]
+    texts = " ".join(t.get_text() for t in ax.texts)
+    assert "L = 2, layer 1" in texts and "not drawn" in texts
+    assert "--quick" in ax.get_title()
+    assert ax.get_xlim()[1] > 2 + 0.06  # the shifted layer-2 marker lies inside the axes

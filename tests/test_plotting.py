@@ -262,3 +262,46 @@ def test_neuron_maps_figure(tmp_path):
                       {"layers": 1})
     with pytest.raises(plotting.PlotError, match="no per-neuron maps"):
         plotting.plot_file(bad, kind="neurons")
+
+
+@pytest.mark.parametrize("which", ["equilibrium", "all"])
+def test_neurons_of_a_damaged_three_layer_file_is_one_line(tmp_path, capsys, which):
+    # an L = 3 sweep whose per-neuron map of layer 3 was deleted (from the equilibrium branch or from every
+    # branch): replica-plot --kind neurons refuses it in one line with status 2 (was a reshape traceback)
+    from replica.workflow.cli import sweep_main
+
+    path = tmp_path / "l3.h5"
+    assert sweep_main(["--layers", "3", "--gamma", "0.5,0.5,0.5", "--activation", "tanh2", "--unit-variance",
+                       "--delta", "0.1", "--alpha", "3", "-o", str(path), "--quiet"]) == 0
+    with h5py.File(path, "a") as h5:
+        eq = h5["equilibrium/branch"][0]
+        eq = eq.decode() if isinstance(eq, bytes) else str(eq)
+        for name in (list(h5["branches"]) if which == "all" else [eq]):
+            if "neuron_overlap_layer_3" in h5["branches"][name]:
+                del h5["branches"][name]["neuron_overlap_layer_3"]
+    capsys.readouterr()
+    out = tmp_path / "n.png"
+    assert plot_main([str(path), "--kind", "neurons", "-o", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "neuron_overlap_layer_3" in err and "Traceback" not in err
+    assert not out.exists()
+
+
+def test_neurons_refuses_options_it_would_ignore(tmp_path, capsys):
+    # --kind neurons with --logy or --experiment drew the maps and silently dropped the option
+    from replica.models.two_layer import TwoLayerModel
+
+    m = TwoLayerModel("tanh2", (0.5, 0.5), 0.1)
+    path = write_sweep(tmp_path / "two.h5", sweep(m, np.array([1.0]), progress=False), {"layers": 2},
+                       grids=m.grids, axes=m.dataset_axes)
+    exp = tmp_path / "exp.h5"
+    _add_experiment(exp, mode="w")
+    with h5py.File(exp, "a") as h5:
+        h5.attrs["kind"] = "experiment"
+    assert plot_main([str(path), "--experiment", str(exp), "-o", str(tmp_path / "c.png"), "--quiet"]) == 0
+    for extra, needle in ((["--logy"], "--logy"), (["--experiment", str(exp)], "--experiment")):
+        out = tmp_path / "n.png"
+        capsys.readouterr()
+        assert plot_main([str(path), "--neurons", "-o", str(out), "--quiet"] + extra) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and needle in err and not out.exists()

@@ -257,3 +257,30 @@ def test_interrupt_inside_a_gc_callback_is_delivered_again(monkeypatch):
     assert sent and set(sent) == {signal.SIGINT}
     with pytest.raises(KeyboardInterrupt):           # anywhere else: at once, as Python's own handler
         cli._raise_interrupted(signal.SIGINT, sys._getframe())
+
+
+def test_architecture_gamma_error_keeps_its_subject(tmp_path, capsys):
+    # --architecture two_layer with one width ratio: the builder's "gammas must be …" lost its first word
+    # ("--gamma: s must be two finite numbers …") when the option name was stripped
+    assert sweep_main(["--layers", "1", "--architecture", "two_layer", "--alpha", "1",
+                       "-o", str(tmp_path / "x.h5"), "--quiet"]) == 2
+    err = one_line(capsys.readouterr().err)
+    assert "error: --gamma: gammas must be two finite numbers" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_plot_help_says_neurons_draws_deep_sweeps_too(capsys):
+    # replica-plot --kind neurons draws L >= 3 sweeps (one map per layer); the help said "of two hidden layers"
+    assert plot_main(["--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "per-neuron overlap maps of two hidden layers" not in text
+    assert "L >= 3, one map per layer" in text
+
+
+@pytest.mark.parametrize("only", ["", ",", " , "])
+def test_figures_empty_only_names_the_problem(tmp_path, capsys, only):
+    # --only '' said "unknown figure(s) (none)"
+    assert _figures(["--quick", "--only", only, "-o", str(tmp_path / "f")]) == 2
+    err = one_line(capsys.readouterr().err)
+    assert "--only: no figure named" in err and "unknown" not in err
+    assert not (tmp_path / "f").exists()

@@ -704,8 +704,9 @@ def build_plot_parser() -> argparse.ArgumentParser:
                         "and SGD files), curve (learning curve only), classification (the Bayes-optimal "
                         "classification error of ±1 output channels, --channel probit/sign/logistic), overlaps "
                         "(Q(v) profiles / overlaps vs α), "
-                        "layers (per-layer maps, deep networks), neurons (per-neuron overlap maps of two hidden "
-                        "layers: every first-layer neuron and every pair of neurons, ordered by readout strength), "
+                        "layers (per-layer maps, deep networks), neurons (per-neuron overlap maps of sweeps with two "
+                        "or more hidden layers and linear parts: L = 2, every first-layer neuron and every pair of "
+                        "neurons; L >= 3, one map per layer; ordered by readout strength), "
                         "phase (phase diagram) (default auto)")
     p.add_argument("--neurons", action="store_const", const="neurons", dest="kind",
                    help="the same as --kind neurons")

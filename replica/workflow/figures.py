@@ -405,10 +405,15 @@ def figure_depth(outdir: Path, quick: bool, report: _Report):
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylabel(r"sample ratio $\alpha = n/d^2$")
         ax.set_ylim(bottom=0)
-        ax.set_title(r"$\tanh(2x)$ with its linear part, $\gamma_\ell = 0.5$, $\Delta = 0.1$", fontsize=9)
+        ax.set_title(r"$\tanh(2x)$ with its linear part, $\gamma_\ell = 0.5$, $\Delta = 0.1$"
+                     + (" (--quick: coarse grids)" if quick else ""), fontsize=9)
+        ax.set_xlim(min(depths) - 0.3, max(depths) + 0.3)  # the side-by-side markers of deeper layers
         ax.legend(fontsize=7, ncol=2)
+        below = [f"L = {L}, layer {ell}" for L, per in rows.items() for ell, (sp, c) in per.items() if np.isnan(c)]
+        if below:  # a NaN point is not drawn: say which ones are missing and why
+            ax.text(0.01, 0.01, "not drawn (learned at every α of the grid, or at none): " + ", ".join(below),
+                    transform=ax.transAxes, fontsize=6, va="bottom", ha="left")
     save_figure(fig, outdir / "depth.png")
-    below = [f"L = {L}, layer {ell}" for L, per in rows.items() for ell, (sp, c) in per.items() if np.isnan(c)]
     report.add("depth", "no published per-layer thresholds available", float("nan"),
                "; ".join(f"L = {L}: alpha_c = " + ", ".join(f"{c:.4g}" for _, c in per.values())
                          for L, per in rows.items()), measure="none",
@@ -570,8 +575,11 @@ def _run(args) -> int:
 
     names = [n.strip() for n in str(args.only).split(",") if n.strip()]
     unknown = [n for n in names if n not in _BUILDERS]
-    if unknown or not names:
-        raise UsageError(f"--only: unknown figure(s) {', '.join(unknown) or '(none)'}; choose from {', '.join(FIGURES)}")
+    if not names:
+        raise UsageError(f"--only: no figure named (got {str(args.only)!r}); choose from {', '.join(FIGURES)}")
+    if unknown:
+        raise UsageError(f"--only: unknown figure(s) {', '.join(unknown)}; choose from {', '.join(FIGURES)}")
+    names = list(dict.fromkeys(names))  # "depth,depth": each figure once
     missing = _missing_experiment_modules()
     if missing and str(args.only) == ",".join(FIGURES):  # all figures by default: skip those that need JAX
         logger.warning("skipping %s: they run finite-size experiments, which need %s (pip install -e "

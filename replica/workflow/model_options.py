@@ -330,6 +330,8 @@ def resolve_model(options: dict, *, build_it: bool = True) -> tuple:
                          ("delta", "--delta"), ("readout", "--readout"), ("s_grid", "--s-grid"),
                          ("channel", "--channel"),
                          ("architecture", "architecture")):
+            if msg.startswith(key + "s "):  # "gammas must be …": the whole message reads better
+                raise UsageError(f"{opt}: {msg}") from None
             if msg.startswith(key):
                 raise UsageError(f"{opt}: {msg[len(key):].lstrip(' :')}") from None
         raise UsageError(f"--layers {layers}: {msg}") from None

@@ -1131,13 +1131,26 @@ def _equilibrium_neuron_maps(data):
     n_a = np.asarray(eq["alpha"]).size
     q1 = np.full((n_a, u.size), np.nan)
     q2 = np.full((n_a, v.size, u.size), np.nan)
+    deep = _hidden_layers(data) >= 3
     for i, name in enumerate(eq["branch"]):
         b = branches.get(str(name))
         if b is not None and "neuron_overlap_layer_1" in b:
             q1[i] = b["neuron_overlap_layer_1"][i]
-            if "neuron_overlap_layer_3" not in b:  # L ≥ 3: layer 2 is a (u₂, u₁) map (_equilibrium_layer_maps)
+            if not deep:  # L ≥ 3: layer 2 is a (u₂, u₁) map (_equilibrium_layer_maps)
                 q2[i] = np.asarray(b["neuron_overlap_layer_2"][i]).reshape(v.size, u.size)
     return u, q1, q2, v
+
+
+def _hidden_layers(data):
+    """The number of hidden layers of a sweep: the ``layers`` parameter, or 3 when a branch stores a
+    third layer's per-neuron map (files whose parameters lack it)."""
+    try:
+        layers = int(data.get("parameters", {}).get("layers") or 0)
+    except (TypeError, ValueError):
+        layers = 0
+    if any("neuron_overlap_layer_3" in b for b in data["branches"].values()):
+        layers = max(layers, 3)
+    return layers
 
 
 def _equilibrium_layer_maps(data):
@@ -1146,10 +1159,10 @@ def _equilibrium_layer_maps(data):
     overlap of each of its neurons averaged over the previous layer's neurons; the last layer: the weights
     from each neuron of layer L − 1 to the strongest readout), or None for files with two hidden layers."""
     branches = data["branches"]
-    first = next((b for b in branches.values() if "neuron_overlap_layer_3" in b), None)
-    if first is None:
+    if _hidden_layers(data) < 3:
         return None
-    L = max(int(k.rsplit("_", 1)[1]) for k in first if k.startswith("neuron_overlap_layer_"))
+    first = next((b for b in branches.values() if "neuron_overlap_layer_1" in b), None)
+    L = max([_hidden_layers(data)] + [int(k.rsplit("_", 1)[1]) for k in first if k.startswith("neuron_overlap_layer_")])
     n_q = np.asarray(first["neuron_quantiles"]).size
     v = np.asarray(first["readout_values"], dtype=float)
     strongest = int(np.argmax(np.abs(v)))
@@ -1161,6 +1174,9 @@ def _equilibrium_layer_maps(data):
         if b is None or "neuron_overlap_layer_1" not in b:
             continue
         for ell in range(1, L + 1):
+            if f"neuron_overlap_layer_{ell}" not in b:
+                raise PlotError(f"--neurons: branch {str(name)!r} lacks neuron_overlap_layer_{ell} (every branch of "
+                                f"an L = {L} sweep stores it: the file is damaged)")
             q = np.asarray(b[f"neuron_overlap_layer_{ell}"][i], dtype=float)
             out[ell][i] = q if ell == 1 else (q[strongest] if ell == L else q.mean(axis=1))
     return out
@@ -1600,6 +1616,10 @@ def plot_file(path, *, experiments=(), references=(), kind="auto", title=None, l
             raise PlotError(f"--kind {kind}: {path} is {name} file, drawn only with --kind auto "
                             "(curve, overlaps and layers are parts of sweep figures)")
         if fkind == "sweep" and kind == "neurons":
+            for given, opt in ((extra, "--experiment"), (references, "--reference"), (logy, "--logy")):
+                if given:  # the per-neuron maps have no learning curve to draw them on
+                    raise PlotError(f"{opt}: not drawn on the per-neuron maps of --kind neurons (use --kind auto "
+                                    "or curve)")
             return plot_neuron_maps(read_sweep(path), title=title)
         if fkind == "sweep":
             return plot_sweep(read_sweep(path), experiments=extra, references=references, kind=kind, title=title,
