@@ -216,6 +216,7 @@ def test_the_registry_lists_exactly_the_tested_activations():
 
 def test_an_activation_added_to_the_registry_only_runs_or_is_refused_clearly(monkeypatch):
     from replica import activations
+    import replica.simulations.activations  # noqa: F401 - imported before the patch: it binds the registry's tuple
 
     def softsign(x):
         return x / (1.0 + np.abs(x))

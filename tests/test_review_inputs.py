@@ -259,13 +259,17 @@ def test_interrupt_inside_a_gc_callback_is_delivered_again(monkeypatch):
         cli._raise_interrupted(signal.SIGINT, sys._getframe())
 
 
-def test_architecture_gamma_error_keeps_its_subject(tmp_path, capsys):
-    # --architecture two_layer with one width ratio: the builder's "gammas must be …" lost its first word
-    # ("--gamma: s must be two finite numbers …") when the option name was stripped
-    assert sweep_main(["--layers", "1", "--architecture", "two_layer", "--alpha", "1",
-                       "-o", str(tmp_path / "x.h5"), "--quiet"]) == 2
+@pytest.mark.parametrize("argv", [
+    ["--layers", "1", "--architecture", "two_layer"],
+    ["--layers", "3", "--gamma", "0.5,0.5,0.5", "--architecture", "shallow"],
+    ["--layers", "3", "--gamma", "0.5,0.5,0.5", "--drop-hermite", "0,1,2", "--architecture", "deep_linear"],
+])
+def test_an_architecture_that_does_not_solve_the_request_is_refused(tmp_path, capsys, argv):
+    # --architecture shallow with --layers 3 ran a one-hidden-layer model and wrote a file labelled L = 3;
+    # --layers 1 with two_layer failed inside the builder with a message about --gamma
+    assert sweep_main([*argv, "--activation", "tanh2", "--alpha", "1", "-o", str(tmp_path / "x.h5"), "--quiet"]) == 2
     err = one_line(capsys.readouterr().err)
-    assert "error: --gamma: gammas must be two finite numbers" in err
+    assert f"error: architecture: {argv[argv.index('--architecture') + 1]} does not solve --layers {argv[1]}" in err
     assert list(tmp_path.iterdir()) == []
 
 

@@ -100,6 +100,10 @@ class Architecture:
         ``prepare(model, options, alphas, *, solve_kw, branches) -> ReplicaModel``: the model a sweep of the
         sorted ``alphas`` runs on (:func:`replica.workflow.run.run_sweep`), e.g. a grid refined at those α
         (two hidden layers with ``s_grid="auto"``), or its lazy spec; None: the built model itself.
+    solves : callable or None
+        ``solves(layers, activations) -> bool``: whether the architecture's equations cover these options
+        when it is chosen by name (:func:`choose` refuses it otherwise, instead of building another
+        network than the one requested); None: no check.
     """
 
     name: str
@@ -108,6 +112,7 @@ class Architecture:
     priority: int = 0
     summary: str = ""
     prepare: Callable | str | None = None
+    solves: Callable | None = None
 
     def builder(self) -> Callable:
         """The ``build`` function (a lazy spec is imported here).
@@ -219,11 +224,16 @@ def choose(request: ModelRequest, architecture: str | None = None) -> Architectu
     Raises
     ------
     ValueError
-        Unknown name, or no architecture accepts the request.
+        Unknown name, a named architecture whose ``solves`` rule refuses the request (number of layers,
+        linear parts), or no architecture accepts the request.
     """
     if architecture in (None, "", "auto"):
         return select(request.layers, request.activations)
-    return get_architecture(architecture)
+    arch = get_architecture(architecture)
+    if arch.solves is not None and not arch.solves(request.layers, request.activations):
+        raise ValueError(f"architecture: {arch.name} does not solve --layers {request.layers} with these activations "
+                         f"({arch.summary or 'see its documentation'})")
+    return arch
 
 
 def build(request: ModelRequest, architecture: str | None = None):
@@ -329,13 +339,24 @@ def _build_deep(r: ModelRequest):
                      readout_law=r.readout_law, output_channel=r.output_channel)
 
 
-register(Architecture("shallow", _build_shallow, lambda layers, acts: layers == 1, priority=30,
-                      summary="one hidden layer (docs/theory.md §5)"))
-register(Architecture("two_layer", _build_two_layer, lambda layers, acts: layers == 2 and _linear_part(acts),
+def _one_layer(layers, acts):
+    return layers == 1
+
+
+def _two_layers_linear(layers, acts):
+    return layers == 2 and _linear_part(acts)
+
+
+def _deep_linear(layers, acts):
+    return layers >= 3 and _linear_part(acts[:1])
+
+
+register(Architecture("shallow", _build_shallow, _one_layer, priority=30,
+                      summary="one hidden layer (docs/theory.md §5)", solves=_one_layer))
+register(Architecture("two_layer", _build_two_layer, _two_layers_linear,
                       priority=20, summary="two hidden layers with linear parts (docs/theory.md §6.2)",
-                      prepare=_prepare_two_layer))
-register(Architecture("deep_linear", _build_deep_linear,
-                      lambda layers, acts: layers >= 3 and _linear_part(acts[:1]), priority=20,
-                      summary="L >= 3 hidden layers with linear parts (docs/deep_linear.md)"))
+                      prepare=_prepare_two_layer, solves=_two_layers_linear))
+register(Architecture("deep_linear", _build_deep_linear, _deep_linear, priority=20,
+                      summary="L >= 3 hidden layers with linear parts (docs/deep_linear.md)", solves=_deep_linear))
 register(Architecture("deep", _build_deep, lambda layers, acts: layers >= 2, priority=0,
                       summary="L hidden layers without Hermite degrees <= 2 (docs/theory.md §6.1)"))
