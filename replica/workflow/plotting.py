@@ -1205,7 +1205,8 @@ def _plot_deep_neuron_maps(data, alpha, u, maps, title):
             elif ell < L:
                 ax.set_title(rf"layer {ell}: per neuron, mean over layer {ell - 1}", loc="left", fontsize=8)
             else:
-                ax.set_title(rf"layer {L}: per neuron of layer {L - 1}", loc="left", fontsize=8)
+                ax.set_title(rf"layer {L}: weights to the strongest readout, per neuron of layer {L - 1}", loc="left",
+                             fontsize=8)
         axes[0].invert_yaxis()  # shared: strongest readouts at the top of every panel
         axes[0].set_ylabel(r"neuron quantile $u$ (strongest $|s|$ first)")
         _finish_neuron_maps(fig, mesh, data, title)
