@@ -589,7 +589,7 @@ MUTATIONS = [
       "the host point at a bifurcation keeps the front of a layer that has no learned neuron left",
       ("tests/test_matrix_free.py::test_host_of_a_partial_point_is_the_point_with_those_layers_unlearned",)),
     M("fronts-neuron-maps-ignore-the-side", "replica/models/deep_fronts.py",
-      "q = _map_axis(q, axis, target, (target >= self._fronts[layer - 1]).astype(int), nodes, side)",
+      "q = _map_axis(q, axis, target, (target >= fronts[layer - 1]).astype(int), nodes, side)",
       "q = _map_axis(q, axis, target, np.zeros(target.size, int), nodes, side)",
       "the per-neuron maps read every neuron from the small-root side of the front",
       ("tests/test_deep_fronts.py::test_neuron_maps_average_to_the_label_averages_and_jump_at_the_front",)),

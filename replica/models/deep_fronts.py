@@ -53,8 +53,9 @@ fronts are stored per point (``front_layer_<ℓ>``, in units of s).
 
 from __future__ import annotations
 
+import functools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -184,7 +185,8 @@ class DeepFrontState(DeepLinearState):
     learned : tuple
         ``(layers, extra_products)`` read on the front-aligned rules (probes excluded).
     neuron_maps : dict
-        ``{ℓ: Q_ℓ}`` per neuron (:meth:`DeepFrontModel.neuron_maps`), stored as ``neuron_overlap_layer_<ℓ>``.
+        ``{ℓ: Q_ℓ}`` per neuron (:meth:`DeepFrontModel.neuron_maps`), stored as ``neuron_overlap_layer_<ℓ>``;
+        computed at the first access (from ``neuron_source``), not for every state of a continuation.
     rule_overlaps : ndarray
         Every overlap on the front-aligned rules times the square root of its group's mass
         ``p(row) p(column)``: :attr:`overlaps`, continuous along a sheet (the reported profiles jump
@@ -195,7 +197,14 @@ class DeepFrontState(DeepLinearState):
     fronts: np.ndarray = None
     learned: tuple = ((), False)
     rule_overlaps: np.ndarray = None
-    neuron_maps: dict = None
+    neuron_source: object = field(default=None, repr=False)
+
+    @property
+    def neuron_maps(self) -> dict:
+        """The per-neuron maps (computed once, at the first access)."""
+        if callable(self.neuron_source):
+            self.neuron_source = self.neuron_source()
+        return self.neuron_source
 
     @property
     def overlaps(self) -> np.ndarray:
@@ -519,8 +528,9 @@ class DeepFrontModel(DeepLinearModel):
             axes[f"neuron_overlap_layer_{ell}"] = (rows, "neuron_quantiles")
         return axes
 
-    def neuron_maps(self, Q) -> dict:
-        """Per-neuron overlaps ``{ℓ: Q_ℓ}`` from the overlaps ``Q`` on the current front rules.
+    def neuron_maps(self, Q, rules=None, fronts=None) -> dict:
+        """Per-neuron overlaps ``{ℓ: Q_ℓ}`` from the overlaps ``Q`` on the front rules ``rules`` at the fronts
+        ``fronts`` (default: the current ones, :meth:`rules`).
 
         Every inner layer's neurons are ordered by the strength of their effective readout: the neuron
         quantile ``u`` (the fraction of the layer's neurons with a stronger readout) sits at
@@ -535,14 +545,16 @@ class DeepFrontModel(DeepLinearModel):
             the weights between the layer-ℓ neuron at quantile ``u_ℓ`` (rows) and the layer-(ℓ−1) neuron at
             ``u_{ℓ−1}`` (columns); ``L``: shape (n_readout, n_q), readout value × layer-(L−1) quantile.
         """
+        rules = self._rules if rules is None else rules
+        fronts = self._fronts if fronts is None else fronts
         target = self.neuron_s
         out = {}
         for ell in range(1, self.L + 1):
             q = np.asarray(Q[(ell, ell)], dtype=float)
             for axis, layer in ((0, ell), (1, ell - 1)):
                 if 1 <= layer <= self.L - 1:
-                    nodes, _, side = self._rules[layer - 1]
-                    q = _map_axis(q, axis, target, (target >= self._fronts[layer - 1]).astype(int), nodes, side)
+                    nodes, _, side = rules[layer - 1]
+                    q = _map_axis(q, axis, target, (target >= fronts[layer - 1]).astype(int), nodes, side)
             out[ell] = q.ravel() if ell == 1 else q
         return out
 
@@ -594,7 +606,8 @@ class DeepFrontModel(DeepLinearModel):
         st = DeepFrontState(float(alpha), rep, hats, taus, float(c["mmse"]), float(f),
                             self.mutual_information(alpha, f), list(self.keys), means,
                             fronts=np.array(self._fronts), learned=self._learned(Q),
-                            rule_overlaps=core.pack(self._mass_weighted(Q)), neuron_maps=self.neuron_maps(Q))
+                            rule_overlaps=core.pack(self._mass_weighted(Q)),
+                            neuron_source=functools.partial(self.neuron_maps, Q, self._rules, self._fronts))
         return st
 
     def phase(self, state, *, threshold=PHASE_THRESHOLD) -> str:
