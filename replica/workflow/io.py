@@ -431,11 +431,12 @@ def write_sweep(path, result, parameters: dict, *, configuration: dict | None = 
     grids = getattr(result, "grids", None) if grids is None else grids
     axes = getattr(result, "dataset_axes", None) if axes is None else axes
     schema = getattr(result, "state_schema", None)
-    own = {"architecture": getattr(result, "architecture", ""), "s_grid_rule": getattr(result, "s_grid_rule", None),
+    own = {"s_grid_rule": getattr(result, "s_grid_rule", None),
            "state_schema": None if schema is None else schema_to_json(schema)}
     attributes = {**{k: v for k, v in own.items() if v}, **(attributes or {})}
     with atomic_h5(path) as h5:
-        _root_attrs(h5, parameters, kind="sweep", complete=True, configuration=configuration)
+        _root_attrs(h5, parameters, kind="sweep", complete=True, configuration=configuration,
+                    architecture=getattr(result, "architecture", ""))
         for key, val in attributes.items():
             h5.attrs[key] = val
         g = h5.create_group("branches")
