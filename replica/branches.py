@@ -155,6 +155,8 @@ LABELLED_END_RTOL = 1e-7
 JUMP_OFFSET = 1e-3
 #: a jump beyond a fold starts this many widths of the fold's ghost downstream (:func:`_past_the_ghost`)
 GHOST_WIDTHS = 8.0
+#: points of a traced curve (nearest first) from which :func:`_curve_through` tries to continue it
+CURVE_THROUGH_TRIES = 3
 #: above this many moving order parameters, stability comes from Jacobian–vector products (ARPACK)
 ARNOLDI_SIZE = 40
 #: restarts of ARPACK for the leading eigenvalue
@@ -324,24 +326,30 @@ def jacobian(model, alpha, x, *, order=2, indices=None) -> np.ndarray:
     """
     x = np.asarray(x, dtype=float)
     idx = _moving(model, x) if indices is None else np.asarray(indices, dtype=int)
-    f0 = np.asarray(model.update(alpha, x), dtype=float)
-    jac = np.empty((idx.size, idx.size))
-    for col, j in enumerate(idx):
-        h = (1e-7 if order == 1 else 1e-5) * max(1.0, abs(x[j]))
-        if x[j] > 0.5:
-            h = -h
-        x1 = x.copy()
-        x1[j] += h
-        f1 = np.asarray(model.update(alpha, x1), dtype=float)
-        if order == 1:
-            d = (f1 - f0) / h
-        else:
-            x2 = x.copy()
-            x2[j] += 2 * h
-            f2 = np.asarray(model.update(alpha, x2), dtype=float)
-            d = (-3.0 * f0 + 4.0 * f1 - f2) / (2 * h)
-        jac[:, col] = d[idx]
-    return jac
+    h = (1e-7 if order == 1 else 1e-5) * np.maximum(1.0, np.abs(x[idx]))
+    h = np.where(x[idx] > 0.5, -h, h)
+    m = idx.size
+    steps = (1,) if order == 1 else (1, 2)
+    points = np.repeat(x[None, :], 1 + m * len(steps), axis=0)
+    for k, s in enumerate(steps):
+        points[1 + k * m + np.arange(m), idx] += s * h
+    values = _evaluate_many(model, alpha, points)[:, idx]
+    f0, f1 = values[0], values[1:1 + m]
+    if order == 1:
+        d = (f1 - f0[None, :]) / h[:, None]
+    else:
+        f2 = values[1 + m:]
+        d = (-3.0 * f0[None, :] + 4.0 * f1 - f2) / (2 * h[:, None])
+    return np.ascontiguousarray(d.T)
+
+
+def _evaluate_many(model, alpha, points) -> np.ndarray:
+    """The map at every row of ``points`` (shape (B, p)): one call of the model's ``update_many`` hook
+    (a vectorized evaluation) or, without it, one :meth:`update` per row. Shape (B, p)."""
+    many = hook(model, "update_many")
+    if many is not None:
+        return np.asarray(many(alpha, points), dtype=float)
+    return np.array([np.asarray(model.update(alpha, y), dtype=float) for y in points])
 
 
 def stability(model, alpha, x, *, order=2, indices=None, near=None) -> float:
@@ -364,7 +372,7 @@ def stability(model, alpha, x, *, order=2, indices=None, near=None) -> float:
     x = np.asarray(x, dtype=float)
     if not np.all(np.isfinite(x)):
         return math.nan
-    if indices is None and _moving(model, x).size > ARNOLDI_SIZE:
+    if indices is None and _matrix_free(model, x):
         value = _leading_eigenvalue(model, alpha, x, near=near)
         if np.isfinite(value):
             return value
@@ -456,8 +464,9 @@ def _exists(result) -> bool:
 
 def _matrix_free(model, x) -> bool:
     """Whether the continuation of ``x`` uses Jacobian–vector products instead of dense
-    finite-difference Jacobians: more than :data:`ARNOLDI_SIZE` moving order parameters."""
-    return _moving(model, x).size > ARNOLDI_SIZE
+    finite-difference Jacobians: more than :data:`ARNOLDI_SIZE` moving order parameters and no
+    vectorized map (the ``update_many`` hook evaluates every column of a dense Jacobian in one call)."""
+    return _moving(model, x).size > ARNOLDI_SIZE and hook(model, "update_many") is None
 
 
 def _difference_operator(model, alpha, y, g, idx, *, alpha_column=False):
@@ -560,10 +569,14 @@ def _correct(model, alpha, x_pred, solve_kw):
     if not np.all(np.isfinite(x_pred)):
         return None
     idx = _moving(model, x_pred)
-    if idx.size > ARNOLDI_SIZE:
+    if _matrix_free(model, x_pred):
         r = _newton_krylov(model, alpha, x_pred, solve_kw)
         if r is not None:
             return r
+    jac = None
+    if hook(model, "update_many") is not None:  # analytic-cost Jacobians: hybr needs none of its own
+        def jac(z):
+            return jacobian(model, alpha, full(z), order=1, indices=idx) - np.eye(idx.size)
 
     def full(z):
         y = x_pred.copy()
@@ -574,7 +587,7 @@ def _correct(model, alpha, x_pred, solve_kw):
         try:
             from scipy import optimize  # lazy: start-up (docs/architecture.md)
             sol = optimize.root(lambda z: (np.asarray(model.update(alpha, full(z)), dtype=float) - full(z))[idx],
-                                x_pred[idx], method="hybr",
+                                x_pred[idx], method="hybr", jac=jac,
                                 options={"xtol": 1e-13, "maxfev": CORRECTOR_MAXFEV * (idx.size + 1)})
             y = full(np.asarray(sol.x, dtype=float))
             fy = np.asarray(model.update(alpha, y), dtype=float)
@@ -759,17 +772,17 @@ def _bordered_solve(model, alpha0, x0, u, x_ref, xi, solve_kw):
                     res.info["state"] = st
                     return al, res
                 rhs = -np.concatenate([g, [c]])
-                if p > ARNOLDI_SIZE:
+                if _matrix_free(model, x):
                     delta = _bordered_krylov(model, al, x, g, idx, u, rhs)
                     if delta is None:
                         return None
                 else:
                     jac = np.zeros((p + 1, p + 1))
-                    for col, j in enumerate(idx):
-                        hj = 1e-7 * max(1.0, abs(x[j]))
-                        xh = x.copy()
-                        xh[j] += hj
-                        jac[:p, col] = (np.asarray(model.update(al, xh), dtype=float)[idx] - xh[idx] - g) / hj
+                    hj = 1e-7 * np.maximum(1.0, np.abs(x[idx]))
+                    points = np.repeat(x[None, :], p, axis=0)
+                    points[np.arange(p), idx] += hj
+                    jac[:p, :p] = ((_evaluate_many(model, al, points)[:, idx] - points[:, idx] - g[None, :])
+                                   / hj[:, None]).T
                     ha = 1e-7 * max(1.0, abs(al))
                     jac[:p, p] = (np.asarray(model.update(al + ha, x), dtype=float)[idx] - x[idx] - g) / ha
                     jac[p, :p] = u
@@ -940,7 +953,7 @@ def _advance(model, a0, r0, a_target, slope, solve_kw, jac_cache=None, trail=Non
                 trail.append((a, r))
             support |= np.abs(ov) > SUPPORT_OVERLAP  # learned overlaps stay tracked down to zero
             h = 2.0 * abs(step)
-            if r_new.iterations > (CHORD_REFRESH_LARGE if idx.size > ARNOLDI_SIZE else CHORD_REFRESH):
+            if r_new.iterations > (CHORD_REFRESH_LARGE if _matrix_free(model, x) else CHORD_REFRESH):
                 lu = None
             fresh = False
             fold_tried = False
@@ -1132,7 +1145,7 @@ def _trace(model, alphas, a0, seed_result, solve_kw):
                 if why == "support" or small:
                     # many order parameters: the end found by halving the step (to MIN_STEP) is the
                     # bifurcation; the host's eigenvalue root adds digits below that at ~10³ evaluations
-                    a_end = a_last if _matrix_free(model, r_last.x) else \
+                    a_end = a_last if _moving(model, r_last.x).size > ARNOLDI_SIZE else \
                         _locate_bifurcation(model, a_last, r_last, direction, solve_kw)
                     curve.ends[direction] = _End(a_end, "bifurcation", r_last, a_last)
                 else:
@@ -1489,8 +1502,11 @@ def _curve_through(model, alphas, curves, alpha, result, solve_kw):
     """The traced curve that passes through the point ``result`` at ``alpha`` (off the grid), or None.
 
     Every curve that exists at ``alpha`` is continued there from the nearest of its grid points and
-    continuation steps (a few corrector steps); the point lies on it when the overlaps agree to
-    :data:`DISTINCT_TOL`. Avoids tracing a whole branch again to learn that a jump landed on it."""
+    continuation steps (a few corrector steps; from the next nearest, up to :data:`CURVE_THROUGH_TRIES`,
+    where that fails, and as a last resort by the damped iteration warm-started at the nearest point);
+    the point lies on it when the overlaps agree to :data:`DISTINCT_TOL`. Avoids tracing a whole branch
+    again to learn that a jump landed on it (three hidden layers: a jump next to the branch point of
+    ``layers_1_2`` at α ≈ 3.878 was otherwise traced as a short extra branch)."""
     ov = _overlaps(result)
     for c in curves:
         if not c.lo(alphas) <= alpha <= c.hi(alphas):
@@ -1498,8 +1514,20 @@ def _curve_through(model, alphas, curves, alpha, result, solve_kw):
         nodes = [(float(alphas[i]), r) for i, r in c.results.items()] + c.trail
         if not nodes:
             continue
-        a0, r0 = min(nodes, key=lambda t: abs(t[0] - alpha))
-        r = r0 if a0 == alpha else _advance(model, a0, r0, float(alpha), None, solve_kw)[0]
+        nearest = sorted(nodes, key=lambda t: abs(t[0] - alpha))
+        for a0, r0 in nearest[:CURVE_THROUGH_TRIES]:
+            r = r0 if a0 == alpha else _advance(model, a0, r0, float(alpha), None, solve_kw)[0]
+            if r is not None:
+                break
+        else:
+            # continuation fails from every point tried (next to a branch point, where the corrector
+            # meets a near-singular Jacobian): the damped iteration warm-started at the nearest point,
+            # kept where it lands within one accepted continuation step of it (:func:`_check_step`)
+            r0 = nearest[0][1]
+            r = model.solve_from(float(alpha), None, r0.x, start="continuation", **solve_kw)
+            ov0 = _overlaps(r0)
+            if not (_exists(r) and _check_step(r, ov0, np.abs(ov0) > SUPPORT_OVERLAP) is None):
+                r = None
         if r is not None and _same_point(model, alpha, r, result):
             return c
     return None

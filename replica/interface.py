@@ -182,6 +182,11 @@ class ModelDefaults:
         ``without_overlaps(x, mask) -> x``: the packed point with the overlaps selected by ``mask`` (shape
         of ``state.overlaps``) set to 0, the start of the host branch at a bifurcation. Default None: the
         overlaps are the leading packed entries and are zeroed there.
+    update_many : callable or None
+        ``update_many(alpha, X) -> ndarray``: the map at every row of ``X`` (shape (B, p)) in one vectorized
+        call, shape (B, p), equal row by row to ``update`` (NaN rows where it is not finite). Finite-difference
+        Jacobians then take one call, and models with more than ``ARNOLDI_SIZE`` unknowns use dense Jacobians
+        instead of Jacobian–vector products. Default None (one ``update`` per column).
     """
 
     main_phase = None
@@ -198,6 +203,7 @@ class ModelDefaults:
     output_channel = None
     project = None
     without_overlaps = None
+    update_many = None
 
     def moving_indices(self, x) -> np.ndarray:
         """Entries of the packed vector ``x`` (shape (p,)) that the map moves; default all, ``arange(p)``."""

@@ -146,13 +146,13 @@ def test_bad_options():
 def _weight_derivative(model, alpha, c, ell, j, h=1e-6):
     """∂f/∂p(j) by second-order one-sided differences of the free entropy in the node's weight."""
     core = model.core
-    w = core.label_weights[ell]
-    old = w[j]
+    w = core.label_weights[ell]  # the rule's weights are shared (memoized, read-only): perturbed copies
     vals = []
     for k in (0.0, 1.0, 2.0):
-        w[j] = old + k * h
+        core.label_weights[ell] = w.copy()
+        core.label_weights[ell][j] += k * h
         vals.append(core.free_entropy(alpha, c["Q"], c["hat"]))
-    w[j] = old
+    core.label_weights[ell] = w
     return (4.0 * vals[1] - vals[2] - 3.0 * vals[0]) / (2.0 * h)
 
 

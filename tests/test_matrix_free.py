@@ -18,7 +18,11 @@ KW = dict(atol=1e-12, rtol=1e-10)
 
 @pytest.fixture(scope="module")
 def three():
-    return DeepFrontModel(activation="tanh2", gammas=(0.5, 0.5, 0.5), delta=0.1)
+    class WithoutBatch(DeepFrontModel):
+        """Three layers without the vectorized map: the continuation's matrix-free path."""
+        update_many = None
+
+    return WithoutBatch(activation="tanh2", gammas=(0.5, 0.5, 0.5), delta=0.1)
 
 
 @pytest.fixture(scope="module")

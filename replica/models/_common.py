@@ -115,7 +115,7 @@ def effective_readout_grid(n_s: int):
     return s[order], p[order]
 
 
-def refined_solve(model, alpha, x, **solver_options):
+def refined_solve(model, alpha, x, *, corrector=None, **solver_options):
     """Solve ``model``'s equations on its refined grid from the point ``x`` and measure the change.
 
     Shared by the ``discretization_error`` of :class:`~replica.models.two_layer.TwoLayerModel` and
@@ -131,6 +131,10 @@ def refined_solve(model, alpha, x, **solver_options):
         Sample ratio α = n/d² > 0 of the point.
     x : ndarray, shape (model.size,)
         A converged packed point of ``model``.
+    corrector : callable or None, keyword-only
+        ``corrector(fine, alpha, x0) -> FixedPointResult or None``: a Newton-type solve from the carried
+        point ``x0`` tried before the damped iteration (which runs where it returns None or a point of
+        another phase). Default None: the damped iteration only.
     **solver_options
         Passed to ``solve_from`` of the refined model.
 
@@ -146,8 +150,11 @@ def refined_solve(model, alpha, x, **solver_options):
     if not np.any(x):
         return 0.0, None
     fine = model.refined()
-    r = fine.solve_from(alpha, model.interpolate_to(fine, x), **solver_options)
+    x0 = model.interpolate_to(fine, x)
     a = model.state(alpha, x)
+    r = None if corrector is None else corrector(fine, alpha, x0)
+    if r is None or fine.phase(r.info["state"]) != model.phase(a):
+        r = fine.solve_from(alpha, x0, **solver_options)
     if not r.converged or fine.phase(r.info["state"]) != model.phase(a):
         return math.nan, None
     b = r.info["state"]

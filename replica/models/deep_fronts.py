@@ -60,12 +60,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from hciz.compiled import iota_of
+from priors._kernels import kernel
 
 from ..engine import STATUS_MESSAGES, FixedPointResult, solve_fixed_point
 from ._common import DEFAULT_S_GRID, PHASE_THRESHOLD, neuron_quantiles, refined_solve
 # the one import of another architecture module: DeepFrontModel is DeepLinearModel on front-aligned rules
 # (the same architecture family, docs/architecture.md)
-from .deep_linear import INFORMED_OVERLAP, DeepLinearModel, DeepLinearState, phase_label
+from .deep_linear import INFORMED_OVERLAP, DeepLinearModel, DeepLinearState, _finite_rows, phase_label
 
 __all__ = ["DeepFrontModel", "DeepFrontState", "folded_gauss_rule", "front_rule", "FRONT_MAX",
            "DEFAULT_PANEL_NODES", "LEARNED_MASS"]
@@ -114,27 +115,50 @@ def folded_gauss_rule(a: float, b: float, n: int):
     hi = min(float(b), 13.0)
     if hi <= a:
         return np.full(int(n), float(a)), np.zeros(int(n))
-    s = a + (hi - a) * (_FINE_X + 1.0) / 2.0
-    ws = (hi - a) / 2.0 * _FINE_W * 2.0 * np.exp(-0.5 * s * s) / math.sqrt(2.0 * math.pi)
-    mass = float(ws.sum())
-    if mass <= 0.0:
+    nodes, weights = _stieltjes_gauss(float(a), hi, int(n), _FINE_X, _FINE_W)
+    if not weights.sum() > 0.0:
         return np.full(int(n), float(a)), np.zeros(int(n))
-    ws = ws / mass
-    n = int(n)
-    alpha = np.zeros(n)
-    beta = np.zeros(n)
-    p_prev = np.zeros_like(s)
-    p = np.ones_like(s)
+    return nodes, weights
+
+
+@kernel(cache=True)
+def _stieltjes_gauss(a, hi, n, fine_x, fine_w):  # pragma: no cover - compiled
+    """:func:`folded_gauss_rule` on ``[a, hi]``, compiled: the discretized Stieltjes recurrence on the
+    Gauss–Legendre rule ``(fine_x, fine_w)`` mapped to ``[a, hi]``, then Golub–Welsch (zero weights when the
+    panel carries no mass)."""
+    m = fine_x.size
+    s = np.empty(m)
+    ws = np.empty(m)
+    mass = 0.0
+    for i in range(m):
+        s[i] = a + (hi - a) * (fine_x[i] + 1.0) / 2.0
+        ws[i] = (hi - a) / 2.0 * fine_w[i] * 2.0 * math.exp(-0.5 * s[i] * s[i]) / math.sqrt(2.0 * math.pi)
+        mass += ws[i]
+    if not mass > 0.0:
+        return np.full(n, a), np.zeros(n)
+    for i in range(m):
+        ws[i] /= mass
+    jac = np.zeros((n, n))
+    p_prev = np.zeros(m)
+    p = np.ones(m)
     norm_prev = 1.0
     for k in range(n):
-        norm = float(ws @ (p * p))
-        alpha[k] = float(ws @ (s * p * p)) / norm
-        beta[k] = norm / norm_prev if k > 0 else 0.0
-        p_prev, p = p, (s - alpha[k]) * p - beta[k] * p_prev
+        norm = 0.0
+        first = 0.0
+        for i in range(m):
+            norm += ws[i] * p[i] * p[i]
+            first += ws[i] * s[i] * p[i] * p[i]
+        alpha_k = first / norm
+        beta_k = norm / norm_prev if k > 0 else 0.0
+        jac[k, k] = alpha_k
+        if k > 0:
+            jac[k, k - 1] = jac[k - 1, k] = math.sqrt(beta_k)
+        p_new = (s - alpha_k) * p - beta_k * p_prev
+        p_prev = p
+        p = p_new
         norm_prev = norm
-    off = np.sqrt(beta[1:])
-    nodes, vec = np.linalg.eigh(np.diag(alpha) + np.diag(off, 1) + np.diag(off, -1))
-    return nodes, mass * vec[0] ** 2
+    nodes, vec = np.linalg.eigh(jac)
+    return nodes, mass * vec[0, :] ** 2
 
 
 def front_rule(front: float, n: int):
@@ -146,12 +170,20 @@ def front_rule(front: float, n: int):
     on the large root) gives the small-root panel zero weight; a front at :data:`FRONT_MAX`, the
     large-root panel a mass < 2e-17.
     """
-    f = float(min(max(front, 0.0), FRONT_MAX))
+    return _front_rule(float(min(max(front, 0.0), FRONT_MAX)), int(n))
+
+
+@functools.lru_cache(maxsize=512)
+def _front_rule(f: float, n: int):
+    """:func:`front_rule`, memoized (a continuation and its finite-difference Jacobians revisit the same
+    fronts); the arrays are read-only."""
     lo = folded_gauss_rule(0.0, f, n) if f > 1e-12 else (np.zeros(n), np.zeros(n))
     hi = folded_gauss_rule(f, math.inf, n)
     nodes = np.concatenate([[f, f], lo[0], hi[0]])
     weights = np.concatenate([[0.0, 0.0], lo[1], hi[1]])
     side = np.concatenate([[0, 1], np.zeros(n, int), np.ones(n, int)])
+    for a in (nodes, weights, side):
+        a.setflags(write=False)
     return nodes, weights, side
 
 
@@ -311,9 +343,10 @@ class DeepFrontModel(DeepLinearModel):
         return self.n_fronts + self.core.size
 
     def split(self, x):
-        """``(fronts (L − 1,), packed overlaps of the working model)``."""
+        """``(fronts (L − 1,), packed overlaps of the working model)`` (of every row for a batch
+        ``(..., size)``)."""
         x = np.asarray(x, dtype=float)
-        return x[:self.n_fronts], x[self.n_fronts:]
+        return x[..., :self.n_fronts], x[..., self.n_fronts:]
 
     # ------------------------------------------------------------------ map
     def neuron_potentials(self, alpha, c, ell, nodes):
@@ -342,11 +375,11 @@ class DeepFrontModel(DeepLinearModel):
         """
         core = self.core
         L = self.L
-        Q, hat, G, D, U = c["Q"], c["hat"], c["G"], c["D"], c["U"]
+        Q, G, D, U = c["Q"], c["G"], c["D"], c["U"]
         nodes = np.asarray(nodes, dtype=int)
         p = core.label_weights
-        dgap = self.A(L + 1, ell + 1) * core.label_squares[ell][nodes] * self.g_one[ell - 1] - G[ell][nodes] * U[ell][nodes]
-        phi = -dgap / (2.0 * D)
+        dgap = self.A(L + 1, ell + 1) * core.label_squares[ell][nodes] * self.g_one[ell - 1] - G[ell][..., nodes] * U[ell][..., nodes]
+        phi = -dgap / (2.0 * np.asarray(D)[..., None])
         for X in self.keys:
             a, b = X
             rows, cols = a == ell, b - 1 == ell
@@ -354,93 +387,90 @@ class DeepFrontModel(DeepLinearModel):
                 continue
             scale = core.entries[X] / alpha
             if rows:
-                phi = phi + scale * (self._entropic_term(c, X, (nodes, slice(None))) @ p[b - 1])
+                phi = phi + scale * (self._entropic_term(c, X, (Ellipsis, nodes, slice(None))) @ p[b - 1])
             if cols:
-                phi = phi + scale * (p[a] @ self._entropic_term(c, X, (slice(None), nodes)))
+                phi = phi + scale * (p[a] @ self._entropic_term(c, X, (Ellipsis, slice(None), nodes)))
         for P in self.products:
             T, Bk = core.factors[P]
             if T[1] - 1 != ell or P not in c["gain"]:
                 continue
-            g = np.asarray(c["gain"][P], float).reshape(core.shapes[P]) * (c["t"][P] < 1.0)  # t is clipped at 1
+            g = c["gain"][P] * (c["t"][P] < 1.0)  # t is clipped at 1
             weighted = (p[P[0]][:, None] * g) * p[P[1] - 1][None, :]
             # Σ_{ρ,κ} p p gain Q_T(ρ, j) Q_B(j, κ)
-            phi = phi + core.entries[P] / (2.0 * alpha) * np.einsum("rk,rj,jk->j", weighted, Q[T][:, nodes], Q[Bk][nodes, :])
+            phi = phi + core.entries[P] / (2.0 * alpha) * np.einsum("...rk,...rj,...jk->...j", weighted,
+                                                                   Q[T][..., :, nodes], Q[Bk][..., nodes, :])
         return phi
 
     def _entropic_term(self, c, X, index):
         """The entropic term of matrix ``X`` (``ψ_P(Q̂) − QQ̂/2``, or ``r(1 − Q)/2 − ι(τ + r) + ι(τ)``
         for a product) on the groups ``index`` only."""
-        core = self.core
         Q, hat = c["Q"][X][index], c["hat"][X][index]
         if X[0] == X[1]:
             return self.weight_priors[X[0] - 1].free_entropy(hat) - Q * hat / 2.0
-        ch = core.channels[X]
-        tau = np.asarray(c["tau"][X], float).reshape(core.shapes[X])[index]
-        shape = np.shape(hat)
-        return (hat * (1.0 - Q) / 2.0 - np.asarray(iota_of(ch, (tau + hat).ravel())).reshape(shape)
-                + np.asarray(iota_of(ch, tau.ravel())).reshape(shape))
+        ch = self.core.channels[X]
+        tau = c["tau"][X][index]
+        return hat * (1.0 - Q) / 2.0 - iota_of(ch, tau + hat) + iota_of(ch, tau)
 
     def _probe_potentials(self, alpha, c):
-        """``(Δφ_ℓ, dΔφ_ℓ/d(f²), roots)`` of every inner layer (:meth:`neuron_potentials`,
-        :meth:`_probe_roots`)."""
+        """``(Δφ_ℓ, dΔφ_ℓ/d(f²), roots)`` of every inner layer, each of shape (B,) for conjugates of a batch
+        of B points (:meth:`neuron_potentials`, :meth:`_probe_roots`)."""
         out = []
         for ell in range(1, self.L):
             phi = self.neuron_potentials(alpha, c, ell, (0, 1))
             G = c["G"][ell]
-            slope = self.A(self.L + 1, ell + 1) * float(G[1] - G[0]) / (2.0 * c["D"])
-            out.append((float(phi[1] - phi[0]), slope, self._probe_roots(c, ell)))
+            slope = self.A(self.L + 1, ell + 1) * (G[..., 1] - G[..., 0]) / (2.0 * c["D"])
+            out.append((phi[..., 1] - phi[..., 0], slope, self._probe_roots(c, ell)))
         return out
 
-    def _probe_roots(self, c, ell) -> int:
-        """Where the probes of inner layer ``ell`` are: 0 on two roots (the front equation applies),
-        −1 both on the small root, +1 both on the large root."""
+    def _probe_roots(self, c, ell) -> np.ndarray:
+        """Where the probes of inner layer ``ell`` are, per point of the batch (int array): 0 on two roots
+        (the front equation applies), −1 both on the small root, +1 both on the large root."""
         pre = c["c"][ell]
-        if pre[1] - pre[0] > _PROBE_FLOOR:
-            return 0
-        return 1 if float(np.max(c["Q"][(ell, ell)][0])) > PHASE_THRESHOLD else -1
+        large = np.max(c["Q"][(ell, ell)][..., 0, :], axis=-1) > PHASE_THRESHOLD
+        return np.where(pre[..., 1] - pre[..., 0] > _PROBE_FLOOR, 0, np.where(large, 1, -1))
 
-    def _reseed(self, Q, ell, probe, source):
-        """Copy the rows and columns of node ``source`` of inner layer ``ell`` onto node ``probe``."""
+    def _reseed(self, Q, ell, probe, source, rows):
+        """Copy the rows and columns of node ``source`` of inner layer ``ell`` onto node ``probe``, at the
+        batch points ``rows`` (bool, shape (B,))."""
+        if not np.any(rows):
+            return
         for (a, m), q in Q.items():
             if a == ell:
-                q[probe, :] = q[source, :]
+                q[rows, probe, :] = q[rows, source, :]
             if m - 1 == ell:
-                q[:, probe] = q[:, source]
+                q[rows, :, probe] = q[rows, :, source]
 
     def _new_fronts(self, alpha, c):
-        """The next fronts: a Newton step of ``Δφ_ℓ = 0`` in ``f_ℓ²`` (``dΔφ/d(f²)`` is explicit at fixed
-        neuron states, module docstring). Where both probes sit on one root, the probe that lost its
-        root is re-seeded from the nearest node on its side of the front (it returns to its root
-        if that root exists there) and, if that node is on the same root too, the front moves
-        towards it (up when no neuron near the front is on the large root, down when none is on the
-        small one)."""
+        """The next fronts, shape (B, L − 1) for conjugates of a batch of B points: a Newton step of
+        ``Δφ_ℓ = 0`` in ``f_ℓ²`` (``dΔφ/d(f²)`` is explicit at fixed neuron states, module docstring). Where
+        both probes sit on one root, the probe that lost its root is re-seeded (in ``c["new"]``) from the
+        nearest node on its side of the front (it returns to its root if that root exists there) and, if
+        that node is on the same root too, the front moves towards it (up when no neuron near the front
+        is on the large root, down when none is on the small one)."""
         n = self.panel_nodes
-        new = np.empty(self.n_fronts)
+        new = np.empty(np.shape(c["D"]) + (self.n_fronts,))
         for i, (dphi, slope, roots) in enumerate(self._probe_potentials(alpha, c)):
             ell = i + 1
             f = self._fronts[i]
             pre = c["c"][ell]
-            if roots < 0:
-                first_high = 2 + n                       # the smallest node above the front
-                if pre[first_high] - pre[0] > _PROBE_FLOOR:
-                    self._reseed(c["new"], ell, 1, first_high)
-                    new[i] = f
-                else:
-                    new[i] = min(f + 0.05 * (1.0 + f), FRONT_MAX)
-                continue
-            if roots > 0:
-                last_low = 1 + n                         # the largest node below the front
-                if f > 1e-12 and pre[1] - pre[last_low] > _PROBE_FLOOR:
-                    self._reseed(c["new"], ell, 0, last_low)
-                    new[i] = f
-                else:
-                    new[i] = max(f - 0.25 * (1.0 + f), 0.0)
-                continue
             u = f * f
-            if slope > 1e-14:
-                step = float(np.clip(-dphi / slope, -(1.0 + u), 1.0 + u))
-                u = max(u + step, 0.0)
-            new[i] = min(math.sqrt(u), FRONT_MAX)
+            steep = slope > 1e-14
+            step = np.clip(-dphi / np.where(steep, slope, 1.0), -(1.0 + u), 1.0 + u)
+            front = np.minimum(np.sqrt(np.where(steep, np.maximum(u + step, 0.0), u)), FRONT_MAX)
+            # both probes on the small root: re-seed the large-root probe from the smallest node above
+            # the front, or move the front up
+            first_high = 2 + n
+            both_small = roots < 0
+            reseed = both_small & (pre[..., first_high] - pre[..., 0] > _PROBE_FLOOR)
+            self._reseed(c["new"], ell, 1, first_high, reseed)
+            front = np.where(reseed, f, np.where(both_small, min(f + 0.05 * (1.0 + f), FRONT_MAX), front))
+            # both on the large root: re-seed the small-root probe from the largest node below, or move down
+            last_low = 1 + n
+            both_large = roots > 0
+            reseed = both_large & (f > 1e-12) & (pre[..., 1] - pre[..., last_low] > _PROBE_FLOOR)
+            self._reseed(c["new"], ell, 0, last_low, reseed)
+            front = np.where(reseed, f, np.where(both_large, max(f - 0.25 * (1.0 + f), 0.0), front))
+            new[..., i] = front
         return new
 
     def project(self, x) -> np.ndarray:
@@ -473,13 +503,30 @@ class DeepFrontModel(DeepLinearModel):
     def update(self, alpha, x):
         """The map on the packed vector: the working model's map on the overlaps (rules at the
         current fronts) and the Newton step of every front towards equal potential."""
-        fronts, q = self.split(x)
-        self.rules(fronts)
+        return self._update_rows(alpha, np.asarray(x, dtype=float)[None, :])[0]
+
+    def update_many(self, alpha, X):
+        """:meth:`update` of every row of ``X`` (shape (B, size)), vectorized over the rows that share
+        their fronts (the columns of a finite-difference Jacobian but the fronts' own): shape (B, size),
+        NaN rows where the map is not finite."""
+        X = np.atleast_2d(np.asarray(X, dtype=float))
+        fronts = np.clip(X[:, :self.n_fronts], 0.0, FRONT_MAX)
+        groups, which = np.unique(fronts, axis=0, return_inverse=True)
+        out = np.empty_like(X)
+        for g in range(groups.shape[0]):
+            rows = np.flatnonzero(np.ravel(which) == g)
+            out[rows] = self._update_rows(alpha, X[rows])
+        return out
+
+    def _update_rows(self, alpha, X):
+        """:meth:`update_many` of rows with equal fronts."""
+        fronts, q = self.split(X)
+        self.rules(fronts[0])
         c = self.core.conjugates(alpha, q)
-        if not (np.isfinite(c["D"]) and all(np.all(np.isfinite(h)) for h in c["hat"].values())):
-            return np.full(np.shape(x), np.nan)
-        new_fronts = self._new_fronts(alpha, c)
-        return np.concatenate([new_fronts, self.core.pack(self._without_ghosts(c["new"]))])
+        finite = _finite_rows(c)
+        new_fronts = np.broadcast_to(self._new_fronts(alpha, c), fronts.shape)
+        out = np.concatenate([new_fronts, self.core.pack(self._without_ghosts(c["new"]))], axis=1)
+        return np.where(finite[:, None], out, np.nan)
 
     def _without_ghosts(self, Q):
         """``Q`` with the large-root side of every layer whose front is at :data:`FRONT_MAX` set to 0.
@@ -497,9 +544,9 @@ class DeepFrontModel(DeepLinearModel):
             for layer in dead:
                 high = self._rules[layer - 1][2] == 1
                 if ell == layer:
-                    q[high, :] = 0.0
+                    q[..., high, :] = 0.0
                 if m - 1 == layer:
-                    q[:, high] = 0.0
+                    q[..., :, high] = 0.0
             out[key] = q
         return out
 
@@ -714,7 +761,12 @@ class DeepFrontModel(DeepLinearModel):
 
     def discretization_error(self, alpha, x, **solver_options) -> float:
         """Relative change of mmse and free entropy when the nodes on each side of every front are
-        doubled (:func:`replica.models._common.refined_solve`); 0 at ``Q ≡ 0``."""
+        doubled (:func:`replica.models._common.refined_solve`, the refined point solved by Newton–Krylov from
+        the carried one, :func:`replica.branches._newton_krylov`, about half the evaluations of the damped
+        iteration; damped where it fails); 0 at ``Q ≡ 0``."""
+        from ..branches import _newton_krylov  # lazy: start-up (docs/architecture.md)
+
         if not np.any(self.split(x)[1]):
             return 0.0
-        return refined_solve(self, alpha, x, **solver_options)[0]
+        return refined_solve(self, alpha, x, corrector=lambda fine, a, x0: _newton_krylov(fine, a, x0, solver_options),
+                             **solver_options)[0]

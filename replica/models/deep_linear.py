@@ -221,6 +221,24 @@ class DeepLinearState:
         return rec
 
 
+def _matvec(M, v):
+    """``M @ v`` over the last two axes of ``M`` and the last axis of ``v``, broadcasting leading (batch) axes."""
+    return (M @ v[..., None])[..., 0]
+
+
+def _vecmat(v, M):
+    """``v @ M`` over the last axis of ``v`` and the last two axes of ``M``, broadcasting leading (batch) axes."""
+    return (v[..., None, :] @ M)[..., 0, :]
+
+
+def _finite_rows(c) -> np.ndarray:
+    """Per batch row of :meth:`DeepLinearModel.conjugates`: True where ``D`` and every conjugate are finite."""
+    ok = np.isfinite(np.asarray(c["D"], float))
+    for h in c["hat"].values():
+        ok = ok & np.all(np.isfinite(h), axis=(-2, -1))
+    return ok
+
+
 class DeepLinearModel(OutputChannelTerms):
     """L hidden layers with odd activations that keep their linear part (docs/deep_linear.md).
 
@@ -383,36 +401,48 @@ class DeepLinearModel(OutputChannelTerms):
         return self._slices[self.keys[-1]].stop
 
     def unpack(self, x) -> dict:
-        """Packed vector → ``{(ℓ, m): Q_{ℓ:m}}`` (views reshaped to :attr:`shapes`)."""
+        """Packed vector(s) → ``{(ℓ, m): Q_{ℓ:m}}`` (views reshaped to :attr:`shapes`).
+
+        ``x`` of shape ``(p,)`` or a batch ``(..., p)``; the matrices then have shape ``(...,) + shapes[k]``.
+        """
         x = np.asarray(x, dtype=float)
-        return {k: x[self._slices[k]].reshape(self.shapes[k]) for k in self.keys}
+        batch = x.shape[:-1]
+        return {k: x[..., self._slices[k]].reshape(batch + self.shapes[k]) for k in self.keys}
 
     def pack(self, overlaps: dict) -> np.ndarray:
-        """``{(ℓ, m): array or scalar}`` → packed vector (scalars broadcast; missing keys are 0)."""
-        return np.concatenate([np.broadcast_to(np.asarray(overlaps.get(k, 0.0), float), self.shapes[k]).ravel()
-                               for k in self.keys])
+        """``{(ℓ, m): array or scalar}`` → packed vector (scalars broadcast; missing keys are 0).
+
+        Matrices with leading batch axes (shape ``(...,) + shapes[k]``) give packed rows ``(..., p)``."""
+        arrays = {k: np.asarray(overlaps.get(k, 0.0), float) for k in self.keys}
+        batch = max((a.shape[:-2] for a in arrays.values() if a.ndim > 2), key=len, default=())
+        return np.concatenate([np.broadcast_to(arrays[k], batch + self.shapes[k]).reshape(batch + (-1,))
+                               for k in self.keys], axis=-1)
 
     # ------------------------------------------------------------------ kernel
     def kernel(self, Q: dict) -> dict:
-        """Forward pass: ``c_ℓ`` (n_label(ℓ),) and ``G_ℓ = g_ℓ(c_ℓ)``, ℓ = 0 … L (``c₀ = G₀ = 1``)."""
+        """Forward pass: ``c_ℓ`` (n_label(ℓ),) and ``G_ℓ = g_ℓ(c_ℓ)``, ℓ = 0 … L (``c₀ = G₀ = 1``).
+
+        Matrices with leading batch axes (:meth:`unpack` of a batch) give ``c_ℓ``, ``G_ℓ`` of shape
+        ``(..., n_label(ℓ))`` (``c₀ = G₀`` stay of shape (1,))."""
         c = [np.ones(1)]
         G = [np.ones(1)]
         for ell in range(1, self.L + 1):
-            acc = np.zeros(self.label_weights[ell].size)
+            acc = 0.0
             for m in range(1, ell + 1):
-                acc = acc + self.A(ell, m) * (Q[(ell, m)] @ (self.label_weights[m - 1] * G[m - 1]))
+                acc = acc + self.A(ell, m) * _matvec(Q[(ell, m)], self.label_weights[m - 1] * G[m - 1])
             c.append(acc)
             G.append(self.activations[ell - 1].g(np.clip(acc, -1.0, 1.0)))
         return {"c": c, "G": G}
 
-    def _gap(self, ker, universal=False) -> float:
-        """``K_d − K* = Σ_m A_{L+1,m+1} E_ρ[ρ²(g_m(1) − G_m)]`` without cancellation."""
+    def _gap(self, ker, universal=False):
+        """``K_d − K* = Σ_m A_{L+1,m+1} E_ρ[ρ²(g_m(1) − G_m)]`` without cancellation (a float, or an
+        array of the batch shape)."""
         total = 0.0
         for m in range(1, self.L + 1):
             Gm = 0.0 if universal else ker["G"][m]
-            total += self.A(self.L + 1, m + 1) * float(
-                self.label_weights[m] @ (self.label_squares[m] * (self.g_one[m - 1] - Gm)))
-        return total
+            total = total + self.A(self.L + 1, m + 1) * (
+                (self.label_squares[m] * (self.g_one[m - 1] - Gm)) @ self.label_weights[m])
+        return float(total) if np.ndim(total) == 0 else total
 
     def backward(self, Q: dict, ker: dict) -> list:
         """``B_ℓ = ∂K*/∂c_ℓ`` per unit label weight, ℓ = 1 … L (index 0 unused)."""
@@ -430,7 +460,7 @@ class DeepLinearModel(OutputChannelTerms):
         for m in range(L - 1, 0, -1):
             acc = self.A(L + 1, m + 1) * self.label_squares[m]
             for ell in range(m + 1, L + 1):
-                acc = acc + self.A(ell, m + 1) * ((self.label_weights[ell] * B[ell]) @ Q[(ell, m + 1)])
+                acc = acc + self.A(ell, m + 1) * _vecmat(self.label_weights[ell] * B[ell], Q[(ell, m + 1)])
             U[m] = acc
             B[m] = self.activations[m - 1].g_prime(np.clip(c[m], -1.0, 1.0)) * acc
         return B, U
@@ -457,12 +487,13 @@ class DeepLinearModel(OutputChannelTerms):
         Q = {k: np.clip(v, 0.0, 1.0) for k, v in self.unpack(x).items()}
         ker = self.kernel(Q)
         mmse = self._gap(ker)
-        D = self.effective_variance(mmse)
+        D = self._effective_variances(mmse)
         B, U = self.backward_terms(Q, ker)
         G = ker["G"]
         hat = {}
+        scale = alpha / np.asarray(D)[..., None, None]
         for (ell, m) in self.keys:
-            hat[(ell, m)] = alpha * self.A(ell, m) * np.outer(B[ell], G[m - 1]) / (self.entries[(ell, m)] * D)
+            hat[(ell, m)] = (self.A(ell, m) / self.entries[(ell, m)]) * scale * (B[ell][..., :, None] * G[m - 1][..., None, :])
         t = self.tilts(Q)
         tau = {P: tilt_of(self.channels[P], t[P]) for P in self.products}
         # conjugates of products first (largest spans first: a product's r needs the gains of
@@ -480,13 +511,21 @@ class DeepLinearModel(OutputChannelTerms):
             if X[0] == X[1]:
                 new[X] = self.weight_priors[X[0] - 1].overlap(hat[X])
             else:
-                new[X] = overlap_of(self.channels[X], tau[X] + hat[X]).reshape(self.shapes[X])
+                new[X] = overlap_of(self.channels[X], tau[X] + hat[X])
         return {"Q": Q, "hat": hat, "t": t, "tau": tau, "gain": gain, "new": new, "c": ker["c"], "G": G, "D": D,
                 "mmse": mmse, "U": U}
 
+    def _effective_variances(self, mmse):
+        """:meth:`effective_variance` of a float or, elementwise, of a batch of mmse values."""
+        if np.ndim(mmse) == 0:
+            return self.effective_variance(mmse)
+        if self._gaussian:
+            return self.output_channel.delta + mmse
+        return np.array([self.effective_variance(float(m)) for m in np.ravel(mmse)]).reshape(np.shape(mmse))
+
     def _tilt_feedback(self, X, Q, gain):
         """Derivative of the products' tilt terms with respect to ``Q_X`` over X's entropic weight."""
-        out = np.zeros(self.shapes[X])
+        out = 0.0
         for P in self.products:
             T, Bk = self.factors[P]
             if P not in gain or X not in (T, Bk):
@@ -495,9 +534,9 @@ class DeepLinearModel(OutputChannelTerms):
             rows_w = self.label_weights[P[0]]
             cols_w = self.label_weights[P[1] - 1]
             if X == T:
-                out = out + ratio * ((gain[P] * cols_w[None, :]) @ Q[Bk].T)
+                out = out + ratio * ((gain[P] * cols_w[None, :]) @ np.swapaxes(Q[Bk], -1, -2))
             if X == Bk:
-                out = out + ratio * (Q[T].T @ (rows_w[:, None] * gain[P]))
+                out = out + ratio * (np.swapaxes(Q[T], -1, -2) @ (rows_w[:, None] * gain[P]))
         return out
 
     def update(self, alpha, x):
@@ -506,6 +545,14 @@ class DeepLinearModel(OutputChannelTerms):
         if not (np.isfinite(c["D"]) and all(np.all(np.isfinite(h)) for h in c["hat"].values())):
             return np.full(np.shape(x), np.nan)
         return self.pack(c["new"])
+
+    def update_many(self, alpha, X):
+        """:meth:`update` of every row of ``X`` (shape (B, size)) in one vectorized evaluation:
+        shape (B, size), rows where the map is not finite set to NaN (as :meth:`update`)."""
+        X = np.atleast_2d(np.asarray(X, dtype=float))
+        c = self.conjugates(alpha, X)
+        out = self.pack(c["new"])
+        return np.where(_finite_rows(c)[:, None], out, np.nan)
 
     # ----------------------------------------------------------- free entropy
     def free_entropy(self, alpha, overlaps: dict, hats: dict) -> float:
