@@ -75,6 +75,10 @@ __all__ = ["DeepFrontModel", "DeepFrontState", "folded_gauss_rule", "front_rule"
 FRONT_MAX = 8.5
 #: Gauss nodes per side of the front (the rule of one inner layer has 2n + 2 nodes)
 DEFAULT_PANEL_NODES = 6
+#: scaled residual below which the damped iteration of :meth:`DeepFrontModel.solve_from` tries a Newton
+#: polish (accepted only within 100 damped steps of the iterate, :func:`replica.engine.solve_fixed_point`;
+#: its Jacobian costs one vectorized call)
+POLISH_BELOW = 1e4
 #: nodes of the fine Gauss–Legendre rule the Stieltjes procedure discretizes the Gaussian with
 _STIELTJES_NODES = 400
 #: a matrix counts as learned when its groups above the phase threshold carry at least this mass
@@ -718,11 +722,20 @@ class DeepFrontModel(DeepLinearModel):
         x0 = np.asarray(warm if warm is not None else overlaps, dtype=float)
         if x0.shape != (self.size,):
             raise ValueError(f"overlaps: expected {self.size} packed values (fronts first), got shape {x0.shape}")
-        solver_options = {"polish_below": None, **solver_options}
+        solver_options = {"polish_below": POLISH_BELOW, **solver_options}
+        if solver_options["polish_below"] is not None:
+            solver_options.setdefault("jacobian", lambda x: self._jacobian(alpha, x))
         res = solve_fixed_point(lambda x: self.update(alpha, x), x0, start=start, **solver_options)
         if res.status == "nan":
             return res
         return self._result(alpha, res)
+
+    def _jacobian(self, alpha, x) -> np.ndarray:
+        """Forward-difference Jacobian of :meth:`update` at ``x`` from one :meth:`update_many` call (the
+        Newton polish of :meth:`solve_from`), shape (size, size)."""
+        from ..branches import jacobian  # lazy: start-up (docs/architecture.md)
+
+        return jacobian(self, alpha, x, order=1, indices=np.arange(self.size))
 
     def universal_indices(self) -> np.ndarray:
         """No packed entry is free on the universal branch."""
