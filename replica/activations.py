@@ -506,11 +506,22 @@ class Activation:
         ``g(q) = kappa(q) - mu_0^2 - mu_1^2 q - mu_2^2 q^2/2`` with the exact dual kernel
         (docs/theory.md §2).
         """
-        q = self._check_q(q)
-        degrees = set(self.drop_hermite) | {0, 1, 2}
+        return self.g_inside(self._check_q(q))
+
+    def g_inside(self, q):
+        """:meth:`g` for ``q`` already inside ``[-1, 1]`` (float64 array; no check: the hot loops of the deep
+        solvers, which clip their correlations first)."""
         if self.g1 == 0.0:  # no Hermite component above degree two: g ≡ 0 exactly
             return np.zeros_like(q)
-        return self.scale ** 2 * (self._kernel(q) - self._polynomial(q, degrees))
+        return self.scale ** 2 * (self._kernel(q) - self._polynomial(q, self._g_degrees))
+
+    @functools.cached_property
+    def _g_degrees(self):
+        return set(self.drop_hermite) | {0, 1, 2}
+
+    @functools.cached_property
+    def _g_prime_degrees(self):
+        return set(self.drop_hermite) | {1, 2}
 
     def g_prime(self, q):
         """Derivative ``g'(q) = E[sigma'(u) sigma'(w)] - mu_1^2 - mu_2^2 q``.
@@ -535,10 +546,11 @@ class Activation:
         Price's theorem: ``kappa'(q) = E[sigma'(u) sigma'(w)]``, the dual kernel of
         ``sigma'`` whose Hermite coefficients are ``mu_{l+1}``.
         """
-        q = self._check_q(q)
-        degrees = set(self.drop_hermite) | {1, 2}
-        return self.scale ** 2 * (self._derivative_kernel(q)
-                                  - self._polynomial(q, degrees, shift=1))
+        return self.g_prime_inside(self._check_q(q))
+
+    def g_prime_inside(self, q):
+        """:meth:`g_prime` for ``q`` already inside ``[-1, 1]`` (float64 array; no check)."""
+        return self.scale ** 2 * (self._derivative_kernel(q) - self._polynomial(q, self._g_prime_degrees, shift=1))
 
     def __repr__(self):
         return f"Activation({self.name!r})"

@@ -157,8 +157,14 @@ JUMP_OFFSET = 1e-3
 GHOST_WIDTHS = 8.0
 #: points of a traced curve (nearest first) from which :func:`_curve_through` tries to continue it
 CURVE_THROUGH_TRIES = 3
-#: above this many moving order parameters, stability comes from Jacobian–vector products (ARPACK)
+#: above this many moving order parameters, a model without a vectorized map (``update_many``) gets stability
+#: from Jacobian–vector products (ARPACK) and Newton–Krylov correctors (:func:`_matrix_free`), and every
+#: model's bifurcation ends are the ends found by halving the step (no root of the host's eigenvalue)
 ARNOLDI_SIZE = 40
+#: with a vectorized map (``update_many``), dense Jacobians up to this many moving order parameters (three
+#: hidden layers: 255; CPU of the L = 3 sweep 23 → 17.5 s), Jacobian–vector products above (four hidden
+#: layers, 676: the dense factorizations and eigenvalues took the sweep from 141 to 214 s)
+DENSE_SIZE = 400
 #: restarts of ARPACK for the leading eigenvalue
 ARNOLDI_MAXITER = 200
 #: eigenvalues ARPACK computes when the one nearest a value is sought (bifurcations of large models)
@@ -464,9 +470,11 @@ def _exists(result) -> bool:
 
 def _matrix_free(model, x) -> bool:
     """Whether the continuation of ``x`` uses Jacobian–vector products instead of dense
-    finite-difference Jacobians: more than :data:`ARNOLDI_SIZE` moving order parameters and no
-    vectorized map (the ``update_many`` hook evaluates every column of a dense Jacobian in one call)."""
-    return _moving(model, x).size > ARNOLDI_SIZE and hook(model, "update_many") is None
+    finite-difference Jacobians: more than :data:`ARNOLDI_SIZE` moving order parameters, and no
+    vectorized map (the ``update_many`` hook evaluates every column of a dense Jacobian in one call) or
+    more than :data:`DENSE_SIZE`."""
+    size = _moving(model, x).size
+    return size > ARNOLDI_SIZE and (hook(model, "update_many") is None or size > DENSE_SIZE)
 
 
 def _difference_operator(model, alpha, y, g, idx, *, alpha_column=False):
@@ -560,9 +568,10 @@ def _newton_krylov(model, alpha, x_pred, solve_kw, *, max_iter=KRYLOV_NEWTON_ITE
 
 def _correct(model, alpha, x_pred, solve_kw):
     """Newton corrector: ``F(x) = x`` from ``x_pred`` at ``alpha`` (MINPACK ``hybr``, at most
-    :data:`CORRECTOR_MAXFEV` ``× (p + 1)`` evaluations; with more than :data:`ARNOLDI_SIZE` unknowns the
-    matrix-free :func:`_newton_krylov` first, ``hybr`` where it fails); the result, or None when it fails
-    the residual test of :func:`replica.engine.solve_fixed_point` (``atol``, ``rtol`` of ``solve_kw``)."""
+    :data:`CORRECTOR_MAXFEV` ``× (p + 1)`` evaluations, its Jacobians from one vectorized call where the
+    model has ``update_many``; matrix-free models, :func:`_matrix_free`, try :func:`_newton_krylov` first,
+    ``hybr`` where it fails); the result, or None when it fails the residual test of
+    :func:`replica.engine.solve_fixed_point` (``atol``, ``rtol`` of ``solve_kw``)."""
     atol = float(solve_kw.get("atol", 1e-12))
     rtol = float(solve_kw.get("rtol", 1e-10))
     x_pred = np.asarray(x_pred, dtype=float)
@@ -747,9 +756,10 @@ def _fold_estimate(points, direction):
 def _bordered_solve(model, alpha0, x0, u, x_ref, xi, solve_kw):
     """Point of the curve through ``x_ref`` with ``u·(x − x_ref) = ξ`` (moving entries): Newton on the
     bordered system ``F(x, α) − x = 0``, ``u·(x − x_ref) = ξ`` in ``(x, α)`` from ``(x0, alpha0)``, with
-    forward-difference Jacobians (``p + 1`` evaluations each). Regular at a fold (where ``F_x − I``
-    alone is singular), so the curve is followed through it; with more than :data:`ARNOLDI_SIZE` unknowns
-    each Newton step is solved by GMRES with Jacobian–vector products (:func:`_bordered_krylov`).
+    forward-difference Jacobians (``p + 1`` evaluations each, one vectorized call with ``update_many``).
+    Regular at a fold (where ``F_x − I`` alone is singular), so the curve is followed through it; for
+    matrix-free models (:func:`_matrix_free`) each Newton step is solved by GMRES with Jacobian–vector
+    products (:func:`_bordered_krylov`).
     Returns ``(α, result)`` or None."""
     atol = float(solve_kw.get("atol", 1e-12))
     rtol = float(solve_kw.get("rtol", 1e-10))
@@ -869,7 +879,7 @@ def _refine_fold(model, accepted, direction, solve_kw):
 
 def _singular(model, alpha, x) -> bool:
     """Whether ``F_x − I`` is singular at ``x`` (a saddle-node): its smallest singular value below
-    :data:`FOLD_SINGULAR` times its largest (with more than :data:`ARNOLDI_SIZE` unknowns: the eigenvalue
+    :data:`FOLD_SINGULAR` times its largest (matrix-free models, :func:`_matrix_free`: the eigenvalue
     of ``F_x`` nearest 1 within :data:`FOLD_SINGULAR` of it, from Jacobian–vector products). A vertex of
     α along the curve where it is not is a turn of the parabola fit, not a fold."""
     if _matrix_free(model, x):
@@ -1143,8 +1153,9 @@ def _trace(model, alphas, a0, seed_result, solve_kw):
                 ov = _overlaps(r_last)
                 small = bool(np.any(np.abs(ov[learned]) < BIFURCATION_OVERLAP))
                 if why == "support" or small:
-                    # many order parameters: the end found by halving the step (to MIN_STEP) is the
-                    # bifurcation; the host's eigenvalue root adds digits below that at ~10³ evaluations
+                    # many order parameters (vectorized map or not): the end found by halving the step (to
+                    # MIN_STEP) is the bifurcation; the host's eigenvalue root adds digits below that at
+                    # ~10⁴ evaluations per end
                     a_end = a_last if _moving(model, r_last.x).size > ARNOLDI_SIZE else \
                         _locate_bifurcation(model, a_last, r_last, direction, solve_kw)
                     curve.ends[direction] = _End(a_end, "bifurcation", r_last, a_last)

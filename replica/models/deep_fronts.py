@@ -77,7 +77,8 @@ FRONT_MAX = 8.5
 DEFAULT_PANEL_NODES = 6
 #: scaled residual below which the damped iteration of :meth:`DeepFrontModel.solve_from` tries a Newton
 #: polish (accepted only within 100 damped steps of the iterate, :func:`replica.engine.solve_fixed_point`;
-#: its Jacobian costs one vectorized call)
+#: its Jacobian costs one vectorized call), for at most ``replica.branches.DENSE_SIZE`` unknowns (L = 3:
+#: 255; with four hidden layers, 676, MINPACK's factorizations cost more than the iterations saved)
 POLISH_BELOW = 1e4
 #: nodes of the fine Gauss–Legendre rule the Stieltjes procedure discretizes the Gaussian with
 _STIELTJES_NODES = 400
@@ -722,7 +723,9 @@ class DeepFrontModel(DeepLinearModel):
         x0 = np.asarray(warm if warm is not None else overlaps, dtype=float)
         if x0.shape != (self.size,):
             raise ValueError(f"overlaps: expected {self.size} packed values (fronts first), got shape {x0.shape}")
-        solver_options = {"polish_below": POLISH_BELOW, **solver_options}
+        from ..branches import DENSE_SIZE  # lazy: start-up (docs/architecture.md)
+
+        solver_options = {"polish_below": POLISH_BELOW if self.size <= DENSE_SIZE else None, **solver_options}
         if solver_options["polish_below"] is not None:
             solver_options.setdefault("jacobian", lambda x: self._jacobian(alpha, x))
         res = solve_fixed_point(lambda x: self.update(alpha, x), x0, start=start, **solver_options)

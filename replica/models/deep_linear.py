@@ -431,7 +431,7 @@ class DeepLinearModel(OutputChannelTerms):
             for m in range(1, ell + 1):
                 acc = acc + self.A(ell, m) * _matvec(Q[(ell, m)], self.label_weights[m - 1] * G[m - 1])
             c.append(acc)
-            G.append(self.activations[ell - 1].g(np.clip(acc, -1.0, 1.0)))
+            G.append(self.activations[ell - 1].g_inside(np.clip(acc, -1.0, 1.0)))
         return {"c": c, "G": G}
 
     def _gap(self, ker, universal=False):
@@ -456,13 +456,13 @@ class DeepLinearModel(OutputChannelTerms):
         B = [None] * (L + 1)
         U = [None] * (L + 1)
         U[L] = self.v2
-        B[L] = self.v2 * self.activations[L - 1].g_prime(np.clip(c[L], -1.0, 1.0))
+        B[L] = self.v2 * self.activations[L - 1].g_prime_inside(np.clip(c[L], -1.0, 1.0))
         for m in range(L - 1, 0, -1):
             acc = self.A(L + 1, m + 1) * self.label_squares[m]
             for ell in range(m + 1, L + 1):
                 acc = acc + self.A(ell, m + 1) * _vecmat(self.label_weights[ell] * B[ell], Q[(ell, m + 1)])
             U[m] = acc
-            B[m] = self.activations[m - 1].g_prime(np.clip(c[m], -1.0, 1.0)) * acc
+            B[m] = self.activations[m - 1].g_prime_inside(np.clip(c[m], -1.0, 1.0)) * acc
         return B, U
 
     def tilts(self, Q: dict) -> dict:
