@@ -609,6 +609,22 @@ MUTATIONS = [
       "matvec=lambda w: np.concatenate([top.matvec(w), [0.0]]))",
       "the bordered system at a fold loses its arclength row",
       ("tests/test_matrix_free.py::test_bordered_krylov_step_equals_the_dense_bordered_step",)),
+    M("batched-reseed-every-row", "replica/models/deep_fronts.py",
+      "                q[rows, probe, :] = q[rows, source, :]",
+      "                q[:, probe, :] = q[:, source, :]",
+      "a probe re-seeded in one point of a batch is re-seeded in every point",
+      ("tests/test_batched_map.py::test_probe_reseeding_is_per_row",)),
+    M("batched-jacobian-transposed", "replica/branches.py",
+      "    return np.ascontiguousarray(d.T)",
+      "    return np.ascontiguousarray(d)",
+      "the Jacobian from one vectorized call comes out transposed",
+      ("tests/test_batched_map.py::test_jacobian_from_one_call_equals_the_columns",)),
+    M("batched-kernel-drops-batch", "replica/models/deep_linear.py",
+      "    return (M @ v[..., None])[..., 0]",
+      "    return (M @ v[..., None])[0, ..., 0] if M.ndim > 2 else (M @ v[..., None])[..., 0]",
+      "the forward pass of a batch uses its first point for every point",
+      ("tests/test_batched_map.py::test_rows_equal_the_map_alone",
+       "tests/test_batched_map.py::test_fixed_grid_model_rows")),
 ]
 
 
