@@ -86,8 +86,9 @@ def s_grid_type(text):
         raise argparse.ArgumentTypeError(f"--s-grid must be 'adaptive', an integer N (Gauss–Hermite nodes), "
                                          f"'panels:P' or 'auto', got {text!r}") from None
     if not 1 <= n <= MAX_GAUSS_HERMITE_S_GRID:
-        raise argparse.ArgumentTypeError(f"--s-grid must be in [1, {MAX_GAUSS_HERMITE_S_GRID}] (Gauss–Hermite "
-                                         f"weights underflow beyond; L = 2: use 'panels:P' for finer grids), got {text!r}")
+        raise argparse.ArgumentTypeError(f"--s-grid must be in [1, {MAX_GAUSS_HERMITE_S_GRID}] (L >= 3: "
+                                         f"[1, {MAX_GAUSS_HERMITE_S_GRID // 2}]; Gauss–Hermite weights underflow "
+                                         f"beyond; L = 2: use 'panels:P' for finer grids), got {text!r}")
     return n
 
 
