@@ -142,9 +142,10 @@ CORRECTOR_MAXFEV = 8
 #: iterations and required contraction of the chord-Newton corrector of the continuation
 CHORD_MAX_ITER = 20
 CHORD_CONTRACTION = 0.7
-#: a chord corrector that needed more iterations than this refreshes its Jacobian at the next step; with more
-#: than ARNOLDI_SIZE unknowns a fresh Jacobian costs as many evaluations as unknowns, so Broyden's updates are
-#: trusted longer (three hidden layers: 6.7e4 → 6.2e4 evaluations per sweep, results equal to 1e-12)
+#: a chord corrector that needed more iterations than this refreshes its Jacobian at the next step; for
+#: matrix-free models (:func:`_matrix_free`) a fresh Jacobian costs as many evaluations as unknowns, so Broyden's
+#: updates are trusted longer (three hidden layers before the vectorized map: 6.7e4 → 6.2e4 evaluations per
+#: sweep, results equal to 1e-12)
 CHORD_REFRESH = 3
 CHORD_REFRESH_LARGE = 8
 #: solvers with labels re-solve from the overlap profile only on steps above this (relative)
@@ -568,9 +569,9 @@ def _newton_krylov(model, alpha, x_pred, solve_kw, *, max_iter=KRYLOV_NEWTON_ITE
 
 def _correct(model, alpha, x_pred, solve_kw):
     """Newton corrector: ``F(x) = x`` from ``x_pred`` at ``alpha`` (MINPACK ``hybr``, at most
-    :data:`CORRECTOR_MAXFEV` ``× (p + 1)`` evaluations, its Jacobians from one vectorized call where the
-    model has ``update_many``; matrix-free models, :func:`_matrix_free`, try :func:`_newton_krylov` first,
-    ``hybr`` where it fails); the result, or None when it fails the residual test of
+    :data:`CORRECTOR_MAXFEV` ``× (p + 1)`` evaluations; where the model has ``update_many`` its Jacobians
+    come from one vectorized call each, hybrj, and the budget counts the evaluations outside them;
+    matrix-free models, :func:`_matrix_free`, try :func:`_newton_krylov` first, ``hybr`` where it fails); the result, or None when it fails the residual test of
     :func:`replica.engine.solve_fixed_point` (``atol``, ``rtol`` of ``solve_kw``)."""
     atol = float(solve_kw.get("atol", 1e-12))
     rtol = float(solve_kw.get("rtol", 1e-10))
@@ -611,8 +612,9 @@ def _correct(model, alpha, x_pred, solve_kw):
             st = model.state(alpha, y)
         except (ValueError, ZeroDivisionError, FloatingPointError):
             return None
+    evaluations = int(sol.nfev) + 1 + idx.size * int(getattr(sol, "njev", 0) or 0)  # a Jacobian: p rows
     res = FixedPointResult(y, True, "converged", STATUS_MESSAGES["converged"], 0, residual, 0.0, "continuation",
-                           {"evaluations": int(sol.nfev) + 1, "polished": True})
+                           {"evaluations": evaluations, "polished": True})
     res.info["state"] = st
     return res
 
@@ -1514,7 +1516,8 @@ def _curve_through(model, alphas, curves, alpha, result, solve_kw):
 
     Every curve that exists at ``alpha`` is continued there from the nearest of its grid points and
     continuation steps (a few corrector steps; from the next nearest, up to :data:`CURVE_THROUGH_TRIES`,
-    where that fails, and as a last resort by the damped iteration warm-started at the nearest point);
+    where that fails, and as a last resort by the damped iteration warm-started at the nearest point when
+    it is linearly stable and within two :data:`JUMP_OFFSET` of ``alpha``);
     the point lies on it when the overlaps agree to :data:`DISTINCT_TOL`. Avoids tracing a whole branch
     again to learn that a jump landed on it (three hidden layers: a jump next to the branch point of
     ``layers_1_2`` at α ≈ 3.878 was otherwise traced as a short extra branch)."""
@@ -1532,13 +1535,17 @@ def _curve_through(model, alphas, curves, alpha, result, solve_kw):
                 break
         else:
             # continuation fails from every point tried (next to a branch point, where the corrector
-            # meets a near-singular Jacobian): the damped iteration warm-started at the nearest point,
-            # kept where it lands within one accepted continuation step of it (:func:`_check_step`)
-            r0 = nearest[0][1]
-            r = model.solve_from(float(alpha), None, r0.x, start="continuation", **solve_kw)
-            ov0 = _overlaps(r0)
-            if not (_exists(r) and _check_step(r, ov0, np.abs(ov0) > SUPPORT_OVERLAP) is None):
-                r = None
+            # meets a near-singular Jacobian): the damped iteration warm-started at the nearest point, when
+            # that point is within two jump offsets and linearly stable (the damped iteration then stays on
+            # its curve), kept where it lands within one accepted continuation step of it (:func:`_check_step`)
+            a0, r0 = nearest[0]
+            r = None
+            if abs(a0 - alpha) <= 2.0 * JUMP_OFFSET * max(1.0, abs(alpha)) \
+                    and stability(model, a0, r0.x, order=1) < 1.0:
+                r = model.solve_from(float(alpha), None, r0.x, start="continuation", **solve_kw)
+                ov0 = _overlaps(r0)
+                if not (_exists(r) and _check_step(r, ov0, np.abs(ov0) > SUPPORT_OVERLAP) is None):
+                    r = None
         if r is not None and _same_point(model, alpha, r, result):
             return c
     return None

@@ -184,7 +184,8 @@ class ModelDefaults:
         overlaps are the leading packed entries and are zeroed there.
     update_many : callable or None
         ``update_many(alpha, X) -> ndarray``: the map at every row of ``X`` (shape (B, p)) in one vectorized
-        call, shape (B, p), equal row by row to ``update`` (NaN rows where it is not finite). Finite-difference
+        call, shape (B, p), equal row by row to ``update`` (NaN rows where it is not finite; a row that makes
+        ``update`` raise, e.g. a NaN front, raises for the batch). Finite-difference
         Jacobians then take one call, and models with more than ``ARNOLDI_SIZE`` unknowns use dense Jacobians
         instead of Jacobian–vector products. Default None (one ``update`` per column).
     """

@@ -173,7 +173,8 @@ def front_rule(front: float, n: int):
     ``n`` nodes of ``[0, front]``, the ``n`` nodes of ``[front, ∞)`` (:func:`folded_gauss_rule`).
     ``side`` is 0 for the small-root nodes, 1 for the large-root ones. A front at 0 (every neuron
     on the large root) gives the small-root panel zero weight; a front at :data:`FRONT_MAX`, the
-    large-root panel a mass < 2e-17.
+    large-root panel a mass < 2e-17. The arrays are shared between calls with the same front (memoized)
+    and read-only: copy them to modify.
     """
     return _front_rule(float(min(max(front, 0.0), FRONT_MAX)), int(n))
 

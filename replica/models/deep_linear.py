@@ -540,7 +540,7 @@ class DeepLinearModel(OutputChannelTerms):
         return out
 
     def update(self, alpha, x):
-        """Fixed-point map on the packed overlaps."""
+        """Fixed-point map on the packed overlaps (NaN where the conjugates are not finite, e.g. NaN overlaps)."""
         c = self.conjugates(alpha, x)
         if not (np.isfinite(c["D"]) and all(np.all(np.isfinite(h)) for h in c["hat"].values())):
             return np.full(np.shape(x), np.nan)
