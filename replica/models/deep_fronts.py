@@ -370,7 +370,7 @@ class DeepFrontModel(DeepLinearModel):
 
         Returns
         -------
-        ndarray, shape (len(nodes),)
+        ndarray, shape (len(nodes),), or (B, len(nodes)) for the conjugates of a batch of B points
             The first-order change of f per unit mass of neurons added at the node, in its state
             (docs/deep_linear.md §11): the energetic part ``−(∂mmse/∂p)/(2D)`` with
             ``∂K*/∂p(j) = G_ℓ(j) U_ℓ(j)`` (``U_ℓ``: the kernel's back-propagated label weight, ``B_ℓ = g_ℓ' U_ℓ``),
