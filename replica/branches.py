@@ -162,9 +162,10 @@ CURVE_THROUGH_TRIES = 3
 #: from Jacobian–vector products (ARPACK) and Newton–Krylov correctors (:func:`_matrix_free`), and every
 #: model's bifurcation ends are the ends found by halving the step (no root of the host's eigenvalue)
 ARNOLDI_SIZE = 40
-#: with a vectorized map (``update_many``), dense Jacobians up to this many moving order parameters (three
-#: hidden layers: 255; CPU of the L = 3 sweep 23 → 17.5 s), Jacobian–vector products above (four hidden
-#: layers, 676: the dense factorizations and eigenvalues took the sweep from 141 to 214 s)
+#: with a vectorized map (``update_many``), dense Jacobians up to this many moving order parameters, and
+#: Jacobian–vector products above. Three hidden layers (255): 17–20 s of CPU per sweep dense (with the polish
+#: of ``DeepFrontModel.solve_from``, limited to the same size), 26–30 s matrix-free. Four hidden layers (676):
+#: 83 s dense, 67 s matrix-free (one run each, the other core busy)
 DENSE_SIZE = 400
 #: restarts of ARPACK for the leading eigenvalue
 ARNOLDI_MAXITER = 200
@@ -571,8 +572,9 @@ def _correct(model, alpha, x_pred, solve_kw):
     """Newton corrector: ``F(x) = x`` from ``x_pred`` at ``alpha`` (MINPACK ``hybr``, at most
     :data:`CORRECTOR_MAXFEV` ``× (p + 1)`` evaluations; where the model has ``update_many`` its Jacobians
     come from one vectorized call each, hybrj, and the budget counts the evaluations outside them;
-    matrix-free models, :func:`_matrix_free`, try :func:`_newton_krylov` first, ``hybr`` where it fails); the result, or None when it fails the residual test of
-    :func:`replica.engine.solve_fixed_point` (``atol``, ``rtol`` of ``solve_kw``)."""
+    matrix-free models, :func:`_matrix_free`, try :func:`_newton_krylov` first, ``hybr`` where it fails);
+    the result, or None when it fails the residual test of :func:`replica.engine.solve_fixed_point`
+    (``atol``, ``rtol`` of ``solve_kw``)."""
     atol = float(solve_kw.get("atol", 1e-12))
     rtol = float(solve_kw.get("rtol", 1e-10))
     x_pred = np.asarray(x_pred, dtype=float)
