@@ -181,11 +181,13 @@ def test_interrupted_sweep_leaves_valid_file_and_resumes(capsys, tmp_path, sig):
     out = tmp_path / "run.h5"
     ckpt = checkpoint_path(out)
     argv = DEEP + ["--alpha", "1:8:200", "--delta", "0.1", "-o", str(out)]  # long enough to be interrupted
-    # the child gets the default disposition of the signal: a test run started in the background of a
-    # non-interactive shell (nohup, `cmd &`) inherits SIGINT ignored, and the sweep then ran to its end
-    proc = subprocess.Popen([sys.executable, "-m", "replica"] + argv + ["--checkpoint-every", "0"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(sig, signal.SIG_DFL))
+    # the child restores Python's handling of the signals before it runs `python -m replica`: a test run
+    # started in the background of a non-interactive shell (nohup, `cmd &`) inherits SIGINT ignored, and the
+    # sweep then ran to its end (no preexec_fn: forking a process that runs JAX's threads may deadlock)
+    child = ("import runpy, signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+             "signal.signal(signal.SIGTERM, signal.SIG_DFL); runpy.run_module('replica', run_name='__main__', alter_sys=True)")
+    proc = subprocess.Popen([sys.executable, "-c", child] + argv + ["--checkpoint-every", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert _wait_for(ckpt), "no checkpoint appeared"
         proc.send_signal(sig)
