@@ -423,8 +423,9 @@ class ProfileSolver:
         m = self.model
         D = max(float(y[0]), 1e-300)
         M = min(max(float(y[1]), 0.0), 1.0 - 1e-15)
-        tau = float(m.channel.overlap_inverse(M)) if M > 0.0 else 0.0
         R2_hat = alpha * m.mu2**2 / D
+        # τ = m_S⁻¹(M), R₂ = m_S(τ + R̂₂) + R_d − 1; for μ₂ = 0 (R̂₂ = 0) without the HCIZ table (τ NaN)
+        tau, R2 = m.s_channel(M, R2_hat)
         if s_threshold == SELECT_ZERO:
             profile, gain = None, 0.0
         else:
@@ -439,7 +440,6 @@ class ProfileSolver:
         Q = np.clip(m.weight_prior.overlap(snr), 0.0, 1.0)
         M_new = float(weights @ (s * Q * Q))
         g_gap = float(weights @ (s * (m.g1 - m.activation.g(Q))))
-        R2 = float(m.channel.overlap(tau + R2_hat)) + (m.R_d - 1.0)
         mmse = m.mu2**2 * (m.R_d - R2) / 2.0 + g_gap
         D_new = m.effective_variance(mmse)
         return {"tau": tau, "R2_hat": R2_hat, "gain": gain, "profile": profile, "nodes": nodes,
@@ -508,11 +508,13 @@ class ProfileSolver:
         w, Q, snr = e["weights"], e["overlap"], e["snr"]
         energetic = m.energetic(e["mmse"])
         tau, R2_hat = e["tau"], e["R2_hat"]
-        iota = m.channel.mutual_information
         entropic = float(w @ (m.weight_prior.free_entropy(snr) - Q * snr / 2.0))
         if math.isfinite(energetic) and np.isfinite(R2_hat):
+            # ι(τ + R̂₂) − ι(τ) is 0 at R̂₂ = 0 (μ₂ = 0): no HCIZ table read there (τ is NaN)
+            tilt_term = 0.0 if R2_hat == 0.0 else \
+                m.channel.mutual_information(tau + R2_hat) - m.channel.mutual_information(tau)
             f = float(energetic + (m.R_d - e["R2"]) * R2_hat / (4 * alpha)
-                      + m.gamma / alpha * entropic - (iota(tau + R2_hat) - iota(tau)) / alpha)
+                      + m.gamma / alpha * entropic - tilt_term / alpha)
         else:
             f = math.inf
         # the profile on the reporting grid (the law's atoms)
@@ -551,8 +553,7 @@ class ProfileSolver:
         R2_hat = m.solve_universal(alpha).info["state"].R2_hat
         if not np.isfinite(R2_hat):
             R2_hat = 1e6
-        tau = float(m.channel.overlap_inverse(M0)) if M0 > 0 else 0.0
-        R2 = float(m.channel.overlap(tau + R2_hat)) + (m.R_d - 1.0)
+        _, R2 = m.s_channel(M0, R2_hat)
         D0 = m.effective_variance(m.mu2**2 * (m.R_d - R2) / 2.0 + float(
             m.readout_weights @ (m.v2 * (m.g1 - m.activation.g(Q0)))))
         return np.array([max(D0, 1e-12), M0, sel])

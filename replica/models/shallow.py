@@ -18,6 +18,10 @@ conjugates ``Q̂(v)``, ``R̂₂``, and the tilt ``τ`` defined by
     f = −½ ln(2πe(Δ + K_d − K*)) + (R_d − R₂)R̂₂/(4α)
         + (γ/α) E_v[ψ_{P_W}(Q̂) − Q Q̂/2] − (1/α)[ι(τ + R̂₂) − ι(τ)]
 
+Without a quadratic part (μ₂ = 0: odd activations) ``R̂₂ = 0``, so the tilt term of ``Q̂`` and
+``ι(τ + R̂₂) − ι(τ)`` vanish and ``R₂ = m_S(τ) + R_d − 1 = E_v[v² Q²] + R_d − 1``: the S channel is
+not observed, and its HCIZ table is neither built nor read (:meth:`ShallowModel.s_channel`).
+
 References
 ----------
 Barbier, Camilli, Nguyen, Pastore, Skerk, arXiv 2501.18530 and 2505.24849
@@ -69,7 +73,8 @@ class ShallowState:
     overlap_W_hat : ndarray, shape (n_readout,)
         Conjugates ``Q̂(v) ≥ 0``.
     R2, R2_hat, tau : float
-        ``R₂``, ``R̂₂`` and the tilt ``τ``.
+        ``R₂``, ``R̂₂`` and the tilt ``τ`` (NaN where μ₂ = 0 and ``Q ≢ 0``: nothing depends on it
+        there and it is not computed, :meth:`ShallowModel.s_channel`).
     mmse : float
         Bayes-optimal excess test error ``K_d − K*``.
     free_entropy : float
@@ -330,6 +335,23 @@ class ShallowModel(OutputChannelTerms):
             return 0.0
         return float(self.channel.overlap_inverse(min(q2, 1.0 - 1e-15)))
 
+    def s_channel(self, M, R2_hat) -> tuple[float, float]:
+        """``(τ, R₂)`` at ``M = E_v[v² Q(v)²] ∈ [0, 1)`` and ``R̂₂``: ``m_S(τ) = M`` and
+        ``R₂ = m_S(τ + R̂₂) + R_d − 1``.
+
+        Without a quadratic part (μ₂ = 0) ``R̂₂ = α μ₂²/D`` is 0 and the S channel carries nothing:
+        every term of the equations and of ``f`` where it enters is then zero (:meth:`tilt_gain` at
+        ``R̂₂ = 0``, ``ι(τ + R̂₂) − ι(τ)``, ``μ₂²(R_d − R₂)/2``) and ``R₂ = m_S(τ) + R_d − 1 = M + R_d − 1``
+        exactly. The HCIZ table of the channel (tens of seconds to build for a readout law of many
+        atoms) is therefore not used: ``R̂₂`` is taken as 0 whatever is passed, and ``τ`` is NaN (0 when
+        ``M = 0``) — nothing depends on it.
+        """
+        M = float(M)
+        if self.mu2 == 0.0:
+            return (0.0 if M <= 0.0 else math.nan), M + (self.R_d - 1.0)
+        tau = float(self.channel.overlap_inverse(M)) if M > 0.0 else 0.0
+        return tau, float(self.channel.overlap(tau + R2_hat)) + (self.R_d - 1.0)
+
     def tilt_gain(self, tau, R2_hat) -> float:
         """``(m_S(τ + R̂₂) − m_S(τ)) / m_S'(τ)`` without cancellation.
 
@@ -338,8 +360,10 @@ class ShallowModel(OutputChannelTerms):
         ``∫_τ^{τ+R̂₂} m_S'(s) ds`` by 16-point Gauss–Legendre in ``u = 1/s``, where the
         integrand ``m_S'(1/u)/u²`` tends to the constant ``lim λ² m_S'(λ)``.
         """
+        if R2_hat == 0.0:
+            return 0.0  # the difference vanishes (τ is not needed: NaN where μ₂ = 0, :meth:`s_channel`)
         ch = self.channel
-        if tau <= 50.0 or R2_hat == 0.0:
+        if tau <= 50.0:
             return float((ch.overlap(tau + R2_hat) - ch.overlap(tau)) / ch.overlap_derivative(tau))
         u_lo, u_hi = 1.0 / (tau + R2_hat), 1.0 / tau
         u = 0.5 * (u_hi - u_lo) * _GL_NODES + 0.5 * (u_hi + u_lo)
@@ -389,19 +413,22 @@ class ShallowModel(OutputChannelTerms):
         """
         Q = np.asarray(overlap_W, dtype=float)
         Qh = np.asarray(overlap_W_hat, dtype=float)
-        tau = self.tilt(Q)
         energetic = self.energetic(self._gap(Q, R2))
         if not math.isfinite(energetic):
             # perfect recovery (noiseless labels and the target learned exactly): f diverges, as
             # ``−½ ln(2πe(Δ + mmse))`` does when Δ + mmse → 0
             return math.inf
-        iota = self.channel.mutual_information
         entropic = self._ev(self.weight_prior.free_entropy(Qh) - Q * Qh / 2.0)
+        if R2_hat == 0.0:  # ι(τ) − ι(τ): no HCIZ table needed (μ₂ = 0, :meth:`s_channel`)
+            tilt_term = 0.0
+        else:
+            tau = self.tilt(Q)
+            tilt_term = self.channel.mutual_information(tau + R2_hat) - self.channel.mutual_information(tau)
         return float(
             energetic
             + (self.R_d - R2) * R2_hat / (4 * alpha)
             + self.gamma / alpha * entropic
-            - (iota(tau + R2_hat) - iota(tau)) / alpha
+            - tilt_term / alpha
         )
 
     def mutual_information(self, alpha, free_entropy) -> float:
@@ -416,12 +443,18 @@ class ShallowModel(OutputChannelTerms):
         Returns
         -------
         dict with keys ``tau, R2, mmse, D, R2_hat_new, overlap_W_hat`` (``D`` = :meth:`effective_variance`
-        of ``mmse``).
+        of ``mmse``). For μ₂ = 0 the S channel is not evaluated (:meth:`s_channel`: ``R̂₂`` enters as 0, ``τ``
+        NaN).
         """
         Q = np.clip(np.asarray(overlap_W, dtype=float), 0.0, 1.0)
         R2_hat = max(float(R2_hat), 0.0)
-        tau = self.tilt(Q)
-        R2 = self.channel.overlap(tau + R2_hat) + (self.R_d - 1.0)
+        if self.mu2 == 0.0:
+            q2 = self._ev(self.v2 * Q**2)
+            R2_hat = 0.0
+            tau, R2 = self.s_channel(min(q2, 1.0 - 1e-15) if q2 > 0.0 else 0.0, R2_hat)
+        else:
+            tau = self.tilt(Q)
+            R2 = self.channel.overlap(tau + R2_hat) + (self.R_d - 1.0)
         g_gap, g_prime = self._kernel_terms(Q)
         mmse = self.mu2**2 * (self.R_d - R2) / 2.0 + g_gap
         D = np.float64(self.effective_variance(mmse))
