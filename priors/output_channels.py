@@ -289,7 +289,8 @@ class _Binary(OutputChannel):
         dz = self._dz_plus(omega, mmse)
         with np.errstate(divide="ignore", invalid="ignore"):
             fisher = np.where((zp > 0) & (zp < 1), dz**2 / (zp * (1.0 - zp)), 0.0)  # Σ_y Z g² = Z'²/(Z(1−Z))
-        return float(1.0 / (w @ fisher))
+        fisher = float(w @ fisher)
+        return 1.0 / fisher if fisher != 0 else math.inf
 
     def sample(self, lam, rng):
         lam = np.asarray(lam, float)
@@ -353,7 +354,8 @@ class ProbitChannel(_Binary):
         u = (omega - self.threshold) / s
         # Z'²/(Z(1 − Z)) = φ(u)²/(s² Φ(u) Φ(−u)), in logs for large |u|
         log_f = -u**2 - math.log(2 * math.pi) - special.log_ndtr(u) - special.log_ndtr(-u)
-        return float(s**2 / (w @ np.exp(log_f)))
+        fisher = float(w @ np.exp(log_f))
+        return s**2 / fisher if fisher != 0 else math.inf  # every label certain (|θ| ≫ s): no information
 
     def log_likelihood(self, y, lam):
         y = np.asarray(y, float)

@@ -38,17 +38,29 @@ _REVISION = None
 
 
 def git_revision() -> str:
-    """Full git revision (40 hex digits) of the package source, or ``"unknown"`` outside a git checkout;
-    asked once per process. The one format of the root attribute ``git_revision`` of every file."""
+    """Full git revision (40 hex digits) of the package source, or ``"unknown"``; asked once per process. The
+    one format of the root attribute ``git_revision`` of every file (whose attribute ``version`` names the
+    installed version in every case).
+
+    The revision is the HEAD of the git work tree the package directory lies in only when that work tree is the
+    package's own repository: it tracks this directory's ``__init__.py`` as ``replica/__init__.py`` at its top.
+    An installed copy (``pip install .``, a wheel) inside some other work tree, e.g. a virtual environment in
+    another project, is ``"unknown"``, not that project's HEAD. The wheel records no revision at build time."""
     global _REVISION
     if _REVISION is None:
         import subprocess
         from pathlib import Path
 
+        here = Path(__file__).resolve().parent
+
+        def git(*args):
+            out = subprocess.run(["git", *args], cwd=here, capture_output=True, text=True, timeout=5)
+            return out.stdout.strip() if out.returncode == 0 else ""
+
         try:
-            out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).resolve().parent,
-                                 capture_output=True, text=True, timeout=5)
-            _REVISION = out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else "unknown"
+            own = git("ls-files", "--full-name", "--error-unmatch", "--", "__init__.py") == f"{here.name}/__init__.py"
+            head = git("rev-parse", "HEAD") if own else ""
+            _REVISION = head or "unknown"
         except (OSError, subprocess.SubprocessError):  # pragma: no cover - git missing
             _REVISION = "unknown"
     return _REVISION

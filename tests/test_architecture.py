@@ -206,7 +206,7 @@ def test_registry_errors_are_one_line_usage_errors(toy_registered):
     from replica.workflow.config import UsageError
     from replica.workflow.model_options import build_model
 
-    with pytest.raises(UsageError, match=r"^architecture: unknown architecture 'toy_spikd'; valid names: .*toy_spiked"):
+    with pytest.raises(UsageError, match=r"^--architecture: unknown architecture 'toy_spikd'; valid names: .*toy_spiked"):
         build_model(_options(architecture="toy_spikd"))
     with pytest.raises(UsageError, match=r"^--delta: the toy channel is noiseless$"):
         build_model(_options(architecture="toy_spiked", delta=0.1))

@@ -89,13 +89,13 @@ def test_per_command_table_serves_both(tmp_path, capsys):
     assert args.gamma == 1.0
 
 
-def test_missing_optional_dependency_is_one_line_and_exit_3(tmp_path, capsys, monkeypatch):
+def test_missing_optional_dependency_is_one_line_and_exit_2(tmp_path, capsys, monkeypatch):
     # replica-experiment runs through the shared command runner; without JAX it names the extra
     monkeypatch.setitem(sys.modules, "jax", None)
     out = tmp_path / "x.h5"
     rc = _experiment(["--dim", "12", "--alpha", "1", "--steps", "10", "-o", str(out)])
     err = capsys.readouterr().err
-    assert rc == 3 and "jax is missing" in one_line(err) and "[experiments]" in err
+    assert rc == 2 and "jax is missing" in one_line(err) and "[experiments]" in err
     assert not out.exists()
 
 

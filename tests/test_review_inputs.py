@@ -269,7 +269,7 @@ def test_an_architecture_that_does_not_solve_the_request_is_refused(tmp_path, ca
     # --layers 1 with two_layer failed inside the builder with a message about --gamma
     assert sweep_main([*argv, "--activation", "tanh2", "--alpha", "1", "-o", str(tmp_path / "x.h5"), "--quiet"]) == 2
     err = one_line(capsys.readouterr().err)
-    assert f"error: architecture: {argv[argv.index('--architecture') + 1]} does not solve --layers {argv[1]}" in err
+    assert f"error: --architecture: {argv[argv.index('--architecture') + 1]} does not solve --layers {argv[1]}" in err
     assert list(tmp_path.iterdir()) == []
 
 

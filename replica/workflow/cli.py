@@ -34,8 +34,8 @@ from pathlib import Path
 import numpy as np
 
 from .. import __version__
-from .config import (LIMITS, SHARED_OPTION_KEYS, CommandParser, UsageError, number_type, parse_with_config,
-                     resolved_configuration)
+from .config import (LIMITS, SHARED_OPTION_KEYS, CommandParser, UsageError, name_config_key, number_type,
+                     parse_with_config, resolved_configuration)
 from .model_options import (activation_help, build_model, check_readout_grid,  # noqa: F401 - API
                             output_channel_options, prior_help, readout_help, s_grid_type, split_activations)
 
@@ -44,6 +44,7 @@ __all__ = [
     "plot_main",
     "phase_diagram_main",
     "run_command",
+    "missing_extra_advice",
     "parse_alpha_grid",
     "parse_number_grid",
     "check_output_path",
@@ -448,13 +449,21 @@ def close_progress_bars():
         pass
 
 
+def missing_extra_advice(extra: str) -> str:
+    """``install the extra: pip install 'replica-hciz[EXTRA]'``: the one form that works both from an index or
+    a wheel and in a checkout installed with ``pip install -e .`` (pip then adds the extra's packages)."""
+    return f"install the extra: pip install 'replica-hciz[{extra}]'"
+
+
 def run_command(prog, build_parser, run, argv, *, missing_extra=None, input_errors=()):
     """Parse ``argv``, configure logging and SIGTERM, call ``run(args)`` and turn its failures into
     one line and an exit status: 2 bad input (:class:`UsageError`, and the exception classes of
     ``input_errors``: first line of their message) or out of memory, 1 unwritable output, 130/143
     interrupted/terminated (with the exception's ``note`` of what was kept), and with
-    ``missing_extra`` (the name of an optional extra) 3 for a missing optional dependency. Shared
-    by every command (the public runner for a new command of the workflow layer).
+    ``missing_extra`` (the name of an optional extra) 2 for a missing optional dependency, in a line
+    with the install command (:func:`missing_extra_advice`). A :class:`UsageError` about an option whose
+    value came from ``--config`` names the key and the file (:func:`replica.workflow.config.name_config_key`).
+    Shared by every command (the public runner for a new command of the workflow layer).
 
     Parameters
     ----------
@@ -470,7 +479,7 @@ def run_command(prog, build_parser, run, argv, *, missing_extra=None, input_erro
     Returns
     -------
     int
-        The exit status (0 success; 2, 1, 3, 130, 143 as above). Nothing is raised for the failures listed."""
+        The exit status (0 success; 2, 1, 130, 143 as above). Nothing is raised for the failures listed."""
     args, status = parse_command_line(prog, build_parser, argv)
     if args is None:
         return status
@@ -483,7 +492,7 @@ def run_command(prog, build_parser, run, argv, *, missing_extra=None, input_erro
     try:
         return run(args)
     except UsageError as exc:
-        print(f"{prog}: error: {exc}", file=sys.stderr)
+        print(f"{prog}: error: {name_config_key(args, str(exc))}", file=sys.stderr)
         return 2
     except input_errors as exc:
         print(f"{prog}: error: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}", file=sys.stderr)
@@ -491,10 +500,8 @@ def run_command(prog, build_parser, run, argv, *, missing_extra=None, input_erro
     except ImportError as exc:
         if missing_extra is None:
             raise
-        print(f"{prog}: error: {exc.name or exc} is missing; install the extra: pip install -e "
-              f"'.[{missing_extra}]' in a checkout (pip install 'replica-hciz[{missing_extra}]' otherwise)",
-              file=sys.stderr)
-        return 3
+        print(f"{prog}: error: {exc.name or exc} is missing; {missing_extra_advice(missing_extra)}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt as exc:
         close_progress_bars()
         what = "terminated" if isinstance(exc, _Terminated) else "interrupted"
@@ -621,14 +628,23 @@ def _run_sweep(args) -> int:
     return 0
 
 
+def _branch_end(branch, alpha, kind, which) -> str:
+    """The α of one end of a branch for the log: located by root finding, or, for an end set by the grid (NaN
+    in the file), the α of the branch's first (``which = 0``) or last (``-1``) point on the grid."""
+    if kind != "grid" and math.isfinite(alpha):
+        return f"{alpha:.9g}"
+    on_grid = np.asarray(branch.alpha, float)[np.asarray(branch["exists"], bool)]
+    return f"{on_grid[which]:.9g}" if on_grid.size else "none on the grid"
+
+
 def _log_result(result):
     """Log the branches, the equilibrium changes and the instability of the universal branch of a sweep."""
     if result.universal_only_reason:
         logger.info("universal branch only: %s", result.universal_only_reason)
     for name, b in result.branches.items():
         if name != "universal":
-            logger.info("branch %s: alpha %.9g (%s) to %.9g (%s)", name, b.alpha_start, b.start_kind,
-                        b.alpha_end, b.end_kind)
+            logger.info("branch %s: alpha %s (%s) to %s (%s)", name, _branch_end(b, b.alpha_start, b.start_kind, 0),
+                        b.start_kind, _branch_end(b, b.alpha_end, b.end_kind, -1), b.end_kind)
     for change in result.equilibrium_changes:
         logger.info("equilibrium %s -> %s at alpha = %.9g (%s), mmse %.6g -> %.6g", change["from"],
                     change["to"], change["alpha"], change["kind"], change["mmse_before"], change["mmse_after"])
@@ -906,6 +922,10 @@ def _run_phase_diagram(args) -> int:
         raise UsageError(f"--damping must be in [0, 1), got {args.damping}")
     if args.scheduler is not None and args.workers is not None:
         raise UsageError("--scheduler: give either --scheduler (existing cluster) or --workers (local cluster)")
+    try:  # at once: connecting to an impossible address waits 20 s
+        phase_diagram.check_scheduler(args.scheduler)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     vary, values, base, alphas = phase_diagram_options(args)
     phase_diagram.check_size(np.size(values), np.size(alphas),
                              option=f"--alpha/--{vary.replace('_', '-')}")  # before 10⁵ models are built

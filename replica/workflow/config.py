@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import sys
 from pathlib import Path
 
@@ -42,6 +43,7 @@ __all__ = [
     "load_config",
     "apply_config",
     "parse_with_config",
+    "name_config_key",
     "resolved_configuration",
     "COMMAND_TABLES",
     "LIMITS",
@@ -303,7 +305,7 @@ def _to_text(key, value, action, source) -> object:
     raise UsageError(f"--config: key {key!r} in {source} has an unsupported value {value!r}")
 
 
-def apply_config(parser, document: dict, *, source="the configuration file", shared_keys=()) -> dict:
+def apply_config(parser, document: dict, *, source="the configuration file", shared_keys=(), keys=None) -> dict:
     """Set ``parser``'s defaults from a configuration document.
 
     Values are converted to the strings the command line would carry, so argparse applies
@@ -320,6 +322,8 @@ def apply_config(parser, document: dict, *, source="the configuration file", sha
     shared_keys : iterable of str
         Top-level keys that belong to other commands of the package: ignored here instead
         of being reported as unknown (keys in this command's table must be its own).
+    keys : dict, optional, keyword-only
+        Filled with ``{dest: key}``: the key of the file (as spelled there) of each default set.
 
     Returns
     -------
@@ -382,6 +386,8 @@ def apply_config(parser, document: dict, *, source="the configuration file", sha
                     opt = next((o for o in action.option_strings if o.startswith("--")), "")
                     raise UsageError(f"--config: key {key!r} in {source} ({opt}): {msg}{hint}") from None
         defaults[action.dest] = text
+        if keys is not None:
+            keys[action.dest] = key
     parser.set_defaults(**defaults)
     return defaults
 
@@ -397,7 +403,8 @@ def parse_with_config(parser, argv=None, *, shared_keys=()):
     Returns
     -------
     argparse.Namespace
-        With ``config`` (the path or None) and ``config_keys`` (the keys taken from the file).
+        With ``config`` (the path or None), ``config_keys`` (the keys taken from the file) and
+        ``config_origin`` (``{dest: (key, file, value)}`` of those keys, for :func:`name_config_key`).
 
     Raises
     ------
@@ -408,14 +415,44 @@ def parse_with_config(parser, argv=None, *, shared_keys=()):
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--config", default=None)
     known, _ = pre.parse_known_args(argv)
-    from_file = {}
+    from_file, keys = {}, {}
     if known.config is not None:
         from_file = apply_config(parser, load_config(known.config), source=repr(known.config),
-                                 shared_keys=shared_keys)
+                                 shared_keys=shared_keys, keys=keys)
     args = parser.parse_args(argv)
     args.config = known.config
     args.config_keys = sorted(from_file)
+    actions = {a.dest: a for a in parser._actions}
+    args.config_origin = {dest: (keys[dest], repr(known.config), _parsed(actions.get(dest), value))
+                          for dest, value in from_file.items()}
     return args
+
+
+def _parsed(action, text):
+    """The value argparse makes of the default ``text`` (its ``type`` applies to string defaults)."""
+    if action is not None and isinstance(text, str) and callable(action.type):
+        try:
+            return action.type(text)
+        except Exception:  # noqa: BLE001 - checked already by apply_config
+            return text
+    return text
+
+
+def name_config_key(args, message: str) -> str:
+    """``message`` of a :class:`UsageError` raised after parsing (``--gamma: …``), rewritten as the errors of
+    :func:`apply_config` (``--config: key 'gamma' in 'run.toml' (--gamma): …``) when the option's value is the
+    one the configuration file gave (not replaced on the command line); otherwise unchanged."""
+    origin = getattr(args, "config_origin", None) or {}
+    option, sep, rest = message.partition(": ")
+    if not sep or not re.fullmatch(r"--[a-z][a-z0-9-]*", option):
+        return message
+    dest = option[2:].replace("-", "_")
+    if dest not in origin:
+        return message
+    key, source, value = origin[dest]
+    if getattr(args, dest, None) != value:  # the command line gave another value
+        return message
+    return f"--config: key {key!r} in {source} ({option}): {rest}"
 
 
 def _jsonable(value):
@@ -432,7 +469,7 @@ def _jsonable(value):
     return value
 
 
-def resolved_configuration(args, *, exclude=("config_keys",)) -> dict:
+def resolved_configuration(args, *, exclude=("config_keys", "config_origin")) -> dict:
     """Every option of a parsed command line (file and command line merged), JSON-ready."""
     out = {}
     for key, value in sorted(vars(args).items()):

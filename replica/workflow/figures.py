@@ -59,9 +59,12 @@ import numpy as np
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["FIGURES", "deep_thresholds", "build_parser", "main"]
+__all__ = ["FIGURES", "FIGURE_FILES", "EXPERIMENT_FIGURES", "deep_thresholds", "build_parser", "main"]
 
 FIGURES = ("quadratic", "relu", "rademacher", "deep", "two_layer", "two_layer_phase", "depth", "neurons", "trapped")
+#: the PNG files each figure writes (docs/commands.md lists them; tests/test_newcomer_defects_2.py checks it)
+FIGURE_FILES = {**{name: (f"{name}.png",) for name in FIGURES},
+                "rademacher": ("rademacher_readout_rademacher.png", "rademacher_readout_ones.png")}
 HE2_HE3 = "hermite:2=1.4142135623730951,3=1"   # (x² − 1)/√2 + (x³ − 3x)/6: μ₂ = √2, μ₃ = 1
 
 
@@ -581,9 +584,15 @@ def _run(args) -> int:
         raise UsageError(f"--only: unknown figure(s) {', '.join(unknown)}; choose from {', '.join(FIGURES)}")
     names = list(dict.fromkeys(names))  # "depth,depth": each figure once
     missing = _missing_experiment_modules()
-    if missing and str(args.only) == ",".join(FIGURES):  # all figures by default: skip those that need JAX
-        logger.warning("skipping %s: they run finite-size experiments, which need %s (pip install -e "
-                       "'.[experiments]')", ", ".join(EXPERIMENT_FIGURES), ", ".join(missing))
+    skipped = [n for n in names if n in EXPERIMENT_FIGURES] if missing else []
+    if skipped:  # checked before anything is written: no figure that needs the extra is started
+        from .cli import missing_extra_advice
+
+        one = len(skipped) == 1
+        why = f"finite-size experiments, which need {', '.join(missing)}; {missing_extra_advice('experiments')}"
+        if len(skipped) == len(names):  # nothing left to draw: refuse in one line
+            raise UsageError(f"--only: {', '.join(skipped)} {'runs' if one else 'run'} {why}")
+        logger.warning("skipping %s: %s %s", ", ".join(skipped), "it runs" if one else "they run", why)
         names = [n for n in names if n not in EXPERIMENT_FIGURES]
     if args.output is None:
         raise UsageError("-o/--output: required: give the output directory (or 'output' in the [figures] table "

@@ -330,7 +330,7 @@ def resolve_model(options: dict, *, build_it: bool = True) -> tuple:
         for key, opt in (("activation", "--activation"), ("prior", "--prior"), ("gamma", "--gamma"),
                          ("delta", "--delta"), ("readout", "--readout"), ("s_grid", "--s-grid"),
                          ("channel", "--channel"),
-                         ("architecture", "architecture")):
+                         ("architecture", "--architecture")):
             if msg.startswith(key + "s "):  # "gammas must be …": the whole message reads better
                 raise UsageError(f"{opt}: {msg}") from None
             if msg.startswith(key):

@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["solve_line", "run_phase_diagram", "assemble", "ResumeMismatch", "ClusterError", "max_workers",
-           "check_size"]
+           "check_size", "check_scheduler"]
 
 logger = logging.getLogger(__name__)
 
@@ -252,6 +252,38 @@ def check_workers(workers, *, option="--workers") -> None:
                          f"here), got {workers!r}")
 
 
+def check_scheduler(address, *, option="--scheduler") -> None:
+    """Refuse at once a scheduler address that no scheduler can have (connecting to it waits 20 s): empty,
+    without a host or a port, or a port outside 1 … 65535. ``HOST:PORT`` means ``tcp://HOST:PORT``; addresses
+    of the ``inproc`` transport are left to dask.
+
+    Raises
+    ------
+    ValueError
+        The address cannot be a scheduler's (message names ``option``).
+    """
+    from urllib.parse import urlsplit
+
+    if address is None:
+        return
+    text = str(address)
+    expected = "give the address of a running dask scheduler, tcp://HOST:PORT"
+    if not text.strip():
+        raise ValueError(f"{option}: empty address; {expected}")
+    if text.startswith("inproc://"):
+        return
+    try:
+        parts = urlsplit(text if "://" in text else f"tcp://{text}")
+        port = parts.port
+    except ValueError:
+        raise ValueError(f"{option}: {text!r} has an invalid port (ports are 1 to 65535); {expected}") from None
+    if not parts.hostname:
+        raise ValueError(f"{option}: {text!r} has no host; {expected}")
+    if port is None or not 1 <= port <= 65535:
+        raise ValueError(f"{option}: {text!r} has {'no port' if port is None else 'an invalid port'} "
+                         f"(ports are 1 to 65535); {expected}")
+
+
 def _client(workers, scheduler):
     try:
         from dask.distributed import Client, LocalCluster
@@ -360,7 +392,8 @@ def run_phase_diagram(path, parameter, values, lines_options, base, alphas, *, c
     ClusterError
         The cluster cannot be started or reached.
     ValueError
-        ``workers`` outside 1 … :func:`max_workers` (checked before anything is started or written).
+        ``workers`` outside 1 … :func:`max_workers`, or a ``scheduler`` address that no scheduler can have
+        (:func:`check_scheduler`); checked before anything is started or written.
     replica.workflow.config.UsageError
         The grids need more than half of the memory (:func:`check_size`; checked first).
         The output is refused by the write protocol (exists, locked, …).
@@ -373,6 +406,7 @@ def run_phase_diagram(path, parameter, values, lines_options, base, alphas, *, c
 
     if scheduler is None:
         check_workers(workers, option="workers")
+    check_scheduler(scheduler, option="scheduler")
     check_size(np.size(values), np.size(alphas), option="values/alphas")
     path = Path(path)
     values = np.asarray(values)
