@@ -114,6 +114,14 @@ class _ThetaInterpolant:
     def __init__(self, func, n_panels=_N_PANELS, degree=_PANEL_DEGREE):
         self.n_panels = n_panels
         self.width = math.pi / n_panels
+        self._func, self._degree = func, degree
+
+    @functools.cached_property
+    def coef(self) -> np.ndarray:
+        """Chebyshev coefficients per panel, shape (n_panels, degree + 1), computed at the first use (the
+        kernels of a built-in activation take 0.3–0.6 s of quadrature, which the commands that only check
+        an activation's name and Hermite content never need)."""
+        func, degree, n_panels = self._func, self._degree, self.n_panels
         k = np.arange(degree + 1)
         t = np.cos(np.pi * (k + 0.5) / (degree + 1))          # Chebyshev points of 1st kind
         lo = self.width * np.arange(n_panels)[:, None]
@@ -123,7 +131,7 @@ class _ThetaInterpolant:
         T = np.cos(np.outer(np.arange(degree + 1), np.pi * (k + 0.5) / (degree + 1)))
         coef = (2.0 / (degree + 1)) * values @ T.T
         coef[:, 0] *= 0.5
-        self.coef = np.ascontiguousarray(coef)                 # (n_panels, degree+1)
+        return np.ascontiguousarray(coef)                      # (n_panels, degree+1)
 
     def __call__(self, q):
         """Evaluate at ``q`` (array, already inside ``[-1, 1]``)."""

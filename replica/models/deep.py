@@ -27,6 +27,21 @@ this is the one-hidden-layer functional of §5.2 with μ₂ = 0 (``R̂₂ = 0``,
 vanishes) and the solvers agree; stationarity of ``f`` by finite differences; the
 reference thresholds of docs/theory.md §8 for γ = 1.
 
+Evaluation of ``g`` and ``g'``. The solver calls ``g`` and ``g'`` on one or a few numbers at a time,
+thousands of times per sweep (about 9000 pairs for the README's quick start): :meth:`Activation.g` costs
+~40 µs per call there (NumPy overhead) and loads numba. :class:`KernelTable` tabulates both once per
+activation on [−1, 1] (the Hermite series next to 0; elsewhere piecewise polynomials in ``θ = arccos q``,
+the variable of the activations' own interpolants, which removes the ``√(1 ∓ q)`` branch points of
+non-smooth activations) and evaluates them on plain Python floats (~1.5 µs per pair). Its largest
+deviation from the exact methods is measured when it is built, at points between its nodes (2e-14 … 3e-14
+for the quick start), and the model keeps the exact methods where that exceeds :data:`TABLE_TOLERANCE`
+(tests/test_deep_kernels.py checks the bound against the exact ``g`` and ``g'`` on a dense grid, and the
+sweep against the exact-kernel sweep). Arguments outside [−1, 1] or NaN (never reached by the solver) go
+to the exact methods, so their checks and errors are unchanged. The table is stored in the table cache
+of :mod:`hciz.cache` (``$REPLICA_HCIZ_CACHE``; ``off`` disables it) under a key made of the activation's
+name and Hermite coefficients and a digest of :mod:`replica.activations`: a later run reads it (1 ms)
+instead of building it (the exact methods' first call, 0.3 s, most of it importing numba).
+
 References
 ----------
 Barbier, Camilli, Nguyen, Pastore, Skerk, arXiv 2510.24616 (deep MLPs).
@@ -34,9 +49,11 @@ Barbier, Camilli, Nguyen, Pastore, Skerk, arXiv 2510.24616 (deep MLPs).
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -56,6 +73,192 @@ INFORMED_OVERLAP = 1.0 - 1e-6
 UNINFORMED_OVERLAP = 1e-2
 #: a layer has learned (branch names) when its overlap reaches this
 PHASE_THRESHOLD = 0.5
+#: panels in θ = arccos q ∈ [0, π] and polynomial degree of :class:`KernelTable`: a multiple of the 12
+#: panels of the activations' own interpolants (replica.activations), so that no panel of the table
+#: straddles one of their panel ends, where they jump by their own error (~1e-13)
+TABLE_PANELS = 48
+TABLE_DEGREE = 10
+#: the largest deviation of :class:`KernelTable` from the exact ``g``, ``g'`` (measured when it is built)
+#: with which the model uses the table; above it the exact methods (measured with ``--drop-hermite 0,1,2
+#: --unit-variance``: tanh2 2e-14, tanh 5e-14, erf 1e-14, elu 4e-13, relu 1e-12, sigmoid 1.5e-12; softplus
+#: 1.4e-11 keeps the exact methods)
+TABLE_TOLERANCE = 1e-11
+#: |q| below which :class:`KernelTable` sums the Hermite series of g (terms above degree 60 are below
+#: 0.1^61 there)
+SERIES_SWITCH = 0.1
+#: bumped whenever :class:`KernelTable` changes what it stores or how it builds it (cache key)
+TABLE_VERSION = 1
+
+
+class KernelTable:
+    """``g`` and ``g'`` of an activation on [−1, 1], tabulated for the solver's scalar calls.
+
+    * ``|q| ≤`` :data:`SERIES_SWITCH`: the Hermite series ``g(q) = Σ_{ℓ=3}^{60} μ_ℓ² q^ℓ/ℓ!`` and its
+      derivative (as :func:`replica.activations.compiled_activation`), cut where the terms fall below
+      1e-20 at the switch, so that ``g(0) = g'(0) = 0`` exactly and ``g = O(q³)`` keeps its relative
+      accuracy: the fixed points next to the universal branch, which the Newton polish of
+      :func:`replica.engine.solve_fixed_point` drives to 0, see a smooth map there;
+    * elsewhere piecewise polynomials in ``θ = arccos q`` on :data:`TABLE_PANELS` equal panels of
+      [0, π], each the interpolant of degree :data:`TABLE_DEGREE` at the Chebyshev points of the panel
+      of the exact :meth:`Activation.g` and :meth:`Activation.g_prime` (Price's theorem: the dual kernel
+      of σ', not a derivative of the table), stored as monomials in the panel's variable ``t ∈ [−1, 1]``.
+
+    Both are evaluated by Horner's rule on Python floats (:meth:`both`) or arrays (:meth:`arrays`,
+    the same operations). ``q`` outside [−1, 1] or NaN calls the exact methods, with their checks.
+
+    Attributes
+    ----------
+    error_g, error_g_prime : float
+        Largest ``|table − exact|`` measured when built, at the :data:`TABLE_DEGREE` + 2 Chebyshev points
+        of the second kind of every panel (between the interpolation nodes and at the panel ends), at 41
+        points of ``[−S, S]``, ``S`` = :data:`SERIES_SWITCH`, and at ``±(1 − ε)``, ``ε`` = 25 values from
+        1e-14 to 1e-2 (where closed forms such as ReLU's lose digits).
+    error : float
+        ``max(error_g, error_g_prime)``.
+    """
+
+    def __init__(self, activation, panels=TABLE_PANELS, degree=TABLE_DEGREE, switch=SERIES_SWITCH, *, cache=True):
+        self.activation = activation
+        self.panels = int(panels)
+        self.degree = int(degree)
+        self.switch = float(switch)
+        self._scale = self.panels / math.pi
+        key = _table_key(activation, self.panels, self.degree, self.switch) if cache else None
+        names = ("coef_g", "coef_g_prime", "series_g", "series_g_prime", "errors")
+        stored = None
+        if key is not None:
+            from hciz.cache import load_table
+
+            stored = load_table(key, names)
+        #: whether the table was read from the cache (:func:`hciz.cache.cache_dir`)
+        self.from_cache = stored is not None
+        if stored is None:
+            stored = self._build()
+            if key is not None:
+                from hciz.cache import save_table
+
+                save_table(key, stored)
+        self.coef = [stored["coef_g"], stored["coef_g_prime"]]
+        self.series = (stored["series_g"], stored["series_g_prime"])
+        self.error_g, self.error_g_prime = (float(e) for e in stored["errors"])
+        self.error = max(self.error_g, self.error_g_prime)
+        self._rows = [tuple(zip(self.coef[0][p].tolist(), self.coef[1][p].tolist())) for p in range(self.panels)]
+        self._series = tuple(zip(self.series[0].tolist(), self.series[1].tolist()))
+
+    def _build(self) -> dict:
+        """The arrays of the table from the exact methods, and its measured errors."""
+        act = self.activation
+        width = math.pi / self.panels
+        k = np.arange(self.degree + 1)
+        t = np.cos(np.pi * (k + 0.5) / (self.degree + 1))  # Chebyshev points of the first kind
+        theta = width * (np.arange(self.panels)[:, None] + 0.5 * (t[None, :] + 1.0))
+        q = np.cos(theta).ravel()
+        values = (np.asarray(act.g(q), float).reshape(theta.shape),
+                  np.asarray(act.g_prime(q), float).reshape(theta.shape))
+        # Chebyshev coefficients by the discrete cosine transform, then monomials in t
+        T = np.cos(np.outer(k, np.pi * (k + 0.5) / (self.degree + 1)))
+        cheb2mono = np.zeros((self.degree + 1, self.degree + 1))  # row j: T_j in monomials
+        for j in range(self.degree + 1):
+            mono = np.polynomial.chebyshev.cheb2poly(np.eye(self.degree + 1)[j])
+            cheb2mono[j, :mono.size] = mono
+        coef = []
+        for v in values:
+            c = (2.0 / (self.degree + 1)) * v @ T.T
+            c[:, 0] *= 0.5
+            coef.append(np.ascontiguousarray((c @ cheb2mono)[:, ::-1]))  # decreasing powers (Horner)
+        # the Hermite series of g and g', cut at 1e-20 at the switch; decreasing powers
+        ell = np.arange(61)
+        mu = np.array([act.hermite(j) for j in ell])
+        series = np.where(ell >= 3, mu**2 / np.array([math.factorial(j) for j in ell], float), 0.0)
+        if float(act.g1) == 0.0:
+            series[:] = 0.0
+        series_d = np.zeros_like(series)
+        series_d[:-1] = series[1:] * ell[1:]
+        keep = np.flatnonzero((np.abs(series) + np.abs(series_d)) * self.switch**ell > 1e-20)
+        n = keep[-1] + 1 if keep.size else 1
+        self.coef = coef
+        self.series = (np.ascontiguousarray(series[:n][::-1]), np.ascontiguousarray(series_d[:n][::-1]))
+        self._series = tuple(zip(self.series[0].tolist(), self.series[1].tolist()))
+        # measured bound (docstring)
+        s = np.cos(np.pi * np.arange(self.degree + 2) / (self.degree + 1))
+        check = np.cos(width * (np.arange(self.panels)[:, None] + 0.5 * (s[None, :] + 1.0))).ravel()
+        ends = 1.0 - np.geomspace(1e-14, 1e-2, 25)
+        check = np.concatenate([np.clip(check, -1.0, 1.0), np.linspace(-self.switch, self.switch, 41), ends, -ends])
+        tab_g, tab_gp = self.arrays(check)
+        errors = np.array([np.max(np.abs(tab_g - act.g(check))), np.max(np.abs(tab_gp - act.g_prime(check)))])
+        return {"coef_g": coef[0], "coef_g_prime": coef[1], "series_g": self.series[0],
+                "series_g_prime": self.series[1], "errors": errors}
+
+    def both(self, q):
+        """``(g(q), g'(q))`` as Python floats at one number ``q``."""
+        vg = vd = 0.0
+        if -self.switch <= q <= self.switch:
+            for a, b in self._series:
+                vg = vg * q + a
+                vd = vd * q + b
+            return vg, vd
+        if not -1.0 <= q <= 1.0:
+            return (float(self.activation.g(np.array(q))), float(self.activation.g_prime(np.array(q))))
+        x = math.acos(q) * self._scale
+        p = int(x)
+        if p >= self.panels:
+            p = self.panels - 1
+        t = 2.0 * (x - p) - 1.0
+        for a, b in self._rows[p]:
+            vg = vg * t + a
+            vd = vd * t + b
+        return vg, vd
+
+    def arrays(self, q):
+        """``(g(q), g'(q))`` as arrays of the shape of ``q``."""
+        q = np.asarray(q, dtype=float)
+        if q.ndim != 1:
+            vg, vd = self.arrays(q.ravel())
+            return vg.reshape(q.shape), vd.reshape(q.shape)
+        inside = (q >= -1.0) & (q <= 1.0)
+        if not np.all(inside):
+            out_g = np.asarray(self.activation.g(q), float).copy()
+            out_gp = np.asarray(self.activation.g_prime(q), float).copy()
+            if np.any(inside):
+                g_in, gp_in = self.arrays(q[inside])
+                out_g[inside], out_gp[inside] = g_in, gp_in
+            return out_g, out_gp
+        x = np.arccos(q) * self._scale
+        p = np.minimum(x.astype(int), self.panels - 1)
+        t = 2.0 * (x - p) - 1.0
+        cg, cd = self.coef[0][p], self.coef[1][p]
+        vg = np.zeros_like(q)
+        vd = np.zeros_like(q)
+        for j in range(self.degree + 1):
+            vg = vg * t + cg[..., j]
+            vd = vd * t + cd[..., j]
+        small = np.abs(q) <= self.switch
+        if np.any(small):
+            qs = q[small]
+            sg = np.zeros_like(qs)
+            sd = np.zeros_like(qs)
+            for a, b in self._series:
+                sg = sg * qs + a
+                sd = sd * qs + b
+            vg[small], vd[small] = sg, sd
+        return vg, vd
+
+
+def _table_key(activation, panels, degree, switch):
+    """Key of a :class:`KernelTable` in the table cache (:mod:`hciz.cache`), or None (no cache): the
+    activation's name and Hermite coefficients μ_0 … μ_60 (after its modifiers), the table's parameters and
+    :data:`TABLE_VERSION`, and a digest of the source of :mod:`replica.activations` (which evaluates the exact
+    ``g``: a table built by another version of it is never read)."""
+    from .. import activations as module
+
+    try:
+        source = hashlib.sha256(Path(module.__file__).read_bytes()).hexdigest()[:20]
+        mu = ",".join(float(activation.hermite(j)).hex() for j in range(61))
+        name = str(activation.name)
+    except (OSError, TypeError, ValueError, AttributeError):
+        return None
+    return (f"deep-kernel-table-v{TABLE_VERSION};activation={name};hermite={mu};panels={int(panels)};"
+            f"degree={int(degree)};switch={float(switch).hex()};source={source}")
 
 
 @dataclass
@@ -111,6 +314,9 @@ class DeepModel(OutputChannelTerms):
         Activation modifiers applied when ``activation`` is a name.
     output_channel : priors.output_channels.OutputChannel, keyword-only, optional
         Law of the labels (default Gaussian noise of variance ``delta``; docs/theory.md §10).
+    kernel_table : bool, keyword-only
+        Evaluate ``g`` and ``g'`` from :class:`KernelTable` (default; module docstring) or, False, by the
+        activation's exact methods.
 
     Raises
     ------
@@ -129,7 +335,8 @@ class DeepModel(OutputChannelTerms):
         return int(self.L)
 
     def __init__(self, activation="tanh2", gammas=(1.0,), delta=0.1, *, weight_prior="gaussian",
-                 readout_law="ones", readout_grid=None, drop_hermite=(), unit_variance=False, output_channel=None):
+                 readout_law="ones", readout_grid=None, drop_hermite=(), unit_variance=False, output_channel=None,
+                 kernel_table=True):
         gammas = np.atleast_1d(np.asarray(gammas, dtype=float))
         if gammas.ndim != 1 or gammas.size == 0 or not np.all(np.isfinite(gammas)) or np.any(gammas <= 0):
             raise ValueError(f"gamma must be a list of finite numbers > 0 (one per layer), got {gammas.tolist()}")
@@ -153,13 +360,19 @@ class DeepModel(OutputChannelTerms):
                              f"(got {activation.nu:.6g})")
         self.weight_priors, self.readout_law = layer_priors_and_readout(weight_prior, self.L, readout_law,
                                                                         readout_grid)
+        first = self.weight_priors[0]
+        self._shared_prior = first if all(P is first for P in self.weight_priors) else None
         self.readout_values = np.asarray(self.readout_law.values, dtype=float)
         self.readout_weights = np.asarray(self.readout_law.weights, dtype=float)
         self.v2 = self.readout_values**2
+        self._w0, self._v20 = float(self.readout_weights[0]), float(self.v2[0])  # the scalar kernel
         # number of weights of layer ℓ in units of d²
         self.layer_sizes = np.concatenate([[1.0], gammas[:-1]]) * gammas
+        self._sizes = self.layer_sizes.tolist()
         self.g1 = float(activation.g1)
         self.output_variance = self.g1  # K_d: μ₀ = μ₁ = μ₂ = 0, E v² = 1
+        if not kernel_table:
+            self.__dict__["_kernel_table"] = None
 
     @property
     def n_readout(self) -> int:
@@ -174,6 +387,19 @@ class DeepModel(OutputChannelTerms):
         return np.concatenate([np.asarray(inner, dtype=float).ravel(), np.asarray(last, dtype=float).ravel()])
 
     # ------------------------------------------------------------------ kernel
+    @property
+    def kernel_table(self):
+        """The :class:`KernelTable` of the activation (built at the first use), or None where its measured
+        error exceeds :data:`TABLE_TOLERANCE` (then :meth:`kernel` uses the exact methods)."""
+        if "_kernel_table" not in self.__dict__:
+            table = KernelTable(self.activation)
+            if not table.error <= TABLE_TOLERANCE:
+                logger.info("activation %s: tabulated g, g' deviate by %.1e > %.0e; using the exact methods",
+                            self.activation, table.error, TABLE_TOLERANCE)
+                table = None
+            self.__dict__["_kernel_table"] = table
+        return self.__dict__["_kernel_table"]
+
     def kernel(self, x):
         """Output kernel and its derivatives.
 
@@ -186,26 +412,89 @@ class DeepModel(OutputChannelTerms):
             ``∂K/∂Q_L(v)`` per unit readout weight, ``v² g'(Q_L(v) C_{L−1}) C_{L−1}``.
         C : list of float
             ``C_0 … C_{L−1}``.
+
+        Notes
+        -----
+        ``g`` and ``g'`` come from :attr:`kernel_table` (module docstring); :meth:`kernel_exact` is the
+        same with the exact methods of the activation. With one readout value the arithmetic is done on
+        Python floats, in the order of :meth:`kernel_exact`.
         """
+        table = self.kernel_table
+        if table is None:
+            return self.kernel_exact(x)
+        if self.n_readout == 1:
+            return self._kernel_scalar(table.both, x)
+        return self._kernel_arrays(table.arrays, x)
+
+    def kernel_exact(self, x):
+        """:meth:`kernel` with the activation's exact :meth:`~Activation.g` and :meth:`~Activation.g_prime`."""
         g, gp = self.activation.g, self.activation.g_prime
+        return self._kernel_arrays(lambda q: (g(q), gp(q)), x)
+
+    def _kernel_arrays(self, both, x):
         inner, last = self.unpack(x)
         C = [1.0]
+        gp_inner = []
         for q in inner:
-            C.append(float(g(q * C[-1])))
+            value, slope = both(q * C[-1])
+            C.append(float(value))
+            gp_inner.append(float(slope))
         arg = last * C[-1]
-        K = float(np.dot(self.readout_weights, self.v2 * g(arg)))
-        gp_last = gp(arg)
+        g_last, gp_last = both(arg)
+        K = float(np.dot(self.readout_weights, self.v2 * g_last))
         grad_last = self.v2 * gp_last * C[-1]
         B = float(np.dot(self.readout_weights, self.v2 * gp_last * last))  # ∂K/∂C_{L−1}
-        grad_inner = np.zeros(self.L - 1)
-        for ell in range(self.L - 1, 0, -1):  # layers L−1 … 1 (index ell−1)
+        return K, np.array(self._chain_rule(B, inner, C, gp_inner), dtype=float), grad_last, C
+
+    @staticmethod
+    def _chain_rule(B, inner, C, gp_inner):
+        """``∂K/∂Q_ℓ`` of the inner layers ℓ = 1 … L−1 from ``B = ∂K/∂C_{L−1}``, the overlaps,
+        ``C_0 … C_{L−1}`` and ``g'(Q_ℓ C_{ℓ−1})``."""
+        grad_inner = [0.0] * len(inner)
+        for ell in range(len(inner), 0, -1):  # layers L−1 … 1 (index ell−1)
             q, c_prev = inner[ell - 1], C[ell - 1]
-            gpe = float(gp(q * c_prev))
+            gpe = gp_inner[ell - 1]
             grad_inner[ell - 1] = B * gpe * c_prev
             B = B * gpe * q
-        return K, grad_inner, grad_last, C
+        return grad_inner
+
+    def _kernel_floats(self, both, x):
+        """``(K, ∂K/∂Q_ℓ (list), ∂K/∂Q_L, C)`` for one readout value, on Python floats in the order of
+        :meth:`_kernel_arrays`."""
+        values = np.asarray(x, dtype=float).tolist()
+        inner, last = values[: self.L - 1], values[self.L - 1]
+        w, v2 = self._w0, self._v20
+        C = [1.0]
+        gp_inner = []
+        for q in inner:
+            value, slope = both(q * C[-1])
+            C.append(value)
+            gp_inner.append(slope)
+        g_last, gp_last = both(last * C[-1])
+        K = w * (v2 * g_last)
+        grad_last = v2 * gp_last * C[-1]
+        B = w * (v2 * gp_last * last)
+        return K, self._chain_rule(B, inner, C, gp_inner), grad_last, C
+
+    def _kernel_scalar(self, both, x):
+        K, grad_inner, grad_last, C = self._kernel_floats(both, x)
+        return K, np.array(grad_inner, dtype=float), np.array([grad_last]), C
+
+    def _hats_floats(self, alpha, x):
+        """``(K, D, [Q̂_1 … Q̂_L])`` of :meth:`conjugates` for one readout value, on Python floats."""
+        K, grad_inner, grad_last, _ = self._kernel_floats(self.kernel_table.both, x)
+        D = self.effective_variance(self.g1 - K)
+        sizes = self._sizes
+        hats = [max(alpha * g / (s * D), 0.0) for g, s in zip(grad_inner, sizes)]
+        hats.append(max(alpha * grad_last / (sizes[-1] * D), 0.0))
+        return K, D, hats
 
     def conjugates(self, alpha, x):
+        """``(K, D, Q̂_inner, Q̂_L)``: the kernel, ``D = Δ + mmse`` (or the channel's) and the conjugates
+        ``α ∂K/∂Q_ℓ / (γ_{ℓ−1}γ_ℓ D)``, clipped at 0."""
+        if self.n_readout == 1 and self.kernel_table is not None:
+            K, D, hats = self._hats_floats(alpha, x)
+            return K, D, np.array(hats[:-1], dtype=float), np.array(hats[-1:])
         K, grad_inner, grad_last, _ = self.kernel(x)
         D = self.effective_variance(self.g1 - K)
         hat_inner = alpha * grad_inner / (self.layer_sizes[:-1] * D)
@@ -214,7 +503,11 @@ class DeepModel(OutputChannelTerms):
 
     def update(self, alpha, x):
         """Fixed-point map on the packed overlaps."""
+        if self._shared_prior is not None and self.n_readout == 1 and self.kernel_table is not None:
+            return np.asarray(self._shared_prior.overlap(np.array(self._hats_floats(alpha, x)[2])), dtype=float)
         _, _, hi, hl = self.conjugates(alpha, x)
+        if self._shared_prior is not None:  # one call on the packed conjugates (the channels act elementwise)
+            return np.asarray(self._shared_prior.overlap(np.concatenate([hi, hl])), dtype=float)
         inner = [self.weight_priors[ell].overlap(hi[ell]) for ell in range(self.L - 1)]
         return self.pack(inner, self.weight_priors[-1].overlap(hl))
 
