@@ -186,6 +186,12 @@ CROSSING_RTOL = 1e-10
 #: a factorized Jacobian is reused by a continuation that starts within this distance (relative to
 #: max(1, α)) of the point where it was computed (the corrector refreshes it when it fails)
 JACOBIAN_REUSE = 1e-2
+#: a damped pass that converges to a linearly unstable point (a saddle on an exactly invariant set, e.g.
+#: unlearned neurons at Q = 0 whose zero state has lost its stability) is restarted from that point
+#: displaced by this much (max-norm) along the unstable eigenvector, as round-off would displace it
+SADDLE_ESCAPE = 1e-6
+#: at most this many such restarts of one point (:func:`_escape_saddle`)
+SADDLE_ROUNDS = 3
 
 
 @dataclass
@@ -1658,11 +1664,87 @@ def _pass(model, alphas, order, overlaps0, start, key, curves, solve_kw, pbar, c
         if on is not None:
             continue
         if not stability(model, alphas[i], res.x, order=1) < 1.0:
-            # not an attractor of the damped iteration (a Newton polish can land on a saddle
-            # next to a slow ghost): not a seed
-            logger.debug("unstable point from start %s at alpha = %g is not a seed", start, alphas[i])
-            continue
+            # not an attractor of the damped iteration (a Newton polish can land on a saddle next to a slow
+            # ghost, and an exactly invariant set holds the iteration on a saddle): leave it along the
+            # unstable direction; what is still unstable is not a seed
+            res = _escape_saddle(model, float(alphas[i]), res, start, solve_kw)
+            if res is None:
+                logger.debug("unstable point from start %s at alpha = %g is not a seed", start, alphas[i])
+                continue
+            warm = res.x
+            on = next((c for c in curves if c.matches(i, res, model=model, alpha=alphas[i])), None)
+            if on is not None:
+                continue
         on = _add_curve(model, alphas, float(alphas[i]), res, curves, solve_kw)
+
+
+def _unstable_direction(model, alpha, x):
+    """``(moving indices, real part of the eigenvector of the leading eigenvalue)`` of the Jacobian of the
+    map at ``x`` (dense where :func:`_matrix_free` says so, else ARPACK on forward differences; None where
+    neither gives one)."""
+    idx = _moving(model, x)
+    if idx.size == 0:
+        return None
+    with np.errstate(all="ignore"):
+        try:
+            if _matrix_free(model, x):
+                from scipy.sparse.linalg import LinearOperator, eigs
+
+                f0 = np.asarray(model.update(alpha, x), dtype=float)[idx]
+                scale = 1e-7 * max(1.0, float(np.max(np.abs(x[idx]))))
+
+                def matvec(v):
+                    v = np.asarray(v, dtype=float).ravel()
+                    norm = float(np.linalg.norm(v))
+                    if norm == 0.0:
+                        return np.zeros_like(v)
+                    y = np.array(x, dtype=float)
+                    y[idx] += scale / norm * v
+                    return (np.asarray(model.update(alpha, y), dtype=float)[idx] - f0) * (norm / scale)
+
+                op = LinearOperator((idx.size, idx.size), matvec=matvec, dtype=float)
+                _, vec = eigs(op, k=1, which="LR", tol=1e-6, maxiter=ARNOLDI_MAXITER)
+                vec = vec[:, 0]
+            else:
+                jac = jacobian(model, alpha, x, order=1, indices=idx)
+                values, vectors = np.linalg.eig(jac)
+                vec = vectors[:, int(np.argmax(values.real))]
+        except Exception:  # noqa: BLE001 - ARPACK or LAPACK failures: no direction, the point is no seed
+            return None
+    vec = np.real(vec)
+    top = float(np.max(np.abs(vec)))
+    if not (np.isfinite(top) and top > 0.0):
+        return None
+    return idx, vec / top
+
+
+def _escape_saddle(model, alpha, res, start, solve_kw):
+    """A linearly stable point reached by the damped iteration from the unstable converged point ``res``
+    displaced by :data:`SADDLE_ESCAPE` along its unstable eigenvector, or None.
+
+    Round-off displaces a damped iteration from such a saddle only where the map's kernels are inexact
+    at the invariant set (``g'(0)`` computed with cancellation), so the step is taken explicitly: the
+    same branches with exact and inexact kernels. The overlaps of an invariant set sit at their lower
+    bound 0 (the map clips them), and zero-mass nodes (probes, the empty panel of a front at 0) give a
+    degenerate unstable eigenvalue whose eigenvector mixes signs, so the step is ``|v|``, repeated at most
+    :data:`SADDLE_ROUNDS` times while the point is still unstable."""
+    project = hook(model, "project")
+    for _ in range(SADDLE_ROUNDS):
+        found = _unstable_direction(model, alpha, res.x)
+        if found is None:
+            return None
+        idx, vec = found
+        x = np.array(res.x, dtype=float)
+        x[idx] += SADDLE_ESCAPE * np.abs(vec)
+        if project is not None:
+            x = project(x)
+        res = model.solve_from(alpha, x, x, start=start, **solve_kw)
+        if not _exists(res):
+            return None
+        if stability(model, alpha, res.x, order=1) < 1.0:
+            logger.debug("start %s at alpha = %g: saddle left along its unstable direction", start, alpha)
+            return res
+    return None
 
 
 def _validate(alphas, branches):

@@ -342,6 +342,7 @@ class DeepFrontModel(DeepLinearModel):
             core.label_squares = [np.ones(1)] + [r[0] ** 2 for r in rules] + [self.v2]
             core.s_values = rules[0][0]
             self._rules, self._fronts = rules, fr
+            self._flat_rules = None  # the compiled map's label arrays, built when first needed
         return self._rules
 
     @property
@@ -525,15 +526,61 @@ class DeepFrontModel(DeepLinearModel):
             out[rows] = self._update_rows(alpha, X[rows])
         return out
 
+    #: evaluate the map with the compiled kernel of :mod:`replica.models._deep_kernels` where it applies
+    #: (Gaussian labels, and neither :meth:`_new_fronts` nor :meth:`_without_ghosts` overridden by a subclass);
+    #: False: the NumPy map of :meth:`DeepLinearModel.conjugates` and :meth:`_new_fronts` (the reference the
+    #: kernel is tested against, tests/test_deep_kernels_map.py)
+    compiled_map = True
+
+    def _compiled_applies(self) -> bool:
+        cls = type(self)
+        return (self.compiled_map and self.core._gaussian and type(self.core) is DeepLinearModel
+                and cls._new_fronts is DeepFrontModel._new_fronts
+                and cls._without_ghosts is DeepFrontModel._without_ghosts)
+
     def _update_rows(self, alpha, X):
         """:meth:`update_many` of rows with equal fronts."""
         fronts, q = self.split(X)
         self.rules(fronts[0])
+        if self._compiled_applies():
+            return self._compiled_rows(alpha, q)
         c = self.core.conjugates(alpha, q)
         finite = _finite_rows(c)
         new_fronts = np.broadcast_to(self._new_fronts(alpha, c), fronts.shape)
         out = np.concatenate([new_fronts, self.core.pack(self._without_ghosts(c["new"]))], axis=1)
         return np.where(finite[:, None], out, np.nan)
+
+    def _compiled_rows(self, alpha, q):
+        """:meth:`_update_rows` by :func:`replica.models._deep_kernels.front_map_rows` (rules already set)."""
+        from hciz.compiled import _GL16_W, _GL16_X, compiled_rectangular
+
+        from ..activations import compiled_activation
+        from priors.compiled import compiled_prior
+        from ._deep_kernels import front_map_rows, layout_of
+
+        core = self.core
+        static = self.__dict__.get("_kernel_static")
+        if static is None:
+            static = self._kernel_static = (
+                layout_of(core),
+                tuple(compiled_activation(a) for a in self.activations),
+                tuple(compiled_prior(p) for p in self.weight_priors),
+                tuple(compiled_rectangular(core.channels[P]) for P in core.products),
+                np.ascontiguousarray(self.g_one, dtype=float))
+        (keys, kfloat, order, Atab, loff), acts, priors, rects, g_one = static
+        if self._flat_rules is None:
+            sides = [np.zeros(1, np.int64)] + [np.asarray(r[2], np.int64) for r in self._rules] + \
+                [np.zeros(self.readout_weights.size, np.int64)]
+            self._flat_rules = (np.ascontiguousarray(np.concatenate(core.label_weights), dtype=float),
+                                np.ascontiguousarray(np.concatenate(core.label_squares), dtype=float),
+                                np.ascontiguousarray(np.concatenate(sides)))
+        lw, lsq, lside = self._flat_rules
+        q = np.ascontiguousarray(q, dtype=float)
+        out = np.empty((q.shape[0], self.n_fronts + q.shape[1]))
+        front_map_rows(float(alpha), float(self.output_channel.delta), q, np.asarray(self._fronts, dtype=float),
+                       self.panel_nodes, FRONT_MAX, _PROBE_FLOOR, PHASE_THRESHOLD, keys, kfloat, order, Atab, loff,
+                       lw, lsq, lside, acts, priors, rects, g_one, _GL16_X, _GL16_W, out)
+        return out
 
     def _without_ghosts(self, Q):
         """``Q`` with the large-root side of every layer whose front is at :data:`FRONT_MAX` set to 0.

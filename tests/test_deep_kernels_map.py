@@ -1,0 +1,152 @@
+"""The compiled map of L ≥ 2 hidden layers (:mod:`replica.models._deep_kernels`) against the NumPy map.
+
+``DeepFrontModel.update_many`` evaluates the map with the compiled kernel by default (Gaussian labels);
+with ``compiled_map = False`` it evaluates the NumPy code of ``DeepLinearModel.conjugates`` and
+``DeepFrontModel._new_fronts``, an independent implementation of the same formulas. The two must agree
+to 1e-12 on random points with fronts inside, at 0 and at ``FRONT_MAX``, with probes re-seeded, with
+NaN rows, for three and four hidden layers, different activations per layer, unequal widths, a
+tabulated weight prior and a readout law with several atoms.
+
+Where the activations' ``g`` is evaluated near ``q = 0`` the NumPy map carries the cancellation of
+``κ(q) − Σ_{l≤2} μ_l² q^l/l!`` (absolute error ~1e-16, so a relative error ~1e-4 at ``q = 1e-4``), which
+the compiled series avoids: the front step, a ratio of such differences, then differs in the NumPy
+map's rounding. The random points below keep overlaps ≳ 1e-3 (``u³`` for ``u ~ U(0.1, 1)``).
+"""
+
+import numpy as np
+import pytest
+
+from replica import branches as br
+from replica.models.deep_fronts import FRONT_MAX, DeepFrontModel
+
+#: overlaps (values in [0, 1]): sums of a few hundred terms rounded in another order, and ``g`` from the
+#: compiled form (1e-13 from the Python method), times conjugates of order α/D ~ 10–30
+TOL = 2e-12
+#: agreement of the two maps' probe potentials φ: ``G_ℓU_ℓ/(2D)`` carries the 1e-13 between the compiled and
+#: the Python ``g``; the front's Newton step ``−Δφ/slope`` in f² divides it by the slope, and
+#: ``f = √(f² + step)`` by 2f
+PHI_ROUNDING = 1e-14
+
+MODELS = {
+    "three": dict(gammas=(0.5, 0.5, 0.5), activation="tanh2", delta=0.1),
+    "three-mixed": dict(gammas=(0.7, 1.3, 0.9), activation=["tanh2", "erf", "tanh"], delta=0.05,
+                        weight_prior="rademacher", readout_law="4point"),
+    "four": dict(gammas=(0.5, 0.5, 0.5, 0.5), activation="tanh2", delta=0.1, panel_nodes=3),
+    "two": dict(gammas=(0.7, 1.3), activation="tanh2", delta=0.1),
+}
+
+
+@pytest.fixture(scope="module", params=sorted(MODELS))
+def model(request):
+    return DeepFrontModel(**MODELS[request.param])
+
+
+def _both(model, alpha, X):
+    model.compiled_map = True
+    try:
+        compiled = model.update_many(alpha, X)
+        model.compiled_map = False
+        reference = model.update_many(alpha, X)
+    finally:
+        model.compiled_map = True
+    return compiled, reference
+
+
+def _front_tolerance(model, alpha, X, new_fronts):
+    """Per row and front: ``TOL + PHI_ROUNDING/(2|slope| max(f_new, 1e-6))`` with the slope of the NumPy map
+    (``f_new = √(f² + step)``: the rounding of the step in f² over 2 f_new)."""
+    fronts, q = model.split(X)
+    model.rules(fronts[0])
+    c = model.core.conjugates(alpha, q)
+    slopes = np.stack([np.abs(p[1]) for p in model._probe_potentials(alpha, c)], axis=-1)
+    return TOL + PHI_ROUNDING / (2.0 * np.maximum(slopes, 1e-300) * np.maximum(new_fronts, 1e-6))
+
+
+def _assert_close(model, alpha, X, compiled, reference):
+    nf = model.n_fronts
+    ok = np.isfinite(reference[:, 0])
+    assert np.max(np.abs(compiled[ok, nf:] - reference[ok, nf:])) < TOL
+    tol = _front_tolerance(model, alpha, X[ok], reference[ok, :nf])
+    assert np.all(np.abs(compiled[ok, :nf] - reference[ok, :nf]) <= tol)
+
+
+def _random_points(model, rng, fronts, n=6):
+    q = rng.uniform(0.1, 1.0, (n, model.core.size)) ** 3
+    return np.concatenate([np.broadcast_to(np.asarray(fronts, float), (n, model.n_fronts)), q], axis=1)
+
+
+@pytest.mark.parametrize("where", ["inside", "zero", "end", "mixed"])
+def test_compiled_map_equals_the_numpy_map(model, where):
+    rng = np.random.default_rng({"inside": 1, "zero": 2, "end": 3, "mixed": 4}[where])
+    fronts = {"inside": rng.uniform(0.3, 2.5, model.n_fronts), "zero": np.zeros(model.n_fronts),
+              "end": np.full(model.n_fronts, FRONT_MAX),
+              "mixed": np.where(np.arange(model.n_fronts) % 2 == 0, FRONT_MAX, 0.0)}[where]
+    X = _random_points(model, rng, fronts)
+    compiled, reference = _both(model, 1.7, X)
+    assert compiled.shape == X.shape
+    assert np.all(np.isfinite(reference))
+    _assert_close(model, 1.7, X, compiled, reference)
+    # the map moved something: the comparison is not between two copies of the input
+    assert np.max(np.abs(reference - X)) > 1e-3
+
+
+def test_reseeding_and_nan_rows_agree(model):
+    """Rows whose probes sit on one root (the map re-seeds them or moves the front) and a NaN row."""
+    rng = np.random.default_rng(7)
+    X = _random_points(model, rng, rng.uniform(0.3, 2.5, model.n_fronts), n=5)
+    fronts, q = model.split(X)
+    model.rules(fronts[0])
+    for row, (probe, source) in ((0, (1, 0)), (1, (0, 1)), (2, (1, 0))):
+        Q = model.core.unpack(q[row])
+        for (ell, m), block in Q.items():
+            if ell == 1:
+                block[probe, :] = block[source, :]
+            if m - 1 == 1:
+                block[:, probe] = block[:, source]
+        X[row, model.n_fronts:] = model.core.pack(Q)
+    X[2, model.n_fronts:] *= 1e-3  # both probes near the small root: the front moves up
+    X[3, model.n_fronts + 4] = np.nan
+    compiled, reference = _both(model, 2.3, X)
+    assert np.array_equal(np.isnan(compiled), np.isnan(reference))
+    assert np.all(np.isnan(compiled[3]))
+    _assert_close(model, 2.3, X, compiled, reference)
+
+
+def test_the_informed_start_leaves_the_saddle_of_its_empty_panel():
+    """With every layer specialized and the fronts at 0, the zero-mass nodes of the empty small-root panel
+    and the small-root probe start at Q = 0, an invariant set of the map (``g'(0) = 0`` exactly in the
+    compiled kernel) that is unstable there. The damped iteration stays on it; the sweep leaves it along
+    the unstable direction (``replica.branches._escape_saddle``) and reaches the point the NumPy map reaches
+    through its rounding at ``q = 0``: the same stable fixed point, the same error."""
+    model = DeepFrontModel(**MODELS["three"])
+    alpha = 8.0
+    start = model.starts()["informed"][0]
+    stuck = model.solve_from(alpha, start)
+    assert stuck.converged and br.stability(model, alpha, stuck.x, order=1) > 1.0
+    left = br._escape_saddle(model, alpha, stuck, "informed", {})
+    assert left is not None and left.converged
+    assert br.stability(model, alpha, left.x, order=1) < 1.0
+    model.compiled_map = False
+    try:
+        numpy_point = model.solve_from(alpha, start)
+    finally:
+        model.compiled_map = True
+    assert br.stability(model, alpha, numpy_point.x, order=1) < 1.0
+    assert np.max(np.abs(left.x - numpy_point.x)) < 1e-7
+    assert abs(left.info["state"].mmse - numpy_point.info["state"].mmse) < 1e-10
+
+
+def test_a_sweep_finds_the_branch_behind_the_saddle():
+    """The sweep itself (not only :func:`_escape_saddle` called by hand): at α = 5 and 8 the informed start
+    reaches every layer specialized, the error of the NumPy map's fixed point."""
+    model = DeepFrontModel(**MODELS["three"])
+    res = br.sweep(model, [5.0, 8.0], progress=False)
+    name = model.specialized_branch
+    assert name in res.branches, sorted(res.branches)
+    assert list(res.equilibrium["branch"]) == [name, name]
+    model.compiled_map = False
+    try:
+        reference = model.solve_from(5.0, model.starts()["informed"][0]).info["state"].mmse
+    finally:
+        model.compiled_map = True
+    assert abs(res.equilibrium["mmse"][0] - reference) < 1e-9
