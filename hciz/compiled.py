@@ -64,11 +64,45 @@ def compiled_rectangular(channel) -> tuple:
     return spec
 
 
-@kernel(cache=True)
+@kernel(cache=True, inline="always")
+def _search_right(a, t):  # pragma: no cover - compiled
+    """``np.searchsorted(a, t, side="right")`` for a sorted 1-D ``a`` without NaN: the first index with
+    ``a[i] > t`` (``a.size`` for NaN ``t``, as NumPy sorts NaN last), by bisection without a call."""
+    if t != t:
+        return a.size
+    lo, hi = 0, a.size
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if t < a[mid]:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+@kernel(cache=True, inline="always")
+def _search_left(a, t):  # pragma: no cover - compiled
+    """``np.searchsorted(a, t)`` (side ``"left"``): the first index with ``a[i] >= t`` (``a.size`` for NaN)."""
+    if t != t:
+        return a.size
+    lo, hi = 0, a.size
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if a[mid] < t:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+# The kernels below are inlined into their callers (``inline="always"``): as calls, passing the tables'
+# tuple costs several times the arithmetic (a table value 0.5 µs called, 0.09 µs inlined); the operations
+# and their order, hence the results, are the same.
+@kernel(cache=True, inline="always")
 def _cheb(edges, coeffs, t):  # pragma: no cover - compiled
     """Piecewise Chebyshev series on ``[edges[i], edges[i+1]]`` at ``t`` (clamped to the end panels)."""
     n = coeffs.shape[0]
-    i = np.searchsorted(edges, t, side="right") - 1
+    i = _search_right(edges, t) - 1
     if i < 0:
         i = 0
     elif i > n - 1:
@@ -86,7 +120,7 @@ def _cheb(edges, coeffs, t):  # pragma: no cover - compiled
     return u * b1 - b2 + coeffs[i, 0]
 
 
-@kernel(cache=True)
+@kernel(cache=True, inline="always")
 def rect_values(spec, lam):  # pragma: no cover - compiled
     """``(overlap, mmse, d overlap/dλ)`` of the channel at one ``λ ≥ 0``."""
     sc = spec[0]
@@ -111,7 +145,7 @@ def rect_values(spec, lam):  # pragma: no cover - compiled
     return 1.0 - mm, mm, c1 / (lam * lam) + 2.0 * c2 / (lam * lam * lam)
 
 
-@kernel(cache=True)
+@kernel(cache=True, inline="always")
 def rect_iota(spec, lam):  # pragma: no cover - compiled
     """Mutual information per entry ``ι(λ)`` (``2ι' = mmse``) at one ``λ ≥ 0``."""
     sc = spec[0]
@@ -126,7 +160,7 @@ def rect_iota(spec, lam):  # pragma: no cover - compiled
     return sc[5] + 0.5 * (c1 * math.log(lam / _LAM_LARGE) - c2 * (1.0 / lam - 1.0 / _LAM_LARGE))
 
 
-@kernel(cache=True)
+@kernel(cache=True, inline="always")
 def rect_inverse(spec, m):  # pragma: no cover - compiled
     """The SNR ``λ`` with ``overlap(λ) = m``, ``0 ≤ m < 1``."""
     sc = spec[0]
@@ -150,7 +184,7 @@ def rect_inverse(spec, m):  # pragma: no cover - compiled
         c1, c2 = sc[1], sc[2]
         return (c1 + math.sqrt(c1 * c1 + 4.0 * c2 * mm)) / (2.0 * mm)
     n = coeffs.shape[0]
-    i = np.searchsorted(keys, y) - 1
+    i = _search_left(keys, y) - 1
     if i < 0:
         i = 0
     elif i > n - 1:
@@ -173,7 +207,7 @@ def rect_inverse(spec, m):  # pragma: no cover - compiled
     return math.exp(t)
 
 
-@kernel(cache=True)
+@kernel(cache=True, inline="always")
 def rect_gain(spec, tau, r, gl_x, gl_w):  # pragma: no cover - compiled
     """``(m(τ + r) − m(τ))/m'(τ)`` without cancellation at large τ (0 at ``r = 0``).
 

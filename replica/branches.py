@@ -328,7 +328,9 @@ def jacobian(model, alpha, x, *, order=2, indices=None) -> np.ndarray:
     order : {1, 2}, keyword-only
         One-sided differences of first order (step 1e-7) or second order (step 1e-5,
         ``(−3F(x) + 4F(x+h) − F(x+2h))/(2h)``). Components above 0.5 are differenced
-        downwards, the others upwards, so that overlaps stay inside [0, 1].
+        downwards, the others upwards, so that overlaps stay inside [0, 1]. First order takes the
+        points from the model's ``update_near`` hook where it has one (an error of the order of the
+        forward difference's own, O(h)).
     indices : array_like of int, optional, keyword-only
         Restrict to these components (rows and columns); default the entries the map moves
         (``model.moving_indices(x)`` when the model has it, else all).
@@ -347,7 +349,9 @@ def jacobian(model, alpha, x, *, order=2, indices=None) -> np.ndarray:
     points = np.repeat(x[None, :], 1 + m * len(steps), axis=0)
     for k, s in enumerate(steps):
         points[1 + k * m + np.arange(m), idx] += s * h
-    values = _evaluate_many(model, alpha, points)[:, idx]
+    near = hook(model, "update_near") if order == 1 else None
+    values = (np.asarray(near(alpha, points), dtype=float) if near is not None
+              else _evaluate_many(model, alpha, points))[:, idx]
     f0, f1 = values[0], values[1:1 + m]
     if order == 1:
         d = (f1 - f0[None, :]) / h[:, None]

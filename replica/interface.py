@@ -188,6 +188,11 @@ class ModelDefaults:
         ``update`` raise, e.g. a NaN front, raises for the batch). Finite-difference
         Jacobians then take one call, and models with more than ``ARNOLDI_SIZE`` unknowns use dense Jacobians
         instead of Jacobian–vector products. Default None (one ``update`` per column).
+    update_near : callable or None
+        ``update_near(alpha, X) -> ndarray``: ``update_many`` for the points of a forward-difference Jacobian,
+        ``X[0]`` and rows next to it, allowed to differ from ``update`` at each row by the square of its
+        distance from ``X[0]`` (the order of the forward difference's own error): the first-order Jacobians
+        of :func:`replica.branches.jacobian` use it. Default None (``update_many``).
     """
 
     main_phase = None
@@ -205,6 +210,7 @@ class ModelDefaults:
     project = None
     without_overlaps = None
     update_many = None
+    update_near = None
 
     def moving_indices(self, x) -> np.ndarray:
         """Entries of the packed vector ``x`` (shape (p,)) that the map moves; default all, ``arange(p)``."""

@@ -150,3 +150,24 @@ def test_a_sweep_finds_the_branch_behind_the_saddle():
     finally:
         model.compiled_map = True
     assert abs(res.equilibrium["mmse"][0] - reference) < 1e-9
+
+
+@pytest.mark.parametrize("start, alpha", [("informed", 3.0), ("layers_1_to_2", 2.0)])
+def test_near_rows_give_the_forward_difference_jacobian(start, alpha):
+    """``update_near`` (channels to first order about the base point) gives the first-order Jacobian within
+    the forward difference's own error: no further from the second-order Jacobian than the plain forward
+    difference, and equal to it to O(h)."""
+    model = DeepFrontModel(**MODELS["three"])
+    x = model.solve_from(alpha, model.starts()[start][0]).x
+    every = np.arange(model.size)
+    near = br.jacobian(model, alpha, x, order=1, indices=every)
+    model.update_near = None  # the hook's default: every row evaluated in full
+    try:
+        full = br.jacobian(model, alpha, x, order=1, indices=every)
+        second = br.jacobian(model, alpha, x, order=2, indices=every)
+    finally:
+        del model.update_near
+    scale = max(1.0, float(np.max(np.abs(full))))
+    assert np.max(np.abs(near - full)) < 1e-4 * scale
+    assert np.max(np.abs(near - second)) <= 1.5 * np.max(np.abs(full - second)) + 1e-6 * scale
+    assert not np.array_equal(near, full)  # the hook was used

@@ -522,3 +522,16 @@ def test_transitions_are_built_on_first_access():
               for f in (1 - 1e-3, 1 + 1e-3)]
     assert counts[0] != counts[1]
     assert RectangularChannel(5.0, 2.0).transitions.size == 0  # one bulk at every SNR
+
+
+def test_compiled_bisection_equals_numpy_searchsorted():
+    """The bisections inlined into the channel kernels (hciz.compiled) return NumPy's ``searchsorted`` index,
+    both sides, at nodes, between them, beyond both ends and for NaN."""
+    from hciz import compiled
+
+    rng = np.random.default_rng(5)
+    edges = np.sort(rng.uniform(-3.0, 3.0, 17))
+    points = np.concatenate([edges, rng.uniform(-4.0, 4.0, 200), [-np.inf, np.inf, np.nan]])
+    for t in points:
+        assert compiled._search_right(edges, t) == np.searchsorted(edges, t, side="right"), t
+        assert compiled._search_left(edges, t) == np.searchsorted(edges, t, side="left"), t

@@ -76,11 +76,17 @@ def _clip01(x):  # pragma: no cover - compiled
 
 @kernel(cache=True)
 def _row_conjugates(alpha, delta, x, keys, kfloat, order, Atab, loff, lw, lsq, acts, priors, rects, g_one,
-                    gl_x, gl_w, Q, c, G, U, Bw, hat, t, tau, gain, new, t_seen, tau_seen):  # pragma: no cover
+                    gl_x, gl_w, Q, c, G, U, Bw, hat, t, tau, gain, new, t_seen, tau_seen, linear, base):  # pragma: no cover
     """Conjugates and next overlaps of one packed row (``DeepLinearModel.conjugates``), written into the
     work arrays; returns ``(D, finite)``. ``t_seen``/``tau_seen`` carry the last tilt of every product entry
     and its inverse from row to row: an entry whose tilt is bitwise the same reuses its ``τ`` (the rows of a
-    finite-difference Jacobian change a few tilts each), so the result is the same as inverting again."""
+    finite-difference Jacobian change a few tilts each), so the result is the same as inverting again.
+
+    ``linear``: the row is a point next to the base point whose channel values ``base`` holds
+    (:func:`front_map_rows`); a product entry whose ``τ`` is the base's has its gain and next overlap to
+    first order in the change of its conjugate, ``gain₀ + (m'(τ + r₀)/m'(τ)) δr`` and
+    ``m(τ + r₀) + m'(τ + r₀) δr``, the others are evaluated. ``base`` rows: ``(τ, r, gain, m'(τ + r)/m'(τ),
+    m(τ + r), m'(τ + r))`` per packed entry."""
     L = Atab.shape[0] - 2
     n_keys = keys.shape[0]
     for i in range(x.size):
@@ -211,8 +217,11 @@ def _row_conjugates(alpha, delta, x, keys, kfloat, order, Atab, loff, lw, lsq, a
                 hat[offX + e] = 0.0
         if keys[X, 5] >= 0:
             spec = rects[keys[X, 5]]
-            for e in range(nrX * ncX):
-                gain[offX + e] = rect_gain(spec, tau[offX + e], hat[offX + e], gl_x, gl_w)
+            for e in range(offX, offX + nrX * ncX):
+                if linear and tau[e] == base[0, e]:
+                    gain[e] = base[2, e] + base[3, e] * (hat[e] - base[1, e])
+                else:
+                    gain[e] = rect_gain(spec, tau[e], hat[e], gl_x, gl_w)
         done[X] = True
     finite = math.isfinite(D)
     for e in range(hat.size):
@@ -226,20 +235,52 @@ def _row_conjugates(alpha, delta, x, keys, kfloat, order, Atab, loff, lw, lsq, a
                 new[off + e] = spec_overlap(pr, hat[off + e])
         else:
             spec = rects[keys[k, 5]]
-            for e in range(size):
-                new[off + e] = rect_values(spec, tau[off + e] + hat[off + e])[0]
+            for e in range(off, off + size):
+                if linear and tau[e] == base[0, e]:
+                    new[e] = base[4, e] + base[5, e] * (hat[e] - base[1, e])
+                else:
+                    new[e] = rect_values(spec, tau[e] + hat[e])[0]
     return D, finite
 
 
+@kernel(cache=True)
+def _store_base(keys, rects, tau, hat, gain, base):  # pragma: no cover - compiled
+    """The channel values of the base point for the rows next to it (:func:`_row_conjugates`, ``linear``)."""
+    for k in range(keys.shape[0]):
+        if keys[k, 5] < 0:
+            continue
+        spec = rects[keys[k, 5]]
+        off, size = keys[k, 2], keys[k, 3] * keys[k, 4]
+        for e in range(off, off + size):
+            m_lam, _, dm_lam = rect_values(spec, tau[e] + hat[e])
+            dm_tau = rect_values(spec, tau[e])[2]
+            base[0, e] = tau[e]
+            base[1, e] = hat[e]
+            base[2, e] = gain[e]
+            base[3, e] = dm_lam / dm_tau
+            base[4, e] = m_lam
+            base[5, e] = dm_lam
+
+
 @kernel(cache=True, inline="always")
-def _entropic(k, e, keys, priors, rects, Q, hat, tau):  # pragma: no cover - compiled
-    """Entropic term of entry ``e`` (flat index) of matrix ``k``: ``ψ_P(Q̂) − QQ̂/2``, or
-    ``r(1 − Q)/2 − ι(τ + r) + ι(τ)`` for a product."""
-    h = hat[e]
+def _entropic_sum(k, first, stride, count, weights, wo, keys, priors, rects, Q, hat, tau):  # pragma: no cover
+    """``Σ_i weights[wo + i] · term(first + i·stride)`` over ``count`` entries of matrix ``k``, with the entropic
+    term ``ψ_P(Q̂) − QQ̂/2`` of a layer or ``r(1 − Q)/2 − ι(τ + r) + ι(τ)`` of a product (the channel's tables
+    taken out of their tuple once: indexing a tuple of tables costs more than a term)."""
+    s = 0.0
     if keys[k, 5] < 0:
-        return spec_free_entropy(priors[keys[k, 0] - 1], h) - Q[e] * h / 2.0
+        pr = priors[keys[k, 0] - 1]
+        for i in range(count):
+            e = first + i * stride
+            h = hat[e]
+            s += (spec_free_entropy(pr, h) - Q[e] * h / 2.0) * weights[wo + i]
+        return s
     spec = rects[keys[k, 5]]
-    return h * (1.0 - Q[e]) / 2.0 - rect_iota(spec, tau[e] + h) + rect_iota(spec, tau[e])
+    for i in range(count):
+        e = first + i * stride
+        h = hat[e]
+        s += (h * (1.0 - Q[e]) / 2.0 - rect_iota(spec, tau[e] + h) + rect_iota(spec, tau[e])) * weights[wo + i]
+    return s
 
 
 @kernel(cache=True)
@@ -252,17 +293,11 @@ def _potential(alpha, D, ell, j, keys, kfloat, Atab, loff, lw, lsq, priors, rect
     phi = -dgap / (2.0 * D)
     for k in range(keys.shape[0]):
         a, b1, off, nr, nc = keys[k, 0], keys[k, 1], keys[k, 2], keys[k, 3], keys[k, 4]
-        if a == ell:
-            s = 0.0
-            ocol = loff[b1]
-            for col in range(nc):
-                s += _entropic(k, off + j * nc + col, keys, priors, rects, Q, hat, tau) * lw[ocol + col]
+        if a == ell:  # row j of the matrix, weighted by the column labels
+            s = _entropic_sum(k, off + j * nc, 1, nc, lw, loff[b1], keys, priors, rects, Q, hat, tau)
             phi += kfloat[k, 0] / alpha * s
-        if b1 == ell:
-            s = 0.0
-            orow = loff[a]
-            for row in range(nr):
-                s += lw[orow + row] * _entropic(k, off + row * nc + j, keys, priors, rects, Q, hat, tau)
+        if b1 == ell:  # column j, weighted by the row labels
+            s = _entropic_sum(k, off + j, nc, nr, lw, loff[a], keys, priors, rects, Q, hat, tau)
             phi += kfloat[k, 0] / alpha * s
     for P in range(keys.shape[0]):
         if keys[P, 5] < 0:
@@ -300,11 +335,15 @@ def _reseed(new, keys, ell, probe, source, loff):  # pragma: no cover - compiled
 
 @kernel(cache=True)
 def front_map_rows(alpha, delta, X, fronts, n_panel, front_max, probe_floor, phase_threshold, keys, kfloat,
-                   order, Atab, loff, lw, lsq, lside, acts, priors, rects, g_one, gl_x, gl_w,
+                   order, Atab, loff, lw, lsq, lside, acts, priors, rects, g_one, gl_x, gl_w, near,
                    out):  # pragma: no cover - compiled
     """The map of :meth:`DeepFrontModel.update_many` for rows ``X`` (B, p) of packed overlaps that share
     the (clipped) ``fronts`` (L − 1,), written into ``out`` (B, L − 1 + p): the next fronts, then the next
-    overlaps; a row whose ``D`` or conjugates are not finite is NaN (module docstring)."""
+    overlaps; a row whose ``D`` or conjugates are not finite is NaN (module docstring).
+
+    ``near``: the rows after the first are points next to it (the columns of a forward-difference
+    Jacobian); their product channels are evaluated to first order about the first row's
+    (:func:`_row_conjugates`), which changes each row by the square of its distance from the first."""
     B, p = X.shape
     nf = fronts.size
     nlab = lw.size
@@ -320,11 +359,16 @@ def front_map_rows(alpha, delta, X, fronts, n_panel, front_max, probe_floor, pha
     Bw = np.empty(nlab)
     t_seen = np.full(p, np.nan)
     tau_seen = np.zeros(p)
+    base = np.full((6, p), np.nan)
+    linear = False
     L = Atab.shape[0] - 2
     for b in range(B):
         D, finite = _row_conjugates(alpha, delta, X[b], keys, kfloat, order, Atab, loff, lw, lsq, acts, priors,
                                     rects, g_one, gl_x, gl_w, Q, c, G, U, Bw, hat, t, tau, gain, new, t_seen,
-                                    tau_seen)
+                                    tau_seen, linear, base)
+        if near and b == 0 and finite:
+            _store_base(keys, rects, tau, hat, gain, base)
+            linear = True
         if not finite:
             for e in range(nf + p):
                 out[b, e] = np.nan

@@ -4,7 +4,13 @@ Workloads (tanh(2x) with unit variance and its linear part, Gaussian weights, Δ
 
 * ``two``: two hidden layers, γ = (0.5, 0.5), ``v ≡ 1``, 16 α in [0.5, 8] (the sweep of docs/physics.md);
 * ``two-4point``: the same with the 4-point readout law, 6 α;
-* ``three``: three hidden layers, γ = 0.5 each, 16 α (optional, ``--workloads``).
+* ``three``: three hidden layers, γ = 0.5 each, 16 α (optional, ``--workloads``);
+* ``four``: four hidden layers, γ = 0.5 each, 16 α in [1, 8] (optional);
+* ``six``: six hidden layers, γ = 0.5 each, 8 α in [2, 9] (optional; the plain method's tables of the
+  products of up to six factors are built first, about a minute).
+
+The same plain method (written here for any depth, docs/deep_linear.md §2–§4) runs at every depth, and
+the end of a run prints the package's CPU time per α against L for the workloads run.
 
 The package runs what ``replica-sweep`` runs: :func:`replica.branches.sweep` (every start, every
 branch by continuation, located transitions) and the per-point ``discretization_error``. The
@@ -34,7 +40,7 @@ front, the folded panel rule and its roots, ~0.3 ms per evaluation), ~2000 evalu
 
 Usage::
 
-    python scripts/benchmarks/bench_deep.py [--workloads two,two-4point,three] [--repeat 2]
+    python scripts/benchmarks/bench_deep.py [--workloads two,two-4point,three,four,six] [--repeat 2]
 """
 
 from __future__ import annotations
@@ -50,6 +56,8 @@ WORKLOADS = {
     "two": dict(gammas=(0.5, 0.5), readout="ones", alphas=np.linspace(0.5, 8.0, 16)),
     "two-4point": dict(gammas=(0.5, 0.5), readout="4point", alphas=np.linspace(0.5, 8.0, 6)),
     "three": dict(gammas=(0.5, 0.5, 0.5), readout="ones", alphas=np.linspace(0.5, 8.0, 16)),
+    "four": dict(gammas=(0.5,) * 4, readout="ones", alphas=np.linspace(1.0, 8.0, 16)),
+    "six": dict(gammas=(0.5,) * 6, readout="ones", alphas=np.linspace(2.0, 9.0, 8)),
 }
 DELTA = 0.1
 PLAIN_NODES = 12
@@ -283,6 +291,7 @@ def main(argv=None) -> int:
         p.error(f"unknown workload(s) {', '.join(unknown)}; valid: {', '.join(WORKLOADS)}")
     from threadpoolctl import threadpool_limits
 
+    per_alpha = {}
     with threadpool_limits(limits=1, user_api="blas"):
         for name in names:
             w = WORKLOADS[name]
@@ -302,6 +311,7 @@ def main(argv=None) -> int:
             ref = reference_mmse(model, alphas, res)
             eq_pkg = np.array(res.equilibrium["mmse"], float)
             tp = min(t_pkg)
+            per_alpha[name] = (len(w["gammas"]), getattr(model, "size", 0), tp / alphas.size)
             print(f"== {name}: L = {len(w['gammas'])}, gamma = {w['gammas']}, readout {w['readout']}, "
                   f"{alphas.size} alpha in [{alphas[0]:g}, {alphas[-1]:g}], delta = {DELTA}")
             worst = np.nanmax([np.nanmax(b["discretization_error"]) for b in res.branches.values()])
@@ -315,6 +325,11 @@ def main(argv=None) -> int:
                 print(f"   {label} : {tq:.2f} s CPU ({iters} iterations), alpha_c (grid midpoint) = "
                       f"{plain_alpha_c(alphas, rows):.4g}, mmse error vs reference {err:.1e}; "
                       f"ratio plain/package CPU = {tq / tp:.1f}")
+    if len(per_alpha) > 1:
+        print("== package CPU per alpha against depth (this run)")
+        first = min(per_alpha.values())
+        for name, (L, size, t) in sorted(per_alpha.items(), key=lambda kv: kv[1][0]):
+            print(f"   L = {L} ({name}): {size} unknowns, {t:.3f} s per alpha, {t / first[2]:.2f} x L = {first[0]}")
     return 0
 
 
