@@ -156,3 +156,33 @@ def test_per_layer_rows_from_the_schema_match_the_built_in_names(options):
     b = next(iter(data["branches"].values()))
     n = _equilibrium_layers(data).shape[0]
     assert _layer_labels(b, n, _layer_fields(data)) == _layer_labels(b, n)
+
+
+def test_a_sweep_runs_with_one_blas_thread(monkeypatch):
+    """run_sweep limits BLAS to SWEEP_BLAS_THREADS (= 1) while the solver runs, and ``blas_threads=None``
+    leaves the library's setting."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    import replica.branches as branches
+    from replica.workflow import run
+
+    seen = []
+    original = branches.sweep
+
+    def spy(*args, **kwargs):
+        seen.append(blas_threads())
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(branches, "sweep", spy)
+    request = {**TWO, "layers": 1, "gamma": [0.5], "activation": "tanh2", "s_grid": None}
+    def blas_threads():
+        return max((i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"), default=None)
+
+    if blas_threads() is None:
+        pytest.skip("no BLAS library loaded")
+    with threadpoolctl.threadpool_limits(limits=2, user_api="blas"):
+        around = blas_threads()
+        run_sweep(request, [1.0, 2.0], progress=False)
+        run_sweep(request, [1.0, 2.0], progress=False, blas_threads=None)
+        assert blas_threads() == around  # restored after the sweep
+    assert run.SWEEP_BLAS_THREADS == 1
+    assert around == 2 and seen == [1, 2]

@@ -34,8 +34,13 @@ __all__ = ["run_sweep", "discretization_errors", "SweepCheckpoint"]
 logger = logging.getLogger(__name__)
 
 
+#: BLAS threads of a sweep (:func:`run_sweep`): the solvers' dense algebra is on matrices of at most a few
+#: hundred rows, where a second thread only adds synchronisation (measured in docs/performance.md)
+SWEEP_BLAS_THREADS = 1
+
+
 def run_sweep(request: dict, alphas, *, checkpoint=None, progress: bool = True, branches: str | None = None,
-              damping: float | None = None, model=None):
+              damping: float | None = None, model=None, blas_threads: int | None = SWEEP_BLAS_THREADS):
     """Build, prepare and sweep the model of ``request``; the result carries everything a file stores.
 
     Parameters
@@ -54,6 +59,9 @@ def run_sweep(request: dict, alphas, *, checkpoint=None, progress: bool = True, 
         Override ``request["branches"]`` and ``request["damping"]``.
     model : ReplicaModel, optional, keyword-only
         The model of ``request`` when the caller has built it already (it is not built again).
+    blas_threads : int or None, keyword-only
+        Threads of the BLAS library while the sweep runs (``threadpoolctl``; default
+        :data:`SWEEP_BLAS_THREADS` = 1); None leaves the library's setting.
 
     Returns
     -------
@@ -89,12 +97,25 @@ def run_sweep(request: dict, alphas, *, checkpoint=None, progress: bool = True, 
         model = prepare(model, request, alphas, solve_kw=solve_kw, branches=branches)
     if checkpoint is not None:
         checkpoint.bind(model, solve_kw, architecture=arch.name)
-    result = sweep(model, alphas, branches=branches, progress=progress, solve_kw=solve_kw, cache=checkpoint)
+    with _blas_limit(blas_threads):
+        result = sweep(model, alphas, branches=branches, progress=progress, solve_kw=solve_kw, cache=checkpoint)
+        errors = discretization_errors(model, result, solve_kw)
     grids = hook(model, "grids")
     return dataclasses.replace(
-        result, branches=discretization_errors(model, result, solve_kw), grids=dict(grids or {}),
+        result, branches=errors, grids=dict(grids or {}),
         dataset_axes=hook(model, "dataset_axes"), s_grid_rule=hook(model, "s_grid_rule"), architecture=arch.name,
         state_schema=state_schema(model))
+
+
+def _blas_limit(threads):
+    """``threadpoolctl.threadpool_limits(threads, "blas")``, or nothing for None."""
+    if threads is None:
+        import contextlib
+
+        return contextlib.nullcontext()
+    from threadpoolctl import threadpool_limits  # lazy: start-up (docs/architecture.md)
+
+    return threadpool_limits(limits=int(threads), user_api="blas")
 
 
 def discretization_errors(model, result, solve_kw=None) -> dict:
