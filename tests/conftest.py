@@ -4,12 +4,39 @@ The HCIZ table cache (:mod:`hciz.cache`) of the test session lives in a fresh te
 directory, so that the tests neither read tables left by earlier runs or other versions
 nor write into the user's ``~/.cache/replica-hciz``; subprocesses (command-line tests)
 inherit the setting. Tests of the cache itself point it elsewhere with ``monkeypatch``.
+
+In a parallel run (``pytest -n …``, pytest-xdist) the workers share the directory of the
+controlling process (passed to them in ``REPLICA_HCIZ_TEST_SESSION_CACHE``), so that a table is
+built once per run, not once per worker: writes to the cache are atomic (:mod:`hciz.cache`), and
+only the process that made the directory removes it, at its exit (after the workers').
+
+BLAS runs on one thread in the test session and its subprocesses (``OMP_NUM_THREADS``,
+``OPENBLAS_NUM_THREADS``, ``MKL_NUM_THREADS`` = 1 unless set; threadpoolctl for this process, whose
+numpy is loaded by plugins before this file): the tests' matrices are small, and a multithreaded
+BLAS beside a second test process (or other jobs) on a 2-core machine ran them 8–30 times slower
+(tests/test_closure.py's matrix SDE: 2.3 s on one thread, 17–69 s on two; the same measurement as
+replica/simulations/gamp_rie.py's, scripts/benchmarks/bench_gamp_rie_threads.py).
 """
 import atexit
 import os
 import shutil
 import tempfile
 
-_SESSION_CACHE = tempfile.mkdtemp(prefix="replica-hciz-test-cache-")
+_SHARED = "REPLICA_HCIZ_TEST_SESSION_CACHE"
+_inherited = os.environ.get(_SHARED)
+if os.environ.get("PYTEST_XDIST_WORKER") and _inherited and os.path.isdir(_inherited):
+    _SESSION_CACHE = _inherited  # a worker: the controller's directory
+else:
+    _SESSION_CACHE = tempfile.mkdtemp(prefix="replica-hciz-test-cache-")
+    os.environ[_SHARED] = _SESSION_CACHE
+    atexit.register(shutil.rmtree, _SESSION_CACHE, ignore_errors=True)
 os.environ["REPLICA_HCIZ_CACHE"] = _SESSION_CACHE
-atexit.register(shutil.rmtree, _SESSION_CACHE, ignore_errors=True)
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+try:
+    from threadpoolctl import threadpool_limits
+
+    _BLAS_LIMIT = threadpool_limits(limits=int(os.environ["OPENBLAS_NUM_THREADS"]), user_api="blas")
+except Exception:  # noqa: BLE001 - threadpoolctl is a dependency; a failure only costs time
+    _BLAS_LIMIT = None

@@ -13,7 +13,12 @@ and ``--kind``, every ``replica-figures`` figure in its quick form, the SGD figu
   axes start at ≥ 0;
 * **no gaps in equilibrium curves**: on learning-curve panels, the equilibrium curve (solid lines of
   width ≥ 2) covers one interval of α without gaps wider than ``gap_tol`` (the curve runs through the
-  located changes of the equilibrium, not only through grid points).
+  located changes of the equilibrium, not only through grid points);
+* **legend entries told apart**: no two entries of one legend have lines that look alike (the same
+  dash class, :func:`dash_class`, and marker, colours within 0.2, widths within a factor 2).
+
+Also here, for the tests of single figures: :func:`undrawn_legend_entries` (a legend entry with nothing of
+its look drawn), :func:`legends_over_curves` (a legend box over a line of data), :func:`lines_outside_axes`.
 """
 
 from __future__ import annotations
@@ -138,6 +143,7 @@ def check_figure(fig, name="", *, gap_tol=1e-6, alpha_range=None):
     assert not (bad := raw_legend_entries(fig)), f"{name}: legend entries with raw names: {bad}"
     assert not (bad := non_integer_ticks(fig)), f"{name}: non-integer ticks on counting axes: {bad}"
     assert not (bad := negative_limits(fig)), f"{name}: axes of nonnegative quantities below 0: {bad}"
+    assert not (bad := look_alike_entries(fig)), f"{name}: legend entries that look alike: {bad}"
     for ax in curve_panels(fig):
         lines = equilibrium_lines(ax)
         assert lines, f"{name}: no equilibrium curve on the panel {ax.get_title(loc='left')!r}"
@@ -201,3 +207,149 @@ def checked_figures(monkeypatch, **kwargs):
 
     monkeypatch.setattr(plotting, "save_figure", save_figure)
     return seen
+
+
+# --------------------------------------------------------------------------- styles, legends (issue 41, N14)
+def _no_line(line) -> bool:
+    return str(line.get_linestyle()) in ("None", "none", " ", "")
+
+
+def dash_class(line) -> str:
+    """The pattern of a line in words a reader tells apart: ``solid``, ``none`` (markers only), else the
+    on-segments of one period of its dashes in units of its width, ``.`` a dot (≤ 1.5), ``-`` a dash (≤ 5),
+    ``=`` a long dash, reduced to its shortest period and rotated to the smallest string ("-.-." → "-.",
+    ":" → ".", "--" → "-", "-." → "=.")."""
+    if _no_line(line):
+        return "none"
+    _, seq = line._unscaled_dash_pattern
+    if not seq:
+        return "solid"
+    tokens = "".join("." if s <= 1.5 else "-" if s <= 5.0 else "=" for s in list(seq)[0::2])
+    n = len(tokens)
+    for p in range(1, n + 1):
+        if n % p == 0 and tokens[:p] * (n // p) == tokens:
+            tokens = tokens[:p]
+            break
+    return min(tokens[i:] + tokens[:i] for i in range(len(tokens)))
+
+
+def _marker(line) -> str:
+    m = line.get_marker()
+    return "none" if m in (None, "None", "none", "", " ") else str(m)
+
+
+def _rgb(color):
+    from matplotlib.colors import to_rgb
+
+    return np.asarray(to_rgb(color), dtype=float)
+
+
+def _legend_lines(legend):
+    """(label, Line2D) of the line handles of a legend (errorbar containers: their data line)."""
+    out = []
+    for handle, text in zip(legend.legend_handles, legend.get_texts()):
+        line = handle if hasattr(handle, "get_linestyle") and hasattr(handle, "get_xdata") else None
+        if line is not None:
+            out.append((text.get_text(), line))
+    return out
+
+
+def _legends(fig):
+    return [leg for leg in list(fig.legends) + [ax.get_legend() for ax in fig.axes] if leg is not None]
+
+
+def look_alike(a, b) -> bool:
+    """Whether two lines look the same to a reader: the same dash class and marker, colours within 0.2
+    (RGB distance) and widths within a factor 2."""
+    if dash_class(a) != dash_class(b) or _marker(a) != _marker(b):
+        return False
+    if float(np.linalg.norm(_rgb(a.get_color()) - _rgb(b.get_color()))) >= 0.2:
+        return False
+    wa, wb = float(a.get_linewidth()), float(b.get_linewidth())
+    return dash_class(a) == "none" or max(wa, wb) < 2.0 * max(min(wa, wb), 1e-9)
+
+
+def look_alike_entries(fig) -> list:
+    """Pairs of labels of one legend whose line handles look alike (:func:`look_alike`)."""
+    bad = []
+    for leg in _legends(fig):
+        lines = _legend_lines(leg)
+        for i, (la, a) in enumerate(lines):
+            for lb, b in lines[i + 1:]:
+                if la != lb and look_alike(a, b):
+                    bad.append((la, lb))
+    return bad
+
+
+def _drawn_lines(fig):
+    return [ln for ax in fig.axes for ln in ax.get_lines() if ln.get_visible() and len(ln.get_xdata())]
+
+
+def undrawn_legend_entries(fig) -> list:
+    """Legend entries with nothing of their look drawn: a line entry with no line of data of the same dash
+    class, marker and colour (0.2) in the figure's axes; a hatched entry with no hatched collection or patch
+    of data."""
+    from matplotlib.collections import Collection
+    from matplotlib.patches import Patch
+
+    lines = _drawn_lines(fig)
+    hatched = [a for ax in fig.axes for a in list(ax.collections) + list(ax.patches)
+               if a.get_visible() and a.get_hatch()
+               and (not isinstance(a, Collection) or any(len(p.vertices) for p in a.get_paths()))]
+    bad = []
+    for leg in _legends(fig):
+        for handle, text in zip(leg.legend_handles, leg.get_texts()):
+            label = text.get_text()
+            if hasattr(handle, "get_xdata"):
+                if not any(dash_class(ln) == dash_class(handle) and _marker(ln) == _marker(handle)
+                           and float(np.linalg.norm(_rgb(ln.get_color()) - _rgb(handle.get_color()))) < 0.2
+                           for ln in lines):
+                    bad.append(label)
+            elif isinstance(handle, Patch) and handle.get_hatch():
+                if not any(a.get_hatch() == handle.get_hatch() for a in hatched):
+                    bad.append(label)
+    return bad
+
+
+def legends_over_curves(fig, samples=24) -> list:
+    """(legend's first entry, axes title) of every legend drawn over a line of data of an axes: a vertex of
+    the line, or a point of one of its segments, inside the legend's box (display coordinates, after a draw)."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    bad = []
+    for leg in _legends(fig):
+        box = leg.get_window_extent(renderer)
+        first = leg.get_texts()[0].get_text() if leg.get_texts() else ""
+        for ax in fig.axes:
+            if not ax.get_visible() or not ax.axison:
+                continue
+            clip = ax.get_window_extent(renderer)
+            for ln in ax.get_lines():
+                if not ln.get_visible() or len(ln.get_xdata()) == 0:
+                    continue
+                xy = ln.get_transform().transform(np.column_stack([np.asarray(ln.get_xdata(), float),
+                                                                   np.asarray(ln.get_ydata(), float)]))
+                xy = xy[np.all(np.isfinite(xy), axis=1)]
+                if len(xy) > 1 and not _no_line(ln):
+                    t = np.linspace(0.0, 1.0, samples)[:, None, None]
+                    xy = (xy[:-1][None] * (1 - t) + xy[1:][None] * t).reshape(-1, 2)
+                inside_axes = ((xy[:, 0] >= clip.x0) & (xy[:, 0] <= clip.x1) & (xy[:, 1] >= clip.y0)
+                               & (xy[:, 1] <= clip.y1))
+                inside = ((xy[:, 0] > box.x0) & (xy[:, 0] < box.x1) & (xy[:, 1] > box.y0) & (xy[:, 1] < box.y1))
+                if np.any(inside & inside_axes):
+                    bad.append((first, ax.get_title(loc="left")))
+                    break
+    return bad
+
+
+def lines_outside_axes(ax, gids=None) -> list:
+    """Labels (or gids) of the lines of data of ``ax`` with points outside its limits."""
+    x0, x1 = sorted(ax.get_xlim())
+    y0, y1 = sorted(ax.get_ylim())
+    bad = []
+    for ln in ax.get_lines():
+        x, y = np.asarray(ln.get_xdata(), float), np.asarray(ln.get_ydata(), float)
+        ok = np.isfinite(x) & np.isfinite(y)
+        if ok.any() and (np.any(x[ok] < x0) or np.any(x[ok] > x1) or np.any(y[ok] < y0) or np.any(y[ok] > y1)):
+            bad.append(ln.get_label())
+    return bad

@@ -24,6 +24,9 @@ from replica.simulations.channels import jax_log_likelihood, output_mean_coeffic
 from replica.workflow.experiment_io import read_experiment  # noqa: E402
 from replica.simulations.measurements import classification_measures  # noqa: E402
 
+#: its module fixtures are computed once: one process for the whole file (--dist loadgroup)
+pytestmark = pytest.mark.xdist_group("test_channel_experiment")
+
 MU0_RELU = 1.0 / math.sqrt(2.0 * math.pi)  # E max(z, 0), z ~ N(0, 1)
 
 TINY = ["--activation", "relu", "--gamma", "0.5", "--readout", "ones", "--alpha", "1", "--dim", "8",

@@ -25,6 +25,9 @@ from replica.workflow import plotting  # noqa: E402
 from replica.workflow.cli import plot_main, sweep_main  # noqa: E402
 from replica.workflow.io import read_sweep, write_phase_diagram  # noqa: E402
 
+#: its module fixtures are computed once: one process for the whole file (--dist loadgroup)
+pytestmark = pytest.mark.xdist_group("test_figure_properties")
+
 ROOT = Path(__file__).resolve().parents[1]
 HE2_HE3 = "hermite:2=1.4142135623730951,3=1"
 #: small sweeps; each crosses a change of the equilibrium between two grid points (the gaps of the

@@ -19,6 +19,9 @@ from hciz import rectangular as rect
 from hciz.rectangular import RectangularChannel, rectangular_channel
 from replica.workflow import reference
 
+#: its module fixtures are computed once: one process for the whole file (--dist loadgroup)
+pytestmark = pytest.mark.xdist_group("test_hciz_rectangular")
+
 CASES = [(2.0, 0.2), (5.0, 2.0)]  # (R1 = P/M, R2 = N/M) of the published curves
 
 

@@ -13,6 +13,9 @@ pytest.importorskip("dask.distributed")
 from replica.workflow.cli import phase_diagram_main  # noqa: E402
 from replica.workflow.io import read_phase_diagram, write_phase_diagram  # noqa: E402
 
+#: its module fixtures are computed once: one process for the whole file (--dist loadgroup)
+pytestmark = pytest.mark.xdist_group("test_phase_diagram")
+
 DEEP = ["--layers", "2", "--gamma", "1,1", "--activation", "tanh2", "--drop-hermite", "0,1,2", "--unit-variance"]
 GRID = ["--alpha", "2,3,4,5,6", "--delta", "0.05,0.3"]
 

@@ -41,6 +41,9 @@ from replica.models.shallow import ShallowModel
 from replica.models.two_layer import TwoLayerModel
 from replica.workflow.io import read_sweep, write_sweep
 
+#: its module fixtures are computed once: one process for the whole file (--dist loadgroup)
+pytestmark = pytest.mark.xdist_group("test_stored_datasets")
+
 
 def _weights_per_d2(gammas):
     """``Σ_ℓ γ_ℓ γ_{ℓ−1}`` (γ₀ = 1): the weights W_ℓ ∈ R^{k_ℓ × k_{ℓ−1}} per d², computed here from the γ's."""

@@ -29,6 +29,9 @@ from pathlib import Path
 
 import pytest
 
+#: its module fixtures are computed once: one process for the whole file (--dist loadgroup)
+pytestmark = pytest.mark.xdist_group("test_wheel_install")
+
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = ("pyproject.toml", "README.md", "hciz", "priors", "replica", "data")
 TUTORIAL = ROOT / "docs" / "tutorial.md"

@@ -350,10 +350,50 @@ def add_output_options(p, *, default_output, resume=True, output=True, config_ex
 
 
 # --------------------------------------------------------------------------- main wrapper
+class _LineTracker:
+    """``sys.stderr`` while a command runs: remembers whether the last text written left its line open (a
+    tqdm bar's drawing ends with a carriage return, not a newline), for :class:`_OwnLineHandler`."""
+
+    def __init__(self, stream):
+        self._stream = stream
+        self.open_line = False
+
+    def write(self, text):
+        if text:
+            self.open_line = not str(text).endswith("\n")
+        return self._stream.write(text)
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+class _OwnLineHandler(logging.StreamHandler):
+    """Every record on a line of its own: while a progress bar is open, written through tqdm's external write
+    mode (the bar is cleared, then drawn again below); after a bar's last drawing on a stream that is not a
+    terminal (a log file, a pipe: the carriage returns are kept there), after a newline."""
+
+    def emit(self, record):
+        stream = self.stream
+        try:
+            tqdm = sys.modules.get("tqdm.std")
+            bars = list(getattr(tqdm.tqdm, "_instances", ())) if tqdm is not None else []
+            tty = bool(getattr(stream, "isatty", lambda: False)())
+            if getattr(stream, "open_line", False) and not tty:
+                stream.write("\n")
+            if bars and tty:
+                with tqdm.tqdm.external_write_mode(file=stream):
+                    super().emit(record)
+                return
+        except Exception:  # noqa: BLE001 - cosmetic only: fall back to the plain handler
+            pass
+        super().emit(record)
+
+
 def _configure_logging(args):
     level = logging.DEBUG if getattr(args, "verbose", False) else (
         logging.WARNING if getattr(args, "quiet", False) else logging.INFO)
-    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", force=True)
+    handler = _OwnLineHandler(sys.stderr)
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", force=True, handlers=[handler])
     for noisy in ("distributed", "matplotlib", "h5py", "numba", "tornado", "bokeh", "asyncio", "jax", "absl"):
         logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
 
@@ -483,6 +523,17 @@ def run_command(prog, build_parser, run, argv, *, missing_extra=None, input_erro
     args, status = parse_command_line(prog, build_parser, argv)
     if args is None:
         return status
+    stderr = sys.stderr
+    sys.stderr = _LineTracker(stderr)  # log records after a progress bar start their own line
+    try:
+        return _run_configured(prog, run, args, missing_extra, input_errors)
+    finally:
+        if isinstance(sys.stderr, _LineTracker):
+            sys.stderr = stderr
+
+
+def _run_configured(prog, run, args, missing_extra, input_errors):
+    """:func:`run_command` once ``args`` are parsed: logging, SIGTERM, the exit statuses."""
     _configure_logging(args)
     previous = None
     try:

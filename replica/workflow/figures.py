@@ -345,8 +345,12 @@ def figure_two_layer_phase(outdir: Path, quick: bool, report: _Report):
     h5 = outdir / "two_layer_phase.h5"
     grids = (["--delta", "0.05:0.35:4", "--alpha", "1:5:9"] if quick
              else ["--delta", "0.02:0.4:20", "--alpha", "0.5:8:40"])
-    rc = phase_diagram_main(["--layers", "2", "--gamma", "0.5,0.5", "--activation", "tanh2", "--unit-variance",
-                             *grids, "--workers", "2", "--quiet", "--overwrite", "-o", str(h5)])
+    import contextlib
+    import io
+
+    with contextlib.redirect_stdout(io.StringIO()):  # the command prints its file name: not into the table
+        rc = phase_diagram_main(["--layers", "2", "--gamma", "0.5,0.5", "--activation", "tanh2", "--unit-variance",
+                                 *grids, "--workers", "2", "--quiet", "--overwrite", "-o", str(h5)])
     if rc != 0:
         raise RuntimeError(f"replica-phase-diagram failed with status {rc}")
     _plot(h5, outdir / "two_layer_phase.png",

@@ -334,8 +334,15 @@ def _ordered_branches(branches: dict) -> list:
     return known + sorted(n for n in branches if n not in BRANCH_STYLE)
 
 
+#: line styles of the transition lines: the spinodal dash-dot-dot, α_c dash-dot (apart from the dotted
+#: "linearly unstable" and the dashed "metastable" branch styles)
+SPINODAL_STYLE = (0, (6, 1.5, 1, 1.5, 1, 1.5))
+TRANSITION_STYLE = "-."
+
+
 def _draw_transition_lines(ax, transitions, *, color="0.35", legend=True):
-    for key, text, ls in (("alpha_sp", r"spinodal $\alpha_{\rm sp}$", ":"), ("alpha_c", r"transition $\alpha_c$", "-.")):
+    for key, text, ls in (("alpha_sp", r"spinodal $\alpha_{\rm sp}$", SPINODAL_STYLE),
+                          ("alpha_c", r"transition $\alpha_c$", TRANSITION_STYLE)):
         a = (transitions or {}).get(key, math.nan)
         if a is not None and np.isfinite(a):
             ax.axvline(a, color=color, ls=ls, lw=0.9, zorder=1, label=f"{text} = {a:.4g}" if legend else None)
@@ -739,7 +746,10 @@ def _equilibrium_layers(data):
 
 
 #: line styles of the per-layer (and product) overlaps in the overlaps panel of deep networks
-_LAYER_STYLES = ("-", "--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 3)), (0, (6, 2)), (0, (3, 1, 1, 1)))
+#: (solid, dashes, dots, dash-dot, dash-dot-dot, long dashes, long-short dashes, dash-dot-dot-dot: no two alike;
+#: tests/figure_checks.py::dash_class)
+_LAYER_STYLES = ("-", "--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (9, 2)), (0, (9, 2, 3, 2)),
+                 (0, (3, 1, 1, 1, 1, 1, 1, 1)))
 
 
 def overlap_fields(data) -> list:
@@ -770,8 +780,11 @@ def _field_average(branch, field) -> np.ndarray:
     return q
 
 
-def _draw_overlap_panel(ax, data):
-    """Overlaps: Q(v) profiles at several α (several readout atoms) or the schema's overlaps against α."""
+def _draw_overlap_panel(ax, data, *, legend=True):
+    """Overlaps: Q(v) profiles at several α (several readout atoms) or the schema's overlaps against α.
+
+    Returns ``"profile"`` (Q(v) of the specialized branch), ``"alpha"`` (overlaps against α) or False (nothing
+    to draw); ``legend=False``: the caller places the legend (:func:`plot_sweep`)."""
     branches = data["branches"]
     spec = branches.get("specialized")
     any_b = next(iter(branches.values()))
@@ -803,10 +816,11 @@ def _draw_overlap_panel(ax, data):
             ax.set_xlabel(r"readout value $v$")
             ax.set_ylabel(r"overlap $Q(v)$" if not deep else r"last-layer overlap $Q_L(v)$")
             ax.set_ylim(-0.03, 1.03)
-            return True
+            return "profile"
     # one readout atom: overlaps against α, per branch
     drawn = False
     styled = set()  # deep networks: one legend entry per layer (line style); branches are coloured
+    fields_drawn = {}  # one hidden layer: {field index: (width, style, label)} of the fields drawn
     gamma = data.get("parameters", {}).get("gamma", 0.5)
     gamma = float(gamma[0] if isinstance(gamma, (list, tuple)) else gamma)
     order = _ordered_branches(branches)
@@ -815,8 +829,7 @@ def _draw_overlap_panel(ax, data):
         ok = np.asarray(b["exists"], bool) & np.asarray(b["converged"], bool)
         if not ok.any() or "mmse" not in b:
             continue
-        color, label = _branch_color(name, order)
-        label = label.split(" (")[0]
+        color, _ = _branch_color(name, order)
         alpha = np.asarray(b["alpha"], dtype=float)
         w = np.asarray(b.get("readout_weights", [1.0]), dtype=float)
         v = np.asarray(b.get("readout_values", [1.0]), dtype=float)
@@ -843,12 +856,19 @@ def _draw_overlap_panel(ax, data):
                 q = q - gamma * float(np.dot(w / w.sum(), v)) ** 2  # R_d − 1, the known mean of S
             elif not np.any(np.abs(q[ok]) > 0.0):
                 continue  # a specialization overlap that is zero on this branch (the universal one)
-            lw, ls = (1.6, "-") if k == 0 else (1.1, (0, (1.5, 1.5)) if k == 1 else _LAYER_STYLES[k % len(_LAYER_STYLES)])
+            # Q solid, the next field dotted, further fields in the layer styles after the dotted one
+            lw, ls = (1.6, "-") if k == 0 else (1.1, (0, (1.5, 1.5)) if k == 1
+                                                else _LAYER_STYLES[(k + 1) % len(_LAYER_STYLES)])
             for seg in _segments(ok):
                 ax.plot(alpha[seg], q[seg], color=color, lw=lw, ls=ls, marker="o" if seg.size == 1 and k == 0 else None,
                         ms=2.5)
-            ax.plot([], [], color=color, lw=lw, ls=ls, label=f"{label}: {field.label or field.name}")
+            fields_drawn.setdefault(k, (lw, ls, field.label or field.name))
             drawn = True
+    # one legend entry per field (its line style), in the schema's order; the branches have the learning
+    # curve's colours
+    for k in sorted(fields_drawn):
+        lw, ls, text = fields_drawn[k]
+        ax.plot([], [], color="0.35", lw=lw, ls=ls, label=text)
     if not drawn:
         logger.warning("overlaps panel: no overlap field to draw (declare the state's fields with role 'overlap' "
                        "in the model's state_schema(), replica.interface.FieldSpec)")
@@ -858,8 +878,9 @@ def _draw_overlap_panel(ax, data):
     ax.set_ylabel(r"overlap $q_\ell$" if deep else r"overlap")
     ax.set_ylim(-0.03, 1.05)
     ax.set_xlim(left=0)
-    ax.legend(loc="best")
-    return True
+    if legend:
+        ax.legend(loc="best")
+    return "alpha"
 
 
 # --------------------------------------------------------------------------- figures
@@ -914,7 +935,9 @@ def plot_sweep(data, *, experiments=None, references=None, kind="auto", title=No
     if kind == "classification" and not classify:
         raise PlotError("--kind classification: the file has no classification_error (labels of a ±1 output "
                         "channel: replica-sweep --channel probit, sign or logistic)")
-    if kind == "auto" and "specialized" not in data["branches"] and not deep:
+    if kind == "auto" and not set(data["branches"]) - {"universal"} and not deep:
+        # the universal branch alone has no specialization overlaps to draw; any other branch (``weak`` of a
+        # probit channel, ``partial``, …) keeps its overlaps panel next to the classification panel
         panels = ["curve"] + classify
     with figure_style():
         ncols = 2 if len(panels) > 1 else 1
@@ -922,6 +945,7 @@ def plot_sweep(data, *, experiments=None, references=None, kind="auto", title=No
         fig, axes = plt.subplots(nrows, ncols, figsize=(3.4 * ncols, 2.9 * nrows + 0.5), layout="constrained",
                                  squeeze=False)
         axes = axes.ravel()
+        below = []  # (handle, label) of the legend below the panels
         for ax, panel in zip(axes, panels):
             if panel == "curve":
                 _draw_curves(ax, data, logy=logy)
@@ -933,10 +957,7 @@ def plot_sweep(data, *, experiments=None, references=None, kind="auto", title=No
                     ax.set_ylim(bottom=0)
                 handles, labels = ax.get_legend_handles_labels()
                 if len(labels) > 4:  # long legends go below the panels, never over the curves
-                    longest = max(_visible_length(lab) for lab in labels)
-                    ncol = max(1, min(4, math.ceil(len(labels) / 2), int(120 * ncols / 2 // (longest + 6))))
-                    fig.legend(handles, labels, loc="outside lower center", ncol=ncol, handlelength=2.2,
-                               columnspacing=1.2)
+                    below += list(zip(handles, labels))
                 else:
                     ax.legend(loc="best")
                 ax.set_title("learning curve", loc="left")
@@ -947,9 +968,19 @@ def plot_sweep(data, *, experiments=None, references=None, kind="auto", title=No
                     ax.set_ylim(bottom=0)
                 ax.set_title("classification error", loc="left")
             elif panel == "overlaps":
-                if not _draw_overlap_panel(ax, data):
+                drawn = _draw_overlap_panel(ax, data, legend=False)
+                if not drawn:
                     ax.set_axis_off()
-                ax.set_title("overlaps" + (r" $Q(v)$, specialized branch" if multi_atom else ""), loc="left")
+                ax.set_title("overlaps" + (r" $Q(v)$, specialized branch" if drawn == "profile" else ""), loc="left")
+                handles, labels = ax.get_legend_handles_labels()
+                if labels and len(panels) < len(axes):  # an empty cell of the grid: the legend goes there
+                    spare = axes[len(panels)]
+                    spare.legend(handles, labels, loc="upper left", frameon=False, title="overlaps",
+                                 alignment="left")
+                elif len(labels) > 3:  # below the panels with the learning curve's, never over the curves
+                    below += list(zip(handles, labels))
+                elif labels:
+                    ax.legend(loc="best")
             elif panel == "layers_eq":
                 rows = _equilibrium_layers(data)
                 if rows is None:
@@ -983,6 +1014,11 @@ def plot_sweep(data, *, experiments=None, references=None, kind="auto", title=No
                 ax.set_facecolor("0.92")
         for ax in axes[len(panels):]:
             ax.set_axis_off()
+        if below:
+            handles, labels = zip(*below)
+            longest = max(_visible_length(lab) for lab in labels)
+            ncol = max(1, min(4, math.ceil(len(labels) / 2), int(120 * ncols / 2 // (longest + 6))))
+            fig.legend(handles, labels, loc="outside lower center", ncol=ncol, handlelength=2.2, columnspacing=1.2)
         fig.suptitle(title if title is not None else _wrap(describe(data.get("parameters", {})), 60 * ncols),
                      fontsize=9)
     return fig
@@ -1063,18 +1099,6 @@ def plot_phase_diagram(data: dict, *, title=None, logy=False):
         cb.set_label("equilibrium mmse")
         sp = np.asarray(data.get("alpha_sp", np.full(values.size, np.nan)), dtype=float)
         ac = np.asarray(data.get("alpha_c", np.full(values.size, np.nan)), dtype=float)
-        layer_handles = _layer_transition_lines(ax, data, values)
-        ok = np.isfinite(sp) & np.isfinite(ac)
-        if ok.any():
-            ax.fill_betweenx(values[ok], sp[ok], ac[ok], facecolor="none", edgecolor="0.2", hatch="////", lw=0,
-                             alpha=0.45, label="specialized branch metastable")
-        # α_c first, the dashed spinodal on top: both stay visible where they coincide (deep networks:
-        # the lines of every layer instead, the last layer's being these)
-        for arr, style, z in ((ac, dict(color="#ff5a36", ls="-", marker="s", mfc="#ff5a36", lw=2.4), 3),
-                              (sp, dict(color="black", ls=(0, (3, 2)), marker="o", mfc="white", lw=1.4), 4)):
-            m = np.isfinite(arr)
-            if m.any() and not layer_handles:
-                ax.plot(arr[m], values[m], ms=4, mec="black", mew=0.6, zorder=z, **style)
         # rows whose transition lies outside the α grid: arrows at the edge
         branch = np.asarray(data.get("branch", np.full(mmse.shape, "", dtype=object)), dtype=object)
         done = np.asarray(data.get("done", np.ones(values.size, bool)), bool)
@@ -1082,6 +1106,29 @@ def plot_phase_diagram(data: dict, *, title=None, logy=False):
         above = done & ~np.isfinite(ac) & (branch[:, -1] == "universal")
         dx = 0.5 * np.diff(alpha).min(initial=0) if alpha.size > 1 else 0.0
         left, right = max(alpha.min() - dx, 0.0), alpha.max() + dx  # α ≥ 0
+        layer_handles = _layer_transition_lines(ax, data, values, left=alpha.min() - 0.6 * (alpha.min() - left))
+        # the specialized branch is metastable from α_sp to α_c; where α_c lies above the grid (the row is
+        # universal at its last α), to the end of the grid
+        upper = np.where(np.isfinite(ac), ac, np.where(above & np.isfinite(sp), right, np.nan))
+        ok = np.isfinite(sp) & np.isfinite(upper)
+        hatched = bool(ok.any())
+        if hatched:
+            ax.fill_betweenx(values[ok], sp[ok], upper[ok], facecolor="none", edgecolor="0.2", hatch="////", lw=0,
+                             alpha=0.45, label="specialized branch metastable")
+        # α_c first, the dashed spinodal on top: both stay visible where they coincide (deep networks:
+        # the lines of every layer instead, the last layer's being these)
+        from matplotlib.lines import Line2D
+        from matplotlib.patches import Patch
+
+        handles = list(layer_handles)
+        for arr, style, z, text in ((ac, dict(color="#ff5a36", ls="-", marker="s", mfc="#ff5a36", lw=2.4), 3,
+                                     r"transition $\alpha_c$"),
+                                    (sp, dict(color="black", ls=(0, (3, 2)), marker="o", mfc="white", lw=1.4), 4,
+                                     r"spinodal $\alpha_{\rm sp}$")):
+            m = np.isfinite(arr)
+            if m.any() and not layer_handles:
+                ax.plot(arr[m], values[m], ms=4, mec="black", mew=0.6, zorder=z, **style)
+                handles.insert(0, Line2D([], [], ms=4, mec="black", mew=0.6, label=text, **style))
         if below.any():
             ax.plot(np.full(below.sum(), alpha.min() - 0.6 * (alpha.min() - left)), values[below], "<",
                     color="#ff5a36", mec="black", mew=0.6, ms=6, zorder=5, clip_on=False)
@@ -1096,21 +1143,19 @@ def plot_phase_diagram(data: dict, *, title=None, logy=False):
         edges = _cell_edges(values, lower=0.0, log=logy)
         if edges is not None:  # the rows' cells, not below 0 (the lines and markers add no margin below)
             ax.set_ylim(edges[0], edges[-1])
-        from matplotlib.lines import Line2D
-        from matplotlib.patches import Patch
-
-        handles = layer_handles or [
-            Line2D([], [], color="black", ls=(0, (3, 2)), marker="o", mfc="white", mec="black", mew=0.6,
-                   lw=1.4, ms=4, label=r"spinodal $\alpha_{\rm sp}$"),
-            Line2D([], [], color="#ff5a36", ls="-", marker="s", mfc="#ff5a36", mec="black", mew=0.6, lw=2.4,
-                   ms=4, label=r"transition $\alpha_c$")]
-        handles = handles + [Patch(facecolor="none", edgecolor="0.35", hatch="////", lw=0,
-                                   label="every layer learned: metastable" if layer_handles
-                                   else "specialized branch metastable")]
-        if below.any() or above.any():
+        # the legend lists what is drawn, nothing else
+        if hatched:
+            handles.append(Patch(facecolor="none", edgecolor="0.35", hatch="////", lw=0,
+                                 label="every layer learned: metastable" if layer_handles
+                                 else "specialized branch metastable"))
+        if below.any():
+            handles.append(Line2D([], [], ls="none", marker="<", color="#ff5a36", mec="black", mew=0.6, ms=6,
+                                  label=r"$\alpha_c$ below the grid"))
+        if above.any():
             handles.append(Line2D([], [], ls="none", marker=">", color="#ff5a36", mec="black", mew=0.6, ms=6,
-                                  label=r"$\alpha_c$ outside the grid"))
-        fig.legend(handles=handles, loc="outside lower center", ncol=2, handlelength=2.4, columnspacing=1.5)
+                                  label=r"$\alpha_c$ above the grid"))
+        if handles:
+            fig.legend(handles=handles, loc="outside lower center", ncol=2, handlelength=2.4, columnspacing=1.5)
         if not data.get("complete", True):
             ax.text(0.02, 0.02, "incomplete (resume to finish)", transform=ax.transAxes, color="white", fontsize=7)
         fig.suptitle(title if title is not None else _wrap("phase diagram: " + describe(
@@ -1425,19 +1470,27 @@ def plot_training(theory: dict, *, adam=None, online=None, title=None):
     with figure_style():
         fig, ax = plt.subplots(figsize=(7.4, 4.0), layout="constrained")
         _draw_curves(ax, theory)
-        colors = ("0.55", "0.3", "0.0", "#7b241c")  # greys: apart from the branch colours
+        # online SGD: thin black lines told apart by open markers (none of the branch colours, none of the
+        # marker-less grey styles of the legend: equilibrium, metastable, unstable), so that no trace reads as theory
+        highest = []
         for k, (label, (a, y, e)) in enumerate((online or {}).items()):
             a, y, e = (np.asarray(x, dtype=float) for x in (a, y, e))
-            ax.plot(a, y, color=colors[k % len(colors)], lw=1.2, label=label, zorder=4)
-            ax.fill_between(a, y - e, y + e, color=colors[k % len(colors)], alpha=0.2, lw=0, zorder=4)
+            ax.plot(a, y, color="black", lw=0.9, marker=TRAINING_MARKERS[k % len(TRAINING_MARKERS)], ms=3.5,
+                    markevery=max(1, a.size // 12), mfc="white", mew=0.8, label=label, zorder=4)
+            ax.fill_between(a, y - e, y + e, color="0.5", alpha=0.15, lw=0, zorder=4)
+            highest.append(np.nanmax(y + np.nan_to_num(e), initial=0.0))
         for k, (label, g) in enumerate((adam or {}).items()):
             ax.errorbar(np.asarray(g["alpha"], float), np.asarray(g["mmse_mean"], float),
                         yerr=np.asarray(g["mmse_sem"], float), fmt=_EXPERIMENT_MARKERS[k + 1], ms=4, mfc="white",
                         mec="black", color="black", elinewidth=0.8, capsize=2, lw=0, label=label, zorder=5)
         ax.set_ylabel("test error (theory: Bayes-optimal mmse)")
+        for g in (adam or {}).values():
+            highest.append(np.nanmax(np.asarray(g["mmse_mean"], float) + np.asarray(g["mmse_sem"], float),
+                                     initial=0.0))
         universal = theory["branches"].get("universal", {}).get("mmse")
         top = np.nanmax(np.asarray(universal if universal is not None else theory["equilibrium"]["mmse"], float))
-        ax.set_ylim(0.0, 2.0 * float(top))
+        # the theory's scale, raised to hold every training curve (a random start begins above the branches)
+        ax.set_ylim(0.0, max(2.0 * float(top), 1.05 * max(highest, default=0.0)))
         ax.set_xlim(0.0, float(np.max(theory["equilibrium"]["alpha"])))
         fig.legend(*ax.get_legend_handles_labels(), loc="outside right upper", fontsize=7)
         if title:
@@ -1445,37 +1498,91 @@ def plot_training(theory: dict, *, adam=None, online=None, title=None):
     return fig
 
 
+#: markers of the online-SGD traces of :func:`plot_training` (the Adam points take _EXPERIMENT_MARKERS[1:])
+TRAINING_MARKERS = ("v", "d", "P", "X")
+
 #: colours of the per-layer transition lines of deep phase diagrams (layer 1, 2, …)
 LAYER_COLORS = ("#1f77b4", "#ff5a36", "#2ca02c", "#9467bd", "#8c564b", "#e377c2")
 
 
-def _layer_transition_lines(ax, data, values):
+def _same_column(a, b) -> bool:
+    """Whether two columns of per-row transitions are the same line (NaN where both are NaN)."""
+    both = np.isfinite(a) & np.isfinite(b)
+    return bool(np.array_equal(np.isfinite(a), np.isfinite(b))
+                and np.allclose(a[both], b[both], rtol=1e-9, atol=0.0))
+
+
+def _layer_groups(columns) -> list:
+    """Layers (0-based) grouped by identical columns: [[0, 1], [2]] when layers 1 and 2 share their line."""
+    groups = []
+    for ell in range(columns.shape[1]):
+        for g in groups:
+            if _same_column(columns[:, g[0]], columns[:, ell]):
+                g.append(ell)
+                break
+        else:
+            groups.append([ell])
+    return groups
+
+
+def _layers_words(group) -> str:
+    return ("layer " if len(group) == 1 else "layers ") + _and([str(ell + 1) for ell in group])
+
+
+def _layer_transition_lines(ax, data, values, *, left=None):
     """Per-layer lines of a deep phase diagram: where layer ℓ is first learned at equilibrium
     (``alpha_c_layer``, solid) and the spinodal of the branch it goes to (``alpha_sp_layer``, dashed),
-    one colour per layer; a layer learned at every α of the grid on every line gets a legend entry
-    saying so. Returns the legend handles ([] without per-layer data)."""
+    one colour per layer; layers with the same line on every row share one line and one legend entry
+    ("layers 1 and 2 learned", drawn in the colour of the last of them: a line hidden under another is not
+    listed). A layer already learned at the first α of a row (no ``alpha_c_layer`` there) gets a marker at
+    the left edge ``left`` of that row. Returns the legend handles ([] without per-layer data): only what is
+    drawn."""
     from matplotlib.lines import Line2D
+
+    from ..branches import learned_layers
 
     ac = data.get("alpha_c_layer")
     if ac is None:
         return []
     ac = np.asarray(ac, dtype=float)
     sp = np.asarray(data.get("alpha_sp_layer", np.full(ac.shape, np.nan)), dtype=float)
+    n_layers = ac.shape[1]
     handles = []
-    for ell in range(ac.shape[1]):
+    for group in _layer_groups(ac):
+        ell = group[-1]
         color = LAYER_COLORS[ell % len(LAYER_COLORS)]
-        m_c, m_s = np.isfinite(ac[:, ell]), np.isfinite(sp[:, ell])
+        m_c = np.isfinite(ac[:, ell])
         if m_c.any():
             ax.plot(ac[m_c, ell], values[m_c], color=color, ls="-", marker="s", ms=4, mec="black", mew=0.6, lw=2.2,
                     zorder=3)
             handles.append(Line2D([], [], color=color, ls="-", marker="s", ms=4, mec="black", mew=0.6, lw=2.2,
-                                  label=rf"layer {ell + 1} learned: $\alpha_c$"))
+                                  label=rf"{_layers_words(group)} learned: $\alpha_c$"))
+    for group in _layer_groups(sp):
+        ell = group[-1]
+        color = LAYER_COLORS[ell % len(LAYER_COLORS)]
+        m_s = np.isfinite(sp[:, ell])
         if m_s.any():
             ax.plot(sp[m_s, ell], values[m_s], color=color, ls=(0, (3, 2)), marker="o", mfc="white", ms=4,
                     mec=color, mew=0.8, lw=1.2, zorder=4)
             handles.append(Line2D([], [], color=color, ls=(0, (3, 2)), marker="o", mfc="white", ms=4, mec=color,
-                                  mew=0.8, lw=1.2, label=rf"layer {ell + 1}: spinodal $\alpha_{{\rm sp}}$"))
-        if not m_c.any() and not m_s.any():
+                                  mew=0.8, lw=1.2, label=rf"{_layers_words(group)}: spinodal $\alpha_{{\rm sp}}$"))
+    # layers learned below the grid: no α_c on the row, and learned by the row's equilibrium at its first α
+    # (files without per-row branches: a layer with no line on any row)
+    branch = data.get("branch")
+    done = np.asarray(data.get("done", np.ones(values.size, bool)), bool)
+    if left is None:
+        left = float(np.min(data["alpha"]))
+    for ell in range(n_layers):
+        if branch is not None and np.size(branch):
+            first = np.asarray(branch, dtype=object)[:, 0]
+            rows = done & ~np.isfinite(ac[:, ell]) & np.array(
+                [ell + 1 in learned_layers(str(b), n_layers) for b in first], dtype=bool)
+        else:
+            rows = done & ~np.isfinite(ac[:, ell]) if not np.isfinite(sp[:, ell]).any() else np.zeros(done.shape, bool)
+        if rows.any():
+            color = LAYER_COLORS[ell % len(LAYER_COLORS)]
+            ax.plot(np.full(rows.sum(), left), values[rows], ls="none", marker="<", ms=5, color=color, mec="black",
+                    mew=0.6, zorder=5, clip_on=False)
             handles.append(Line2D([], [], color=color, ls="none", marker="<", ms=5, mec="black", mew=0.6,
                                   label=f"layer {ell + 1} learned below the grid"))
     return handles
