@@ -95,9 +95,10 @@ def _search_left(a, t):  # pragma: no cover - compiled
     return lo
 
 
-# The kernels below are inlined into their callers (``inline="always"``): as calls, passing the tables'
-# tuple costs several times the arithmetic (a table value 0.5 µs called, 0.09 µs inlined); the operations
-# and their order, hence the results, are the same.
+# The two bisections, the Chebyshev series and :func:`rect_values` are inlined into their callers
+# (``inline="always"``): as calls with ``np.searchsorted`` a table value cost 0.5 µs (the same operations,
+# hence the same results). The other channel kernels stay calls: with every one inlined the first
+# compilation of the deep map (replica.models._deep_kernels) took 108 s of CPU instead of about 30.
 @kernel(cache=True, inline="always")
 def _cheb(edges, coeffs, t):  # pragma: no cover - compiled
     """Piecewise Chebyshev series on ``[edges[i], edges[i+1]]`` at ``t`` (clamped to the end panels)."""
@@ -145,7 +146,7 @@ def rect_values(spec, lam):  # pragma: no cover - compiled
     return 1.0 - mm, mm, c1 / (lam * lam) + 2.0 * c2 / (lam * lam * lam)
 
 
-@kernel(cache=True, inline="always")
+@kernel(cache=True)
 def rect_iota(spec, lam):  # pragma: no cover - compiled
     """Mutual information per entry ``ι(λ)`` (``2ι' = mmse``) at one ``λ ≥ 0``."""
     sc = spec[0]
@@ -160,7 +161,7 @@ def rect_iota(spec, lam):  # pragma: no cover - compiled
     return sc[5] + 0.5 * (c1 * math.log(lam / _LAM_LARGE) - c2 * (1.0 / lam - 1.0 / _LAM_LARGE))
 
 
-@kernel(cache=True, inline="always")
+@kernel(cache=True)
 def rect_inverse(spec, m):  # pragma: no cover - compiled
     """The SNR ``λ`` with ``overlap(λ) = m``, ``0 ≤ m < 1``."""
     sc = spec[0]
@@ -207,7 +208,7 @@ def rect_inverse(spec, m):  # pragma: no cover - compiled
     return math.exp(t)
 
 
-@kernel(cache=True, inline="always")
+@kernel(cache=True)
 def rect_gain(spec, tau, r, gl_x, gl_w):  # pragma: no cover - compiled
     """``(m(τ + r) − m(τ))/m'(τ)`` without cancellation at large τ (0 at ``r = 0``).
 

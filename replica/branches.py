@@ -349,7 +349,7 @@ def jacobian(model, alpha, x, *, order=2, indices=None) -> np.ndarray:
     points = np.repeat(x[None, :], 1 + m * len(steps), axis=0)
     for k, s in enumerate(steps):
         points[1 + k * m + np.arange(m), idx] += s * h
-    near = hook(model, "update_near") if order == 1 else None
+    near = hook(model, "update_near") if order == 1 and hook(model, "update_many") is not None else None
     values = (np.asarray(near(alpha, points), dtype=float) if near is not None
               else _evaluate_many(model, alpha, points))[:, idx]
     f0, f1 = values[0], values[1:1 + m]
@@ -1697,14 +1697,17 @@ def _unstable_direction(model, alpha, x):
                 f0 = np.asarray(model.update(alpha, x), dtype=float)[idx]
                 scale = 1e-7 * max(1.0, float(np.max(np.abs(x[idx]))))
 
-                def matvec(v):
-                    v = np.asarray(v, dtype=float).ravel()
+                def one_sided(v):  # upward steps only, as _leading_eigenvalue (the map clips at 0)
                     norm = float(np.linalg.norm(v))
                     if norm == 0.0:
                         return np.zeros_like(v)
                     y = np.array(x, dtype=float)
                     y[idx] += scale / norm * v
                     return (np.asarray(model.update(alpha, y), dtype=float)[idx] - f0) * (norm / scale)
+
+                def matvec(v):
+                    v = np.asarray(v, dtype=float).ravel()
+                    return one_sided(np.maximum(v, 0.0)) - one_sided(np.maximum(-v, 0.0))
 
                 op = LinearOperator((idx.size, idx.size), matvec=matvec, dtype=float)
                 _, vec = eigs(op, k=1, which="LR", tol=1e-6, maxiter=ARNOLDI_MAXITER)
@@ -1733,6 +1736,8 @@ def _escape_saddle(model, alpha, res, start, solve_kw):
     degenerate unstable eigenvalue whose eigenvector mixes signs, so the step is ``|v|``, repeated at most
     :data:`SADDLE_ROUNDS` times while the point is still unstable."""
     project = hook(model, "project")
+    if not np.any(np.asarray(res.x, dtype=float)[_moving(model, res.x)] == 0.0):
+        return None  # no entry at its bound: not held on an invariant set
     for _ in range(SADDLE_ROUNDS):
         found = _unstable_direction(model, alpha, res.x)
         if found is None:

@@ -12,7 +12,8 @@ neuron on the large root). The formulas and their order are those of
 :meth:`~replica.models.deep_fronts.DeepFrontModel._new_fronts`; the activations' ``g, g'``
 (:func:`replica.activations.compiled_activation`) and the priors' channels
 (:func:`priors.compiled.compiled_prior`) are their compiled forms (agreement 1e-13 with the Python
-methods), the product channels the compiled tables of :mod:`hciz.compiled`. The NumPy map stays the
+methods), the product channels the compiled tables of :mod:`hciz.compiled`; the three come as numba typed
+lists (one compiled specialization for every depth and number of products). The NumPy map stays the
 reference (tests/test_deep_kernels_map.py: equal to 1e-12 on random points with fronts at both ends).
 
 Layout (:func:`layout_of`, built once per model): one row per matrix ``W_{ℓ:m}`` in packing order,
@@ -90,6 +91,8 @@ def _row_conjugates(alpha, delta, x, keys, kfloat, order, Atab, loff, lw, lsq, a
     L = Atab.shape[0] - 2
     n_keys = keys.shape[0]
     for i in range(x.size):
+        if x[i] != x[i]:  # a NaN row is NaN (the tables must not be read at NaN: their panel index is undefined)
+            return np.nan, False
         Q[i] = _clip01(x[i])
     # forward pass (layer 0: the input, c = G = 1)
     c[0] = 1.0
@@ -110,8 +113,9 @@ def _row_conjugates(alpha, delta, x, keys, kfloat, order, Atab, loff, lw, lsq, a
                 for j in range(nc):
                     s += Q[off + i * nc + j] * (lw[oc + j] * G[oc + j])
                 c[o + i] += A * s
+        act = acts[ell - 1]
         for i in range(n):
-            gv, gp = spec_g_both(acts[ell - 1], c[o + i])
+            gv, gp = spec_g_both(act, c[o + i])
             G[o + i] = gv
             Bw[o + i] = gp  # g' for now; times U below
     mmse = 0.0
@@ -227,6 +231,8 @@ def _row_conjugates(alpha, delta, x, keys, kfloat, order, Atab, loff, lw, lsq, a
     for e in range(hat.size):
         if not math.isfinite(hat[e]):
             finite = False
+    if not finite:  # the row is NaN: no channel is evaluated at a non-finite conjugate
+        return D, False
     for k in range(n_keys):
         off, size = keys[k, 2], keys[k, 3] * keys[k, 4]
         if keys[k, 5] < 0:

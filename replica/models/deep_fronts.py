@@ -321,6 +321,7 @@ class DeepFrontModel(DeepLinearModel):
         self.n_fronts = self.L - 1
         self._rules = None
         self._fronts = None
+        self._flat_rules = None
         self.neuron_u, self.neuron_s = neuron_quantiles() if neuron_grid is None else neuron_quantiles(neuron_grid)
 
     # ------------------------------------------------------------------ rules
@@ -544,11 +545,16 @@ class DeepFrontModel(DeepLinearModel):
     #: kernel is tested against, tests/test_deep_kernels_map.py)
     compiled_map = True
 
+    #: the methods whose formulas the compiled kernel replaces: a subclass or an instance that overrides one
+    #: of them gets the NumPy map
+    _KERNEL_REPLACES = ("_new_fronts", "_without_ghosts", "neuron_potentials", "_entropic_term",
+                        "_probe_potentials", "_probe_roots", "_reseed")
+
     def _compiled_applies(self) -> bool:
         cls = type(self)
         return (self.compiled_map and self.core._gaussian and type(self.core) is DeepLinearModel
-                and cls._new_fronts is DeepFrontModel._new_fronts
-                and cls._without_ghosts is DeepFrontModel._without_ghosts)
+                and all(getattr(cls, name) is getattr(DeepFrontModel, name) and name not in self.__dict__
+                        for name in self._KERNEL_REPLACES))
 
     def _update_rows(self, alpha, X, near=False):
         """:meth:`update_many` of rows with equal fronts (``near``: :meth:`update_near` of them, the first
@@ -574,11 +580,19 @@ class DeepFrontModel(DeepLinearModel):
         core = self.core
         static = self.__dict__.get("_kernel_static")
         if static is None:
+            from numba.typed import List  # lazy: start-up (docs/architecture.md)
+
+            def typed(items):  # a typed list: one compiled specialization whatever the depth
+                out = List()
+                for item in items:
+                    out.append(item)
+                return out
+
             static = self._kernel_static = (
                 layout_of(core),
-                tuple(compiled_activation(a) for a in self.activations),
-                tuple(compiled_prior(p) for p in self.weight_priors),
-                tuple(compiled_rectangular(core.channels[P]) for P in core.products),
+                typed(compiled_activation(a) for a in self.activations),
+                typed(compiled_prior(p) for p in self.weight_priors),
+                typed(compiled_rectangular(core.channels[P]) for P in core.products),
                 np.ascontiguousarray(self.g_one, dtype=float))
         (keys, kfloat, order, Atab, loff), acts, priors, rects, g_one = static
         if self._flat_rules is None:
@@ -817,6 +831,7 @@ class DeepFrontModel(DeepLinearModel):
         """
         if getattr(self, "_refined_model", None) is None:
             self._refined_model = DeepFrontModel(panel_nodes=2 * self.panel_nodes, **self._init_kw)
+            self._refined_model.compiled_map = self.compiled_map
         return self._refined_model
 
     def interpolate_to(self, fine, x) -> np.ndarray:
