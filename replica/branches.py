@@ -1684,8 +1684,8 @@ def _pass(model, alphas, order, overlaps0, start, key, curves, solve_kw, pbar, c
 
 def _unstable_direction(model, alpha, x):
     """``(moving indices, real part of the eigenvector of the leading eigenvalue)`` of the Jacobian of the
-    map at ``x`` (dense where :func:`_matrix_free` says so, else ARPACK on forward differences; None where
-    neither gives one)."""
+    map at ``x``, scaled to max-norm 1: ARPACK on one-sided forward differences where :func:`_matrix_free`
+    says so (as :func:`_leading_eigenvalue`), else the dense first-order Jacobian; None where that fails."""
     idx = _moving(model, x)
     if idx.size == 0:
         return None
@@ -1734,7 +1734,8 @@ def _escape_saddle(model, alpha, res, start, solve_kw):
     same branches with exact and inexact kernels. The overlaps of an invariant set sit at their lower
     bound 0 (the map clips them), and zero-mass nodes (probes, the empty panel of a front at 0) give a
     degenerate unstable eigenvalue whose eigenvector mixes signs, so the step is ``|v|``, repeated at most
-    :data:`SADDLE_ROUNDS` times while the point is still unstable."""
+    :data:`SADDLE_ROUNDS` times while the point is still unstable. A point with no moving entry at 0 is
+    not on such a set: None at once (it is no seed, as before)."""
     project = hook(model, "project")
     if not np.any(np.asarray(res.x, dtype=float)[_moving(model, res.x)] == 0.0):
         return None  # no entry at its bound: not held on an invariant set
