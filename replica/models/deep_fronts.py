@@ -570,17 +570,18 @@ class DeepFrontModel(DeepLinearModel):
         return np.where(finite[:, None], out, np.nan)
 
     def _compiled_rows(self, alpha, q, near=False):
-        """:meth:`_update_rows` by :func:`replica.models._deep_kernels.front_map_rows` (rules already set)."""
-        from hciz.compiled import _GL16_W, _GL16_X, compiled_rectangular
-
-        from ..activations import compiled_activation
-        from priors.compiled import compiled_prior
-        from ._deep_kernels import front_map_rows, layout_of
-
+        """:meth:`_update_rows` by :func:`replica.models._deep_kernels.front_map_rows` (rules already set; the
+        kernel's static arguments are built once per model, outside this hot path)."""
         core = self.core
         static = self.__dict__.get("_kernel_static")
         if static is None:
             from numba.typed import List  # lazy: start-up (docs/architecture.md)
+
+            from hciz.compiled import _GL16_W, _GL16_X, compiled_rectangular
+            from priors.compiled import compiled_prior
+
+            from ..activations import compiled_activation
+            from ._deep_kernels import front_map_rows, layout_of
 
             def typed(items):  # a typed list: one compiled specialization whatever the depth
                 out = List()
@@ -593,8 +594,8 @@ class DeepFrontModel(DeepLinearModel):
                 typed(compiled_activation(a) for a in self.activations),
                 typed(compiled_prior(p) for p in self.weight_priors),
                 typed(compiled_rectangular(core.channels[P]) for P in core.products),
-                np.ascontiguousarray(self.g_one, dtype=float))
-        (keys, kfloat, order, Atab, loff), acts, priors, rects, g_one = static
+                np.ascontiguousarray(self.g_one, dtype=float), front_map_rows, (_GL16_X, _GL16_W))
+        (keys, kfloat, order, Atab, loff), acts, priors, rects, g_one, front_map_rows, (gl_x, gl_w) = static
         if self._flat_rules is None:
             sides = [np.zeros(1, np.int64)] + [np.asarray(r[2], np.int64) for r in self._rules] + \
                 [np.zeros(self.readout_weights.size, np.int64)]
@@ -606,7 +607,7 @@ class DeepFrontModel(DeepLinearModel):
         out = np.empty((q.shape[0], self.n_fronts + q.shape[1]))
         front_map_rows(float(alpha), float(self.output_channel.delta), q, np.asarray(self._fronts, dtype=float),
                        self.panel_nodes, FRONT_MAX, _PROBE_FLOOR, PHASE_THRESHOLD, keys, kfloat, order, Atab, loff,
-                       lw, lsq, lside, acts, priors, rects, g_one, _GL16_X, _GL16_W, bool(near), out)
+                       lw, lsq, lside, acts, priors, rects, g_one, gl_x, gl_w, bool(near), out)
         return out
 
     def _without_ghosts(self, Q):
