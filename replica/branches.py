@@ -55,7 +55,13 @@ Several stationary points of the free entropy coexist over wide ranges of α
    apart by how strongly they learn it: the one with the largest mmse where they coexist on the
    grid keeps the name, the others get ``-2``, ``-3``, … in order of decreasing mmse (curves that
    never coexist on the grid: in the order of their first α). Neither rule depends on where the
-   grid points fall, as long as the grid holds the curves' ends.
+   grid points fall, as long as the grid holds the curves' ends. Where it does not, a curve whose
+   points on the grid have not learned (``weak``, :data:`UNLEARNED_PHASES`) may learn beyond it: such
+   a curve is followed past its grid ends by the same continuation, for its name only (nothing of it
+   is stored), until it ends, its phase is decided or :data:`NAME_EXTENSION_FACTOR` (4) times the
+   last α (a quarter of the first) is reached (:func:`_states_past_the_grid`): the sign channel's
+   curve through α = 1 … 2 is ``specialized`` on ``--alpha 1:2:3`` as on ``0.05:8:30`` (its overlaps
+   pass 0.5 at α ≈ 4.2, beyond the first grid). A curve still below the threshold there is ``weak``.
 5. **Stability.** At every stored point, ``stability`` is the leading eigenvalue (largest
    real part) of the Jacobian of the *undamped* map ``F`` (finite differences): ``< 1``
    means linearly stable (the damped iteration with damping close enough to 1 converges
@@ -101,11 +107,12 @@ import functools
 import logging
 import math
 import sys
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from .engine import STATUS_MESSAGES, FixedPointResult
+from .engine import STATUS_MESSAGES, FixedPointResult, newton_lu
 from .interface import hook
 
 __all__ = ["BranchData", "SweepResult", "sweep", "stability", "jacobian", "learned_layers", "UNIVERSAL_TOL",
@@ -423,6 +430,7 @@ def _leading_eigenvalue(model, alpha, x, near=None) -> float:
         try:
             f0 = np.asarray(model.update(alpha, x), dtype=float)[idx]
             scale = 1e-7 * max(1.0, float(np.max(np.abs(x[idx]))))
+            evaluate = _near_evaluator(model, alpha, x)
 
             def one_sided(v):
                 """(F(x + h v) − F(x))/h for v ≥ 0: upward steps only, as the dense Jacobian takes them
@@ -433,7 +441,7 @@ def _leading_eigenvalue(model, alpha, x, near=None) -> float:
                 h = scale / norm
                 y = x.copy()
                 y[idx] += h * v
-                return (np.asarray(model.update(alpha, y), dtype=float)[idx] - f0) / h
+                return (np.asarray(evaluate(alpha, y), dtype=float)[idx] - f0) / h
 
             def matvec(v):
                 v = np.asarray(v, dtype=float).ravel()
@@ -489,13 +497,24 @@ def _matrix_free(model, x) -> bool:
     return size > ARNOLDI_SIZE and (hook(model, "update_many") is None or size > DENSE_SIZE)
 
 
+def _near_evaluator(model, alpha, x):
+    """``f(alpha', z)``: the map at points next to ``(alpha, x)`` for Jacobian–vector products, from the model's
+    ``near_map`` hook (an error of the order of the forward difference's own) or ``update``."""
+    near = hook(model, "near_map")
+    if near is not None:
+        return near(alpha, np.asarray(x, dtype=float))
+    return model.update
+
+
 def _difference_operator(model, alpha, y, g, idx, *, alpha_column=False):
     """``(J − I)`` at ``y`` on the moving entries ``idx`` as a :class:`scipy.sparse.linalg.LinearOperator`:
     forward differences of ``F(y) − y`` (``g`` on ``idx``) along the vector, one evaluation per
-    product, step ``1e-7 max(1, |y|)/|v|``. With ``alpha_column`` the vector has one more entry, a
+    product, step ``1e-7 max(1, |y|)/|v|``, by the model's ``near_map`` where it has one
+    (:func:`_near_evaluator`). With ``alpha_column`` the vector has one more entry, a
     step in α (the operator of the bordered system without its last row)."""
     from scipy.sparse.linalg import LinearOperator
 
+    evaluate = _near_evaluator(model, alpha, y)
     p = idx.size
     base = 1e-7 * max(1.0, float(np.linalg.norm(y[idx])), abs(alpha) if alpha_column else 0.0)
     count = [0]
@@ -510,7 +529,7 @@ def _difference_operator(model, alpha, y, g, idx, *, alpha_column=False):
         z[idx] += h * v[:p]
         al = alpha + h * v[p] if alpha_column else alpha
         count[0] += 1
-        return (np.asarray(model.update(al, z), dtype=float)[idx] - z[idx] - g) / h
+        return (np.asarray(evaluate(al, z), dtype=float)[idx] - z[idx] - g) / h
 
     op = LinearOperator((p, p + 1 if alpha_column else p), matvec=matvec, dtype=float)
     op.evaluations = count  # map evaluations made through the operator (a one-element list)
@@ -579,10 +598,10 @@ def _newton_krylov(model, alpha, x_pred, solve_kw, *, max_iter=KRYLOV_NEWTON_ITE
 
 
 def _correct(model, alpha, x_pred, solve_kw):
-    """Newton corrector: ``F(x) = x`` from ``x_pred`` at ``alpha`` (MINPACK ``hybr``, at most
-    :data:`CORRECTOR_MAXFEV` ``× (p + 1)`` evaluations; where the model has ``update_many`` its Jacobians
-    come from one vectorized call each, hybrj, and the budget counts the evaluations outside them;
-    matrix-free models, :func:`_matrix_free`, try :func:`_newton_krylov` first, ``hybr`` where it fails);
+    """Newton corrector: ``F(x) = x`` from ``x_pred`` at ``alpha`` (where the model has ``update_many``, its
+    Jacobians come from one vectorized call each and :func:`replica.engine.newton_lu` solves; else MINPACK
+    ``hybr``, at most :data:`CORRECTOR_MAXFEV` ``× (p + 1)`` evaluations; matrix-free models,
+    :func:`_matrix_free`, try :func:`_newton_krylov` first, the dense solve where it fails);
     the result, or None when it fails the residual test of :func:`replica.engine.solve_fixed_point`
     (``atol``, ``rtol`` of ``solve_kw``)."""
     atol = float(solve_kw.get("atol", 1e-12))
@@ -605,13 +624,23 @@ def _correct(model, alpha, x_pred, solve_kw):
         y[idx] = z
         return y
 
+    def residual_map(z):
+        return (np.asarray(model.update(alpha, full(z)), dtype=float) - full(z))[idx]
+
     with np.errstate(all="ignore"):
         try:
-            from scipy import optimize  # lazy: start-up (docs/architecture.md)
-            sol = optimize.root(lambda z: (np.asarray(model.update(alpha, full(z)), dtype=float) - full(z))[idx],
-                                x_pred[idx], method="hybr", jac=jac,
-                                options={"xtol": 1e-13, "maxfev": CORRECTOR_MAXFEV * (idx.size + 1)})
-            y = full(np.asarray(sol.x, dtype=float))
+            if jac is not None:  # Jacobians at the cost of about one evaluation: Newton with LU factors
+                z, nfev, njev = newton_lu(residual_map, jac, x_pred[idx],
+                                          lambda z, g: float(np.max(np.abs(g) / (atol + rtol * np.abs(z)),
+                                                                    initial=0.0)) <= 1.0)
+                if z is None:
+                    return None
+            else:
+                from scipy import optimize  # lazy: start-up (docs/architecture.md)
+                sol = optimize.root(residual_map, x_pred[idx], method="hybr",
+                                    options={"xtol": 1e-13, "maxfev": CORRECTOR_MAXFEV * (idx.size + 1)})
+                z, nfev, njev = sol.x, int(sol.nfev), int(getattr(sol, "njev", 0) or 0)
+            y = full(np.asarray(z, dtype=float))
             fy = np.asarray(model.update(alpha, y), dtype=float)
         except (ValueError, ZeroDivisionError, FloatingPointError):
             return None
@@ -624,7 +653,7 @@ def _correct(model, alpha, x_pred, solve_kw):
             st = model.state(alpha, y)
         except (ValueError, ZeroDivisionError, FloatingPointError):
             return None
-    evaluations = int(sol.nfev) + 1 + idx.size * int(getattr(sol, "njev", 0) or 0)  # a Jacobian: p rows
+    evaluations = nfev + 1 + idx.size * njev  # a Jacobian: p rows
     res = FixedPointResult(y, True, "converged", STATUS_MESSAGES["converged"], 0, residual, 0.0, "continuation",
                            {"evaluations": evaluations, "polished": True})
     res.info["state"] = st
@@ -654,26 +683,62 @@ class _End:
 class _InverseJacobian:
     """Approximate ``(F_x − I)⁻¹`` on the moving entries: the inverse of a finite-difference Jacobian,
     improved along the corrector's iterates by good-Broyden rank-one updates (so that a factorization
-    serves several continuation steps, and models with many order parameters need few Jacobians)."""
+    serves several continuation steps, and models with many order parameters need few Jacobians).
+
+    Held as the LU factors of the Jacobian and the list of its rank-one updates,
+    ``H = (J − I)⁻¹ + Σ_k u_k v_kᵀ``: a solve is two triangular solves and one dot product per update,
+    as cheap as a product with the explicit inverse, and the factorization costs a third of an inversion
+    (676 unknowns: 10 against 30 ms; 2,500 at L = 6: 0.5 against 1.4 s).
+
+    Raises
+    ------
+    numpy.linalg.LinAlgError
+        ``a`` is exactly singular or not finite.
+    """
 
     def __init__(self, a):
-        self.h = np.linalg.inv(a)
+        from scipy.linalg import LinAlgWarning, lu_factor  # lazy: start-up (docs/architecture.md)
+
+        if not np.all(np.isfinite(a)):
+            raise np.linalg.LinAlgError("Jacobian not finite")
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", LinAlgWarning)
+            try:
+                self.lu = lu_factor(a, check_finite=False)
+            except LinAlgWarning as exc:  # an exactly zero pivot
+                raise np.linalg.LinAlgError(str(exc)) from None
+        self.us, self.vs = [], []
+
+    def _apply(self, rhs, trans):
+        from scipy.linalg import lu_solve  # lazy: start-up (docs/architecture.md)
+
+        z = lu_solve(self.lu, rhs, trans=trans, check_finite=False)
+        left, right = (self.us, self.vs) if trans == 0 else (self.vs, self.us)
+        for u, v in zip(left, right):
+            z = z + u * float(v @ rhs)
+        return z
 
     def solve(self, rhs):
-        return self.h @ rhs
+        """``H rhs``."""
+        return self._apply(np.asarray(rhs, dtype=float), 0)
 
     def copy(self) -> "_InverseJacobian":
         """A copy whose Broyden updates leave this one unchanged (a trial corrector's, :func:`_advance`)."""
         out = object.__new__(_InverseJacobian)
-        out.h = self.h.copy()
+        out.lu, out.us, out.vs = self.lu, list(self.us), list(self.vs)
         return out
+
+    def adopt(self, other: "_InverseJacobian"):
+        """Take the updates of ``other`` (a copy of this one that a trial corrector improved)."""
+        self.lu, self.us, self.vs = other.lu, list(other.us), list(other.vs)
 
     def update(self, dx, dg):
         """Broyden's update from a step ``dx`` and the change ``dg`` of ``F(x) − x`` it caused."""
-        hdg = self.h @ dg
+        hdg = self.solve(dg)
         den = float(dx @ hdg)
         if abs(den) > 1e-300 and np.isfinite(den):
-            self.h = self.h + np.outer(dx - hdg, dx @ self.h) / den
+            self.us.append((dx - hdg) / den)
+            self.vs.append(self._apply(np.asarray(dx, dtype=float), 1))
 
 
 def _chord(model, alpha, x_pred, lu, solve_kw):
@@ -730,7 +795,7 @@ def _factor(model, alpha, x):
             inv = _InverseJacobian(a)
         except np.linalg.LinAlgError:
             return None
-    if not np.all(np.isfinite(inv.h)):
+    if not all(np.all(np.isfinite(part)) for part in inv.lu):
         return None
     return inv
 
@@ -969,7 +1034,7 @@ def _advance(model, a0, r0, a_target, slope, solve_kw, jac_cache=None, trail=Non
             continue
         if why is None:
             if trial is not None:
-                lu.h = trial.h  # in place: a cached factorization (jac_cache) keeps the accepted updates
+                lu.adopt(trial)  # in place: a cached factorization (jac_cache) keeps the accepted updates
             slope = (np.asarray(r_new.x) - x) / step
             a, r, x, ov = a_new, r_new, np.asarray(r_new.x, dtype=float), _overlaps(r_new)
             accepted.append((a, r))
@@ -1278,14 +1343,84 @@ def _solve_on_curve(model, curve, alphas, alpha, solve_kw, cache):
 
 
 # --------------------------------------------------------------------------- naming
-def _name_curves(model, curves, alphas):
+#: phases (``model.phase``) of a state that has learned nothing above the phase threshold: a curve whose
+#: grid points and located ends all have one of them is continued past its grid ends before it is named
+#: (:func:`_states_past_the_grid`)
+UNLEARNED_PHASES = ("universal", "weak")
+#: how far a curve is continued past a grid end for its name only: up to this factor beyond the last α of
+#: the grid (upper end), down to the first α divided by it (lower end); α is a scale, so the bound is a
+#: ratio, alike for every grid and spacing (past α = 2 it reaches 8, beyond the sign channel's fold at 4.28)
+NAME_EXTENSION_FACTOR = 4.0
+#: that range is followed in this many legs of equal ratio in α (each by :func:`_advance`, with its own
+#: step control); the continuation stops after the first leg at which the phase is decided
+NAME_EXTENSION_LEGS = 24
+#: and in at most this many accepted continuation steps per end (a bound on the cost of a slow curve)
+NAME_EXTENSION_STEPS = 200
+
+
+def _states_past_the_grid(model, curve, states, solve_kw):
+    """``states`` (the curve's own) and the states of ``curve`` beyond its ends of kind ``grid``, for its
+    name only (:func:`_name_curves`).
+
+    Where the grid cuts a curve (its first or last α lies inside the curve), the grid points need not hold
+    the curve's most specialized point: a curve whose overlaps pass the phase threshold only past the
+    last α would be named ``weak`` on that grid and ``specialized`` on a longer one. From each such end
+    (the upper one first: overlaps grow with α on most curves) the curve is followed by the tracer's
+    continuation (:func:`_advance` with its step control, fold location and checks; the damped iteration
+    with warm starts for solvers with labels, :func:`_damped_step`) in :data:`NAME_EXTENSION_LEGS` legs up
+    to :data:`NAME_EXTENSION_FACTOR` beyond the grid, until the curve ends (fold, bifurcation, or no step
+    accepted), its phase is decided (the most specialized state met is not in :data:`UNLEARNED_PHASES`;
+    the other end is then not followed), or :data:`NAME_EXTENSION_STEPS` steps have been accepted. Returns
+    ``states`` and the states met (every accepted step, and the located fold point); nothing is stored in
+    the curve."""
+    met = list(states)
+
+    def decided():
+        return model.phase(max(met, key=model.specialization)) not in UNLEARNED_PHASES
+
+    for direction, e in sorted(curve.ends.items(), reverse=True):
+        if e.kind != "grid" or "state" not in e.result.info or not (np.isfinite(e.last_alpha) and e.last_alpha > 0):
+            continue
+        if decided():
+            break
+        a0 = a = float(e.last_alpha)
+        r, slope, jac, steps = e.result, None, {}, 0
+        labelled = _labelled(model, r.x)
+        for leg in range(1, NAME_EXTENSION_LEGS + 1):
+            a_next = a0 * NAME_EXTENSION_FACTOR ** (direction * leg / NAME_EXTENSION_LEGS)
+            trail, end = [], None
+            if labelled:
+                nxt = _damped_step(model, a_next, r, solve_kw)
+                if nxt is not None:
+                    trail.append((a_next, nxt))
+            else:
+                nxt, slope, failure = _advance(model, a, r, a_next, slope, solve_kw, jac_cache=jac, trail=trail)
+                end = None if failure is None else failure[1]  # the last point before the end (a located fold)
+            met += [rr.info["state"] for _, rr in trail if "state" in rr.info]
+            if end is not None and "state" in end.info:
+                met.append(end.info["state"])
+            steps += len(trail)
+            if nxt is None:
+                break
+            a, r = a_next, nxt
+            if steps >= NAME_EXTENSION_STEPS or decided():
+                break
+        logger.debug("named past the grid end at alpha = %g: followed to alpha = %g (%d steps)", a0, a, steps)
+    return met
+
+
+def _name_curves(model, curves, alphas, solve_kw=None):
     """Names of the traced curves after the phase each describes (module docstring, "Names").
 
     Returns the names and the order of the curves (by first α, then last α), names listed in that order.
     A curve's phase is ``model.phase`` at its most specialized point among its grid points and its located
-    ends (a fold or bifurcation is located independently of the grid); curves of one phase are told
-    apart by how strongly they learn it: the weakest keeps the name, stronger ones get ``-2``, ``-3``, …
-    (:func:`_weaker`)."""
+    ends (a fold or bifurcation is located independently of the grid); a curve below the phase threshold
+    there (:data:`UNLEARNED_PHASES`) and cut by the grid is first continued past its grid ends
+    (:func:`_states_past_the_grid`: the name must not depend on where the grid stops; nothing of that
+    continuation is stored). Curves of one phase are told apart by how strongly they learn it: the weakest
+    keeps the name, stronger ones get ``-2``, ``-3``, … (:func:`_weaker`). ``solve_kw``: the options of the
+    sweep's solver (:func:`sweep`)."""
+    solve_kw = dict(solve_kw or {})
     order = sorted(range(len(curves)), key=lambda k: (curves[k].lo(alphas), curves[k].hi(alphas)))
     groups = {}
     for k in order:
@@ -1294,7 +1429,10 @@ def _name_curves(model, curves, alphas):
         states += [e.result.info["state"] for e in c.ends.values()
                    if e.kind in ("fold", "bifurcation") and "state" in e.result.info]
         base = model.phase(max(states, key=model.specialization))
-        groups.setdefault("weak" if base == "universal" else base, []).append(k)
+        if base in UNLEARNED_PHASES and any(e.kind == "grid" for e in c.ends.values()):
+            states = _states_past_the_grid(model, c, states, solve_kw)
+            base = model.phase(max(states, key=model.specialization))
+        groups.setdefault("weak" if base in UNLEARNED_PHASES else base, []).append(k)
     names = {}
     for base, members in groups.items():
         ranked = sorted(members, key=functools.cmp_to_key(lambda i, j: _weaker(curves[i], curves[j], alphas)))
@@ -1839,7 +1977,7 @@ def sweep(model, alphas, *, branches="all", progress=True, solve_kw=None, locate
     pbar.refresh()  # the last points of a pass along a traced branch are quick: show the bar at its total
     pbar.close()
 
-    names, order = _name_curves(model, curves, alphas) if curves else ([], [])
+    names, order = _name_curves(model, curves, alphas, solve_kw) if curves else ([], [])
     curves = [curves[k] for k in order]
     for name, c in zip(names, curves):
         b = BranchData(name, alphas, seed=c.seed)

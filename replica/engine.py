@@ -37,6 +37,7 @@ A non-finite iterate ends the iteration with status ``"nan"``.
 from __future__ import annotations
 
 import logging
+import warnings
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -204,7 +205,7 @@ def solve_fixed_point(
         if scaled < next_polish:
             polished = True
             next_polish = scaled / 100.0  # retry only after the residual dropped 100-fold
-            y, nfev = _newton_polish(update, x, jacobian)
+            y, nfev = _newton_polish(update, x, jacobian, lambda z, g: residual(z, z + g) <= 1.0)
             evaluations += nfev
             if y is not None:
                 fy = np.asarray(update(y), dtype=float)
@@ -224,9 +225,88 @@ def solve_fixed_point(
                             {"evaluations": evaluations, "polished": polished})
 
 
-def _newton_polish(update, x, jacobian=None):
-    """Solve ``F(y) − y = 0`` from ``x`` with MINPACK hybr (``J − I`` from ``jacobian`` when given);
+#: Jacobians :func:`newton_lu` factors at most before it gives up
+NEWTON_LU_JACOBIANS = 8
+#: halvings of a Newton step of :func:`newton_lu` that does not reduce the residual, before it gives up
+NEWTON_LU_BACKTRACKS = 4
+
+
+def newton_lu(fun, jac, z0, done, *, max_jacobians=NEWTON_LU_JACOBIANS, backtracks=NEWTON_LU_BACKTRACKS):
+    """Newton's method for ``G(z) = 0`` with a Jacobian at every iterate, factored by LAPACK.
+
+    For maps whose Jacobian costs about one evaluation (a vectorized difference Jacobian): each step
+    solves ``G'(z) dz = −G(z)`` by LU (``scipy.linalg.lu_factor``), and is halved while it does not
+    reduce ``‖G‖₂`` (at most ``backtracks`` times). MINPACK's ``hybr`` does the same work with an
+    unblocked QR factorization and a trust region: about 20 ms per Jacobian of 255 unknowns and 0.3 s
+    of 676, against 1 ms and 10 ms here.
+
+    Parameters
+    ----------
+    fun : callable
+        ``G``: ndarray (p,) → ndarray (p,).
+    jac : callable
+        ``G'(z)``, shape (p, p).
+    z0 : ndarray, shape (p,)
+        Start.
+    done : callable
+        ``done(z, G(z)) -> bool``: the convergence test (the caller's residual test).
+    max_jacobians, backtracks : int, keyword-only
+        Budgets (:data:`NEWTON_LU_JACOBIANS`, :data:`NEWTON_LU_BACKTRACKS`).
+
+    Returns
+    -------
+    (z or None, evaluations of G, Jacobians)
+        ``z`` passes ``done``; None when the budget is spent, a value is not finite, the Jacobian is
+        singular or no halved step reduces the residual.
+    """
+    from scipy.linalg import LinAlgError, LinAlgWarning, lu_factor, lu_solve  # lazy: start-up (docs/architecture.md)
+
+    z = np.array(z0, dtype=float)
+    nfev = njev = 0
+    with np.errstate(all="ignore"):
+        try:
+            g = np.asarray(fun(z), dtype=float)
+            nfev += 1
+            for _ in range(max_jacobians):
+                if not np.all(np.isfinite(g)):
+                    return None, nfev, njev
+                if done(z, g):
+                    return z, nfev, njev
+                a = np.asarray(jac(z), dtype=float)
+                njev += 1
+                if not np.all(np.isfinite(a)):
+                    return None, nfev, njev
+                with warnings.catch_warnings():
+                    warnings.simplefilter("error", LinAlgWarning)  # an exactly singular factor
+                    dz = lu_solve(lu_factor(a, check_finite=False), -g, check_finite=False)
+                if not np.all(np.isfinite(dz)):
+                    return None, nfev, njev
+                norm, t = float(np.linalg.norm(g)), 1.0
+                for _ in range(backtracks + 1):
+                    zt = z + t * dz
+                    gt = np.asarray(fun(zt), dtype=float)
+                    nfev += 1
+                    if np.all(np.isfinite(gt)) and float(np.linalg.norm(gt)) < norm:
+                        break
+                    t *= 0.5
+                else:
+                    return None, nfev, njev
+                z, g = zt, gt
+            if np.all(np.isfinite(g)) and done(z, g):
+                return z, nfev, njev
+        except (LinAlgError, LinAlgWarning, ValueError, FloatingPointError, ZeroDivisionError):
+            pass
+    return None, nfev, njev
+
+
+def _newton_polish(update, x, jacobian=None, done=None):
+    """Solve ``F(y) − y = 0`` from ``x``: with ``jacobian`` (a vectorized one, about one evaluation) and the
+    residual test ``done(y, F(y) − y)``, :func:`newton_lu`; else MINPACK hybr (differences column by column);
     ``(y or None, evaluations)`` (a Jacobian counted as p evaluations)."""
+    if jacobian is not None and done is not None:
+        y, nfev, njev = newton_lu(lambda z: np.asarray(update(z), dtype=float) - z,
+                                  lambda z: np.asarray(jacobian(z), dtype=float) - np.eye(z.size), x, done)
+        return y, nfev + x.size * njev
     from scipy import optimize
 
     jac = None if jacobian is None else (lambda y: np.asarray(jacobian(y), dtype=float) - np.eye(y.size))

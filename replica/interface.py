@@ -193,6 +193,12 @@ class ModelDefaults:
         ``X[0]`` and rows next to it, allowed to differ from ``update`` at each row by the square of its
         distance from ``X[0]`` (the order of the forward difference's own error): the first-order Jacobians
         of :func:`replica.branches.jacobian` use it. Default None (``update_many``).
+    near_map : callable or None
+        ``near_map(alpha, x) -> f``: ``f(alpha', z)`` evaluates the map at points ``z`` (shape (p,) or (B, p))
+        next to ``(alpha, x)``, allowed to differ from ``update`` by the square of the distance from
+        ``(alpha, x)``, as ``update_near``, with the work that depends on ``x`` only done once: the
+        Jacobian–vector products of the matrix-free correctors and of ARPACK use it. Default None
+        (``update``).
     """
 
     main_phase = None
@@ -211,6 +217,7 @@ class ModelDefaults:
     without_overlaps = None
     update_many = None
     update_near = None
+    near_map = None
 
     def moving_indices(self, x) -> np.ndarray:
         """Entries of the packed vector ``x`` (shape (p,)) that the map moves; default all, ``arange(p)``."""

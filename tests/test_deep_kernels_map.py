@@ -191,3 +191,64 @@ def test_near_rows_give_the_forward_difference_jacobian(start, alpha):
     assert np.max(np.abs(near - full)) < 1e-4 * scale
     assert np.max(np.abs(near - second)) <= 1.5 * np.max(np.abs(full - second)) + 1e-6 * scale
     assert not np.array_equal(near, full)  # the hook was used
+
+
+@pytest.mark.parametrize("name, start, alpha", [("three", "informed", 3.0), ("three", "layers_1_to_2", 2.0),
+                                                ("three-mixed", "layers_1_to_2", 2.0)])
+def test_near_map_differs_from_the_map_by_the_square_of_the_distance(name, start, alpha):
+    """``near_map`` (every product channel — tilt inverse, gain, next overlap, ι of the potentials — to first
+    order about the base point) differs from :meth:`update` by O(δ²) along random directions that move the
+    fronts, the overlaps and α together: the gap falls ~100× per decade of δ, and is nonzero (the
+    linearization is used). A first-order term of the wrong size would leave an O(δ) gap. Where the fronts sit
+    at 0 (every neuron on the large root, both probes there) the front step is a ratio of two O(δ) numbers
+    (the probes' potential gap and its slope): only the overlaps are compared there."""
+    model = DeepFrontModel(**MODELS[name])
+    x = model.solve_from(alpha, model.starts()[start][0]).x
+    f = model.near_map(alpha, x)
+    rng = np.random.default_rng(7)
+    inside = (x[:model.n_fronts] > 0.01) & (x[:model.n_fronts] < FRONT_MAX - 0.01)
+    for _ in range(3):
+        v = rng.normal(size=x.size)
+        v[:model.n_fronts] *= inside  # a front at an end of its range is clipped there
+        v /= np.linalg.norm(v)
+        gaps = []
+        for delta in (1e-3, 1e-4):
+            z = np.clip(x + delta * v, 0.0, None)
+            a = alpha * (1.0 + delta)
+            gap = np.abs(f(a, z) - model.update(a, z))
+            gaps.append(float(np.max(gap if np.all(inside) else gap[model.n_fronts:])))
+        assert gaps[0] > 0.0
+        assert gaps[1] < 0.03 * gaps[0], gaps
+        batch = f(alpha, np.stack([x, np.clip(x + 1e-4 * v, 0.0, None)]))
+        assert np.max(np.abs(batch[0] - model.update(alpha, x))) < 1e-13
+
+
+def test_matrix_free_jacobian_vector_products_use_the_near_map():
+    """The difference operator of the matrix-free correctors goes through ``near_map`` and agrees with the
+    forward difference of the full map along the same vector within the difference's own error."""
+    model = DeepFrontModel(**MODELS["three"])
+    alpha = 2.0
+    x = model.solve_from(alpha, model.starts()["layers_1_to_2"][0]).x
+    idx = br._moving(model, x)
+    g = (model.update(alpha, x) - x)[idx]
+    calls = []
+    original = model.near_map
+
+    def counting(a, y):
+        calls.append(a)
+        return original(a, y)
+
+    model.near_map = counting
+    try:
+        op = br._difference_operator(model, alpha, x, g, idx)
+    finally:
+        del model.near_map
+    assert calls == [alpha]
+    v = np.random.default_rng(3).normal(size=idx.size)
+    h = 1e-7 * max(1.0, float(np.linalg.norm(x[idx]))) / float(np.linalg.norm(v))
+    z = x.copy()
+    z[idx] += h * v
+    ref = (model.update(alpha, z)[idx] - z[idx] - g) / h
+    got = op.matvec(v)
+    assert np.max(np.abs(got - ref)) < 1e-5 * max(1.0, float(np.max(np.abs(ref))))
+    assert not np.array_equal(got, ref)  # the near map was used

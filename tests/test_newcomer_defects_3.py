@@ -1,8 +1,9 @@
 """Defects a newcomer ran into (issue 41, the findings N8, N10, N11, N13, N14): each test failed before its fix.
 
-N13 (branch names that depend on where the grid cuts a curve) is fixed in replica/branches.py; its test is an
-``xfail(strict=True)`` until that change lands (then the marker goes). Two tests are guards of a fix, not
-defects (they passed before): the universal-only layout of N10 and the CI command of item 4."""
+N13 (branch names that depend on where the grid cuts a curve) is fixed in replica/branches.py
+(``_name_curves``: a curve below the phase threshold that the grid cuts is continued past the grid before it
+is named, ``_states_past_the_grid``). Two tests are guards of a fix, not defects (they passed before): the
+universal-only layout of N10 and the CI command of item 4."""
 
 import re
 import subprocess
@@ -26,9 +27,9 @@ pytestmark = pytest.mark.xdist_group("test_newcomer_defects_3")
 
 ROOT = Path(__file__).resolve().parent.parent
 HE2_HE3 = "hermite:2=1.4142135623730951,3=1"
-#: small sweeps (seconds each): a probit channel (its branch is `weak`), a sign channel (two specialized
-#: sheets, the equilibrium changes between them), ReLU (an unstable universal branch), He2+He3 with Rademacher
-#: weights (metastable branches)
+#: small sweeps (seconds each): a probit channel (its branch is `specialized`: its Q passes 0.5 near α = 12,
+#: past the grid, N13), a sign channel (two specialized sheets, the equilibrium changes between them), ReLU (an
+#: unstable universal branch), He2+He3 with Rademacher weights (metastable branches)
 SWEEPS = {
     "probit": ["--activation", "relu", "--gamma", "0.5", "--channel", "probit", "--delta", "0.1", "--alpha",
                "0.2:8:9"],
@@ -97,12 +98,20 @@ def test_ci_runs_exactly_the_readme_test_command():
 
 
 # =========================================================================== N10: classification keeps the overlaps
-def test_probit_plot_keeps_the_overlaps_panel(sweeps):
+#: a probit channel whose only branch besides the universal one is `weak`: noisy labels (Δ = 1), onset at
+#: α = 7.67, Q = 0.14 at the last α and still below 0.5 at 4 × 12 = 48, where the naming stops following it (N13)
+WEAK_PROBIT = ["--activation", "relu", "--gamma", "0.5", "--channel", "probit", "--delta", "1.0", "--alpha", "6:12:7"]
+
+
+def test_probit_plot_keeps_the_overlaps_panel(tmp_path):
     """N10: tutorial §7 says replica-plot adds a classification panel; for probit (branch `weak`, no
-    `specialized`) the automatic layout dropped the overlaps panel instead, so Q of that branch was not shown."""
-    data = read_sweep(sweeps["probit"])
-    assert "weak" in data["branches"] and "specialized" not in data["branches"]
-    fig = plotting.plot_file(sweeps["probit"])
+    `specialized`) the automatic layout dropped the overlaps panel instead, so Q of that branch was not shown.
+    (Since N13 the tutorial's probit branch is `specialized`; the sweep here is one whose branch is `weak`.)"""
+    path = tmp_path / "weak_probit.h5"
+    assert sweep_main([*WEAK_PROBIT, "-o", str(path), "--quiet"]) == 0
+    data = read_sweep(path)
+    assert set(data["branches"]) == {"universal", "weak"}, sorted(data["branches"])
+    fig = plotting.plot_file(path)
     try:
         titles = [ax.get_title(loc="left") for ax in fig.axes if ax.axison]
         assert "learning curve" in titles and "classification error" in titles, titles
@@ -209,8 +218,6 @@ def _name_of_the_curve_through(path, alpha):
     return names[0]
 
 
-@pytest.mark.xfail(strict=True, reason="issue 41 N13: the change is in replica/branches.py (_name_curves: a curve "
-                                       "cut by the last grid alpha is continued past it before it is named)")
 def test_branch_name_does_not_depend_on_where_the_grid_cuts_the_curve(sweeps, tmp_path):
     """N13: the same sign-channel sweep named the branch through α = 1 … 2 `specialized` on
     ``--alpha 0.05:8:30`` (its fold at 4.28 lies on the grid) and `weak` on ``--alpha 1:2:3`` (the grid cuts the

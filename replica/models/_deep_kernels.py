@@ -34,7 +34,7 @@ from priors.compiled import spec_free_entropy, spec_overlap
 
 from ..activations import spec_g_both
 
-__all__ = ["layout_of", "front_map_rows"]
+__all__ = ["layout_of", "front_map_rows", "BASE_ROWS"]
 
 _K_ROW, _K_COL, _K_OFF, _K_NR, _K_NC, _K_CH, _K_T, _K_B = range(8)
 
@@ -77,17 +77,19 @@ def _clip01(x):  # pragma: no cover - compiled
 
 @kernel(cache=True)
 def _row_conjugates(alpha, delta, x, keys, kfloat, order, Atab, loff, lw, lsq, acts, priors, rects, g_one,
-                    gl_x, gl_w, Q, c, G, U, Bw, hat, t, tau, gain, new, t_seen, tau_seen, linear, base):  # pragma: no cover
+                    gl_x, gl_w, Q, c, G, U, Bw, hat, t, tau, gain, new, t_seen, tau_seen, linear, base,
+                    lin):  # pragma: no cover
     """Conjugates and next overlaps of one packed row (``DeepLinearModel.conjugates``), written into the
     work arrays; returns ``(D, finite)``. ``t_seen``/``tau_seen`` carry the last tilt of every product entry
     and its inverse from row to row: an entry whose tilt is bitwise the same reuses its ``τ`` (the rows of a
     finite-difference Jacobian change a few tilts each), so the result is the same as inverting again.
 
     ``linear``: the row is a point next to the base point whose channel values ``base`` holds
-    (:func:`front_map_rows`); a product entry whose ``τ`` is the base's has its gain and next overlap to
-    first order in the change of its conjugate, ``gain₀ + (m'(τ + r₀)/m'(τ)) δr`` and
-    ``m(τ + r₀) + m'(τ + r₀) δr``, the others are evaluated. ``base`` rows: ``(τ, r, gain, m'(τ + r)/m'(τ),
-    m(τ + r), m'(τ + r))`` per packed entry."""
+    (:func:`front_map_rows`, :func:`_store_base`); a product entry whose tilt moved by at most
+    :data:`_LINEAR_TILT` of its distance from 0 and 1 has its tilt inverse, gain and next overlap to first
+    order in the changes of its tilt and conjugate, ``τ = τ₀ + δt/m'(τ₀)``,
+    ``gain₀ + (m'(τ₀ + r₀)/m'(τ₀)) δr + (∂gain/∂τ) δτ`` and ``m(τ₀ + r₀) + m'(τ₀ + r₀)(δτ + δr)``, and is flagged
+    in ``lin`` (read by the potentials); the others are evaluated."""
     L = Atab.shape[0] - 2
     n_keys = keys.shape[0]
     for i in range(x.size):
@@ -178,7 +180,16 @@ def _row_conjugates(alpha, delta, x, keys, kfloat, order, Atab, loff, lw, lsq, a
                 s = _clip01(s)
                 e = off + i * nc + j
                 t[e] = s
-                if s == t_seen[e]:
+                lin[e] = False
+                if linear and base[_B_OK, e] > 0.0:
+                    # τ(t) to first order about the base's tilt where the tilt moved by a small fraction of
+                    # its distance from 0 and 1 (τ ~ 1/(1 − t) near 1: there the first order is no guide)
+                    t0 = base[_B_T, e]
+                    dt = abs(s - t0)
+                    lin[e] = dt <= _LINEAR_TILT * (1.0 - t0) and dt <= _LINEAR_TILT * (t0 if t0 > 0.0 else 1.0)
+                if lin[e]:
+                    tau[e] = max(base[_B_TAU, e] + (s - base[_B_T, e]) * base[_B_DTAU, e], 0.0)
+                elif s == t_seen[e]:
                     tau[e] = tau_seen[e]
                 else:
                     tau[e] = rect_inverse(spec, min(s, 1.0 - 1e-15)) if s > 0.0 else 0.0
@@ -222,8 +233,9 @@ def _row_conjugates(alpha, delta, x, keys, kfloat, order, Atab, loff, lw, lsq, a
         if keys[X, 5] >= 0:
             spec = rects[keys[X, 5]]
             for e in range(offX, offX + nrX * ncX):
-                if linear and tau[e] == base[0, e]:
-                    gain[e] = base[2, e] + base[3, e] * (hat[e] - base[1, e])
+                if lin[e]:
+                    gain[e] = (base[_B_GAIN, e] + base[_B_DGAIN_R, e] * (hat[e] - base[_B_HAT, e])
+                               + base[_B_DGAIN_TAU, e] * (tau[e] - base[_B_TAU, e]))
                 else:
                     gain[e] = rect_gain(spec, tau[e], hat[e], gl_x, gl_w)
         done[X] = True
@@ -242,34 +254,66 @@ def _row_conjugates(alpha, delta, x, keys, kfloat, order, Atab, loff, lw, lsq, a
         else:
             spec = rects[keys[k, 5]]
             for e in range(off, off + size):
-                if linear and tau[e] == base[0, e]:
-                    new[e] = base[4, e] + base[5, e] * (hat[e] - base[1, e])
+                if lin[e]:
+                    new[e] = base[_B_M, e] + base[_B_DM, e] * ((hat[e] - base[_B_HAT, e]) + (tau[e] - base[_B_TAU, e]))
                 else:
                     new[e] = rect_values(spec, tau[e] + hat[e])[0]
     return D, finite
 
 
+#: rows of the base array of the linear rows (:func:`_store_base`): τ₀, r₀, gain₀, ∂gain/∂r, m(τ₀ + r₀),
+#: m'(τ₀ + r₀), t₀, dτ/dt = 1/m'(τ₀), ∂gain/∂τ, ι(τ₀ + r₀), ι(τ₀), mmse(τ₀ + r₀)/2 = ι'(τ₀ + r₀), ι'(τ₀), and
+#: 1 where the entry is linearized (its tilt is not clipped at 1)
+(_B_TAU, _B_HAT, _B_GAIN, _B_DGAIN_R, _B_M, _B_DM, _B_T, _B_DTAU, _B_DGAIN_TAU, _B_IOTA_SUM, _B_IOTA_TAU,
+ _B_DIOTA_SUM, _B_DIOTA_TAU, _B_OK) = range(14)
+BASE_ROWS = 14
+#: relative step of the central difference of the gain in τ at the base point
+_GAIN_TAU_STEP = 1e-6
+#: a product entry of a linear row is linearized when its tilt moved by at most this fraction of its distance
+#: from 0 and from 1 (the error of the first order is then that fraction of the first-order change)
+_LINEAR_TILT = 1e-3
+
+
 @kernel(cache=True)
-def _store_base(keys, rects, tau, hat, gain, base):  # pragma: no cover - compiled
-    """The channel values of the base point for the rows next to it (:func:`_row_conjugates`, ``linear``)."""
+def _store_base(keys, rects, t, tau, hat, gain, base, gl_x, gl_w):  # pragma: no cover - compiled
+    """The channel values and first derivatives of the base point for the rows next to it
+    (:func:`_row_conjugates`, ``linear``; rows :data:`BASE_ROWS`). ``∂gain/∂τ`` is a central difference of
+    :func:`hciz.compiled.rect_gain` (step :data:`_GAIN_TAU_STEP` relative), the rest analytic
+    (``dτ/dt = 1/m'(τ)``, ``2ι' = mmse``)."""
     for k in range(keys.shape[0]):
         if keys[k, 5] < 0:
             continue
         spec = rects[keys[k, 5]]
         off, size = keys[k, 2], keys[k, 3] * keys[k, 4]
         for e in range(off, off + size):
-            m_lam, _, dm_lam = rect_values(spec, tau[e] + hat[e])
-            dm_tau = rect_values(spec, tau[e])[2]
-            base[0, e] = tau[e]
-            base[1, e] = hat[e]
-            base[2, e] = gain[e]
-            base[3, e] = dm_lam / dm_tau
-            base[4, e] = m_lam
-            base[5, e] = dm_lam
+            m_lam, mmse_lam, dm_lam = rect_values(spec, tau[e] + hat[e])
+            _, mmse_tau, dm_tau = rect_values(spec, tau[e])
+            base[_B_TAU, e] = tau[e]
+            base[_B_HAT, e] = hat[e]
+            base[_B_GAIN, e] = gain[e]
+            base[_B_DGAIN_R, e] = dm_lam / dm_tau
+            base[_B_M, e] = m_lam
+            base[_B_DM, e] = dm_lam
+            base[_B_T, e] = t[e]
+            base[_B_DTAU, e] = 1.0 / dm_tau
+            eps = _GAIN_TAU_STEP * max(1.0, tau[e])
+            lo = max(tau[e] - eps, 0.0)
+            base[_B_DGAIN_TAU, e] = (rect_gain(spec, tau[e] + eps, hat[e], gl_x, gl_w)
+                                     - rect_gain(spec, lo, hat[e], gl_x, gl_w)) / (tau[e] + eps - lo)
+            base[_B_IOTA_SUM, e] = rect_iota(spec, tau[e] + hat[e])
+            base[_B_IOTA_TAU, e] = rect_iota(spec, tau[e])
+            base[_B_DIOTA_SUM, e] = 0.5 * mmse_lam
+            base[_B_DIOTA_TAU, e] = 0.5 * mmse_tau
+            ok = t[e] < 1.0 - 1e-15 and dm_tau > 0.0
+            for r in range(BASE_ROWS - 1):
+                if not math.isfinite(base[r, e]):
+                    ok = False
+            base[_B_OK, e] = 1.0 if ok else 0.0
 
 
 @kernel(cache=True, inline="always")
-def _entropic_sum(k, first, stride, count, weights, wo, keys, priors, rects, Q, hat, tau):  # pragma: no cover
+def _entropic_sum(k, first, stride, count, weights, wo, keys, priors, rects, Q, hat, tau, lin,
+                  base):  # pragma: no cover
     """``Σ_i weights[wo + i] · term(first + i·stride)`` over ``count`` entries of matrix ``k``, with the entropic
     term ``ψ_P(Q̂) − QQ̂/2`` of a layer or ``r(1 − Q)/2 − ι(τ + r) + ι(τ)`` of a product (the channel's tables
     taken out of their tuple once: indexing a tuple of tables costs more than a term)."""
@@ -285,14 +329,22 @@ def _entropic_sum(k, first, stride, count, weights, wo, keys, priors, rects, Q, 
     for i in range(count):
         e = first + i * stride
         h = hat[e]
-        s += (h * (1.0 - Q[e]) / 2.0 - rect_iota(spec, tau[e] + h) + rect_iota(spec, tau[e])) * weights[wo + i]
+        if lin[e]:  # ι to first order about the base point (2ι' = mmse)
+            dt = tau[e] - base[_B_TAU, e]
+            i_sum = base[_B_IOTA_SUM, e] + base[_B_DIOTA_SUM, e] * (dt + (h - base[_B_HAT, e]))
+            i_tau = base[_B_IOTA_TAU, e] + base[_B_DIOTA_TAU, e] * dt
+        else:
+            i_sum = rect_iota(spec, tau[e] + h)
+            i_tau = rect_iota(spec, tau[e])
+        s += (h * (1.0 - Q[e]) / 2.0 - i_sum + i_tau) * weights[wo + i]
     return s
 
 
 @kernel(cache=True)
 def _potential(alpha, D, ell, j, keys, kfloat, Atab, loff, lw, lsq, priors, rects, g_one, Q, G, U, hat, t, tau,
-               gain):  # pragma: no cover - compiled
-    """``φ(j) = ∂f/∂p(j)`` of node ``j`` of inner layer ``ell`` (``DeepFrontModel.neuron_potentials``)."""
+               gain, lin, base):  # pragma: no cover - compiled
+    """``φ(j) = ∂f/∂p(j)`` of node ``j`` of inner layer ``ell`` (``DeepFrontModel.neuron_potentials``): the
+    products' ι to first order about ``base`` at the entries flagged in ``lin`` (:func:`_row_conjugates`)."""
     L = Atab.shape[0] - 2
     o = loff[ell]
     dgap = Atab[L + 1, ell + 1] * lsq[o + j] * g_one[ell - 1] - G[o + j] * U[o + j]
@@ -300,10 +352,10 @@ def _potential(alpha, D, ell, j, keys, kfloat, Atab, loff, lw, lsq, priors, rect
     for k in range(keys.shape[0]):
         a, b1, off, nr, nc = keys[k, 0], keys[k, 1], keys[k, 2], keys[k, 3], keys[k, 4]
         if a == ell:  # row j of the matrix, weighted by the column labels
-            s = _entropic_sum(k, off + j * nc, 1, nc, lw, loff[b1], keys, priors, rects, Q, hat, tau)
+            s = _entropic_sum(k, off + j * nc, 1, nc, lw, loff[b1], keys, priors, rects, Q, hat, tau, lin, base)
             phi += kfloat[k, 0] / alpha * s
         if b1 == ell:  # column j, weighted by the row labels
-            s = _entropic_sum(k, off + j, nc, nr, lw, loff[a], keys, priors, rects, Q, hat, tau)
+            s = _entropic_sum(k, off + j, nc, nr, lw, loff[a], keys, priors, rects, Q, hat, tau, lin, base)
             phi += kfloat[k, 0] / alpha * s
     for P in range(keys.shape[0]):
         if keys[P, 5] < 0:
@@ -341,15 +393,17 @@ def _reseed(new, keys, ell, probe, source, loff):  # pragma: no cover - compiled
 
 @kernel(cache=True)
 def front_map_rows(alpha, delta, X, fronts, n_panel, front_max, probe_floor, phase_threshold, keys, kfloat,
-                   order, Atab, loff, lw, lsq, lside, acts, priors, rects, g_one, gl_x, gl_w, near,
+                   order, Atab, loff, lw, lsq, lside, acts, priors, rects, g_one, gl_x, gl_w, near, base,
                    out):  # pragma: no cover - compiled
     """The map of :meth:`DeepFrontModel.update_many` for rows ``X`` (B, p) of packed overlaps that share
     the (clipped) ``fronts`` (L − 1,), written into ``out`` (B, L − 1 + p): the next fronts, then the next
     overlaps; a row whose ``D`` or conjugates are not finite is NaN (module docstring).
 
-    ``near``: the rows after the first are points next to it (the columns of a forward-difference
-    Jacobian); their product channels are evaluated to first order about the first row's
-    (:func:`_row_conjugates`), which changes each row by the square of its distance from the first."""
+    ``near``: 0, every row evaluated in full; 1, the rows after the first are points next to it (the columns
+    of a forward-difference Jacobian): their product channels are evaluated to first order about the first
+    row's (:func:`_row_conjugates`), which changes each row by the square of its distance from the first, and
+    the first row's values are left in ``base`` (shape (:data:`BASE_ROWS`, p)); 2, every row is next to the
+    point whose values ``base`` holds (from an earlier call with 1: the Jacobian–vector products about it)."""
     B, p = X.shape
     nf = fronts.size
     nlab = lw.size
@@ -365,15 +419,15 @@ def front_map_rows(alpha, delta, X, fronts, n_panel, front_max, probe_floor, pha
     Bw = np.empty(nlab)
     t_seen = np.full(p, np.nan)
     tau_seen = np.zeros(p)
-    base = np.full((6, p), np.nan)
-    linear = False
+    lin = np.zeros(p, dtype=np.bool_)
+    linear = near == 2
     L = Atab.shape[0] - 2
     for b in range(B):
         D, finite = _row_conjugates(alpha, delta, X[b], keys, kfloat, order, Atab, loff, lw, lsq, acts, priors,
                                     rects, g_one, gl_x, gl_w, Q, c, G, U, Bw, hat, t, tau, gain, new, t_seen,
-                                    tau_seen, linear, base)
-        if near and b == 0 and finite:
-            _store_base(keys, rects, tau, hat, gain, base)
+                                    tau_seen, linear, base, lin)
+        if near == 1 and b == 0 and finite:
+            _store_base(keys, rects, t, tau, hat, gain, base, gl_x, gl_w)
             linear = True
         if not finite:
             for e in range(nf + p):
@@ -384,9 +438,9 @@ def front_map_rows(alpha, delta, X, fronts, n_panel, front_max, probe_floor, pha
             ell = i + 1
             o = loff[ell]
             phi0 = _potential(alpha, D, ell, 0, keys, kfloat, Atab, loff, lw, lsq, priors, rects, g_one, Q, G, U,
-                              hat, t, tau, gain)
+                              hat, t, tau, gain, lin, base)
             phi1 = _potential(alpha, D, ell, 1, keys, kfloat, Atab, loff, lw, lsq, priors, rects, g_one, Q, G, U,
-                              hat, t, tau, gain)
+                              hat, t, tau, gain, lin, base)
             dphi = phi1 - phi0
             slope = Atab[L + 1, ell + 1] * (G[o + 1] - G[o]) / (2.0 * D)
             # probe 0's row of Q_ℓ (the layer matrix (ℓ, ℓ) is key ℓ − 1)

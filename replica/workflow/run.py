@@ -108,11 +108,15 @@ def run_sweep(request: dict, alphas, *, checkpoint=None, progress: bool = True, 
 
 
 def _blas_limit(threads):
-    """``threadpoolctl.threadpool_limits(threads, "blas")``, or nothing for None."""
+    """``threadpoolctl.threadpool_limits(threads, "blas")``, or nothing for None. The limit reaches only the
+    BLAS libraries loaded when it is set, and scipy ships its own OpenBLAS, loaded with ``scipy.linalg``
+    (the LU factors of the correctors, :func:`replica.engine.newton_lu`): it is imported first (without it a
+    255-unknown LU took 25 ms of CPU instead of 1.3 ms, the other thread spinning)."""
     if threads is None:
         import contextlib
 
         return contextlib.nullcontext()
+    import scipy.linalg  # noqa: F401 - lazy (start-up, docs/architecture.md): loads scipy's BLAS before the limit
     from threadpoolctl import threadpool_limits  # lazy: start-up (docs/architecture.md)
 
     return threadpool_limits(limits=int(threads), user_api="blas")

@@ -289,6 +289,7 @@ def main(argv=None) -> int:
     unknown = sorted(set(names) - set(WORKLOADS))
     if unknown:
         p.error(f"unknown workload(s) {', '.join(unknown)}; valid: {', '.join(WORKLOADS)}")
+    import scipy.linalg  # noqa: F401 - scipy's own BLAS, loaded before the limit so that it is limited too
     from threadpoolctl import threadpool_limits
 
     per_alpha = {}
