@@ -252,3 +252,31 @@ def test_matrix_free_jacobian_vector_products_use_the_near_map():
     got = op.matvec(v)
     assert np.max(np.abs(got - ref)) < 1e-5 * max(1.0, float(np.max(np.abs(ref))))
     assert not np.array_equal(got, ref)  # the near map was used
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_compiled_state_equals_the_numpy_state(name):
+    """``DeepFrontModel.state`` takes mmse, free entropy, conjugates and tilt inverses from the compiled
+    ``state_row``; with ``compiled_map = False`` they come from ``DeepLinearModel.conjugates`` and
+    ``free_entropy``: equal at a converged point and at a random one (away from saturated tilts, where the
+    two clip τ differently). The conjugates of unlearned groups carry the NumPy ``g'``'s cancellation near
+    ``q = 0`` (module docstring) times conjugates of order α/D: compared to 1e-11 of their scale."""
+    model = DeepFrontModel(**MODELS[name])
+    rng = np.random.default_rng(11)
+    x = model.solve_from(2.0, model.starts()["layer_1"][0]).x
+    random = np.concatenate([x[:model.n_fronts], rng.uniform(0.1, 1.0, x.size - model.n_fronts) ** 3])
+    for point in (x, random):
+        compiled = model.state(2.0, point)
+        model.compiled_map = False
+        try:
+            reference = model.state(2.0, point)
+        finally:
+            model.compiled_map = True
+        assert abs(compiled.mmse - reference.mmse) < 1e-13
+        assert abs(compiled.free_entropy - reference.free_entropy) < 1e-13
+        scale = max(1.0, max(float(np.max(np.abs(reference.overlap_hats[k]))) for k in model.keys))
+        for key in model.keys:
+            assert np.allclose(compiled.overlap_hats[key], reference.overlap_hats[key], rtol=1e-11,
+                               atol=1e-11 * scale)
+        for key in model.products:
+            assert np.allclose(compiled.tilts[key], reference.tilts[key], rtol=1e-11, atol=TOL)

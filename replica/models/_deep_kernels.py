@@ -34,7 +34,7 @@ from priors.compiled import spec_free_entropy, spec_overlap
 
 from ..activations import spec_g_both
 
-__all__ = ["layout_of", "front_map_rows", "BASE_ROWS"]
+__all__ = ["layout_of", "front_map_rows", "state_row", "BASE_ROWS"]
 
 _K_ROW, _K_COL, _K_OFF, _K_NR, _K_NC, _K_CH, _K_T, _K_B = range(8)
 
@@ -509,3 +509,42 @@ def front_map_rows(alpha, delta, X, fronts, n_panel, front_max, probe_floor, pha
                                 new[off + row * nc + col] = 0.0
         for e in range(p):
             out[b, nf + e] = new[e]
+
+
+@kernel(cache=True)
+def state_row(alpha, delta, x, keys, kfloat, order, Atab, loff, lw, lsq, acts, priors, rects, g_one, gl_x, gl_w,
+              hat, tau):  # pragma: no cover - compiled
+    """Error and free entropy of one packed point ``x`` on the current rules (``DeepFrontModel.state``):
+    ``(mmse, f)``, with the point's conjugates and tilt inverses written into ``hat`` and ``tau`` (shape (p,)).
+    ``f = −½ ln 2πeD + Σ_X (w_X/α) Σ_{ρ,κ} p(ρ)p(κ) term_X(ρ, κ)`` with the entropic term ``ψ_P(Q̂) − QQ̂/2`` of a
+    layer and ``r(1 − Q)/2 − ι(τ + r) + ι(τ)`` of a product (``DeepLinearModel.free_entropy``, Gaussian labels);
+    NaN where the point's conjugates are not finite."""
+    p = x.size
+    nlab = lw.size
+    Q = np.empty(p)
+    t = np.empty(p)
+    gain = np.empty(p)
+    new = np.empty(p)
+    c = np.empty(nlab)
+    G = np.empty(nlab)
+    U = np.empty(nlab)
+    Bw = np.empty(nlab)
+    t_seen = np.full(p, np.nan)
+    tau_seen = np.zeros(p)
+    base = np.full((BASE_ROWS, 1), np.nan)
+    lin = np.zeros(p, dtype=np.bool_)
+    D, finite = _row_conjugates(alpha, delta, x, keys, kfloat, order, Atab, loff, lw, lsq, acts, priors, rects,
+                                g_one, gl_x, gl_w, Q, c, G, U, Bw, hat, t, tau, gain, new, t_seen, tau_seen, False,
+                                base, lin)
+    if not (finite and D > 0.0):
+        return np.nan, np.nan
+    f = -0.5 * math.log(2.0 * math.pi * math.e * D)
+    for k in range(keys.shape[0]):
+        off, nr, nc = keys[k, 2], keys[k, 3], keys[k, 4]
+        orow, ocol = loff[keys[k, 0]], loff[keys[k, 1]]
+        s = 0.0
+        for i in range(nr):
+            s += _entropic_sum(k, off + i * nc, 1, nc, lw, ocol, keys, priors, rects, Q, hat, tau, lin,
+                               base) * lw[orow + i]
+        f += kfloat[k, 0] / alpha * s
+    return D - delta, f

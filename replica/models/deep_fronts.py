@@ -625,11 +625,10 @@ class DeepFrontModel(DeepLinearModel):
         out = np.concatenate([new_fronts, self.core.pack(self._without_ghosts(c["new"]))], axis=1)
         return np.where(finite[:, None], out, np.nan)
 
-    def _compiled_rows(self, alpha, q, near=False, base=None):
-        """:meth:`_update_rows` by :func:`replica.models._deep_kernels.front_map_rows` (rules already set; the
-        kernel's static arguments are built once per model, outside this hot path). ``near``: the kernel's
-        mode 1 (``base`` receives the first row's channel values when given), or with ``base`` and
-        ``near == 2`` every row linear about those values."""
+    def _kernel_arguments(self):
+        """``(static, flat rules)`` of the compiled kernels: the layout, typed lists of the compiled activations,
+        priors and product channels, ``g(1)`` per layer, the kernels and the Gauss–Legendre rule (built once per
+        model), and the label weights, squares and sides of the current rules (built once per rule)."""
         core = self.core
         static = self.__dict__.get("_kernel_static")
         if static is None:
@@ -639,7 +638,7 @@ class DeepFrontModel(DeepLinearModel):
             from priors.compiled import compiled_prior
 
             from ..activations import compiled_activation
-            from ._deep_kernels import front_map_rows, layout_of
+            from ._deep_kernels import BASE_ROWS, front_map_rows, layout_of, state_row
 
             def typed(items):  # a typed list: one compiled specialization whatever the depth
                 out = List()
@@ -652,27 +651,45 @@ class DeepFrontModel(DeepLinearModel):
                 typed(compiled_activation(a) for a in self.activations),
                 typed(compiled_prior(p) for p in self.weight_priors),
                 typed(compiled_rectangular(core.channels[P]) for P in core.products),
-                np.ascontiguousarray(self.g_one, dtype=float), front_map_rows, (_GL16_X, _GL16_W))
-        (keys, kfloat, order, Atab, loff), acts, priors, rects, g_one, front_map_rows, (gl_x, gl_w) = static
+                np.ascontiguousarray(self.g_one, dtype=float), (front_map_rows, state_row, BASE_ROWS),
+                (_GL16_X, _GL16_W))
         if self._flat_rules is None:
             sides = [np.zeros(1, np.int64)] + [np.asarray(r[2], np.int64) for r in self._rules] + \
                 [np.zeros(self.readout_weights.size, np.int64)]
             self._flat_rules = (np.ascontiguousarray(np.concatenate(core.label_weights), dtype=float),
                                 np.ascontiguousarray(np.concatenate(core.label_squares), dtype=float),
                                 np.ascontiguousarray(np.concatenate(sides)))
-        lw, lsq, lside = self._flat_rules
+        return static, self._flat_rules
+
+    def _compiled_rows(self, alpha, q, near=False, base=None):
+        """:meth:`_update_rows` by :func:`replica.models._deep_kernels.front_map_rows` (rules already set; the
+        kernel's static arguments are built once per model, outside this hot path). ``near``: the kernel's
+        mode 1 (``base`` receives the first row's channel values when given), or with ``base`` and
+        ``near == 2`` every row linear about those values."""
+        static, (lw, lsq, lside) = self._kernel_arguments()
+        (keys, kfloat, order, Atab, loff), acts, priors, rects, g_one, (front_map_rows, _, base_rows), \
+            (gl_x, gl_w) = static
         q = np.ascontiguousarray(q, dtype=float)
         out = np.empty((q.shape[0], self.n_fronts + q.shape[1]))
         mode = int(near)
         if base is None:
-            from ._deep_kernels import BASE_ROWS  # lazy: start-up (docs/architecture.md)
-
-            base = np.full((BASE_ROWS, q.shape[1]), np.nan)
+            base = np.full((base_rows, q.shape[1]), np.nan)
             mode = min(mode, 1)
         front_map_rows(float(alpha), float(self.output_channel.delta), q, np.asarray(self._fronts, dtype=float),
                        self.panel_nodes, FRONT_MAX, _PROBE_FLOOR, PHASE_THRESHOLD, keys, kfloat, order, Atab, loff,
                        lw, lsq, lside, acts, priors, rects, g_one, gl_x, gl_w, mode, base, out)
         return out
+
+    def _compiled_state(self, alpha, q):
+        """``(mmse, f, conjugates, tilt inverses)`` of packed overlaps ``q`` on the current rules by
+        :func:`replica.models._deep_kernels.state_row` (the packed conjugates and ``τ``, shape (p,))."""
+        static, (lw, lsq, _) = self._kernel_arguments()
+        (keys, kfloat, order, Atab, loff), acts, priors, rects, g_one, (_, state_row, _), (gl_x, gl_w) = static
+        q = np.ascontiguousarray(q, dtype=float)
+        hat, tau = np.empty(q.size), np.empty(q.size)
+        mmse, f = state_row(float(alpha), float(self.output_channel.delta), q, keys, kfloat, order, Atab, loff,
+                            lw, lsq, acts, priors, rects, g_one, gl_x, gl_w, hat, tau)
+        return float(mmse), float(f), hat, tau
 
     def near_map(self, alpha, x):
         """The map about the point ``x`` for Jacobian–vector products: a function ``f(alpha', Z)`` of points
@@ -694,9 +711,8 @@ class DeepFrontModel(DeepLinearModel):
         self.rules(fronts)
         if not self._compiled_applies():
             return lambda a, Z: self.update_many(a, np.atleast_2d(Z)).reshape(np.shape(Z))
-        from ._deep_kernels import BASE_ROWS  # lazy: start-up (docs/architecture.md)
-
-        base = np.full((BASE_ROWS, q.size), np.nan)  # NaN: every entry evaluated in full
+        base_rows = self._kernel_arguments()[0][5][2]
+        base = np.full((base_rows, q.size), np.nan)  # NaN: every entry evaluated in full
         self._compiled_rows(alpha, q[None, :], near=1, base=base)
 
         nf = self.n_fronts
@@ -841,9 +857,13 @@ class DeepFrontModel(DeepLinearModel):
         fronts, q = self.split(x)
         self.rules(fronts)
         core = self.core
-        c = core.conjugates(alpha, q)
         Q = {k: np.clip(v, 0.0, 1.0).copy() for k, v in core.unpack(q).items()}
-        f = core.free_entropy(alpha, Q, c["hat"])
+        if self._compiled_applies():
+            mmse, f, hat, tau = self._compiled_state(alpha, q)  # NaN where the conjugates are not finite
+            c = {"hat": core.unpack(hat), "tau": core.unpack(tau), "mmse": mmse}
+        else:
+            c = core.conjugates(alpha, q)
+            f = core.free_entropy(alpha, Q, c["hat"])
         means = {}
         for X in self.keys:
             pr = core.label_weights[X[0]] * (self.v2 if X[0] == self.L else 1.0)
