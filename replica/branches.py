@@ -335,9 +335,10 @@ def jacobian(model, alpha, x, *, order=2, indices=None) -> np.ndarray:
     order : {1, 2}, keyword-only
         One-sided differences of first order (step 1e-7) or second order (step 1e-5,
         ``(−3F(x) + 4F(x+h) − F(x+2h))/(2h)``). Components above 0.5 are differenced
-        downwards, the others upwards, so that overlaps stay inside [0, 1]. First order takes the
-        points from the model's ``update_near`` hook where it has one (an error of the order of the
-        forward difference's own, O(h)).
+        downwards, the others upwards, so that overlaps stay inside [0, 1]. The points come from the
+        model's ``update_near`` hook where it has one: an error of the order of the forward difference's
+        own, O(h), at first order; at second order the hook's error, quadratic in the distance from ``x``,
+        cancels in the stencil like any quadratic term (the stencil is exact on quadratics).
     indices : array_like of int, optional, keyword-only
         Restrict to these components (rows and columns); default the entries the map moves
         (``model.moving_indices(x)`` when the model has it, else all).
@@ -356,7 +357,7 @@ def jacobian(model, alpha, x, *, order=2, indices=None) -> np.ndarray:
     points = np.repeat(x[None, :], 1 + m * len(steps), axis=0)
     for k, s in enumerate(steps):
         points[1 + k * m + np.arange(m), idx] += s * h
-    near = hook(model, "update_near") if order == 1 and hook(model, "update_many") is not None else None
+    near = hook(model, "update_near") if hook(model, "update_many") is not None else None
     values = (np.asarray(near(alpha, points), dtype=float) if near is not None
               else _evaluate_many(model, alpha, points))[:, idx]
     f0, f1 = values[0], values[1:1 + m]
@@ -835,7 +836,8 @@ def _fold_estimate(points, direction):
 def _bordered_solve(model, alpha0, x0, u, x_ref, xi, solve_kw):
     """Point of the curve through ``x_ref`` with ``u·(x − x_ref) = ξ`` (moving entries): Newton on the
     bordered system ``F(x, α) − x = 0``, ``u·(x − x_ref) = ξ`` in ``(x, α)`` from ``(x0, alpha0)``, with
-    forward-difference Jacobians (``p + 1`` evaluations each, one vectorized call with ``update_many``).
+    forward-difference Jacobians (:func:`jacobian`, ``p + 1`` evaluations each, one vectorized call with
+    ``update_many``, and one evaluation for the α column).
     Regular at a fold (where ``F_x − I`` alone is singular), so the curve is followed through it; for
     matrix-free models (:func:`_matrix_free`) each Newton step is solved by GMRES with Jacobian–vector
     products (:func:`_bordered_krylov`).
@@ -867,11 +869,7 @@ def _bordered_solve(model, alpha0, x0, u, x_ref, xi, solve_kw):
                         return None
                 else:
                     jac = np.zeros((p + 1, p + 1))
-                    hj = 1e-7 * np.maximum(1.0, np.abs(x[idx]))
-                    points = np.repeat(x[None, :], p, axis=0)
-                    points[np.arange(p), idx] += hj
-                    jac[:p, :p] = ((_evaluate_many(model, al, points)[:, idx] - points[:, idx] - g[None, :])
-                                   / hj[:, None]).T
+                    jac[:p, :p] = jacobian(model, al, x, order=1, indices=idx) - np.eye(p)
                     ha = 1e-7 * max(1.0, abs(al))
                     jac[:p, p] = (np.asarray(model.update(al + ha, x), dtype=float)[idx] - x[idx] - g) / ha
                     jac[p, :p] = u
