@@ -837,7 +837,8 @@ def _bordered_solve(model, alpha0, x0, u, x_ref, xi, solve_kw):
     """Point of the curve through ``x_ref`` with ``u·(x − x_ref) = ξ`` (moving entries): Newton on the
     bordered system ``F(x, α) − x = 0``, ``u·(x − x_ref) = ξ`` in ``(x, α)`` from ``(x0, alpha0)``, with
     forward-difference Jacobians (:func:`jacobian`, ``p + 1`` evaluations each, one vectorized call with
-    ``update_many``, and one evaluation for the α column).
+    ``update_many``, and one evaluation for the α column), each kept for the next iterates while their steps
+    shrink by :data:`CHORD_CONTRACTION` (a chord iteration: the same point, fewer Jacobians).
     Regular at a fold (where ``F_x − I`` alone is singular), so the curve is followed through it; for
     matrix-free models (:func:`_matrix_free`) each Newton step is solved by GMRES with Jacobian–vector
     products (:func:`_bordered_krylov`).
@@ -848,6 +849,7 @@ def _bordered_solve(model, alpha0, x0, u, x_ref, xi, solve_kw):
     idx = _moving(model, x)
     p = idx.size
     al = float(alpha0)
+    factors, previous = None, math.inf  # the dense bordered Jacobian, kept while the steps contract
     with np.errstate(all="ignore"):
         try:
             g = np.asarray(model.update(al, x), dtype=float)[idx] - x[idx]
@@ -868,12 +870,20 @@ def _bordered_solve(model, alpha0, x0, u, x_ref, xi, solve_kw):
                     if delta is None:
                         return None
                 else:
-                    jac = np.zeros((p + 1, p + 1))
-                    jac[:p, :p] = jacobian(model, al, x, order=1, indices=idx) - np.eye(p)
-                    ha = 1e-7 * max(1.0, abs(al))
-                    jac[:p, p] = (np.asarray(model.update(al + ha, x), dtype=float)[idx] - x[idx] - g) / ha
-                    jac[p, :p] = u
-                    delta = np.linalg.solve(jac, rhs)
+                    delta = None if factors is None else _lu_solve(factors, rhs)
+                    if delta is None or not float(np.max(np.abs(delta))) <= CHORD_CONTRACTION * previous:
+                        # a fresh Jacobian where the chord step (the Jacobian of an earlier iterate) contracts
+                        # too slowly: the point is fixed by the residuals alone, the Jacobian sets the speed
+                        jac = np.zeros((p + 1, p + 1))
+                        jac[:p, :p] = jacobian(model, al, x, order=1, indices=idx) - np.eye(p)
+                        ha = 1e-7 * max(1.0, abs(al))
+                        jac[:p, p] = (np.asarray(model.update(al + ha, x), dtype=float)[idx] - x[idx] - g) / ha
+                        jac[p, :p] = u
+                        factors = _lu_factors(jac)
+                        delta = None if factors is None else _lu_solve(factors, rhs)
+                        if delta is None:
+                            return None
+                    previous = float(np.max(np.abs(delta)))
                 if not np.all(np.isfinite(delta)):
                     return None
                 x = x.copy()
@@ -885,6 +895,22 @@ def _bordered_solve(model, alpha0, x0, u, x_ref, xi, solve_kw):
         except (np.linalg.LinAlgError, ValueError, ZeroDivisionError, FloatingPointError):
             return None
     return None
+
+
+def _lu_factors(a):
+    """LU factors of ``a`` (``scipy.linalg.lu_factor``), or None when ``a`` is singular or not finite."""
+    try:
+        return _InverseJacobian(a).lu
+    except np.linalg.LinAlgError:
+        return None
+
+
+def _lu_solve(factors, rhs):
+    """``a⁻¹ rhs`` from :func:`_lu_factors`; None when not finite."""
+    from scipy.linalg import lu_solve  # lazy: start-up (docs/architecture.md)
+
+    z = lu_solve(factors, rhs, check_finite=False)
+    return z if np.all(np.isfinite(z)) else None
 
 
 def _bordered_krylov(model, alpha, x, g, idx, u, rhs):
