@@ -402,6 +402,15 @@ class DeepFrontModel(DeepLinearModel):
             self._flat_rules = None  # the compiled map's label arrays, built when first needed
         return self._rules
 
+    def _rule_slope(self, f0):
+        """``(d nodes/df, d weights/df)`` of the rule of one inner layer at the front ``f0``: a central
+        difference of :func:`front_rule` (one-sided at the ends of ``[0, FRONT_MAX]``), step 1e-6."""
+        eps = 1e-6 * max(1.0, f0)
+        lo, hi = max(f0 - eps, 0.0), min(f0 + eps, FRONT_MAX)
+        n_lo, w_lo, _ = front_rule(lo, self.panel_nodes)
+        n_hi, w_hi, _ = front_rule(hi, self.panel_nodes)
+        return (n_hi - n_lo) / (hi - lo), (w_hi - w_lo) / (hi - lo)
+
     @property
     def size(self) -> int:
         """Length of the packed vector: the L − 1 fronts and the overlaps on the front rules."""
@@ -714,14 +723,31 @@ class DeepFrontModel(DeepLinearModel):
         base_rows = self._kernel_arguments()[0][5][2]
         base = np.full((base_rows, q.size), np.nan)  # NaN: every entry evaluated in full
         self._compiled_rows(alpha, q[None, :], near=1, base=base)
-
+        # the label weights and squares to first order in the fronts as well: a product moves every front a
+        # little, and the Gauss rules of new fronts cost more than the kernel (the model's rules stay those of x)
+        static, (lw0, lsq0, lside) = self._kernel_arguments()
+        (keys, kfloat, order, Atab, loff), acts, priors, rects, g_one, (front_map_rows, _, _), (gl_x, gl_w) = static
+        fronts0 = np.array(self._fronts, dtype=float)
+        layer = np.full(lw0.size, -1, dtype=int)  # the front each label's rule follows (−1: none)
+        dlw, dlsq = np.zeros(lw0.size), np.zeros(lw0.size)
+        for i, (f0, (nodes0, _, _)) in enumerate(zip(fronts0, self._rules)):
+            dn, dw = self._rule_slope(float(f0))
+            sl = slice(loff[i + 1], loff[i + 2])
+            layer[sl], dlw[sl], dlsq[sl] = i, dw, 2.0 * nodes0 * dn
+        moved = layer >= 0
+        delta = float(self.output_channel.delta)
         nf = self.n_fronts
 
         def f(a, Z):
             Z = np.asarray(Z, dtype=float)
             if Z.ndim == 1:  # one point (a Jacobian–vector product): no grouping
-                self.rules(Z[:nf])
-                return self._compiled_rows(a, Z[None, nf:], near=2, base=base)[0]
+                fr = np.clip(Z[:nf], 0.0, FRONT_MAX)
+                shift = np.where(moved, (fr - fronts0)[layer], 0.0)
+                out = np.empty((1, Z.size))
+                front_map_rows(float(a), delta, np.ascontiguousarray(Z[None, nf:]), fr, self.panel_nodes, FRONT_MAX,
+                               _PROBE_FLOOR, PHASE_THRESHOLD, keys, kfloat, order, Atab, loff, lw0 + shift * dlw,
+                               lsq0 + shift * dlsq, lside, acts, priors, rects, g_one, gl_x, gl_w, 2, base, out)
+                return out[0]
             X = np.atleast_2d(Z)
             fr = np.clip(X[:, :self.n_fronts], 0.0, FRONT_MAX)
             groups, which = np.unique(fr, axis=0, return_inverse=True)
