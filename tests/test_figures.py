@@ -1,6 +1,7 @@
 """replica-figures: the comparison figures with the published data (data/reference/)."""
 
 import csv
+import json
 
 import numpy as np
 import pytest
@@ -38,14 +39,15 @@ def test_quick_figures_run_and_agree_with_the_published_numbers(tmp_path, capsys
     # the deep thresholds computed here are stored too
     table = np.genfromtxt(out / "deep_thresholds.csv", delimiter=",", names=True)
     assert list(table["L"]) == [1, 2, 3] and np.all(np.diff(table["alpha_c"]) > 0)
-    # per-layer thresholds against depth (quick: L = 1, 2): a spinodal before each first-order transition;
-    # with two layers the inner layer is learned first (at every alpha of the grid: NaN), the last one later
+    # per-layer thresholds against depth (quick: L = 1 … 4): a spinodal before each first-order transition;
+    # with two layers the inner layer is learned first (its branch is born at alpha ~ 0.12), the last one later
     depth = np.genfromtxt(out / "depth_thresholds.csv", delimiter=",", names=True)
     one = depth[depth["L"] == 1]
     assert 0.5 < one["alpha_sp"][0] < one["alpha_c"][0] < 3.0
     two = depth[depth["L"] == 2]
-    assert np.isnan(two["alpha_c"][0]) and two["alpha_sp"][1] < two["alpha_c"][1]
+    assert two["alpha_c"][0] < two["alpha_sp"][1] < two["alpha_c"][1]
     assert two["alpha_c"][1] > one["alpha_c"][0]  # a deeper network needs more data for its last layer
+    _check_depth(out)
 
 
 def test_existing_outputs_are_not_replaced(tmp_path, capsys):
@@ -103,6 +105,61 @@ def _check_training(out):
     assert np.all(np.diff(sgd["trace_samples"][0]) > 0)
 
 
+def _learned(phase, L):
+    # the layers a phase name says are learned, parsed here (not with replica.branches.learned_layers):
+    # "specialized" (one hidden layer) all, "layer_2" {2}, "layers_1_2_3-2" {1, 2, 3}, "universal" none
+    import re
+
+    base = str(phase).split("-")[0].split("+")[0]
+    if base == "specialized":
+        return set(range(1, L + 1))
+    m = re.fullmatch(r"layers?((?:_\d+)+)", base)
+    return {int(x) for x in m.group(1).split("_")[1:]} if m else set()
+
+
+def _check_depth(out):
+    # the depth figure's data (quick: L = 1 … 4). The thresholds of depth_thresholds.csv are the located
+    # transitions of the sweep files beside it (read here with h5py); each agrees with the equilibrium on the
+    # grid (free entropies compared at the grid points, not the root finding that located it): layer l is
+    # learned at a grid point exactly when the point lies above its alpha_c; depth_phases.csv runs over the
+    # grid in contiguous pieces, each grid point in the piece of its equilibrium phase. Physics: the inner
+    # layers are learned first (alpha_c increasing in l), the spinodal comes before alpha_c, and the last
+    # layer needs more data the deeper the network (alpha_c increasing in L)
+    import h5py
+
+    table = np.genfromtxt(out / "depth_thresholds.csv", delimiter=",", names=True)
+    phases = list(csv.DictReader(open(out / "depth_phases.csv")))
+    sweeps = np.genfromtxt(out / "depth_sweeps.csv", delimiter=",", names=True)
+    depths = sorted({int(L) for L in table["L"]})
+    assert depths == [1, 2, 3, 4] and list(sweeps["L"]) == depths
+    last = []
+    for L in depths:
+        with h5py.File(out / f"depth_L{L}.h5", "r") as h5:
+            tr = dict(h5["transitions"].attrs)
+            alpha = h5["equilibrium/alpha"][()]
+            branch = [b.decode() if isinstance(b, bytes) else str(b) for b in h5["equilibrium/branch"][()]]
+            assert json.loads(h5.attrs["parameters"])["layers"] == L
+        rows = table[table["L"] == L]
+        assert list(rows["layer"]) == list(range(1, L + 1))
+        keys = [("alpha_sp", "alpha_c")] if L == 1 else [(f"alpha_sp_layer_{ell}", f"alpha_c_layer_{ell}")
+                                                         for ell in range(1, L + 1)]
+        for row, (sp, c) in zip(rows, keys):
+            assert row["alpha_sp"] == tr[sp] and row["alpha_c"] == tr[c]
+        assert np.all(np.isfinite(rows["alpha_c"])), (L, rows)  # every layer's change lies inside the quick grid
+        assert np.all(np.diff(rows["alpha_c"]) > 0) and np.all(rows["alpha_sp"] <= rows["alpha_c"])
+        for ell, a_c in zip(rows["layer"], rows["alpha_c"]):
+            assert [ell in _learned(b, L) for b in branch] == list(alpha > a_c), (L, ell, a_c, branch)
+        pieces = [p for p in phases if int(p["L"]) == L]
+        lo, hi = np.array([[float(p["alpha_from"]), float(p["alpha_to"])] for p in pieces]).T
+        assert lo[0] == alpha[0] and hi[-1] == alpha[-1] and np.all(lo[1:] == hi[:-1]) and np.all(hi > lo)
+        for a, b in zip(alpha, branch):
+            inside = [p["phase"] for p, x, y in zip(pieces, lo, hi) if x <= a <= y]
+            assert b in inside, (L, a, b, inside)
+        last.append(rows["alpha_c"][-1])
+    assert np.all(np.diff(last) > 0), last
+    assert np.all(np.diff(sweeps["unknowns"]) > 0) and np.all(sweeps["cpu_seconds"] > 0)
+
+
 def test_figures_that_need_jax_are_skipped_without_it(tmp_path, monkeypatch, capsys):
     # without the experiments extra, the default run draws every other figure and says what it skipped;
     # asking only for such figures by name exits 2 naming the extra
@@ -124,11 +181,23 @@ def test_figures_that_need_jax_are_skipped_without_it(tmp_path, monkeypatch, cap
 
 def test_depth_figure_says_which_points_are_missing(tmp_path, monkeypatch):
     # a layer learned at every α of the grid has NaN thresholds and was silently absent from depth.png
-    # (the quick run's L = 2, layer 1); the quick figure did not say its grids were coarse
+    # (the quick run's L = 2, layer 1, on a grid from 0.5); the quick figure did not say its grids were coarse
     from replica.workflow import figures, plotting
 
-    rows = {1: {1: (1.28, 1.39)}, 2: {1: (float("nan"), float("nan")), 2: (2.0, 2.1)}}
-    monkeypatch.setattr(figures, "depth_thresholds", lambda L, outdir, grid: rows[L])
+    nan = float("nan")
+    transitions = {1: {"alpha_sp": 1.28, "alpha_c": 1.39},
+                   2: {"alpha_sp_layer_1": nan, "alpha_c_layer_1": nan, "alpha_sp_layer_2": 2.0, "alpha_c_layer_2": 2.1}}
+    phases = {1: ["universal", "specialized"], 2: ["layer_1", "layers_1_2"]}
+
+    def sweep(L, outdir, alphas):  # a stand-in for the sweep file: a change of phase at the last layer's alpha_c
+        a_c = transitions[L]["alpha_c" if L == 1 else "alpha_c_layer_2"]
+        return {"parameters": {"layers": L}, "transitions": transitions[L], "unknowns": 1, "cpu_seconds": 0.0,
+                "wall_seconds": 0.0, "equilibrium": {"alpha": np.array([0.5, 3.0]), "branch": np.array(phases[L])},
+                "equilibrium_changes": {"alpha": np.array([a_c]), "from_branch": np.array(phases[L][:1]),
+                                        "to_branch": np.array(phases[L][1:])}}
+
+    monkeypatch.setattr(figures, "depth_sweep", sweep)
+    monkeypatch.setattr(figures, "DEPTH_GRIDS", {True: {1: (0.5, 3.0), 2: (0.5, 3.0)}})
     saved = {}
     monkeypatch.setattr(plotting, "save_figure", lambda fig, path, **kw: saved.update(fig=fig))
     figures.figure_depth(tmp_path, True, figures._Report())

@@ -24,8 +24,13 @@ figure, the largest relative deviation from the published data:
     the (α, Δ) phase diagram of the same network (20 Δ × 40 α, on a local cluster of two
     workers): where each layer is first learned at equilibrium and the spinodals; no published
     numbers.
+``depth``
+    where each layer is learned (α_sp, α_c per layer) against the depth L = 1…6 (``--quick``: 1…4 on 4–5 α
+    each) and the equilibrium phase sequence against α of every depth: tanh(2x) of unit variance with its
+    linear part, γ = 0.5 per layer, Δ = 0.1, v ≡ 1 (``depth_L<L>.h5``, ``depth_thresholds.csv``,
+    ``depth_phases.csv``, ``depth_sweeps.csv`` with each sweep's CPU time and unknowns); no published numbers.
 ``neurons``
-    per-neuron teacher–student overlaps of the same network with a 4-point readout, side by side:
+    per-neuron teacher–student overlaps of the two-hidden-layer network with a 4-point readout, side by side:
     the theory's equilibrium maps (docs/two_layer.md), HMC from informed and uninformed starts and
     Adam from a random start (cross-fitted matched overlaps, unbiased on unlearned networks,
     :func:`replica.simulations.measurements.neuron_quantile_maps`), one row per α; needs the
@@ -106,9 +111,16 @@ def _sweep(out: Path, args: list) -> dict:
     import contextlib
     import io
 
-    # replica-sweep prints the file name; its warnings must not advise options replica-figures does not take
-    with contextlib.redirect_stdout(io.StringIO()), without_option_advice():
-        code = sweep_main([*args, "-o", str(out), "--overwrite", "--quiet"])
+    # replica-sweep prints the file name; its warnings must not advise options replica-figures does not take;
+    # its --quiet configures the root logger: replica-figures' own level and handler are restored after it
+    root = logging.getLogger()
+    level, handlers = root.level, list(root.handlers)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), without_option_advice():
+            code = sweep_main([*args, "-o", str(out), "--overwrite", "--quiet"])
+    finally:
+        root.setLevel(level)
+        root.handlers[:] = handlers
     if code != 0:
         raise RuntimeError(f"replica-sweep {' '.join(args)} failed with exit code {code}")
     return read_sweep(out)
@@ -364,19 +376,59 @@ def figure_two_layer_phase(outdir: Path, quick: bool, report: _Report):
                                  else [])))
 
 
-#: α grids of the per-layer thresholds against depth (tanh(2x) with its linear part, γ = 0.5 per layer,
-#: Δ = 0.1): each brackets the depth's transitions (they move up with L); quick: L = 1, 2 only
-DEPTH_GRIDS = {1: "0.5:3:11", 2: "0.5:4:15", 3: "0.5:5:10", 4: "1.5:5.5:9"}
+#: α grids of the depth figure (tanh(2x) with its linear part, γ = 0.5 per layer, Δ = 0.1, v ≡ 1): each starts
+#: below the first change of the equilibrium (for L ≥ 2 the branches of the inner layers are born at
+#: α ≈ 0.1–0.3) and runs past α_c of the last layer (it grows with L); the changes themselves are located by
+#: root finding, independently of the grid. ``--quick``: L = 1 … 4 on 4–5 α each
+_DEPTH_LOW = (0.05, 0.1, 0.2, 0.35, 0.5)
+DEPTH_GRIDS = {
+    False: {1: _DEPTH_LOW + (0.75, 1.0, 1.2, 1.35, 1.5, 1.75, 2.0, 2.5),
+            2: _DEPTH_LOW + (0.75, 1.0, 1.5, 1.9, 2.05, 2.2, 2.5, 3.0),
+            3: _DEPTH_LOW + (1.0, 1.5, 2.0, 2.5, 2.75, 3.0, 3.25, 3.75),
+            4: _DEPTH_LOW + (1.0, 1.5, 2.0, 2.5, 3.0, 3.4, 3.8, 4.2, 4.75),
+            5: _DEPTH_LOW + (1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 4.3, 4.7, 5.2, 6.0),
+            6: _DEPTH_LOW + (1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0, 5.5, 6.0, 7.0)},
+    True: {1: (0.5, 1.2, 1.5, 2.0), 2: (0.05, 0.2, 1.5, 2.5), 3: (0.05, 0.2, 2.5, 3.25),
+           4: (0.05, 0.25, 2.0, 3.25, 4.0)},
+}
+#: the network of the depth figure besides its depth (``--layers L --gamma 0.5,…,0.5``)
+DEPTH_MODEL = ["--activation", "tanh2", "--unit-variance", "--delta", "0.1", "--prior", "gaussian",
+               "--readout", "ones"]
 
 
-def depth_thresholds(L: int, outdir: Path, grid: str) -> dict:
-    """Per-layer thresholds of L hidden layers with linear parts (tanh(2x) of unit variance, γ = 0.5 each,
-    Δ = 0.1, Gaussian weights, ``v ≡ 1``): ``{ℓ: (α_sp, α_c)}`` for ℓ = 1 … L, where layer ℓ becomes
-    learned (at a spinodal, at equilibrium), located by root finding (``alpha_{sp,c}_layer_<ℓ>``; L = 1:
-    ``alpha_sp``, ``alpha_c``). NaN: the layer is learned at every α of the grid, or at none."""
-    data = _sweep(outdir / f"depth_L{L}.h5", ["--layers", str(L), "--gamma", ",".join(["0.5"] * L),
-                                              "--activation", "tanh2", "--unit-variance", "--delta", "0.1",
+def _unknowns(parameters: dict) -> int:
+    """Order parameters per point of the model of a sweep's ``parameters`` (its packed size ``model.size``,
+    as docs/performance.md counts them; models without one: the size of a start's packed vector)."""
+    from .model_options import resolve_model
+
+    model, _ = resolve_model(parameters)
+    size = getattr(model, "size", None)
+    if size is None:
+        size = np.size(next(iter(model.starts().values()))[0])
+    return int(size)
+
+
+def depth_sweep(L: int, outdir: Path, alphas) -> dict:
+    """``replica-sweep`` of L hidden layers of the depth figure (:data:`DEPTH_MODEL`, γ = 0.5 per layer) on
+    ``alphas``, written to ``outdir/depth_L<L>.h5``: the file read back (:func:`replica.workflow.io.read_sweep`)
+    with ``cpu_seconds``, ``wall_seconds`` (the sweep's process CPU and wall time) and ``unknowns``
+    (:func:`_unknowns`) added. L = 1 is the shallow model, 2 the two-layer one, L ≥ 3 the deep front model
+    (:func:`replica.workflow.model_options.build_model` chooses)."""
+    grid = ",".join(f"{float(a):g}" for a in alphas)
+    logger.info("depth L = %d: sweeping %d alpha in [%g, %g]", L, len(alphas), min(alphas), max(alphas))
+    t0, w0 = time.process_time(), time.perf_counter()
+    data = _sweep(outdir / f"depth_L{L}.h5", ["--layers", str(L), "--gamma", ",".join(["0.5"] * L), *DEPTH_MODEL,
                                               "--alpha", grid])
+    data["cpu_seconds"], data["wall_seconds"] = time.process_time() - t0, time.perf_counter() - w0
+    data["unknowns"] = _unknowns(data["parameters"])
+    return data
+
+
+def depth_thresholds(data: dict) -> dict:
+    """Per-layer thresholds of a sweep: ``{ℓ: (α_sp, α_c)}`` for ℓ = 1 … L, where layer ℓ becomes learned (at a
+    spinodal, at equilibrium), located by root finding (``/transitions`` attributes ``alpha_{sp,c}_layer_<ℓ>``;
+    one hidden layer: ``alpha_sp``, ``alpha_c``). NaN: the layer is learned at every α of the grid, or at none."""
+    L = int(data["parameters"].get("layers", 1))
     tr = data["transitions"]
     if L == 1:
         return {1: (float(tr.get("alpha_sp", np.nan)), float(tr.get("alpha_c", np.nan)))}
@@ -384,42 +436,162 @@ def depth_thresholds(L: int, outdir: Path, grid: str) -> dict:
             for ell in range(1, L + 1)}
 
 
-def figure_depth(outdir: Path, quick: bool, report: _Report):
-    """Where each layer is learned, against depth L = 1…4 (quick: 1, 2) at equal γ (no published data)."""
-    from .plotting import _mpl, figure_style, save_figure
+def phase_sequence(data: dict) -> list:
+    """The equilibrium phase of a sweep against α: ``[(α_from, α_to, phase), …]`` from the first to the last α
+    of the grid, split at the located changes of the equilibrium (``/equilibrium_changes``: root finding on
+    the free-entropy difference, or the birth or end of a branch; not the grid), so a phase that wins only
+    between two grid points has its own piece."""
+    from .plotting import _located_changes
 
-    depths = [1, 2] if quick else [1, 2, 3, 4]
-    rows = {L: depth_thresholds(L, outdir, DEPTH_GRIDS[L]) for L in depths}
+    alpha = np.asarray(data["equilibrium"]["alpha"], dtype=float)
+    phase, lo, out = str(data["equilibrium"]["branch"][0]), float(alpha[0]), []
+    for c in _located_changes(data):
+        if c["to"] is None:  # older files: only α_c, no branch names
+            continue
+        out.append((lo, c["alpha"], phase))
+        lo, phase = c["alpha"], c["to"]
+    out.append((lo, float(alpha[-1]), phase))
+    return out
+
+
+def _phase_key(phase: str, L: int) -> tuple:
+    """(learned layers, sheet or product mark) of a phase name: the colour and the hatch of its band."""
+    from ..branches import learned_layers
+
+    base = str(phase).split("-")[0]
+    return tuple(sorted(learned_layers(phase, L))), ("product" if "+" in base else "sheet" if "-" in str(phase)
+                                                      else "")
+
+
+def _learned_words(layers: tuple) -> str:
+    from .plotting import branch_label
+
+    if not layers:
+        return "no layer learned (universal)"
+    if len(layers) >= 3 and layers == tuple(range(layers[0], layers[-1] + 1)):
+        return branch_label(f"layers_{layers[0]}_to_{layers[-1]}")
+    return branch_label(("layer_" if len(layers) == 1 else "layers_") + "_".join(map(str, layers)))
+
+
+def _draw_phase_bands(ax, sequences: dict, rows: dict):
+    """One band per depth L (row L): the equilibrium phase against α coloured by the layers it has learned
+    (hatched: a second sheet of a phase, or a product learned without its factors), the spinodal and α_c of
+    the last layer on it. Returns the legend handles."""
+    from matplotlib import colormaps
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    top = max(sequences)
+    cmap = colormaps["viridis"]
+
+    def colour(n):
+        return "0.85" if n == 0 else cmap(0.12 + 0.8 * (n - 1) / max(top - 1, 1))
+
+    seen, marks = {}, set()
+    for L, seq in sequences.items():
+        for lo, hi, phase in seq:
+            layers, mark = _phase_key(phase, L)
+            hatch = {"sheet": "////", "product": "xx"}.get(mark)
+            ax.barh(L, hi - lo, left=lo, height=0.62, color=colour(len(layers)), edgecolor="white", lw=0.6,
+                    hatch=hatch)
+            seen.setdefault(layers, colour(len(layers)))
+            if mark:
+                marks.add(mark)
+        sp, c = rows[L][L]
+        if np.isfinite(sp):
+            ax.plot([sp], [L + 0.42], "v", color="black", mfc="white", ms=5, zorder=4)
+        if np.isfinite(c):
+            ax.plot([c], [L], "|", color="black", ms=16, mew=2, zorder=4)
+    handles = [Patch(facecolor=col, edgecolor="white", label=_learned_words(layers))
+               for layers, col in sorted(seen.items(), key=lambda kv: (len(kv[0]), kv[0]))]
+    handles += [Patch(facecolor="white", edgecolor="0.3", hatch=h, label=t)
+                for m, h, t in (("sheet", "////", "another sheet of the same phase"),
+                                ("product", "xx", "and a product of layers learned")) if m in marks]
+    handles += [Line2D([], [], ls="none", marker="v", color="black", mfc="white", ms=5,
+                       label=r"last layer: spinodal $\alpha_{\rm sp}$"),
+                Line2D([], [], ls="none", marker="|", color="black", ms=12, mew=2,
+                       label=r"last layer: $\alpha_c$ (every layer learned)")]
+    return handles
+
+
+def figure_depth(outdir: Path, quick: bool, report: _Report):
+    """Where each layer is learned against depth L = 1…6 (quick: 1…4, coarse grids) at equal γ, and the
+    equilibrium phase sequence against α of every depth (no published data)."""
+    from .plotting import LAYER_COLORS, _mpl, figure_style, save_figure
+
+    grids = DEPTH_GRIDS[bool(quick)]
+    datas = {L: depth_sweep(L, outdir, grids[L]) for L in sorted(grids)}
+    depths = list(datas)
+    rows = {L: depth_thresholds(d) for L, d in datas.items()}
+    sequences = {L: phase_sequence(d) for L, d in datas.items()}
     with open(outdir / "depth_thresholds.csv", "w") as fh:
         fh.write("L,layer,alpha_sp,alpha_c\n")
         for L, per in rows.items():
             for ell, (sp, c) in per.items():
                 fh.write(f"{L},{ell},{sp!r},{c!r}\n")
+    with open(outdir / "depth_phases.csv", "w") as fh:
+        fh.write("L,alpha_from,alpha_to,phase,learned_layers\n")
+        for L, seq in sequences.items():
+            for lo, hi, phase in seq:
+                fh.write(f"{L},{lo!r},{hi!r},{phase},{' '.join(map(str, _phase_key(phase, L)[0]))}\n")
+    with open(outdir / "depth_sweeps.csv", "w") as fh:
+        fh.write("L,n_alpha,alpha_min,alpha_max,unknowns,cpu_seconds,wall_seconds\n")
+        for L, d in datas.items():
+            a = np.asarray(d["equilibrium"]["alpha"], float)
+            fh.write(f"{L},{a.size},{float(a.min())!r},{float(a.max())!r},{d['unknowns']},{d['cpu_seconds']:.2f},"
+                     f"{d['wall_seconds']:.2f}\n")
+    for L, d in datas.items():
+        logger.info("depth L = %d: %d unknowns, %.1f s CPU, %.1f s wall; alpha_c per layer %s; phases %s", L,
+                    d["unknowns"], d["cpu_seconds"], d["wall_seconds"],
+                    ", ".join(f"{c:.4g}" for _, c in rows[L].values()),
+                    " -> ".join(f"{p} ({lo:.4g})" for lo, _, p in sequences[L]))
     _, plt = _mpl()
-    from matplotlib.ticker import MaxNLocator
+    from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 
     with figure_style():
-        fig, ax = plt.subplots(figsize=(6.0, 4.2), layout="constrained")
+        fig, (ax, ax_ph) = plt.subplots(1, 2, figsize=(11.5, 5.4), layout="constrained",
+                                        gridspec_kw={"width_ratios": [1.0, 1.35]})
         for ell in range(1, max(depths) + 1):
             Ls = [L for L in depths if ell <= L]
-            c = [rows[L][ell][1] for L in Ls]
-            sp = [rows[L][ell][0] for L in Ls]
             shift = 0.06 * (ell - 1)  # layers side by side at each L
-            ax.plot(np.array(Ls) + shift, c, "o-", color=f"C{ell - 1}", label=f"layer {ell}: learned at equilibrium")
-            ax.plot(np.array(Ls) + shift, sp, "v", mfc="none", color=f"C{ell - 1}",
-                    label=f"layer {ell}: spinodal (metastable from here)")
+            color = LAYER_COLORS[(ell - 1) % len(LAYER_COLORS)]
+            ax.plot(np.array(Ls) + shift, [rows[L][ell][1] for L in Ls], "o", color=color,
+                    label=f"layer {ell}: learned at equilibrium")
+            ax.plot(np.array(Ls) + shift, [rows[L][ell][0] for L in Ls], "v", mfc="none", color=color)
+        last = np.array([[rows[L][L][0], rows[L][L][1]] for L in depths])
+        shifts = 0.06 * (np.array(depths) - 1)
+        ax.plot(np.array(depths) + shifts, last[:, 1], "-", color="black", lw=1.0, zorder=1,
+                label=r"last layer: $\alpha_c$ (every layer learned)")
+        ax.plot(np.array(depths) + shifts, last[:, 0], ls=(0, (4, 2)), color="0.45", lw=1.0, zorder=1,
+                label=r"last layer: spinodal $\alpha_{\rm sp}$")
         ax.set_xlabel("number of hidden layers L")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylabel(r"sample ratio $\alpha = n/d^2$")
-        ax.set_ylim(bottom=0)
-        ax.set_title(r"$\tanh(2x)$ with its linear part, $\gamma_\ell = 0.5$, $\Delta = 0.1$"
+        ax.set_yscale("log")  # the inner layers (α ≈ 0.1–0.3) and the last one (α ≈ 1.4–5) on one axis
+        ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
+        ax.yaxis.set_minor_formatter(NullFormatter())
+        ax.set_title(r"where each layer is learned (filled: $\alpha_c$, open: $\alpha_{\rm sp}$)"
                      + (" (--quick: coarse grids)" if quick else ""), fontsize=9)
-        ax.set_xlim(min(depths) - 0.3, max(depths) + 0.3)  # the side-by-side markers of deeper layers
-        ax.legend(fontsize=7, ncol=2)
+        ax.set_xlim(min(depths) - 0.3, max(depths) + 0.06 * (max(depths) - 1) + 0.3)  # the shifted markers
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(0.0, -0.13), ncol=2, borderaxespad=0)
         below = [f"L = {L}, layer {ell}" for L, per in rows.items() for ell, (sp, c) in per.items() if np.isnan(c)]
         if below:  # a NaN point is not drawn: say which ones are missing and why
             ax.text(0.01, 0.01, "not drawn (learned at every α of the grid, or at none): " + ", ".join(below),
                     transform=ax.transAxes, fontsize=6, va="bottom", ha="left")
+        handles = _draw_phase_bands(ax_ph, sequences, rows)
+        ax_ph.set_xscale("log")
+        ax_ph.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+        ax_ph.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
+        ax_ph.xaxis.set_minor_formatter(NullFormatter())
+        ax_ph.set_xlabel(r"sample ratio $\alpha = n/d^2$")
+        ax_ph.set_ylabel("number of hidden layers L")
+        ax_ph.set_yticks(depths)
+        ax_ph.set_ylim(min(depths) - 0.5, max(depths) + 0.6)
+        ax_ph.set_title("equilibrium phase against α (changes located by root finding)", fontsize=9)
+        ax_ph.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+        fig.suptitle(r"$\tanh(2x)$ (unit variance) with its linear part, $\gamma_\ell = 0.5$, $\Delta = 0.1$, "
+                     r"$v \equiv 1$, Gaussian $W$", fontsize=10)
     save_figure(fig, outdir / "depth.png")
     report.add("depth", "no published per-layer thresholds available", float("nan"),
                "; ".join(f"L = {L}: alpha_c = " + ", ".join(f"{c:.4g}" for _, c in per.values())
