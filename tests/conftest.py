@@ -16,11 +16,22 @@ numpy is loaded by plugins before this file): the tests' matrices are small, and
 BLAS beside a second test process (or other jobs) on a 2-core machine ran them 8–30 times slower
 (tests/test_closure.py's matrix SDE: 2.3 s on one thread, 17–69 s on two; the same measurement as
 replica/simulations/gamp_rie.py's, scripts/benchmarks/bench_gamp_rie_threads.py).
+
+``--dist loadgroup`` (the README's command) sends every test of one ``xdist_group`` to one worker, so that
+module fixtures, HCIZ tables and compiled kernels shared by those tests are computed once per run. pytest-xdist
+names the group by appending ``@group`` to each node id; from pytest 9.1 on its assignment to ``item._nodeid``
+no longer changes the node id (now ``str(item._id)``), and every group was silently split over the workers
+(each worker then built the group's fixtures, tables and kernels again, at the same time as the other).
+:func:`pytest_collection_modifyitems` below sets the suffix where pytest-xdist could not
+(``tests/test_xdist_groups.py`` checks it).
 """
 import atexit
+import dataclasses
 import os
 import shutil
 import tempfile
+
+import pytest
 
 _SHARED = "REPLICA_HCIZ_TEST_SESSION_CACHE"
 _inherited = os.environ.get(_SHARED)
@@ -40,3 +51,24 @@ try:
     _BLAS_LIMIT = threadpool_limits(limits=int(os.environ["OPENBLAS_NUM_THREADS"]), user_api="blas")
 except Exception:  # noqa: BLE001 - threadpoolctl is a dependency; a failure only costs time
     _BLAS_LIMIT = None
+
+
+def _xdist_group_suffix(item):
+    """``@name`` of the item's ``xdist_group`` marks, as pytest-xdist writes it ("" without a mark)."""
+    names = {str(m.args[0] if m.args else m.kwargs.get("name", "default")) for m in item.iter_markers("xdist_group")}
+    return "@" + "_".join(sorted(names)) if names else ""
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items):
+    """On a ``--dist loadgroup`` worker: the ``@group`` suffix of the node ids, where pytest-xdist's was lost."""
+    if not getattr(config.option, "loadgroup", False):
+        return
+    for item in items:
+        suffix = _xdist_group_suffix(item)
+        node_id = getattr(item, "_id", None)  # pytest >= 9.1: the node id is str(item._id)
+        if not suffix or item.nodeid.endswith(suffix) or node_id is None:
+            continue
+        named = dataclasses.replace(node_id)
+        object.__setattr__(named, "_str_cache", item.nodeid + suffix)  # frozen: the cached string form
+        item._id = named

@@ -15,6 +15,10 @@ from replica.models.deep_linear import DeepLinearModel
 
 TANH = dict(activation="tanh2", delta=0.1)
 
+#: its module fixtures (and the compiled map they build) are computed once: one process for the whole file
+#: (--dist loadgroup)
+pytestmark = pytest.mark.xdist_group("test_batched_map")
+
 
 @pytest.fixture(scope="module")
 def three():

@@ -22,6 +22,10 @@ from replica.models.two_layer import TwoLayerModel
 DELTA = 0.1
 DEEP = {"drop_hermite": (0, 1, 2), "unit_variance": True}
 
+#: the compiled kernels of each model (two-layer: about 40 s of CPU in a fresh clone) are compiled once, by the
+#: first of its tests: one process for the whole file (--dist loadgroup)
+pytestmark = pytest.mark.xdist_group("test_channel_models")
+
 
 class GenericGaussian(GaussianChannel):
     """The Gaussian channel without the fast path (``type(channel) is not GaussianChannel``)."""

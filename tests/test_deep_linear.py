@@ -13,6 +13,11 @@ from test_two_layer import _validation_module  # shared helper
 ACTS3 = ("tanh2", "erf", "tanh")  # different activations per layer (all odd, with a linear part)
 GAMMAS3 = (0.7, 1.3, 0.9)
 
+#: its tests share the product-channel tables of GAMMAS3 (the three-factor W₃:₁ about 40 s of CPU), of (0.5,)*3
+#: and of (0.5,)*4 (about 40 s), and a module fixture: one process for the whole file (--dist loadgroup),
+#: which builds each table once
+pytestmark = pytest.mark.xdist_group("test_deep_linear")
+
 
 @pytest.fixture(scope="module")
 def model3():

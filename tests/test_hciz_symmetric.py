@@ -15,6 +15,11 @@ from hciz import (
     symmetric_channel,
 )
 
+#: its channels are built once per process (hciz.symmetric_channel memoizes them; gauss about 8 s): one
+#: process for the whole file (--dist loadgroup)
+pytestmark = pytest.mark.xdist_group("test_hciz_symmetric")
+
+
 @pytest.fixture(autouse=True)
 def _no_disk_cache(monkeypatch):
     """Tables are built here, never read from a user's cache (cache tests set their own)."""
