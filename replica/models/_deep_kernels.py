@@ -392,6 +392,14 @@ def _reseed(new, keys, ell, probe, source, loff):  # pragma: no cover - compiled
 
 
 @kernel(cache=True)
+def _work_arrays(p, nlab):  # pragma: no cover - compiled
+    """The work arrays of :func:`_row_conjugates` for ``p`` packed entries and ``nlab`` labels: ``Q, t, gain, new``
+    (p,), ``c, G, U, Bw`` (nlab,), the tilt memo ``t_seen`` (NaN) and ``tau_seen``, the linear flags ``lin``."""
+    return (np.empty(p), np.empty(p), np.empty(p), np.empty(p), np.empty(nlab), np.empty(nlab), np.empty(nlab),
+            np.empty(nlab), np.full(p, np.nan), np.zeros(p), np.zeros(p, dtype=np.bool_))
+
+
+@kernel(cache=True)
 def front_map_rows(alpha, delta, X, fronts, n_panel, front_max, probe_floor, phase_threshold, keys, kfloat,
                    order, Atab, loff, lw, lsq, lside, acts, priors, rects, g_one, gl_x, gl_w, near, base,
                    out):  # pragma: no cover - compiled
@@ -406,20 +414,9 @@ def front_map_rows(alpha, delta, X, fronts, n_panel, front_max, probe_floor, pha
     point whose values ``base`` holds (from an earlier call with 1: the Jacobian–vector products about it)."""
     B, p = X.shape
     nf = fronts.size
-    nlab = lw.size
-    Q = np.empty(p)
     hat = np.empty(p)
-    t = np.empty(p)
     tau = np.empty(p)
-    gain = np.empty(p)
-    new = np.empty(p)
-    c = np.empty(nlab)
-    G = np.empty(nlab)
-    U = np.empty(nlab)
-    Bw = np.empty(nlab)
-    t_seen = np.full(p, np.nan)
-    tau_seen = np.zeros(p)
-    lin = np.zeros(p, dtype=np.bool_)
+    Q, t, gain, new, c, G, U, Bw, t_seen, tau_seen, lin = _work_arrays(p, lw.size)
     linear = near == 2
     L = Atab.shape[0] - 2
     for b in range(B):
@@ -519,20 +516,8 @@ def state_row(alpha, delta, x, keys, kfloat, order, Atab, loff, lw, lsq, acts, p
     ``f = −½ ln 2πeD + Σ_X (w_X/α) Σ_{ρ,κ} p(ρ)p(κ) term_X(ρ, κ)`` with the entropic term ``ψ_P(Q̂) − QQ̂/2`` of a
     layer and ``r(1 − Q)/2 − ι(τ + r) + ι(τ)`` of a product (``DeepLinearModel.free_entropy``, Gaussian labels);
     NaN where the point's conjugates are not finite."""
-    p = x.size
-    nlab = lw.size
-    Q = np.empty(p)
-    t = np.empty(p)
-    gain = np.empty(p)
-    new = np.empty(p)
-    c = np.empty(nlab)
-    G = np.empty(nlab)
-    U = np.empty(nlab)
-    Bw = np.empty(nlab)
-    t_seen = np.full(p, np.nan)
-    tau_seen = np.zeros(p)
+    Q, t, gain, new, c, G, U, Bw, t_seen, tau_seen, lin = _work_arrays(x.size, lw.size)
     base = np.full((BASE_ROWS, 1), np.nan)
-    lin = np.zeros(p, dtype=np.bool_)
     D, finite = _row_conjugates(alpha, delta, x, keys, kfloat, order, Atab, loff, lw, lsq, acts, priors, rects,
                                 g_one, gl_x, gl_w, Q, c, G, U, Bw, hat, t, tau, gain, new, t_seen, tau_seen, False,
                                 base, lin)

@@ -748,16 +748,7 @@ class DeepFrontModel(DeepLinearModel):
                                _PROBE_FLOOR, PHASE_THRESHOLD, keys, kfloat, order, Atab, loff, lw0 + shift * dlw,
                                lsq0 + shift * dlsq, lside, acts, priors, rects, g_one, gl_x, gl_w, 2, base, out)
                 return out[0]
-            X = np.atleast_2d(Z)
-            fr = np.clip(X[:, :self.n_fronts], 0.0, FRONT_MAX)
-            groups, which = np.unique(fr, axis=0, return_inverse=True)
-            which = np.ravel(which)
-            out = np.empty_like(X)
-            for g in range(groups.shape[0]):
-                rows = np.flatnonzero(which == g)
-                self.rules(X[rows[0], :self.n_fronts])
-                out[rows] = self._compiled_rows(a, X[rows, self.n_fronts:], near=2, base=base)
-            return out.reshape(Z.shape)
+            return np.stack([f(a, z) for z in Z.reshape(-1, Z.shape[-1])]).reshape(Z.shape)
         return f
 
     def _without_ghosts(self, Q):
