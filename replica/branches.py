@@ -103,6 +103,8 @@ state, so they are kept together (docs/architecture.md, "Module size").
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import logging
 import math
@@ -346,9 +348,43 @@ def jacobian(model, alpha, x, *, order=2, indices=None) -> np.ndarray:
     Returns
     -------
     ndarray, shape (m, m)
-        ``m = len(indices)`` or ``p``.
+        ``m = len(indices)`` or ``p``; inside :func:`remembered_jacobians` (every :func:`sweep`) a copy of
+        the one computed before at the same arguments, if any.
     """
     x = np.asarray(x, dtype=float)
+    memo = _JACOBIANS.get()
+    if memo is not None:
+        key = (float(alpha), int(order), None if indices is None else np.asarray(indices, dtype=int).tobytes(),
+               x.tobytes())
+        for entry in memo:
+            if entry[0] is model and entry[1] == key:
+                return entry[2].copy()
+        value = _jacobian(model, alpha, x, order, indices)
+        memo.append((model, key, value.copy()))
+        del memo[:max(0, len(memo) - JACOBIAN_MEMO)]
+        return value
+    return _jacobian(model, alpha, x, order, indices)
+
+
+#: how many Jacobians a sweep remembers (the chord corrector factorizes at an accepted point; the stability
+#: of that point, computed when its curve is complete, takes the same matrix)
+JACOBIAN_MEMO = 64
+_JACOBIANS = contextvars.ContextVar("replica_jacobian_memo", default=None)
+
+
+@contextlib.contextmanager
+def remembered_jacobians():
+    """Within this context :func:`jacobian` returns a copy of the matrix it computed before for the same
+    model object, α, order, indices and point (bit for bit), among the last :data:`JACOBIAN_MEMO`;
+    :func:`sweep` runs in one. Outside, every call computes."""
+    token = _JACOBIANS.set([])
+    try:
+        yield
+    finally:
+        _JACOBIANS.reset(token)
+
+
+def _jacobian(model, alpha, x, order, indices) -> np.ndarray:
     idx = _moving(model, x) if indices is None else np.asarray(indices, dtype=int)
     h = (1e-7 if order == 1 else 1e-5) * np.maximum(1.0, np.abs(x[idx]))
     h = np.where(x[idx] > 0.5, -h, h)
@@ -1971,7 +2007,11 @@ def sweep(model, alphas, *, branches="all", progress=True, solve_kw=None, locate
         Empty, non-finite, non-positive or repeated α values; unknown ``branches``.
     """
     alphas = _validate(alphas, branches)
-    solve_kw = dict(solve_kw or {})
+    with remembered_jacobians():
+        return _sweep(model, alphas, branches, progress, dict(solve_kw or {}), locate, cache)
+
+
+def _sweep(model, alphas, branches, progress, solve_kw, locate, cache) -> SweepResult:
     n = alphas.size
     reason = hook(model, "universal_only_reason")()
     if reason and branches == "all":

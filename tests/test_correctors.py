@@ -88,3 +88,91 @@ def test_inverse_jacobian_refuses_a_singular_or_non_finite_matrix(bad):
     a = np.zeros((3, 3)) if bad == "singular" else np.full((3, 3), np.nan)
     with pytest.raises(np.linalg.LinAlgError):
         _InverseJacobian(a)
+
+
+def _sweep_numbers(res):
+    """Every stored number of a sweep: per branch its overlaps, mmse and stability; the transitions."""
+    out = {k: float(v) for k, v in res.transitions.items()}
+    for name, b in res.branches.items():
+        for field in ("mmse", "stability"):
+            out[f"{name}/{field}"] = np.asarray(b[field], dtype=float)
+    return out
+
+
+def _memo_models():
+    from replica.models.deep_fronts import DeepFrontModel
+    from replica.models.shallow import ShallowModel
+    from replica.models.two_layer import TwoLayerModel
+
+    yield "one-layer", lambda: ShallowModel("tanh2", 0.5, 0.1), np.linspace(0.3, 3.0, 12)
+    yield "two-layer", lambda: TwoLayerModel("tanh2", (0.5, 0.5), 0.1), np.linspace(0.5, 4, 6)
+    yield "three-layer", lambda: DeepFrontModel(gammas=(0.5, 0.5, 0.5), activation="tanh2", delta=0.1), np.array([2.0, 2.7, 3.2])
+
+
+@pytest.mark.parametrize("name, make, alphas", [pytest.param(*m, id=m[0]) for m in _memo_models()])
+def test_the_jacobian_memo_of_a_sweep_changes_no_number(monkeypatch, name, make, alphas):
+    """The chord corrector's Jacobian at an accepted point is the stability's Jacobian there: a sweep remembers
+    it (:data:`replica.branches.JACOBIAN_MEMO`). Every stored number equals the sweep that recomputes every
+    Jacobian, and the memo is hit."""
+    import replica.branches as br
+
+    calls = {"computed": 0}
+    original = br._jacobian
+
+    def counted(*args):
+        calls["computed"] += 1
+        return original(*args)
+
+    monkeypatch.setattr(br, "_jacobian", counted)
+    with_memo = br.sweep(make(), alphas, progress=False)
+    computed = calls["computed"]
+    monkeypatch.setattr(br, "JACOBIAN_MEMO", 0)
+    calls["computed"] = 0
+    without = br.sweep(make(), alphas, progress=False)
+    assert calls["computed"] > computed                  # the memo saved some
+    a, b = _sweep_numbers(with_memo), _sweep_numbers(without)
+    assert a.keys() == b.keys()
+    for key in a:
+        np.testing.assert_array_equal(a[key], b[key], err_msg=key)
+
+
+def test_the_memo_is_keyed_by_model_alpha_order_and_point(monkeypatch):
+    """Inside :func:`replica.branches.remembered_jacobians` a Jacobian is reused only for the same model object,
+    α, order, indices and point; any other argument computes."""
+    import replica.branches as br
+    from replica.models.shallow import ShallowModel
+
+    model, other = ShallowModel("tanh2", 0.5, 0.1), ShallowModel("tanh2", 0.5, 0.1)
+    x = model.solve_from(2.0, model.starts()["informed"][0], start="informed").x
+    y = x * 0.9
+    computed = []
+    original = br._jacobian
+    monkeypatch.setattr(br, "_jacobian", lambda *a: computed.append(a[1:]) or original(*a))
+    with br.remembered_jacobians():
+        first = br.jacobian(model, 2.0, x, order=1)
+        for args, kw in (((model, 2.0, y), {}), ((model, 2.1, x), {}), ((other, 2.0, x), {}),
+                         ((model, 2.0, x), {"order": 2}), ((model, 2.0, x), {"indices": [0]})):
+            n = len(computed)
+            got = br.jacobian(*args, **{"order": 1, **kw})
+            assert len(computed) == n + 1, (args[1:], kw)   # computed, not taken from the memo
+            np.testing.assert_array_equal(got, original(args[0], args[1], np.asarray(args[2], float),
+                                                        kw.get("order", 1), kw.get("indices")))
+        n = len(computed)
+        again = br.jacobian(model, 2.0, x.copy(), order=1)
+        assert len(computed) == n                           # the same arguments: remembered
+        np.testing.assert_array_equal(again, first)
+        again[0, 0] += 1.0                                  # a copy: the caller may change it
+        np.testing.assert_array_equal(br.jacobian(model, 2.0, x, order=1), first)
+
+
+def test_jacobians_outside_a_sweep_are_not_remembered(monkeypatch):
+    """Outside :func:`replica.branches.sweep` every call computes (a model changed between two calls, as a test
+    or a user may do, is seen)."""
+    import replica.branches as br
+    from replica.models.shallow import ShallowModel
+
+    model = ShallowModel("tanh2", 0.5, 0.1)
+    x = model.solve_from(2.0, model.starts()["informed"][0], start="informed").x
+    first = br.jacobian(model, 2.0, x, order=1)
+    monkeypatch.setattr(br, "_jacobian", lambda *a: np.zeros_like(first))
+    assert np.all(br.jacobian(model, 2.0, x, order=1) == 0.0)

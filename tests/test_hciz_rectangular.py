@@ -539,3 +539,37 @@ def test_compiled_bisection_equals_numpy_searchsorted():
     for t in points:
         assert compiled._search_right(edges, t) == np.searchsorted(edges, t, side="right"), t
         assert compiled._search_left(edges, t) == np.searchsorted(edges, t, side="left"), t
+
+
+def _shipped_shapes():
+    """(R1, R2 or inner ratios, resolution) of every table file under data/, read from the file itself."""
+    shapes = []
+    for path in sorted(rect._DATA_DIR.glob("rectangular_table_*.npz")):
+        with np.load(path) as f:
+            inner = np.atleast_1d(f["aspect_ratio_n"]).astype(float)
+            shapes.append(pytest.param(float(f["aspect_ratio_p"]),
+                                       float(inner[0]) if np.ndim(f["aspect_ratio_n"]) == 0 else tuple(inner),
+                                       int(f["resolution"]), id=path.stem))
+    return shapes
+
+
+@pytest.mark.parametrize("r1, r2, resolution", _shipped_shapes())
+def test_every_shipped_table_is_found_and_read(r1, r2, resolution):
+    """Each shipped file is the one its shape looks up, in the current format (a stale file would be ignored
+    and the table silently rebuilt on every first use)."""
+    ch = RectangularChannel(r1, r2, resolution=resolution)
+    assert ch.table_path().exists() and ch._load_file(ch.table_path()) is not None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("r1, r2, resolution", _shipped_shapes())
+def test_every_shipped_table_equals_a_fresh_build(r1, r2, resolution):
+    """The shipped tables (a cache of what the code builds: the shapes the test suite, the depth figure and the
+    benchmarks use) equal a build by the current code: 1e-13 on the overlap, 1e-9 relative on the MMSE."""
+    fresh = RectangularChannel(r1, r2, resolution=resolution, use_disk_cache=False)
+    stored = RectangularChannel(r1, r2, resolution=resolution)
+    assert stored._load() is not None
+    lam = np.geomspace(1e-7, 1e9, 200)
+    np.testing.assert_allclose(stored.transitions, fresh.transitions, rtol=1e-10)
+    np.testing.assert_allclose(fresh.overlap(lam), stored.overlap(lam), rtol=0, atol=1e-13)
+    np.testing.assert_allclose(fresh.mmse(lam), stored.mmse(lam), rtol=1e-9)
