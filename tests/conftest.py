@@ -53,6 +53,25 @@ except Exception:  # noqa: BLE001 - threadpoolctl is a dependency; a failure onl
     _BLAS_LIMIT = None
 
 
+def pytest_configure(config):
+    """Under ``-n N`` (N ≥ 2), in the controlling process: compile the numba kernels once, one family per process
+    in parallel (tests/_warm_numba.py), before the workers start, instead of in every worker that reaches them
+    first. A failure only costs time: the workers then compile as before."""
+    if os.environ.get("PYTEST_XDIST_WORKER") or not getattr(config.option, "numprocesses", None):
+        return
+    import subprocess
+    import sys
+
+    script = os.path.join(os.path.dirname(__file__), "_warm_numba.py")
+    jobs = [subprocess.Popen([sys.executable, script, family], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            for family in ("deep", "two_layer")]
+    for job in jobs:
+        try:
+            job.wait(timeout=900)
+        except subprocess.TimeoutExpired:
+            job.kill()
+
+
 def _xdist_group_suffix(item):
     """``@name`` of the item's ``xdist_group`` marks, as pytest-xdist writes it ("" without a mark)."""
     names = {str(m.args[0] if m.args else m.kwargs.get("name", "default")) for m in item.iter_markers("xdist_group")}
