@@ -361,21 +361,23 @@ def jacobian(model, alpha, x, *, order=2, indices=None) -> np.ndarray:
                 return entry[2].copy()
         value = _jacobian(model, alpha, x, order, indices)
         memo.append((model, key, value.copy()))
-        del memo[:max(0, len(memo) - JACOBIAN_MEMO)]
+        while memo and sum(entry[2].nbytes for entry in memo) > JACOBIAN_MEMO_BYTES:
+            memo.pop(0)  # the oldest first
         return value
     return _jacobian(model, alpha, x, order, indices)
 
 
-#: how many Jacobians a sweep remembers (the chord corrector factorizes at an accepted point; the stability
-#: of that point, computed when its curve is complete, takes the same matrix)
-JACOBIAN_MEMO = 64
+#: how many bytes of Jacobians a sweep remembers, the most recent first (the chord corrector factorizes at an
+#: accepted point; the stability of that point, computed when its curve is complete, takes the same matrix):
+#: 64 MiB, about 120 Jacobians of the 255 unknowns of three hidden layers, 18 of 676 (four)
+JACOBIAN_MEMO_BYTES = 64 * 2**20
 _JACOBIANS = contextvars.ContextVar("replica_jacobian_memo", default=None)
 
 
 @contextlib.contextmanager
 def remembered_jacobians():
     """Within this context :func:`jacobian` returns a copy of the matrix it computed before for the same
-    model object, α, order, indices and point (bit for bit), among the last :data:`JACOBIAN_MEMO`;
+    model object, α, order, indices and point (bit for bit), among the last :data:`JACOBIAN_MEMO_BYTES`;
     :func:`sweep` runs in one. Outside, every call computes."""
     token = _JACOBIANS.set([])
     try:

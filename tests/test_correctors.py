@@ -112,7 +112,7 @@ def _memo_models():
 @pytest.mark.parametrize("name, make, alphas", [pytest.param(*m, id=m[0]) for m in _memo_models()])
 def test_the_jacobian_memo_of_a_sweep_changes_no_number(monkeypatch, name, make, alphas):
     """The chord corrector's Jacobian at an accepted point is the stability's Jacobian there: a sweep remembers
-    it (:data:`replica.branches.JACOBIAN_MEMO`). Every stored number equals the sweep that recomputes every
+    it (:data:`replica.branches.JACOBIAN_MEMO_BYTES`). Every stored number equals the sweep that recomputes every
     Jacobian, and the memo is hit."""
     import replica.branches as br
 
@@ -126,7 +126,7 @@ def test_the_jacobian_memo_of_a_sweep_changes_no_number(monkeypatch, name, make,
     monkeypatch.setattr(br, "_jacobian", counted)
     with_memo = br.sweep(make(), alphas, progress=False)
     computed = calls["computed"]
-    monkeypatch.setattr(br, "JACOBIAN_MEMO", 0)
+    monkeypatch.setattr(br, "JACOBIAN_MEMO_BYTES", 0)
     calls["computed"] = 0
     without = br.sweep(make(), alphas, progress=False)
     assert calls["computed"] > computed                  # the memo saved some
@@ -176,3 +176,22 @@ def test_jacobians_outside_a_sweep_are_not_remembered(monkeypatch):
     first = br.jacobian(model, 2.0, x, order=1)
     monkeypatch.setattr(br, "_jacobian", lambda *a: np.zeros_like(first))
     assert np.all(br.jacobian(model, 2.0, x, order=1) == 0.0)
+
+
+def test_the_memo_keeps_the_most_recent_jacobians_within_its_bytes(monkeypatch):
+    """:data:`replica.branches.JACOBIAN_MEMO_BYTES` bounds the memo: room for one matrix keeps only the last."""
+    import replica.branches as br
+    from replica.models.shallow import ShallowModel
+
+    model = ShallowModel("tanh2", 0.5, 0.1)
+    x = model.solve_from(2.0, model.starts()["informed"][0], start="informed").x
+    computed = []
+    original = br._jacobian
+    monkeypatch.setattr(br, "_jacobian", lambda *a: computed.append(a[1:]) or original(*a))
+    with br.remembered_jacobians():
+        one = br.jacobian(model, 2.0, x, order=1)
+        monkeypatch.setattr(br, "JACOBIAN_MEMO_BYTES", one.nbytes)
+        br.jacobian(model, 2.1, x, order=1)                 # evicts the first
+        br.jacobian(model, 2.1, x, order=1)                 # remembered
+        br.jacobian(model, 2.0, x, order=1)                 # computed again
+    assert [c[0] for c in computed] == [2.0, 2.1, 2.0]
