@@ -303,9 +303,10 @@ def test_learning_curve_styles_are_told_apart(sweeps):
 
 
 def test_spinodal_and_unstable_lines_differ():
+    import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
 
-    fig, ax = matplotlib.pyplot.subplots()
+    fig, ax = plt.subplots()
     try:
         plotting._draw_transition_lines(ax, {"alpha_sp": 1.0, "alpha_c": 2.0})
         spinodal = next(ln for ln in ax.get_lines() if ln.get_label().startswith("spinodal"))
