@@ -19,7 +19,7 @@ Layout (docs/architecture.md)
 -----------------------------
 ``replica/*.py``
     Architecture-free numerics: the solver protocol (:mod:`replica.interface`), continuation
-    and phases (:mod:`replica.branches`), the damped iteration (:mod:`replica.engine`),
+    and phases (:mod:`replica.continuation`), the damped iteration (:mod:`replica.engine`),
     activations, readout profiles, root finding.
 ``replica/models/``
     One module per architecture and the registry that builds them (:mod:`replica.models`).
@@ -81,7 +81,7 @@ def __getattr__(name):
 
         return DeepLinearModel
     if name == "sweep":
-        from .branches import sweep
+        from .continuation import sweep
 
         return sweep
     if name == "get_activation":

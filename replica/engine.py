@@ -43,7 +43,8 @@ from typing import Callable
 
 import numpy as np
 
-__all__ = ["FixedPointResult", "solve_fixed_point", "STATUS_MESSAGES"]
+__all__ = ["FixedPointResult", "solve_fixed_point", "STATUS_MESSAGES", "scaled_residual", "DEFAULT_ATOL",
+           "DEFAULT_RTOL"]
 
 logger = logging.getLogger(__name__)
 
@@ -96,13 +97,35 @@ class FixedPointResult:
     info: dict = field(default_factory=dict)
 
 
+#: default tolerances of the residual test ``|F(x) − x| ≤ atol + rtol |x|`` (:func:`solve_fixed_point`)
+DEFAULT_ATOL = 1e-12
+DEFAULT_RTOL = 1e-10
+
+
+def scaled_residual(g, x, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL) -> float:
+    """The residual test of every solver of the package: ``max_i |g_i| / (atol + rtol |x_i|)`` (0 for empty
+    arrays), where ``g = F(x) − x``; a point passes when it is ≤ 1.
+
+    Parameters
+    ----------
+    g, x : array_like, same shape
+    atol, rtol : float
+
+    Returns
+    -------
+    float
+        NaN where ``g`` holds a NaN.
+    """
+    return float(np.max(np.abs(g) / (atol + rtol * np.abs(x)), initial=0.0))
+
+
 def solve_fixed_point(
     update: Callable[[np.ndarray], np.ndarray],
     x0: np.ndarray,
     *,
     damping: float = 0.5,
-    atol: float = 1e-12,
-    rtol: float = 1e-10,
+    atol: float = DEFAULT_ATOL,
+    rtol: float = DEFAULT_RTOL,
     max_iter: int = 20000,
     start: str = "",
     polish_below: float | None = 1e4,
@@ -169,7 +192,7 @@ def solve_fixed_point(
                                     {"evaluations": nfev, "polished": True})
         fy = np.asarray(update(y), dtype=float)
         ok = bool(np.all(np.isfinite(fy)))
-        res = float(np.max(np.abs(fy - y) / (atol + rtol * np.abs(y)))) if ok and y.size else (0.0 if ok else np.inf)
+        res = scaled_residual(fy - y, y, atol, rtol) if ok else np.inf
         status = "converged" if res <= 1.0 else "max_iter"
         return FixedPointResult(y, status == "converged", status, STATUS_MESSAGES[status], 0, res, damping, start,
                                 {"evaluations": nfev + 1, "polished": True})
@@ -180,7 +203,7 @@ def solve_fixed_point(
     next_newton = np.inf
 
     def residual(y, fy):
-        return float(np.max(np.abs(fy - y) / (atol + rtol * np.abs(y)))) if y.size else 0.0
+        return scaled_residual(fy - y, y, atol, rtol)
 
     for it in range(1, max_iter + 1):
         fx = np.asarray(update(x), dtype=float)

@@ -1,6 +1,6 @@
 """The interface every solver implements (one hidden layer, deep, two hidden layers).
 
-Continuation, branch naming, stability, equilibrium selection (:mod:`replica.branches`),
+Continuation, branch naming, stability, equilibrium selection (:mod:`replica.continuation`),
 storage (:mod:`replica.workflow.io`), plots and phase diagrams use the solvers only through
 :class:`ReplicaModel` and the states they return only through :class:`ReplicaState`, so
 that the continuation is written once. :class:`replica.models.shallow.ShallowModel`,
@@ -15,7 +15,7 @@ layer); ``update(alpha, x)`` is the
 *undamped* fixed-point map ``F`` on it, whose fixed points are the stationary points of
 the free entropy. The damped iteration of :mod:`replica.engine` and the Newton corrector of
 the continuation solve ``F(x) = x``; the linear stability of a point is the leading
-eigenvalue of the Jacobian of ``F`` (:func:`replica.branches.stability`).
+eigenvalue of the Jacobian of ``F`` (:func:`replica.continuation.stability`).
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ class ReplicaState(Protocol):
 
 @runtime_checkable
 class ReplicaModel(Protocol):
-    """A replica-symmetric solver, as used by :func:`replica.branches.sweep`.
+    """A replica-symmetric solver, as used by :func:`replica.continuation.sweep`.
 
     Attributes
     ----------
@@ -97,7 +97,7 @@ class ReplicaModel(Protocol):
         ``specialized``, ``layer_1``, …); branches are named after it.
     specialization(state)
         A scalar that grows with what is learned (branch names compare curves by it,
-        :mod:`replica.branches`, "Names").
+        :mod:`replica.continuation`, "Names").
     """
 
     readout_values: np.ndarray
@@ -133,9 +133,10 @@ def missing_members(model) -> list:
 class ModelDefaults:
     """The optional members of a :class:`ReplicaModel`, each with its default (what a model without it gets).
 
-    A model may inherit from this class or not: the machinery reads every optional member through
-    :func:`hook`, which falls back on the attribute of this class (methods bound to the model). Reading
-    a name that is not declared here is an error, so that a misspelt hook is not silently ignored.
+    A model may inherit from this class or not (the built-in models do): the machinery reads every optional
+    member through :func:`hook`, which falls back on the attribute of this class (methods bound to the model).
+    Reading a name that is not declared here is an error, so that a misspelt hook is not silently ignored
+    (``tests/test_model_protocol.py`` checks that every name the package passes to :func:`hook` is declared).
 
     Attributes
     ----------
@@ -186,19 +187,30 @@ class ModelDefaults:
         ``update_many(alpha, X) -> ndarray``: the map at every row of ``X`` (shape (B, p)) in one vectorized
         call, shape (B, p), equal row by row to ``update`` (NaN rows where it is not finite; a row that makes
         ``update`` raise, e.g. a NaN front, raises for the batch). Finite-difference
-        Jacobians then take one call, and models with more than ``ARNOLDI_SIZE`` unknowns use dense Jacobians
-        instead of Jacobian–vector products. Default None (one ``update`` per column).
+        Jacobians then take one call, and models with more than ``arnoldi_size`` unknowns (the size policy,
+        :func:`replica.continuation.operators.dense_jacobians`) use dense Jacobians instead of Jacobian–vector
+        products. Default None (one ``update`` per column).
     update_near : callable or None
         ``update_near(alpha, X) -> ndarray``: ``update_many`` for the points of a forward-difference Jacobian,
         ``X[0]`` and rows next to it, allowed to differ from ``update`` at each row by the square of its
         distance from ``X[0]`` (the order of the forward difference's own error): the first-order Jacobians
-        of :func:`replica.branches.jacobian` use it. Default None (``update_many``).
+        of :func:`replica.continuation.jacobian` use it. Default None (``update_many``).
     near_map : callable or None
         ``near_map(alpha, x) -> f``: ``f(alpha', z)`` evaluates the map at points ``z`` (shape (p,) or (B, p))
         next to ``(alpha, x)``, allowed to differ from ``update`` by the square of the distance from
         ``(alpha, x)``, as ``update_near``, with the work that depends on ``x`` only done once: the
         Jacobian–vector products of the matrix-free correctors and of ARPACK use it. Default None
         (``update``).
+    refined : callable or None
+        ``refined() -> ReplicaModel``: the same model on a rule with twice the nodes (in ``s``, or on each side
+        of every front; built once), on which :func:`replica.models._common.refined_solve` re-solves a point for
+        the ``discretization_error`` of models with a quadrature rule (and
+        :func:`~replica.models._common.converge_s_grid` refines the panels of ``s_grid="auto"``). Default None: the model has no rule to refine
+        (``refined_solve`` refuses it; a model without one has no ``discretization_error`` either).
+    interpolate_to : callable or None
+        ``interpolate_to(fine, x) -> ndarray``: the packed point ``x`` (shape (p,)) carried onto the rule of
+        ``fine = refined()`` (shape of ``fine``'s packed vector), the start of the solve of ``refined_solve``;
+        needed with ``refined``. Default None (no rule to carry a point onto).
     """
 
     main_phase = None
@@ -218,6 +230,8 @@ class ModelDefaults:
     update_many = None
     update_near = None
     near_map = None
+    refined = None
+    interpolate_to = None
 
     def moving_indices(self, x) -> np.ndarray:
         """Entries of the packed vector ``x`` (shape (p,)) that the map moves; default all, ``arange(p)``."""

@@ -467,7 +467,7 @@ class ProfileSolver:
         """The solution ``x`` re-solved on the rule level of the packed point ``like`` (chord-Newton steps
         from ``x``), as a packed point with ``like``'s level; ``x`` itself when the levels agree, None when
         the selections differ or the solve fails. Used to recognize one stationary point solved on two
-        rule levels (:func:`replica.branches._same_point`)."""
+        rule levels (:func:`replica.continuation.curves.same_point`)."""
         y, sel, level, error = self.labels(x)
         _, sel_like, level_like, _ = self.labels(like)
         if sel != sel_like:

@@ -265,7 +265,8 @@ _graph = import_graph.graph
 
 def test_graph_sees_known_edges():
     graph = _graph()
-    assert "replica.engine" in graph["replica.branches"]
+    assert "replica.engine" in graph["replica.continuation.correctors"]
+    assert "replica.continuation" in graph["replica.branches"]
     assert "replica.workflow.run" in graph["replica.workflow.phase_diagram"]  # a lazy import
     assert "hciz.rectangular" in graph["replica.models.two_layer"]
 

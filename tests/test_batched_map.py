@@ -9,7 +9,8 @@ finite, rows whose probes are re-seeded), and the Jacobian must equal the one bu
 import numpy as np
 import pytest
 
-from replica import branches as br
+from replica import continuation as br
+from replica.continuation.operators import matrix_free
 from replica.models.deep_fronts import FRONT_MAX, DeepFrontModel
 from replica.models.deep_linear import DeepLinearModel
 
@@ -149,4 +150,4 @@ def test_jacobian_from_one_call_equals_the_columns(three, partial, order):
     reference = _columns(slow, 2.0, partial.x, order)
     assert calls == [1 + order * partial.x.size]          # one call, every column
     assert np.max(np.abs(fast - reference)) <= 1e-5 * max(1.0, np.max(np.abs(reference)))
-    assert not br._matrix_free(three, partial.x) and br._matrix_free(slow, partial.x)
+    assert not matrix_free(three, partial.x) and matrix_free(slow, partial.x)

@@ -90,8 +90,9 @@ def test_a_located_fold_is_a_saddle_node_of_the_map(issue_sweep):
     # the end where the strong branch appears: F_x − I is singular there (one singular value far
     # below the others), and the curve turns back: Newton from the end point finds the branch just
     # inside the fold, and no fixed point next to it just outside (the bordered solve of
-    # replica.branches locates the vertex of α along the curve, not the last point a corrector reached)
-    from replica.branches import _trace, jacobian
+    # replica.continuation locates the vertex of α along the curve, not the last point a corrector reached)
+    from replica.continuation.curves import trace_curve as _trace
+    from replica.continuation.jacobians import jacobian
 
     model = issue_model()
     strong = issue_sweep.branches["specialized"]
@@ -300,11 +301,13 @@ def test_a_failed_corrector_trial_does_not_end_the_curve_before_its_fold():
     # (past the fold) fail, and their Broyden updates used to be kept in the inverse Jacobian
     # (changes of 1e6), so that every shorter step failed too, down to MIN_STEP: the curve ended at
     # 4.25 (or 4.2568 in a sweep on α = 0.25:8:32), a false fold 0.02 before the real one
-    from replica.branches import _advance, _correct, _singular
+    from replica.continuation.correctors import correct as _correct
+    from replica.continuation.folds import is_singular as _singular
+    from replica.continuation.stepper import advance as _advance
 
     model = sign_model()
     seed = model.solve_from(4.0, model.starts()["informed"][0], start="informed")
-    r0 = _correct(model, 4.0, seed.x, {})
+    r0 = _correct(model, 4.0, seed.x, {}).result
     r1, _, failure = _advance(model, 4.0, r0, 4.25, None, {})
     assert failure is None and model.state(4.25, r1.x).overlap_W[0] == pytest.approx(0.526, abs=1e-3)
     r2, _, failure = _advance(model, 4.25, r1, 4.5, None, {})

@@ -1,10 +1,12 @@
 """The dense correctors' linear algebra: :func:`replica.engine.newton_lu` and the LU-held, Broyden-updated
-inverse Jacobian of the chord corrector (:class:`replica.branches._InverseJacobian`)."""
+inverse Jacobian of the chord corrector (:class:`replica.continuation.jacobians.InverseJacobian`)."""
+
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
-from replica.branches import _InverseJacobian
+from replica.continuation.jacobians import InverseJacobian
 from replica.engine import newton_lu
 
 
@@ -67,7 +69,7 @@ def test_inverse_jacobian_follows_good_broyden_updates():
     rng = np.random.default_rng(1)
     n = 15
     a = rng.normal(size=(n, n)) + 4.0 * np.eye(n)
-    inv = _InverseJacobian(a)
+    inv = InverseJacobian(a)
     h = np.linalg.inv(a)
     trial = inv.copy()
     for _ in range(4):
@@ -87,7 +89,7 @@ def test_inverse_jacobian_follows_good_broyden_updates():
 def test_inverse_jacobian_refuses_a_singular_or_non_finite_matrix(bad):
     a = np.zeros((3, 3)) if bad == "singular" else np.full((3, 3), np.nan)
     with pytest.raises(np.linalg.LinAlgError):
-        _InverseJacobian(a)
+        InverseJacobian(a)
 
 
 def _sweep_numbers(res):
@@ -112,23 +114,24 @@ def _memo_models():
 @pytest.mark.parametrize("name, make, alphas", [pytest.param(*m, id=m[0]) for m in _memo_models()])
 def test_the_jacobian_memo_of_a_sweep_changes_no_number(monkeypatch, name, make, alphas):
     """The chord corrector's Jacobian at an accepted point is the stability's Jacobian there: a sweep remembers
-    it (:data:`replica.branches.JACOBIAN_MEMO_BYTES`). Every stored number equals the sweep that recomputes every
+    it (``jacobian_memo_bytes`` of :mod:`replica.continuation.settings`). Every stored number equals the sweep that recomputes every
     Jacobian, and the memo is hit."""
-    import replica.branches as br
+    import replica.continuation as br
+    from replica.continuation import jacobians
 
     calls = {"computed": 0}
-    original = br._jacobian
+    original = jacobians.fd_jacobian
 
     def counted(*args):
         calls["computed"] += 1
         return original(*args)
 
-    monkeypatch.setattr(br, "_jacobian", counted)
+    monkeypatch.setattr(jacobians, "fd_jacobian", counted)
     with_memo = br.sweep(make(), alphas, progress=False)
     computed = calls["computed"]
-    monkeypatch.setattr(br, "JACOBIAN_MEMO_BYTES", 0)
     calls["computed"] = 0
-    without = br.sweep(make(), alphas, progress=False)
+    with br.using(replace(br.active(), jacobian_memo_bytes=0)):
+        without = br.sweep(make(), alphas, progress=False)
     assert calls["computed"] > computed                  # the memo saved some
     a, b = _sweep_numbers(with_memo), _sweep_numbers(without)
     assert a.keys() == b.keys()
@@ -137,17 +140,18 @@ def test_the_jacobian_memo_of_a_sweep_changes_no_number(monkeypatch, name, make,
 
 
 def test_the_memo_is_keyed_by_model_alpha_order_and_point(monkeypatch):
-    """Inside :func:`replica.branches.remembered_jacobians` a Jacobian is reused only for the same model object,
+    """Inside :func:`replica.continuation.remembered_jacobians` a Jacobian is reused only for the same model object,
     α, order, indices and point; any other argument computes."""
-    import replica.branches as br
+    import replica.continuation as br
+    from replica.continuation import jacobians
     from replica.models.shallow import ShallowModel
 
     model, other = ShallowModel("tanh2", 0.5, 0.1), ShallowModel("tanh2", 0.5, 0.1)
     x = model.solve_from(2.0, model.starts()["informed"][0], start="informed").x
     y = x * 0.9
     computed = []
-    original = br._jacobian
-    monkeypatch.setattr(br, "_jacobian", lambda *a: computed.append(a[1:]) or original(*a))
+    original = jacobians.fd_jacobian
+    monkeypatch.setattr(jacobians, "fd_jacobian", lambda *a: computed.append(a[1:]) or original(*a))
     with br.remembered_jacobians():
         first = br.jacobian(model, 2.0, x, order=1)
         for args, kw in (((model, 2.0, y), {}), ((model, 2.1, x), {}), ((other, 2.0, x), {}),
@@ -166,32 +170,34 @@ def test_the_memo_is_keyed_by_model_alpha_order_and_point(monkeypatch):
 
 
 def test_jacobians_outside_a_sweep_are_not_remembered(monkeypatch):
-    """Outside :func:`replica.branches.sweep` every call computes (a model changed between two calls, as a test
+    """Outside :func:`replica.continuation.sweep` every call computes (a model changed between two calls, as a test
     or a user may do, is seen)."""
-    import replica.branches as br
+    import replica.continuation as br
+    from replica.continuation import jacobians
     from replica.models.shallow import ShallowModel
 
     model = ShallowModel("tanh2", 0.5, 0.1)
     x = model.solve_from(2.0, model.starts()["informed"][0], start="informed").x
     first = br.jacobian(model, 2.0, x, order=1)
-    monkeypatch.setattr(br, "_jacobian", lambda *a: np.zeros_like(first))
+    monkeypatch.setattr(jacobians, "fd_jacobian", lambda *a: np.zeros_like(first))
     assert np.all(br.jacobian(model, 2.0, x, order=1) == 0.0)
 
 
 def test_the_memo_keeps_the_most_recent_jacobians_within_its_bytes(monkeypatch):
-    """:data:`replica.branches.JACOBIAN_MEMO_BYTES` bounds the memo: room for one matrix keeps only the last."""
-    import replica.branches as br
+    """``jacobian_memo_bytes`` of :mod:`replica.continuation.settings` bounds the memo: room for one matrix keeps only the last."""
+    import replica.continuation as br
+    from replica.continuation import jacobians
     from replica.models.shallow import ShallowModel
 
     model = ShallowModel("tanh2", 0.5, 0.1)
     x = model.solve_from(2.0, model.starts()["informed"][0], start="informed").x
     computed = []
-    original = br._jacobian
-    monkeypatch.setattr(br, "_jacobian", lambda *a: computed.append(a[1:]) or original(*a))
+    original = jacobians.fd_jacobian
+    monkeypatch.setattr(jacobians, "fd_jacobian", lambda *a: computed.append(a[1:]) or original(*a))
     with br.remembered_jacobians():
         one = br.jacobian(model, 2.0, x, order=1)
-        monkeypatch.setattr(br, "JACOBIAN_MEMO_BYTES", one.nbytes)
-        br.jacobian(model, 2.1, x, order=1)                 # evicts the first
-        br.jacobian(model, 2.1, x, order=1)                 # remembered
-        br.jacobian(model, 2.0, x, order=1)                 # computed again
+        with br.using(replace(br.active(), jacobian_memo_bytes=one.nbytes)):
+            br.jacobian(model, 2.1, x, order=1)             # evicts the first
+            br.jacobian(model, 2.1, x, order=1)             # remembered
+            br.jacobian(model, 2.0, x, order=1)             # computed again
     assert [c[0] for c in computed] == [2.0, 2.1, 2.0]

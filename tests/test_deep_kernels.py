@@ -38,8 +38,11 @@ def test_measured_bound_holds_on_a_dense_grid(name):
     g, gp = table.arrays(DENSE)
     dev_g = np.max(np.abs(g - act.g(DENSE)))
     dev_gp = np.max(np.abs(gp - act.g_prime(DENSE)))
-    assert dev_g <= 3.0 * table.error_g + 1e-16, (dev_g, table.error_g)
-    assert dev_gp <= 3.0 * table.error_g_prime + 1e-16, (dev_gp, table.error_g_prime)
+    # plus the rounding of the exact methods themselves, which differs between CPUs (NumPy's SIMD arccos and
+    # tanh): 2.7e-14 against a bound of 2.5e-14 for tanh at q = 0.5 on the development machine of 2026-12-05
+    floor_g, floor_gp = (64 * np.finfo(float).eps * np.max(np.abs(v)) for v in (act.g(DENSE), act.g_prime(DENSE)))
+    assert dev_g <= 3.0 * table.error_g + floor_g, (dev_g, table.error_g)
+    assert dev_gp <= 3.0 * table.error_g_prime + floor_gp, (dev_gp, table.error_g_prime)
     if name == "tanh2":  # the quick start
         assert table.error < 1e-13 and max(dev_g, dev_gp) < 1e-13
     if name in ("tanh2", "tanh", "erf", "relu", "elu"):
@@ -51,8 +54,12 @@ def test_scalar_and_array_evaluations_are_the_same_operations():
     q = DENSE[::37]
     g, gp = table.arrays(q)
     scalar = np.array([table.both(float(v)) for v in q])
-    np.testing.assert_array_equal(scalar[:, 0], g)
-    np.testing.assert_array_equal(scalar[:, 1], gp)
+    # the same operations up to the last bits of arccos (math.acos and NumPy's SIMD arccos differ by an ulp on
+    # some CPUs: 3e-15 on g' ≈ 4.8 on the development machine of 2026-12-05); another formula would differ by
+    # the table's error, 1e-14 to 1e-13
+    ulps = 8 * np.finfo(float).eps
+    np.testing.assert_allclose(scalar[:, 0], g, rtol=0, atol=ulps * np.max(np.abs(g)))
+    np.testing.assert_allclose(scalar[:, 1], gp, rtol=0, atol=ulps * np.max(np.abs(gp)))
 
 
 def test_zero_is_exact_and_the_series_keeps_relative_accuracy():

@@ -1,4 +1,4 @@
-"""replica.branches._refine_fold on a map with a known saddle-node: the fold is located where it is,
+"""replica.continuation.folds.refine_fold on a map with a known saddle-node: the fold is located where it is,
 and a vertex of the parabola fit is reported as a fold only where F_x − I is singular there."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from replica import branches
+from replica.continuation import folds
 
 ALPHA_FOLD = 1.0
 
@@ -31,17 +31,17 @@ def _accepted():
 
 def test_fold_of_a_known_saddle_node_is_located():
     model = ToyFold()
-    got = branches._refine_fold(model, _accepted(), 1.0, {})
+    got = folds.refine_fold(model, _accepted(), 1.0, {})
     assert got is not None
     alpha, res = got
     assert alpha == pytest.approx(ALPHA_FOLD, abs=1e-9)
     assert abs(res.x[0]) < 1e-4 and abs(res.x[1]) < 1e-12
-    assert branches._singular(model, alpha, res.x)
-    assert not branches._singular(model, ALPHA_FOLD - 0.04, np.array([0.2, 0.0]))  # a regular point
+    assert folds.is_singular(model, alpha, res.x)
+    assert not folds.is_singular(model, ALPHA_FOLD - 0.04, np.array([0.2, 0.0]))  # a regular point
 
 
 def test_vertex_where_the_jacobian_is_regular_is_not_a_fold(monkeypatch):
     # the parabola fit finds the same vertex; if F_x − I were regular there it would be a turn of the
     # fit, not a fold: no fold is reported (the caller goes on halving its step)
-    monkeypatch.setattr(branches, "_singular", lambda model, alpha, x: False)
-    assert branches._refine_fold(ToyFold(), _accepted(), 1.0, {}) is None
+    monkeypatch.setattr(folds, "is_singular", lambda model, alpha, x: False)
+    assert folds.refine_fold(ToyFold(), _accepted(), 1.0, {}) is None

@@ -1,6 +1,6 @@
 """Matrix-free pieces of the continuation for models with many order parameters (replica/branches.py).
 
-Above ``ARNOLDI_SIZE`` moving unknowns (three hidden layers on front-aligned rules: 255) the
+Above ``arnoldi_size`` (:mod:`replica.continuation.settings`) moving unknowns (three hidden layers on front-aligned rules: 255) the
 seed/host corrector, the bordered system at folds, the fold test and the eigenvalue that follows a
 bifurcation use Jacobian–vector products instead of dense finite-difference Jacobians. Each is
 compared here with its dense counterpart built from :func:`replica.branches.jacobian` (an
@@ -10,7 +10,11 @@ independent construction: one column per unknown), or with the damped fixed-poin
 import numpy as np
 import pytest
 
-from replica import branches as br
+from replica import continuation as br
+from replica.continuation.correctors import correct
+from replica.continuation.folds import bordered_krylov
+from replica.continuation.operators import matrix_free
+from replica.continuation.problem import unknowns
 from replica.models.deep_fronts import FRONT_MAX, DeepFrontModel
 
 KW = dict(atol=1e-12, rtol=1e-10)
@@ -28,14 +32,14 @@ def three():
 @pytest.fixture(scope="module")
 def partial(three):
     r = three.solve_from(2.0, three.starts()["layers_1_to_2"][0])
-    assert r.converged and br._matrix_free(three, r.x)
+    assert r.converged and matrix_free(three, r.x)
     return r
 
 
 def test_newton_krylov_reaches_the_damped_fixed_point(three, partial):
     """From the α = 2 point, the corrector at α = 2.2 lands where the damped iteration does, in far
     fewer evaluations than one dense Jacobian (255)."""
-    r = br._correct(three, 2.2, partial.x, KW)
+    r = correct(three, 2.2, partial.x, KW).result
     damped = three.solve_from(2.2, partial.x)
     assert r is not None and damped.converged
     assert np.max(np.abs(r.x - damped.x)) < 1e-8
@@ -48,7 +52,7 @@ def test_bordered_krylov_step_equals_the_dense_bordered_step(three, partial):
     alpha = 2.0
     x = partial.x.copy()
     x[2:] *= 1.0 + 1e-4 * np.sin(np.arange(x.size - 2))  # off the curve (a residual), overlaps kept ≥ 0
-    idx = br._moving(three, x)
+    idx = unknowns(three, x)
     g = three.update(alpha, x)[idx] - x[idx]
     u = np.cos(np.arange(idx.size))
     u /= np.linalg.norm(u)
@@ -59,9 +63,9 @@ def test_bordered_krylov_step_equals_the_dense_bordered_step(three, partial):
     dense[:-1, -1] = (three.update(alpha + h, x)[idx] - x[idx] - g) / h
     dense[-1, :-1] = u
     expected = np.linalg.solve(dense, rhs)
-    got = br._bordered_krylov(three, alpha, x, g, idx, u, rhs)
+    got = bordered_krylov(three, alpha, x, g, idx, u, rhs)
     assert got is not None
-    assert np.linalg.norm(dense @ got - rhs) <= 5 * br.KRYLOV_RTOL * np.linalg.norm(rhs)
+    assert np.linalg.norm(dense @ got - rhs) <= 5 * br.active().krylov_rtol * np.linalg.norm(rhs)
     assert np.linalg.norm(got - expected) <= 5e-2 * np.linalg.norm(expected)
 
 
@@ -82,7 +86,7 @@ def test_host_of_a_partial_point_is_the_point_with_those_layers_unlearned(three,
     mask = three.core.pack({k: np.ones_like(v) for k, v in q.items() if 2 in range(k[1], k[0] + 1)}) > 0
     start = three.without_overlaps(partial.x, mask)
     assert start[1] == FRONT_MAX and start[0] == partial.x[0]
-    host = br._correct(three, 2.0, start, KW)
+    host = correct(three, 2.0, start, KW).result
     ref = three.solve_from(2.0, three.starts()["layer_1"][0])
     assert host is not None and three.phase(host.info["state"]) == three.phase(ref.info["state"]) == "layer_1"
     assert st.mmse < host.info["state"].mmse

@@ -162,7 +162,7 @@ def test_a_sweep_runs_with_one_blas_thread(monkeypatch):
     """run_sweep limits BLAS to SWEEP_BLAS_THREADS (= 1) while the solver runs, and ``blas_threads=None``
     leaves the library's setting."""
     threadpoolctl = pytest.importorskip("threadpoolctl")
-    import replica.branches as branches
+    import replica.continuation as branches
     from replica.workflow import run
 
     seen = []

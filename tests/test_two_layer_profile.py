@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from replica.activations import get_activation
-from replica.branches import _envelope_slope, sweep
+from replica.continuation import sweep
+from replica.continuation.events import envelope_slope as _envelope_slope
 from replica.models.two_layer import TwoLayerModel, channel_tilt_gain
 from replica.readout_grid import SELECT_LARGEST
 

@@ -12,7 +12,7 @@
 
 Registry
 --------
-Continuation (:func:`replica.branches.sweep`), storage, plots, phase diagrams and the command
+Continuation (:func:`replica.continuation.sweep`), storage, plots, phase diagrams and the command
 lines never name an architecture: the command line turns its options into a model with
 :func:`build`, which asks the registry. An :class:`Architecture` says when it applies
 (``accepts(layers, activations)``) and how to build the model from the resolved options;

@@ -18,8 +18,6 @@ them from this module.
   (the composite panel rule of two hidden layers stays in :mod:`replica.models.two_layer`).
 * :func:`refined_solve`: a model's equations solved on its refined grid, the change measured
   (``discretization_error`` of ``two_layer``, ``deep_linear`` and ``deep_fronts``).
-* :func:`phase_transitions`: changes of the equilibrium phase along a sweep, for any model with
-  ``phase``, ``state``, ``solve_universal`` and ``solve_from``.
 * :func:`converge_s_grid`: the sweep-level refinement of the panel rule in s (``--s-grid auto``;
   the ``prepare`` hook of the ``two_layer`` architecture in :mod:`replica.models`).
 """
@@ -33,9 +31,11 @@ import numpy as np
 
 from priors import get_readout_law, get_weight_prior
 
+from ..interface import hook
+
 __all__ = ["PHASE_THRESHOLD", "DEFAULT_S_GRID", "MAX_GAUSS_HERMITE_S_GRID", "MAX_S_PANELS", "S_GRID_TARGET",
-           "layer_priors_and_readout", "effective_readout_grid", "refined_solve", "phase_transitions",
-           "converge_s_grid", "NEURON_QUANTILES", "neuron_quantiles"]
+           "layer_priors_and_readout", "effective_readout_grid", "refined_solve", "converge_s_grid",
+           "NEURON_QUANTILES", "neuron_quantiles"]
 
 logger = logging.getLogger(__name__)
 
@@ -145,12 +145,21 @@ def refined_solve(model, alpha, x, *, corrector=None, **solver_options):
         rule); NaN when the refined solve fails or lands in another phase.
     x_fine : ndarray of shape (model.refined().size,) or None
         The converged packed point on the refined grid (None where ``error`` is 0 or NaN).
+
+    Raises
+    ------
+    TypeError
+        ``x`` is not zero and the model has no ``refined``/``interpolate_to`` (their defaults,
+        :class:`replica.interface.ModelDefaults`, are None).
     """
     x = np.asarray(x, dtype=float)
     if not np.any(x):
         return 0.0, None
-    fine = model.refined()
-    x0 = model.interpolate_to(fine, x)
+    refine, carry = hook(model, "refined"), hook(model, "interpolate_to")
+    if refine is None or carry is None:
+        raise TypeError(f"refined_solve: {type(model).__name__} has no refined rule (refined, interpolate_to)")
+    fine = refine()
+    x0 = carry(fine, x)
     a = model.state(alpha, x)
     r = None if corrector is None else corrector(fine, alpha, x0)
     if r is None or fine.phase(r.info["state"]) != model.phase(a):
@@ -162,131 +171,12 @@ def refined_solve(model, alpha, x, *, corrector=None, **solver_options):
                abs(a.free_entropy - b.free_entropy) / max(abs(b.free_entropy), 1e-300)), r.x
 
 
-def phase_transitions(model, result, *, solve_kw=None, rtol=1e-7) -> list:
-    """Changes of the equilibrium phase along a sweep, located by free-entropy crossings.
-
-    :func:`replica.branches.sweep` names the branches of this model by phase
-    (:meth:`~replica.models.two_layer.TwoLayerModel.phase`) and reports, per branch, its spinodal and its crossing with
-    the universal branch; the equilibrium may also change between two non-universal phases
-    (``layer_1`` → ``layers_1_2``), which this function locates. Every stored point is
-    classified by ``model.phase`` of its state (:func:`~replica.models.two_layer.phase_name` for this model; any model
-    with ``phase``, ``state``, ``size``, ``solve_universal`` and ``solve_from`` works, e.g.
-    :class:`replica.models.deep_linear.DeepLinearModel`); where the equilibrium phase
-    changes from P at ``α_i`` to Q at ``α_{i+1}``, P is followed up from ``α_i`` and Q down
-    from ``α_{i+1}`` (warm starts; where a phase ends inside the bracket, its spinodal is
-    located by bisection on existence with Newton solves) and the crossing ``f_Q = f_P`` is
-    found by Brent's method.
-
-    Changes *inside* a phase are not reported: on the quadrature grid of ``s`` the groups
-    of first-layer neurons specialize one by one (a staircase that becomes a continuous
-    onset as ``n_s → ∞``, docs/two_layer.md).
-
-    Parameters
-    ----------
-    model : TwoLayerModel or DeepLinearModel
-    result : SweepResult
-        Output of :func:`replica.branches.sweep` for ``model``.
-    solve_kw : dict, optional, keyword-only
-        Options of the solver.
-    rtol : float, keyword-only
-        Relative tolerance on the located α.
-
-    Returns
-    -------
-    list of dict
-        One per change: ``alpha``, ``from``, ``to``, ``located`` (bool), ``bracket``
-        (α_i, α_{i+1}) and ``kind``: ``crossing`` (``f_Q = f_P``), ``spinodal`` (Q is born
-        inside the bracket with ``f_Q ≥ f_P``, or P disappears first), or ``grid`` (a
-        phase could not be followed; ``alpha`` is the grid midpoint, ``located`` False).
-    """
-    from scipy import optimize
-
-    solve_kw = dict(solve_kw or {})
-    alphas = result.alpha
-    points = []  # per α: {phase: (free entropy, packed point)}
-    for i in range(alphas.size):
-        found = {}
-        for b in result.branches.values():
-            if not (b["exists"][i] and b["converged"][i]):
-                continue
-            x = b.points.get(i)
-            x = model.solve_universal(float(alphas[i])).x if x is None else x
-            name = model.phase(model.state(float(alphas[i]), x))
-            f = float(b["free_entropy"][i])
-            if name not in found or f > found[name][0]:
-                found[name] = (f, x)
-        points.append(found)
-    eq = [max(p, key=lambda k: p[k][0]) for p in points]
-
-    def solve(phase, al, warm, newton=False):
-        """(free entropy, point) of ``phase`` at ``al`` from ``warm``; raises _PhaseLost."""
-        if phase == "universal":
-            u = model.solve_universal(al)
-            return u.info["state"].free_entropy, u.x
-        kw = {**solve_kw, "method": "newton"} if newton else solve_kw
-        r = model.solve_from(al, None, warm, start=phase, **kw)
-        if not r.converged or model.phase(r.info["state"]) != phase:
-            raise _PhaseLost(f"{phase} lost at alpha = {al:g}")
-        return r.info["state"].free_entropy, r.x
-
-    def edge(phase, a_in, x_in, a_out):
-        """Farthest α from ``a_in`` towards ``a_out`` where ``phase`` still exists, and its point."""
-        try:
-            return a_out, solve(phase, a_out, x_in)[1]
-        except _PhaseLost:
-            pass
-        while abs(a_out - a_in) > rtol * abs(a_in):
-            mid = 0.5 * (a_in + a_out)
-            try:
-                x_in, a_in = solve(phase, mid, x_in, newton=True)[1], mid
-            except _PhaseLost:
-                a_out = mid
-        return a_in, x_in
-
-    out = []
-    for i in range(alphas.size - 1):
-        P, Q = eq[i], eq[i + 1]
-        if P == Q:
-            continue
-        lo, hi = float(alphas[i]), float(alphas[i + 1])
-        entry = {"alpha": 0.5 * (lo + hi), "from": P, "to": Q, "located": False, "bracket": (lo, hi),
-                 "kind": "grid"}
-        try:
-            p_hi, xp = edge(P, lo, points[i][P][1], hi)
-            q_lo, xq = edge(Q, hi, points[i + 1][Q][1], lo)
-            a, b = max(lo, q_lo), min(hi, p_hi)
-            if a > b:
-                raise _PhaseLost("the two phases do not coexist in the bracket")
-            warm = {P: xp, Q: xq}
-            ends = {}
-
-            def diff(al):
-                if al in ends:  # brentq evaluates the ends first: reuse them (warm starts moved on)
-                    return ends[al]
-                fq, warm[Q] = solve(Q, al, warm[Q])
-                fp, warm[P] = solve(P, al, warm[P])
-                return fq - fp
-
-            ends[a] = diff(a)
-            if ends[a] >= 0.0:  # Q is born (at its spinodal a) as the equilibrium
-                entry.update(alpha=a, located=True, kind="spinodal")
-            elif ends.setdefault(b, diff(b)) < 0.0:  # P disappears (at b) while still the equilibrium
-                entry.update(alpha=b, located=True, kind="spinodal")
-            else:
-                entry["alpha"] = float(optimize.brentq(diff, a, b, rtol=rtol, xtol=1e-14))
-                entry.update(located=True, kind="crossing")
-        except (_PhaseLost, ValueError) as exc:
-            logger.info("phase change %s -> %s in [%g, %g] not located: %s", P, Q, lo, hi, exc)
-        out.append(entry)
-    return out
-
-
 def converge_s_grid(model, alphas, *, target=S_GRID_TARGET, max_panels=MAX_S_PANELS, probes=3,
                     starts=("layer_1", "informed"), solve_kw=None):
     """The model on the coarsest panel rule in ``s`` that is converged at a sweep's α values.
 
     A sweep-level choice (the packed vector keeps one size along every branch, as the
-    continuation of :func:`replica.branches.sweep` needs): at ``probes`` α values of the sweep
+    continuation of :func:`replica.continuation.sweep` needs): at ``probes`` α values of the sweep
     (evenly spaced in rank up to the largest, where the layer-1 front lies innermost and the
     error is largest), the stationary points reached from ``starts`` that are not universal are
     solved, and the panels are doubled (:meth:`~replica.models.two_layer.TwoLayerModel.refined`; each level starts from
@@ -365,10 +255,6 @@ def converge_s_grid(model, alphas, *, target=S_GRID_TARGET, max_panels=MAX_S_PAN
     logger.info("s grid: %s, change on the doubled grid %.3g at alpha = %s (levels %s)", cur.s_grid_rule, worst,
                 probe_alphas.tolist(), levels)
     return cur, {"panels": cur.s_panels, "error": worst, "probes": probe_alphas.tolist(), "levels": levels}
-
-
-class _PhaseLost(Exception):
-    """A followed stationary point changed phase (or was lost) inside a bracket."""
 
 
 #: neuron quantiles of the per-neuron maps stored with a sweep (:func:`neuron_quantiles`)

@@ -59,6 +59,7 @@ import numpy as np
 
 from ..activations import get_activation
 from ..engine import STATUS_MESSAGES, FixedPointResult, solve_fixed_point
+from ..interface import ModelDefaults
 from ._common import layer_priors_and_readout
 from ._output import OutputChannelTerms, make_output_channel
 
@@ -295,7 +296,7 @@ class DeepState:
         return rec
 
 
-class DeepModel(OutputChannelTerms):
+class DeepModel(OutputChannelTerms, ModelDefaults):
     """L-hidden-layer network with the Hermite degrees ≤ 2 removed (docs/theory.md §6.1).
 
     Parameters
@@ -326,12 +327,12 @@ class DeepModel(OutputChannelTerms):
     """
 
     #: f = −½ ln(2πe(Δ + mmse)) + G/α with G a function of the order parameters only, so that
-    #: df/dα = −(f + ½ ln 2πe(Δ + mmse))/α along a branch (:func:`replica.branches._envelope_slope`)
+    #: df/dα = −(f + ½ ln 2πe(Δ + mmse))/α along a branch (:func:`replica.continuation.events.envelope_slope`)
     envelope_identity = True
 
     @property
     def n_layers(self) -> int:
-        """Number of hidden layers L (per-layer transitions of :func:`replica.branches.sweep`)."""
+        """Number of hidden layers L (per-layer transitions of :func:`replica.continuation.sweep`)."""
         return int(self.L)
 
     def __init__(self, activation="tanh2", gammas=(1.0,), delta=0.1, *, weight_prior="gaussian",
@@ -572,10 +573,6 @@ class DeepModel(OutputChannelTerms):
     def universal_only_reason(self):
         """None: the zero-overlap branch is never imposed (no HCIZ term, docs/theory.md §6.1)."""
         return None
-
-    def universal_indices(self) -> np.ndarray:
-        """No packed entry is free on the zero-overlap branch."""
-        return np.array([], dtype=int)
 
     # ----------------------------------------------------------------- solving
     def _result(self, alpha, x, res: FixedPointResult) -> FixedPointResult:

@@ -78,7 +78,7 @@ FRONT_MAX = 8.5
 DEFAULT_PANEL_NODES = 6
 #: scaled residual below which the damped iteration of :meth:`DeepFrontModel.solve_from` tries a Newton
 #: polish (accepted only within 100 damped steps of the iterate, :func:`replica.engine.solve_fixed_point`;
-#: its Jacobian costs one vectorized call), for at most ``replica.branches.DENSE_SIZE`` unknowns (L = 3:
+#: its Jacobian costs one vectorized call), for at most ``dense_size`` of :mod:`replica.continuation.settings` unknowns (L = 3:
 #: 255; with four hidden layers, 676, MINPACK's factorizations cost more than the iterations saved: 210 s
 #: against 67 s for the L = 4 sweep)
 POLISH_BELOW = 1e4
@@ -557,7 +557,7 @@ class DeepFrontModel(DeepLinearModel):
     def without_overlaps(self, x, mask) -> np.ndarray:
         """Packed ``x`` with the overlaps selected by ``mask`` set to 0 and the front of every inner
         layer left with no learned neuron moved to :data:`FRONT_MAX`: the start of the host branch at a
-        bifurcation (:func:`replica.branches._host_point`).
+        bifurcation (:func:`replica.continuation.events.host_point`).
 
         Parameters
         ----------
@@ -957,9 +957,10 @@ class DeepFrontModel(DeepLinearModel):
         x0 = np.asarray(warm if warm is not None else overlaps, dtype=float)
         if x0.shape != (self.size,):
             raise ValueError(f"overlaps: expected {self.size} packed values (fronts first), got shape {x0.shape}")
-        from ..branches import DENSE_SIZE  # lazy: start-up (docs/architecture.md)
+        from ..continuation.operators import dense_jacobians  # lazy: start-up (docs/architecture.md)
 
-        solver_options = {"polish_below": POLISH_BELOW if self.size <= DENSE_SIZE else None, **solver_options}
+        solver_options = {"polish_below": POLISH_BELOW if dense_jacobians(self.size, True) else None,
+                          **solver_options}
         if solver_options["polish_below"] is not None:
             solver_options.setdefault("jacobian", lambda x: self._jacobian(alpha, x))
         res = solve_fixed_point(lambda x: self.update(alpha, x), x0, start=start, **solver_options)
@@ -970,13 +971,9 @@ class DeepFrontModel(DeepLinearModel):
     def _jacobian(self, alpha, x) -> np.ndarray:
         """Forward-difference Jacobian of :meth:`update` at ``x`` from one :meth:`update_many` call (the
         Newton polish of :meth:`solve_from`), shape (size, size)."""
-        from ..branches import jacobian  # lazy: start-up (docs/architecture.md)
+        from ..continuation.jacobians import jacobian  # lazy: start-up (docs/architecture.md)
 
         return jacobian(self, alpha, x, order=1, indices=np.arange(self.size))
-
-    def universal_indices(self) -> np.ndarray:
-        """No packed entry is free on the universal branch."""
-        return np.array([], dtype=int)
 
     # ------------------------------------------------------------------ error estimate
     def refined(self) -> "DeepFrontModel":
@@ -1013,11 +1010,11 @@ class DeepFrontModel(DeepLinearModel):
     def discretization_error(self, alpha, x, **solver_options) -> float:
         """Relative change of mmse and free entropy when the nodes on each side of every front are
         doubled (:func:`replica.models._common.refined_solve`, the refined point solved by Newton–Krylov from
-        the carried one, :func:`replica.branches._newton_krylov`, about half the evaluations of the damped
+        the carried one, :func:`replica.continuation.correctors.newton_krylov`, about half the evaluations of the damped
         iteration; damped where it fails); 0 at ``Q ≡ 0``."""
-        from ..branches import _newton_krylov  # lazy: start-up (docs/architecture.md)
+        from ..continuation.correctors import newton_krylov  # lazy: start-up (docs/architecture.md)
 
         if not np.any(self.split(x)[1]):
             return 0.0
-        return refined_solve(self, alpha, x, corrector=lambda fine, a, x0: _newton_krylov(fine, a, x0, solver_options),
+        return refined_solve(self, alpha, x, corrector=lambda fine, a, x0: newton_krylov(fine, a, x0, solver_options).result,
                              **solver_options)[0]

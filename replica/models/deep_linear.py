@@ -71,8 +71,9 @@ from hciz.rectangular import rectangular_channel
 
 from ..activations import get_activation
 from ..engine import STATUS_MESSAGES, FixedPointResult, solve_fixed_point
+from ..interface import ModelDefaults
 from ._common import (DEFAULT_S_GRID, PHASE_THRESHOLD, effective_readout_grid, layer_priors_and_readout,
-                      phase_transitions, refined_solve)
+                      refined_solve)
 from ._output import OutputChannelTerms, make_output_channel
 
 __all__ = ["DeepLinearModel", "DeepLinearState", "matrix_keys", "product_channel_shape", "phase_label"]
@@ -239,7 +240,7 @@ def _finite_rows(c) -> np.ndarray:
     return ok
 
 
-class DeepLinearModel(OutputChannelTerms):
+class DeepLinearModel(OutputChannelTerms, ModelDefaults):
     """L hidden layers with odd activations that keep their linear part (docs/deep_linear.md).
 
     Parameters
@@ -275,12 +276,12 @@ class DeepLinearModel(OutputChannelTerms):
     """
 
     #: f = −½ ln(2πe(Δ + mmse)) + G/α with G a function of the order parameters only, so that
-    #: df/dα = −(f + ½ ln 2πe(Δ + mmse))/α along a branch (:func:`replica.branches._envelope_slope`)
+    #: df/dα = −(f + ½ ln 2πe(Δ + mmse))/α along a branch (:func:`replica.continuation.events.envelope_slope`)
     envelope_identity = True
 
     @property
     def n_layers(self) -> int:
-        """Number of hidden layers L (per-layer transitions of :func:`replica.branches.sweep`)."""
+        """Number of hidden layers L (per-layer transitions of :func:`replica.continuation.sweep`)."""
         return int(self.L)
 
     def __init__(self, activation="tanh2", gammas=(1.0, 1.0, 1.0), delta=0.1, *, weight_prior="gaussian",
@@ -646,23 +647,15 @@ class DeepLinearModel(OutputChannelTerms):
                     for P in self.products)
         return phase_label(learned, extra)
 
-    def phase_transitions(self, result, **kw) -> list:
-        """Changes of the equilibrium phase along a sweep (:func:`replica.models._common.phase_transitions`)."""
-        return phase_transitions(self, result, **kw)
-
     @property
     def main_phase(self) -> str:
         """Phase whose first appearance as the equilibrium gives the top-level transitions
-        (:mod:`replica.branches`)."""
+        (:mod:`replica.continuation`)."""
         return self.specialized_branch
 
     def universal_only_reason(self):
         """None: the universal branch is never imposed (:class:`replica.interface.ReplicaModel`)."""
         return None
-
-    def universal_indices(self) -> np.ndarray:
-        """No packed entry is free on the universal branch (``Q ≡ 0``)."""
-        return np.array([], dtype=int)
 
     # ------------------------------------------------------- grid error estimate
     def refined(self) -> "DeepLinearModel":

@@ -42,6 +42,7 @@ from priors import get_readout_law, get_weight_prior
 
 from ..activations import get_activation
 from ..engine import STATUS_MESSAGES, FixedPointResult, solve_fixed_point
+from ..interface import ModelDefaults
 from ..readout_grid import SELECT_ZERO, ProfileSolver
 from ._output import OutputChannelTerms, make_output_channel
 
@@ -119,7 +120,7 @@ class ShallowState:
         return out
 
 
-class ShallowModel(OutputChannelTerms):
+class ShallowModel(OutputChannelTerms, ModelDefaults):
     """One-hidden-layer Bayes-optimal learning problem.
 
     Parameters
@@ -159,7 +160,7 @@ class ShallowModel(OutputChannelTerms):
     state_type = ShallowState
 
     #: f = −½ ln(2πe(Δ + mmse)) + G/α with G a function of the order parameters only, so that
-    #: df/dα = −(f + ½ ln 2πe(Δ + mmse))/α along a branch (:func:`replica.branches._envelope_slope`)
+    #: df/dα = −(f + ½ ln 2πe(Δ + mmse))/α along a branch (:func:`replica.continuation.events.envelope_slope`)
     envelope_identity = True
 
     def __init__(

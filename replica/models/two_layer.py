@@ -116,17 +116,18 @@ from hciz.rectangular import rectangular_channel
 
 from ..activations import get_activation
 from ..engine import STATUS_MESSAGES, FixedPointResult, solve_fixed_point
+from ..interface import ModelDefaults
 from ..readout_grid import SELECT_EQUILIBRIUM, SELECT_LOW, SELECT_ZERO
 # shared with the other architectures (replica/models/_common.py); effective_readout_grid, refined_solve,
-# phase_transitions, converge_s_grid, neuron_quantiles and the constants stay importable from here as they were
+# converge_s_grid, neuron_quantiles and the constants stay importable from here as they were
 from ._common import (DEFAULT_S_GRID, MAX_GAUSS_HERMITE_S_GRID, MAX_S_PANELS, NEURON_QUANTILES,  # noqa: F401
                       PHASE_THRESHOLD, S_GRID_TARGET, converge_s_grid, effective_readout_grid,
-                      layer_priors_and_readout, neuron_quantiles, phase_transitions, refined_solve)
+                      layer_priors_and_readout, neuron_quantiles, refined_solve)
 from ._output import OutputChannelTerms, make_output_channel
 
 __all__ = ["TwoLayerModel", "TwoLayerState", "product_channel", "effective_readout_grid", "effective_readout_panels",
            "neuron_quantiles",
-           "converge_s_grid", "phase_name", "phase_transitions", "channel_tilt", "channel_tilt_gain",
+           "converge_s_grid", "phase_name", "channel_tilt", "channel_tilt_gain",
            "refined_solve"]
 
 logger = logging.getLogger(__name__)
@@ -401,7 +402,7 @@ class TwoLayerState:
         }
 
 
-class TwoLayerModel(OutputChannelTerms):
+class TwoLayerModel(OutputChannelTerms, ModelDefaults):
     """Two-hidden-layer network with odd activations and linear parts (docs/theory.md §6.2).
 
     Parameters
@@ -451,14 +452,14 @@ class TwoLayerModel(OutputChannelTerms):
     #: the phase whose first appearance as the equilibrium gives the top-level ``alpha_sp``/``alpha_c``
     main_phase = "layers_1_2"
     #: the labels of the profile solver's packed point (selection, rule level) are constant along a
-    #: branch: the continuation corrects the global unknowns by Newton (:mod:`replica.branches`)
+    #: branch: the continuation corrects the global unknowns by Newton (:mod:`replica.continuation`)
     fixed_labels = True
-    #: number of hidden layers (per-layer transitions of :func:`replica.branches.sweep`)
+    #: number of hidden layers (per-layer transitions of :func:`replica.continuation.sweep`)
     n_layers = 2
     #: class of the states (built by the profile solver of :mod:`replica.models._two_layer_profile` too)
     state_type = TwoLayerState
     #: f = −½ ln(2πe(Δ + mmse)) + G/α with G a function of the order parameters only, so that
-    #: df/dα = −(f + ½ ln 2πe(Δ + mmse))/α along a branch (:func:`replica.branches._envelope_slope`)
+    #: df/dα = −(f + ½ ln 2πe(Δ + mmse))/α along a branch (:func:`replica.continuation.events.envelope_slope`)
     envelope_identity = True
 
     def __init__(self, activation="tanh2", gammas=(1.0, 1.0), delta=0.1, *, weight_prior="gaussian",
@@ -557,10 +558,6 @@ class TwoLayerModel(OutputChannelTerms):
     def universal_only_reason(self):
         """None: the universal branch is never imposed for two hidden layers."""
         return None
-
-    def universal_indices(self) -> np.ndarray:
-        """No packed entry is free on the universal branch (``Q ≡ 0``)."""
-        return np.array([], dtype=int)
 
     def refined(self) -> "TwoLayerModel":
         """The same model on an s-grid of twice as many nodes (Gauss–Hermite; beyond 150 nodes the panel

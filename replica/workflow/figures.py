@@ -456,7 +456,7 @@ def phase_sequence(data: dict) -> list:
 
 def _phase_key(phase: str, L: int) -> tuple:
     """(learned layers, sheet or product mark) of a phase name: the colour and the hatch of its band."""
-    from ..branches import learned_layers
+    from ..continuation import learned_layers
 
     base = str(phase).split("-")[0]
     return tuple(sorted(learned_layers(phase, L))), ("product" if "+" in base else "sheet" if "-" in str(phase)

@@ -27,8 +27,8 @@ Layout
     map at each point, < 1: linearly stable) included, and the attributes
     ``alpha_start``, ``alpha_end`` (where the branch begins and ends, located by root
     finding; NaN at the edge of the grid), ``start_kind``, ``end_kind`` (``fold``,
-    ``bifurcation``, ``grid``; empty for the universal branch) and ``seed`` (the start that
-    found it). Branch names and the continuation are described in :mod:`replica.branches`.
+    ``bifurcation``, ``grid``; empty for the universal branch), ``seed`` (the start that
+    found it), ``branch_points`` and ``branch_point_kinds`` (:mod:`replica.continuation.branchpoints`). Branch names and the continuation are described in :mod:`replica.continuation`.
     Deeper networks with linear parts (:mod:`replica.models.deep_linear`,
     docs/deep_linear.md) store ``overlap_layer_<ℓ>`` and ``overlap_product_<ℓ>_<m>``
     (n_alpha × row labels × column labels, the input axis dropped), ``tau_product_<ℓ>_<m>``,
@@ -385,7 +385,7 @@ def _root_attrs(h5, parameters, *, kind, complete, configuration=None, architect
 
 def write_sweep(path, result, parameters: dict, *, configuration: dict | None = None,
                 grids: dict | None = None, attributes: dict | None = None, axes: dict | None = None) -> Path:
-    """Write a :class:`replica.branches.SweepResult` to ``path`` atomically.
+    """Write a :class:`replica.continuation.SweepResult` to ``path`` atomically.
 
     Parameters
     ----------
@@ -588,7 +588,7 @@ def read_sweep(path) -> dict:
 
 
 def sweep_data(result, parameters: dict | None = None) -> dict:
-    """A :class:`replica.branches.SweepResult` as the dict :func:`read_sweep` returns for its file (without
+    """A :class:`replica.continuation.SweepResult` as the dict :func:`read_sweep` returns for its file (without
     writing it), e.g. for :func:`replica.workflow.plotting.plot_sweep` in a notebook.
 
     Parameters

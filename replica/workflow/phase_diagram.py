@@ -1,6 +1,6 @@
 """Phase diagrams: α sweeps over a grid of a second parameter, in parallel with dask.
 
-A phase diagram is a family of α sweeps (:func:`replica.branches.sweep`, every branch,
+A phase diagram is a family of α sweeps (:func:`replica.continuation.sweep`, every branch,
 warm starts in both directions), one per value of a second numeric parameter — the noise
 Δ, the width ratio γ, or the readout grid size. Each sweep is one task: continuation
 along α needs the points in order, while the lines are independent, so the lines run in
@@ -70,7 +70,7 @@ def solve_line(options: dict, alphas) -> dict:
     -------
     dict
         ``mmse``, ``free_entropy``, ``branch`` (equilibrium, shape (n_alpha,)), ``alpha_sp``,
-        ``alpha_c``, ``alpha_instability`` (floats; the transitions of :func:`replica.branches.sweep`,
+        ``alpha_c``, ``alpha_instability`` (floats; the transitions of :func:`replica.continuation.sweep`,
         located by the same root finding), for two or more hidden layers ``alpha_sp_layer``,
         ``alpha_c_layer`` (shape (L,): where layer ℓ is first learned at equilibrium and the spinodal
         of the branch it goes to), ``n_changes`` (number of equilibrium changes),

@@ -889,9 +889,9 @@ def plot_sweep(data, *, experiments=None, references=None, kind="auto", title=No
 
     Parameters
     ----------
-    data : dict or replica.branches.SweepResult
+    data : dict or replica.continuation.SweepResult
         ``parameters``, ``branches``, ``equilibrium``, ``transitions`` (and ``experiments``); a
-        :class:`~replica.branches.SweepResult` (e.g. of :func:`replica.workflow.run.run_sweep`) is drawn
+        :class:`~replica.continuation.SweepResult` (e.g. of :func:`replica.workflow.run.run_sweep`) is drawn
         as its file would be (:func:`replica.workflow.io.sweep_data`, no title parameters).
     experiments : dict, optional, keyword-only
         ``{(sampler, init): {alpha, mmse_mean, mmse_sem, …}}`` overlaid on the learning curve
@@ -1539,7 +1539,7 @@ def _layer_transition_lines(ax, data, values, *, left=None):
     drawn."""
     from matplotlib.lines import Line2D
 
-    from ..branches import learned_layers
+    from ..continuation import learned_layers
 
     ac = data.get("alpha_c_layer")
     if ac is None:

@@ -6,13 +6,13 @@ A sweep is always computed the same way, whoever asks for it:
    :func:`replica.workflow.model_options.resolve_model`), which also names its architecture;
 2. the architecture's preparation hook runs (``Architecture.prepare``: e.g. ``--s-grid auto`` of two
    hidden layers refines the panel rule in s at the sweep's α, :func:`replica.models.two_layer.converge_s_grid`);
-3. :func:`replica.branches.sweep` traces every branch (``checkpoint`` records and replays the solves);
+3. :func:`replica.continuation.sweep` traces every branch (``checkpoint`` records and replays the solves);
 4. the model's ``discretization_error`` hook (:class:`replica.interface.ModelDefaults`) estimates the
    error of its grid at every stored point (dataset ``discretization_error``);
 5. the model's grids, dataset axes, grid rule, state schema and the architecture's name are put into the returned
-   :class:`~replica.branches.SweepResult`, so that :func:`replica.workflow.io.write_sweep` needs no model.
+   :class:`~replica.continuation.SweepResult`, so that :func:`replica.workflow.io.write_sweep` needs no model.
 
-:class:`SweepCheckpoint` (the ``cache`` hook of :func:`replica.branches.sweep`) lives here too: it replays
+:class:`SweepCheckpoint` (the ``cache`` hook of :func:`replica.continuation.sweep`) lives here too: it replays
 stored solves through the model (``model.state``, ``model.solve_from``); :mod:`replica.workflow.io` only
 reads and writes its records (:func:`~replica.workflow.io.write_checkpoint`,
 :func:`~replica.workflow.io.read_checkpoint`).
@@ -65,7 +65,7 @@ def run_sweep(request: dict, alphas, *, checkpoint=None, progress: bool = True, 
 
     Returns
     -------
-    replica.branches.SweepResult
+    replica.continuation.SweepResult
         With ``grids``, ``dataset_axes``, ``s_grid_rule``, ``architecture`` and ``state_schema`` filled in, and the dataset
         ``discretization_error`` in every branch for models that estimate it (NaN where a point does not
         exist, did not converge or the estimate failed).
@@ -79,7 +79,7 @@ def run_sweep(request: dict, alphas, *, checkpoint=None, progress: bool = True, 
     TypeError
         The architecture's model lacks a required member of :class:`replica.interface.ReplicaModel`.
     """
-    from ..branches import sweep
+    from ..continuation import sweep
     from .model_options import resolve_model
 
     branches = str(request.get("branches", "all") if branches is None else branches)
@@ -131,14 +131,14 @@ def discretization_errors(model, result, solve_kw=None) -> dict:
         Its ``discretization_error(alpha, x, **solve_kw)`` hook (relative change of mmse and free entropy on
         the doubled grid; :meth:`replica.models.two_layer.TwoLayerModel.discretization_error`) is called at every
         stored point that exists and converged; a model without the hook leaves the branches as they are.
-    result : replica.branches.SweepResult
+    result : replica.continuation.SweepResult
         Left unchanged.
     solve_kw : dict, optional
         Solver options of the sweep.
 
     Returns
     -------
-    dict[str, replica.branches.BranchData]
+    dict[str, replica.continuation.BranchData]
         New branch records (the same arrays, plus ``discretization_error`` of shape (n_alpha,)).
     """
     estimate = hook(model, "discretization_error")
@@ -156,7 +156,7 @@ def discretization_errors(model, result, solve_kw=None) -> dict:
 
 # --------------------------------------------------------------------------- checkpoints
 class SweepCheckpoint:
-    """Checkpoint/resume hook for :func:`replica.branches.sweep` (its ``cache`` argument).
+    """Checkpoint/resume hook for :func:`replica.continuation.sweep` (its ``cache`` argument).
 
     Every solve of the sweep goes through ``checkpoint(key, i, alpha, compute)``. A point
     already stored is returned without solving: its order parameters are rebuilt from the

@@ -314,7 +314,7 @@ def reference_levels(parameters, alphas, *, bayes=True):
         Positive sample ratios.
     bayes : bool, keyword-only
         Also compute the equilibrium (Bayes-optimal) curve with
-        :func:`replica.branches.sweep` (slower).
+        :func:`replica.continuation.sweep` (slower).
 
     Returns
     -------

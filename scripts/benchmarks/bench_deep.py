@@ -232,7 +232,7 @@ def package_model(gammas, readout, **kw):
 
 
 def package_sweep(model, alphas):
-    from replica.branches import sweep
+    from replica.continuation import sweep
     from replica.workflow.run import discretization_errors
 
     res = sweep(model, alphas, progress=False)

@@ -31,7 +31,7 @@ ACTIVATION = "hermite:2=1.4142135623730951,3=1"
 
 
 def main(argv=None) -> int:
-    from replica.branches import sweep
+    from replica.continuation import sweep
     from replica.readout_grid import BASE_NODES, ProfileSolver
     from replica.models.shallow import ShallowModel
 

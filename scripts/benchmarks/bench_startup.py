@@ -88,7 +88,7 @@ def main(argv=None) -> int:
     sys.path.insert(0, str(ROOT))
     import numpy as np
 
-    from replica.branches import sweep
+    from replica.continuation import sweep
     from replica.workflow.model_options import build_model
 
     model = build_model({"layers": 1, "gamma": [0.5], "activation": "relu", "drop_hermite": [],

@@ -23,7 +23,7 @@ import numpy as np
 
 def timed_sweeps(model, alphas):
     """(first, warm) wall times of two identical sweeps and the warm sweep's result."""
-    from replica.branches import sweep
+    from replica.continuation import sweep
 
     t0 = time.perf_counter()
     sweep(model, alphas, progress=False)

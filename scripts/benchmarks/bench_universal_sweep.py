@@ -43,7 +43,7 @@ def main(argv=None) -> int:
         subprocess.run([sys.executable, "-c", "import replica.workflow.cli, replica.models.shallow, replica.branches"], check=True)
         startup = time.perf_counter() - t0
 
-    from replica.branches import sweep
+    from replica.continuation import sweep
     from replica.models.shallow import ShallowModel
 
     t0 = time.perf_counter()

@@ -31,7 +31,7 @@ def main(argv=None) -> int:
     p.add_argument("--sort", default="tottime", choices=["tottime", "cumulative"])
     args = p.parse_args(argv)
 
-    from replica.branches import sweep
+    from replica.continuation import sweep
     from replica.models.shallow import ShallowModel
 
     model = ShallowModel(args.activation, args.gamma, args.delta, readout_law=args.readout)

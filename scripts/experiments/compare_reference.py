@@ -23,7 +23,7 @@ from replica.workflow.experiment_io import read_experiment
 
 def _theory(parameters, alphas):
     try:
-        from replica.branches import sweep
+        from replica.continuation import sweep
         from replica.models.shallow import ShallowModel
     except ImportError as exc:  # solver not installed
         print(f"theory unavailable: {exc}", file=sys.stderr)

@@ -46,7 +46,7 @@ def theory_table(alphas, gammas, delta, *, s_grid=8):
         ``alpha``, ``branches`` ({name: list of dicts or None}), ``equilibrium`` (branch names),
         ``mmse_universal``, ``matrices`` (labels ``1``, ``2``, …, ``2:1``, … of the mean overlaps).
     """
-    from replica.branches import sweep
+    from replica.continuation import sweep
     from replica.models.deep_linear import DeepLinearModel
 
     model = DeepLinearModel(ACTIVATION, gammas, delta, s_grid=s_grid)

@@ -51,7 +51,7 @@ def theory_table(alphas, gammas, delta, *, s_grid=16, transitions=True):
         (list of branch names), ``mmse_universal``, ``transitions`` (phase changes located on a
         12-point grid up to 1.2 max α, empty when ``transitions`` is False).
     """
-    from replica.branches import sweep
+    from replica.continuation import sweep
     from replica.models.two_layer import TwoLayerModel, phase_name
 
     model = TwoLayerModel(ACTIVATION, gammas, delta, s_grid=s_grid)

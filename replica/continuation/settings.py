@@ -1,0 +1,214 @@
+"""The continuation's settings: every tolerance, step bound, budget and size policy in one frozen object.
+
+The sweep (:func:`replica.continuation.sweep.sweep`) and every algorithm below it read the settings
+in force through :func:`active`; :func:`using` puts another set in force for a block (a context
+variable, so that threads and asynchronous tasks each keep their own). The defaults are the values the
+package's results were computed with; changing one changes results (the tests of the package run with
+the defaults). In the spirit of BifurcationKit.jl's ``ContinuationPar``: the parameters of the
+algorithm, apart from the problem.
+
+Examples
+--------
+>>> from dataclasses import replace
+>>> from replica.continuation.settings import ContinuationSettings, active, using
+>>> active().max_move
+0.05
+>>> with using(replace(active(), max_move=0.02)):
+...     active().max_move
+0.02
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from dataclasses import dataclass, fields
+
+__all__ = ["ContinuationSettings", "DEFAULT", "active", "using"]
+
+
+@dataclass(frozen=True)
+class ContinuationSettings:
+    """Parameters of the continuation (tolerances are relative or max-norm as each says; α is dimensionless).
+
+    Raises
+    ------
+    ValueError
+        A field is not a non-negative number.
+    """
+
+    #: step of the first-order finite differences (Jacobians, Jacobian–vector products, the α column of the
+    #: bordered system), relative to max(1, |x|)
+    fd_step: float = 1e-7
+    #: step of the second-order one-sided differences of :func:`~replica.continuation.jacobians.jacobian`
+    #: (stability), relative to max(1, |x|)
+    fd_step_second: float = 1e-5
+
+    #: overlaps below this (max-norm) count as the universal (zero-overlap) solution
+    universal_tol: float = 1e-6
+
+    #: two stationary points closer than this in max-norm of their overlaps are the same point
+    distinct_tol: float = 1e-5
+
+    #: points whose overlaps differ by less than this are compared again with the same labels
+    #: (:func:`same_point`: one sheet solved on two rule levels differs by the discretization error)
+    relabel_distance: float = 1e-2
+
+    #: an overlap below this is zero (the continuation never lets a learned overlap reach it)
+    zero_overlap: float = 1e-12
+
+    #: overlaps above this are learned (below: rounding noise of an exact zero, not tracked)
+    support_overlap: float = 1e-9
+
+    #: largest change of any overlap in one continuation step (larger: the step is halved)
+    max_move: float = 0.05
+
+    #: smallest continuation step relative to max(1, α); a branch ends where steps fall below it
+    min_step: float = 1e-9
+
+    #: an end where some learned overlap is below this is a bifurcation (merge), else a fold
+    bifurcation_overlap: float = 1e-4
+
+    #: Newton iterations of one solve of the bordered system at a fold (:func:`refine_fold`)
+    fold_newton_iter: int = 12
+
+    #: most solves of the bordered system while a fold is refined
+    fold_max_solves: int = 12
+
+    #: a refined fold is accepted where the smallest singular value of F_x − I is below this fraction of the
+    #: largest (measured at refined folds: ~1e-8; at the last point of a bisection to MIN_STEP: ~5e-6)
+    fold_singular: float = 1e-4
+
+    #: evaluation budget of one Newton corrector, in units of (number of order parameters + 1)
+    corrector_maxfev: int = 8
+
+    #: iterations and required contraction of the chord-Newton corrector of the continuation
+    chord_max_iter: int = 20
+
+
+    chord_contraction: float = 0.7
+
+    #: a chord corrector that needed more iterations than this refreshes its Jacobian at the next step; for
+    #: matrix-free models (:func:`matrix_free`) a fresh Jacobian costs as many evaluations as unknowns, so Broyden's
+    #: updates are trusted longer (three hidden layers before the vectorized map: 6.7e4 → 6.2e4 evaluations per
+    #: sweep, results equal to 1e-12)
+    chord_refresh: int = 3
+
+
+    chord_refresh_large: int = 8
+
+    #: solvers with labels re-solve from the overlap profile only on steps above this (relative)
+    label_resolve_step: float = 1e-3
+
+    #: solvers with labels: relative precision of the ends located by damped warm-started solves
+    labelled_end_rtol: float = 1e-7
+
+    #: distance (relative to max(1, α)) beyond a branch end where the system's jump is sought
+    jump_offset: float = 1e-3
+
+    #: a jump beyond a fold starts this many widths of the fold's ghost downstream (:func:`past_the_ghost`)
+    ghost_widths: float = 8.0
+
+    #: branch switching (:mod:`replica.continuation.branchpoints`): the curve's point next to a branch point is
+    #: displaced along the null vector by this much (max-norm), times 0.1, 1 and 3, before Newton
+    switch_offset: float = 1e-2
+    #: points of a traced curve (nearest first) from which :func:`curve_through` tries to continue it
+    curve_through_tries: int = 3
+
+    #: above this many moving order parameters, a model without a vectorized map (``update_many``) gets stability
+    #: from Jacobian–vector products (ARPACK) and Newton–Krylov correctors (:func:`matrix_free`), and every
+    #: model's bifurcation ends are the ends found by halving the step (no root of the host's eigenvalue)
+    arnoldi_size: int = 40
+
+    #: with a vectorized map (``update_many``), dense Jacobians up to this many moving order parameters, and
+    #: Jacobian–vector products above. Three hidden layers (255): 17–20 s of CPU per sweep dense (with the polish
+    #: of ``DeepFrontModel.solve_from``, limited to the same size), 26–30 s matrix-free. Four hidden layers (676):
+    #: 83 s dense, 67 s matrix-free (one run each, the other core busy)
+    dense_size: int = 400
+
+    #: restarts of ARPACK for the leading eigenvalue
+    arnoldi_maxiter: int = 200
+
+    #: eigenvalues ARPACK computes when the one nearest a value is sought (bifurcations of large models)
+    arnoldi_near: int = 8
+
+    #: relative residual of the inner GMRES solves of the matrix-free Newton corrector (inexact Newton)
+    krylov_rtol: float = 1e-3
+
+    #: Krylov subspace size before GMRES restarts (at most the number of unknowns)
+    krylov_restart: int = 60
+
+    #: Newton iterations of the matrix-free corrector of :func:`correct` (seeds, host points)
+    krylov_newton_iter: int = 30
+
+    #: at most this many branches per sweep (a safeguard)
+    max_branches: int = 64
+
+    #: relative tolerance of the root finding for bifurcations and the instability of the universal branch
+    root_rtol: float = 1e-12
+
+    #: relative tolerance of the free-entropy crossings (the transitions are promised to ~1e-9)
+    crossing_rtol: float = 1e-10
+
+    #: a factorized Jacobian is reused by a continuation that starts within this distance (relative to
+    #: max(1, α)) of the point where it was computed (the corrector refreshes it when it fails)
+    jacobian_reuse: float = 1e-2
+
+    #: a damped pass that converges to a linearly unstable point (a saddle on an exactly invariant set, e.g.
+    #: unlearned neurons at Q = 0 whose zero state has lost its stability) is restarted from that point
+    #: displaced by this much (max-norm) along the unstable eigenvector, as round-off would displace it
+    saddle_escape: float = 1e-6
+
+    #: at most this many such restarts of one point (:func:`escape_saddle`)
+    saddle_rounds: int = 3
+
+    #: how many bytes of Jacobians a sweep remembers, the most recent first (the chord corrector factorizes at an
+    #: accepted point; the stability of that point, computed when its curve is complete, takes the same matrix):
+    #: 64 MiB, about 120 Jacobians of the 255 unknowns of three hidden layers, 18 of 676 (four)
+    jacobian_memo_bytes: int = 64 * 2**20
+
+    #: how far a curve is continued past a grid end for its name only: up to this factor beyond the last α of
+    #: the grid (upper end), down to the first α divided by it (lower end); α is a scale, so the bound is a
+    #: ratio, alike for every grid and spacing (past α = 2 it reaches 8, beyond the sign channel's fold at 4.28)
+    name_extension_factor: float = 4.0
+
+    #: that range is followed in this many legs of equal ratio in α (each by :func:`advance`, with its own
+    #: step control); the continuation stops after the first leg at which the phase is decided
+    name_extension_legs: int = 24
+
+    #: and in at most this many accepted continuation steps per end (a bound on the cost of a slow curve)
+    name_extension_steps: int = 200
+
+    def __post_init__(self):
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, bool) or not (isinstance(value, (int, float)) and value >= 0):
+                raise ValueError(f"continuation setting {f.name} must be a non-negative number, got {value!r}")
+
+
+#: the settings the package's results are computed with
+DEFAULT = ContinuationSettings()
+_ACTIVE = contextvars.ContextVar("replica_continuation_settings", default=DEFAULT)
+
+
+def active() -> ContinuationSettings:
+    """The settings in force (:data:`DEFAULT` outside a :func:`using` block)."""
+    return _ACTIVE.get()
+
+
+@contextlib.contextmanager
+def using(settings: ContinuationSettings):
+    """Put ``settings`` in force for the block.
+
+    Raises
+    ------
+    TypeError
+        ``settings`` is not a :class:`ContinuationSettings`.
+    """
+    if not isinstance(settings, ContinuationSettings):
+        raise TypeError(f"expected ContinuationSettings, got {type(settings).__name__}")
+    token = _ACTIVE.set(settings)
+    try:
+        yield settings
+    finally:
+        _ACTIVE.reset(token)

@@ -1,0 +1,104 @@
+"""The step control of the natural-parameter continuation in α (secant predictor, chord corrector, halving
+and doubling, fold location where the corrector fails)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .correctors import check_step, chord_correct
+from .folds import fold_estimate, refine_fold
+from .jacobians import factor_jacobian
+from .operators import matrix_free
+from .problem import is_labelled, overlaps_of, unknowns
+from .settings import active
+
+__all__ = ["advance"]
+
+
+def advance(model, a0, r0, a_target, slope, solve_kw, jac_cache=None, trail=None):
+    """Continue from the point ``r0`` at ``a0`` to ``a_target`` with step control.
+
+    Predictor: secant (``slope``); corrector: chord Newton with ``J − I`` factorized at the
+    last accepted point (refreshed after a slow corrector step, and once before a step is
+    halved); the step is halved when the corrector fails or :func:`check_step` rejects the
+    point, doubled after a success. Where the corrector fails and the last three accepted points
+    show a fold ahead (:func:`fold_estimate`), the fold is located by :func:`refine_fold` (the
+    curve followed through it in a coordinate along the curve, the vertex of ``α`` found by parabolic
+    interpolation) instead of bisection of the step to ``min_step``. Returns ``(result at
+    a_target or None, slope, failure)`` where ``failure`` is None or ``(last α, last result, reason,
+    learned overlaps)`` when the curve ends before ``a_target`` (at a located fold, or where steps fall
+    below ``min_step``). ``jac_cache`` (a dict, optional) carries the last factorized Jacobian
+    between calls on one curve: it is reused when it was computed within ``jacobian_reuse`` of
+    ``a0`` and left there for the next call. ``trail`` (a list, optional) receives every accepted
+    point ``(α, result)`` (later solves on the curve start from the nearest of them).
+    """
+    a, r = a0, r0
+    x = np.asarray(r0.x, dtype=float)
+    ov = overlaps_of(r0)
+    support = np.abs(ov) > active().support_overlap
+    h = abs(a_target - a0)
+    lu, fresh = None, False
+    if jac_cache and abs(jac_cache["alpha"] - a0) <= active().jacobian_reuse * max(1.0, abs(a0)):
+        lu = jac_cache["lu"]
+    idx = unknowns(model, x)
+    accepted = [(a, r0)]
+    direction = 1.0 if a_target >= a0 else -1.0
+    fold_tried = False
+    while True:
+        rem = a_target - a
+        if rem == 0.0:
+            return r, slope, None
+        step = math.copysign(min(h, abs(rem)), rem)
+        a_new = a_target if abs(step) >= abs(rem) * (1 - 1e-12) else a + step
+        step = a_new - a
+        x_pred = x if slope is None else x + slope * step
+        if lu is None:
+            lu, fresh = factor_jacobian(model, a, x), True
+            if jac_cache is not None and lu is not None:
+                jac_cache.update(alpha=a, lu=lu)
+        # the corrector updates a copy of the inverse Jacobian; its Broyden updates are kept only when
+        # the point is accepted: the updates of a failed or rejected trial (a step past a fold, or onto
+        # another sheet) can wreck the inverse (changes of 1e6 measured on ReLU with the sign channel),
+        # and every shorter step would then fail with it, down to active().min_step: a false fold
+        trial = None if lu is None else lu.copy()
+        r_new = None if trial is None else chord_correct(model, a_new, x_pred, trial, solve_kw).result
+        why = check_step(r_new, ov, support)
+        if why is not None and fresh and is_labelled(model, x) \
+                and abs(step) > active().label_resolve_step * max(1.0, abs(a)):
+            # a solver with labels (the profile solver's selection of roots): the labels
+            # may have to change along the curve; re-solve from the current overlap profile
+            r_alt = model.solve_from(a_new, ov, None, start="continuation", **solve_kw)
+            if r_alt.converged and "state" in r_alt.info and check_step(r_alt, ov, support) is None:
+                r_new, why, trial = r_alt, None, None  # the chord trial failed: its updates are dropped
+        if why == "newton" and not fresh:
+            lu = None  # retry the same step with the Jacobian at the current point
+            continue
+        if why is None:
+            if trial is not None:
+                lu.adopt(trial)  # in place: a cached factorization (jac_cache) keeps the accepted updates
+            slope = (np.asarray(r_new.x) - x) / step
+            a, r, x, ov = a_new, r_new, np.asarray(r_new.x, dtype=float), overlaps_of(r_new)
+            accepted.append((a, r))
+            if trail is not None:
+                trail.append((a, r))
+            support |= np.abs(ov) > active().support_overlap  # learned overlaps stay tracked down to zero
+            h = 2.0 * abs(step)
+            if r_new.iterations > (active().chord_refresh_large if matrix_free(model, x) else active().chord_refresh):
+                lu = None
+            fresh = False
+            fold_tried = False
+        else:
+            h = 0.5 * abs(step)
+            if why == "newton" and len(accepted) >= 3 and not fold_tried and not is_labelled(model, x):
+                fold_tried = True
+                a_fold = fold_estimate([(al, np.asarray(rr.x, dtype=float)[idx]) for al, rr in accepted[-3:]],
+                                        direction)
+                if a_fold is not None and 0.0 < (a_fold - a) * direction < abs(step):
+                    got = refine_fold(model, accepted, direction, solve_kw)
+                    if got is not None and 0.0 <= (got[0] - a) * direction < abs(step) \
+                            and check_step(got[1], ov, support) in (None, "move"):
+                        return None, slope, (got[0], got[1], why, support)
+            if h < active().min_step * max(1.0, abs(a)):
+                return None, slope, (a, r, why, support)

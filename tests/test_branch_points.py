@@ -1,0 +1,153 @@
+"""Branch points located by root finding and branch switching (replica.continuation.branchpoints) on maps with
+a known pitchfork and a known transcritical point."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from replica.continuation.branchpoints import branch_points, crossing_intervals, switch_branches
+from replica.continuation.curves import trace_curve
+from replica.engine import FixedPointResult
+
+ALPHA_0 = 1.2345678901
+ALPHAS = np.linspace(0.5, 2.0, 7)  # the branch point lies between two grid points (1.25 is not one)
+
+
+class ToyMap:
+    """F(q, p; α) = (q + t q − c(q), p/2 + 0.3) with t = tanh(α − α₀): fixed points q = 0 for every α (its
+    eigenvalue of F_x, 1 + t, crosses 1 at α₀, nonlinearly in α) and, for c(q) = q³ (pitchfork), q = ±√t above
+    α₀; for c(q) = q² (transcritical), q = t on both sides. p = 0.6 keeps the point away from the universal
+    one."""
+
+    def __init__(self, kind):
+        self.kind = kind
+
+    def update(self, alpha, x):
+        q, p = np.asarray(x, dtype=float)
+        c = q ** 3 if self.kind == "pitchfork" else q ** 2
+        return np.array([q + np.tanh(alpha - ALPHA_0) * q - c, 0.5 * p + 0.3])
+
+    def state(self, alpha, x):
+        x = np.asarray(x, dtype=float)
+        return SimpleNamespace(alpha=alpha, overlaps=x.copy(), mmse=1.0 - x[0], free_entropy=0.0)
+
+
+def _trivial_curve(model):
+    x = np.array([0.0, 0.6])
+    seed = FixedPointResult(x, True, "converged", "", 0, 0.0, 0.0, "toy", {})
+    seed.info["state"] = model.state(ALPHAS[0], x)
+    curve = trace_curve(model, ALPHAS, float(ALPHAS[0]), seed, {})
+    assert sorted(curve.results) == list(range(ALPHAS.size))  # followed through the branch point
+    return curve
+
+
+@pytest.mark.parametrize("kind", ["pitchfork", "transcritical"])
+def test_branch_point_is_located_to_1e_9(kind):
+    model = ToyMap(kind)
+    curve = _trivial_curve(model)
+    assert crossing_intervals(curve) == [(2, 3)]
+    (bp,) = branch_points(model, ALPHAS, curve, {}, {})
+    assert bp.kind == "branch_point"
+    assert bp.alpha == pytest.approx(ALPHA_0, abs=1e-9)
+    assert bp.eigenvalue.real == pytest.approx(1.0, abs=1e-8) and bp.eigenvalue.imag == 0.0
+    # the null vector of F_x − I is the q direction
+    np.testing.assert_allclose(np.abs(bp.direction), [1.0, 0.0], atol=1e-6)
+
+
+@pytest.mark.parametrize("kind, expected", [("pitchfork", lambda a: np.sqrt(np.tanh(a - ALPHA_0))),
+                                            ("transcritical", lambda a: np.tanh(a - ALPHA_0))])
+def test_switching_lands_on_the_crossing_curve(kind, expected):
+    """The crossing curve at α* ± 1e-3 (non-negative overlaps only: q > 0, above α*)."""
+    model = ToyMap(kind)
+    curve = _trivial_curve(model)
+    cache = {}
+    (bp,) = branch_points(model, ALPHAS, curve, {}, cache)
+    found = switch_branches(model, ALPHAS, curve, bp, {}, cache)
+    assert len(found) == 1
+    a, r = found[0]
+    assert a > ALPHA_0
+    assert r.x[0] == pytest.approx(expected(a), rel=1e-8) and r.x[1] == pytest.approx(0.6, abs=1e-12)
+
+
+def test_no_branch_point_where_the_stability_stays_below_one():
+    model = ToyMap("pitchfork")
+    alphas = np.linspace(0.5, 1.2, 5)
+    x = np.array([0.0, 0.6])
+    seed = FixedPointResult(x, True, "converged", "", 0, 0.0, 0.0, "toy", {})
+    seed.info["state"] = model.state(alphas[0], x)
+    curve = trace_curve(model, alphas, float(alphas[0]), seed, {})
+    assert branch_points(model, alphas, curve, {}, {}) == []
+
+
+class TwinMap(ToyMap):
+    """Two identical pitchfork coordinates q₁, q₂ (and p): the eigenvalue 1 + tanh(α − α₀) of F_x is double on
+    q = 0, as where the nodes of a rule cross together; the null space is two-dimensional."""
+
+    def update(self, alpha, x):
+        q1, q2, p = np.asarray(x, dtype=float)
+        t = np.tanh(alpha - ALPHA_0)
+        return np.array([q1 + t * q1 - q1 ** 3, q2 + t * q2 - q2 ** 3, 0.5 * p + 0.3])
+
+
+def test_a_degenerate_branch_point_is_located_and_not_switched():
+    model = TwinMap("pitchfork")
+    x = np.array([0.0, 0.0, 0.6])
+    seed = FixedPointResult(x, True, "converged", "", 0, 0.0, 0.0, "toy", {})
+    seed.info["state"] = model.state(ALPHAS[0], x)
+    curve = trace_curve(model, ALPHAS, float(ALPHAS[0]), seed, {})
+    cache = {}
+    (bp,) = branch_points(model, ALPHAS, curve, {}, cache)
+    assert bp.kind == "degenerate_branch_point" and bp.multiplicity == 2
+    assert bp.alpha == pytest.approx(ALPHA_0, abs=1e-9)
+    assert switch_branches(model, ALPHAS, curve, bp, {}, cache) == []
+
+
+def test_a_complex_pair_crossing_is_a_stability_crossing():
+    """F(q₁, q₂; α) = q + A q with A = tanh(α − α₀) I + ω J (J the rotation by π/2): the eigenvalues
+    1 + tanh(α − α₀) ± iω of F_x cross Re λ = 1 at α₀, and no other curve of fixed points crosses q = 0 there."""
+
+    class Rotating(ToyMap):
+        def update(self, alpha, x):
+            q1, q2, p = np.asarray(x, dtype=float)
+            a, w = np.tanh(alpha - ALPHA_0), 0.3
+            return np.array([q1 + a * q1 - w * q2, q2 + w * q1 + a * q2, 0.5 * p + 0.3])
+
+    model = Rotating("pitchfork")
+    x = np.array([0.0, 0.0, 0.6])
+    seed = FixedPointResult(x, True, "converged", "", 0, 0.0, 0.0, "toy", {})
+    seed.info["state"] = model.state(ALPHAS[0], x)
+    curve = trace_curve(model, ALPHAS, float(ALPHAS[0]), seed, {})
+    (bp,) = branch_points(model, ALPHAS, curve, {}, {})
+    assert bp.kind == "stability_crossing" and abs(bp.eigenvalue.imag) == pytest.approx(0.3, rel=1e-6)
+    assert bp.alpha == pytest.approx(ALPHA_0, abs=1e-9)
+
+
+def test_three_layers_branch_point_is_where_the_bifurcating_branch_starts():
+    """Three hidden layers (γ = 0.5 each, tanh2, Δ = 0.1): ``layers_1_2`` loses its stability at a branch point
+    where several eigenvalues of F_x (255 unknowns) cross 1 together, and ``layers_1_2-2`` starts there by
+    support loss. The branch point is a root of the leading eigenvalue minus 1 (checked here on both sides of
+    it, 1e-8 away) and the bifurcating branch's start is that root, whatever the step control reached."""
+    from replica.continuation import sweep
+    from replica.continuation.operators import stability
+    from replica.continuation.stepper import advance
+    from replica.models.deep_fronts import DeepFrontModel
+
+    model = DeepFrontModel(gammas=(0.5, 0.5, 0.5), activation="tanh2", delta=0.1)
+    alphas = np.linspace(0.5, 8.0, 16)
+    res = sweep(model, alphas, progress=False)
+    host, child = res.branches["layers_1_2"], res.branches["layers_1_2-2"]
+    assert host.branch_point_kinds == ("degenerate_branch_point",)
+    (a_bp,) = host.branch_points
+    assert child.start_kind == "bifurcation" and child.alpha_start == a_bp
+    assert 3.878 < a_bp < 3.8781
+    i = int(np.searchsorted(alphas, a_bp)) - 1  # the host's grid point below the branch point
+    assert host["exists"][i] and host["exists"][i + 1]
+    r0 = model.solve_from(float(alphas[i]), None, host.points[i], method="newton")
+    values = []
+    for a in (a_bp - 1e-8, a_bp + 1e-8):
+        r, _, failure = advance(model, float(alphas[i]), r0, a, None, {})
+        assert failure is None
+        values.append(stability(model, a, r.x, order=2))
+    assert values[0] < 1.0 < values[1]
