@@ -20,6 +20,8 @@ eigenvalue of the Jacobian of ``F`` (:func:`replica.continuation.stability`).
 
 from __future__ import annotations
 
+import functools
+import inspect
 import types
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
@@ -28,8 +30,9 @@ import numpy as np
 
 from .engine import FixedPointResult
 
-__all__ = ["ReplicaModel", "ReplicaState", "ModelDefaults", "hook", "HOOKS", "REQUIRED", "missing_members",
-           "FieldSpec", "state_schema", "default_schema", "schema_to_json", "schema_from_json"]
+__all__ = ["ReplicaModel", "ReplicaState", "ModelDefaults", "RecordedArguments", "records_arguments", "hook", "HOOKS",
+           "REQUIRED", "missing_members", "FieldSpec", "state_schema", "default_schema", "schema_to_json",
+           "schema_from_json"]
 
 
 @runtime_checkable
@@ -205,12 +208,19 @@ class ModelDefaults:
         ``refined() -> ReplicaModel``: the same model on a rule with twice the nodes (in ``s``, or on each side
         of every front; built once), on which :func:`replica.models._common.refined_solve` re-solves a point for
         the ``discretization_error`` of models with a quadrature rule (and
-        :func:`~replica.models._common.converge_s_grid` refines the panels of ``s_grid="auto"``). Default None: the model has no rule to refine
-        (``refined_solve`` refuses it; a model without one has no ``discretization_error`` either).
+        :func:`~replica.models._common.converge_s_grid` refines the panels of ``s_grid="auto"``). Default None:
+        the model has no rule to refine (``refined_solve`` refuses it; a model without one has no
+        ``discretization_error`` either).
     interpolate_to : callable or None
         ``interpolate_to(fine, x) -> ndarray``: the packed point ``x`` (shape (p,)) carried onto the rule of
         ``fine = refined()`` (shape of ``fine``'s packed vector), the start of the solve of ``refined_solve``;
         needed with ``refined``. Default None (no rule to carry a point onto).
+    with_parameter : callable or None
+        ``with_parameter(name, value) -> ReplicaModel``: a copy of the model at another value of one of its
+        constructor's parameters (``delta``, ``gamma`` or ``gammas``, …), the rest unchanged: the phase lines of
+        :mod:`replica.continuation.codim2` follow a branch's fold or crossing in that parameter. Raises
+        ValueError (one line) for a parameter the model does not have or a value outside its domain. Default
+        None: the model gives no such copy (phase lines are refused; :class:`RecordedArguments` provides it).
     """
 
     main_phase = None
@@ -232,6 +242,7 @@ class ModelDefaults:
     near_map = None
     refined = None
     interpolate_to = None
+    with_parameter = None
 
     def moving_indices(self, x) -> np.ndarray:
         """Entries of the packed vector ``x`` (shape (p,)) that the map moves; default all, ``arange(p)``."""
@@ -252,6 +263,47 @@ class ModelDefaults:
 
         Default ``()``: nothing declared (the overlaps panel of its sweeps stays empty, with a warning)."""
         return ()
+
+
+def records_arguments(init):
+    """Decorator of a model's ``__init__``: the arguments of the outermost call are kept on the instance, so
+    that :meth:`RecordedArguments.with_parameter` can build the same model at another parameter value (a
+    subclass whose ``__init__`` calls its parent's keeps its own call)."""
+    signature = inspect.signature(init)
+
+    @functools.wraps(init)
+    def wrapper(self, *args, **kwargs):
+        if "_init_arguments" not in vars(self):
+            bound = signature.bind(self, *args, **kwargs)
+            arguments = dict(bound.arguments)
+            arguments.pop(next(iter(signature.parameters)))  # self
+            self._init_arguments = (type(self), arguments)
+        init(self, *args, **kwargs)
+
+    return wrapper
+
+
+class RecordedArguments:
+    """Mixin of models whose ``__init__`` is decorated by :func:`records_arguments`: provides the hook
+    ``with_parameter`` of :class:`ModelDefaults` (put it before :class:`ModelDefaults` in the bases)."""
+
+    def with_parameter(self, name: str, value):
+        """The same model with the constructor argument ``name`` set to ``value``.
+
+        Raises
+        ------
+        ValueError
+            The model's constructor has no parameter ``name`` (one line naming those it has), or the
+            constructor refuses ``value``.
+        """
+        saved = vars(self).get("_init_arguments")
+        if saved is None:
+            raise ValueError(f"{type(self).__name__} was not built through a recorded constructor")
+        cls, arguments = saved
+        names = [n for n in inspect.signature(cls.__init__).parameters if n != "self"]
+        if name not in names:
+            raise ValueError(f"{cls.__name__} has no parameter {name!r} to vary (it has: {', '.join(names)})")
+        return cls(**{**arguments, name: value})
 
 
 #: names of the optional hooks (:class:`ModelDefaults`)

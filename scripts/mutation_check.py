@@ -736,6 +736,16 @@ MUTATIONS = [
       "            if near:\n                pass",
       "a large model's bifurcation end stays where the step control stopped, not at the host's branch point",
       ("tests/test_branch_points.py::test_three_layers_branch_point_is_where_the_bifurcating_branch_starts",)),
+    M("phase-line-stale-model", "replica/continuation/codim2.py",
+      "        got = fold_at(model_at(model, name, p), a, xs[0], side, w, solve_kw)",
+      "        got = fold_at(model, a, xs[0], side, w, solve_kw)",
+      "the traced spinodal line re-locates the fold on the model at the first Δ instead of at each Δ",
+      ("tests/test_phase_lines.py::test_traced_spinodal_and_transition_lines_equal_the_sweeps",)),
+    M("phase-line-misses-requested-values", "replica/continuation/codim2.py",
+      "        p = target if abs(step) >= abs(target - last.parameter) * (1 - 1e-12) else last.parameter + step",
+      "        p = last.parameter + step * (1 - 1e-9)",
+      "a traced line steps past the requested parameter values: it cannot be compared with the sweeps there",
+      ("tests/test_phase_lines.py::test_traced_spinodal_and_transition_lines_equal_the_sweeps",)),
 ]
 
 

@@ -59,7 +59,7 @@ import numpy as np
 
 from ..activations import get_activation
 from ..engine import STATUS_MESSAGES, FixedPointResult, solve_fixed_point
-from ..interface import ModelDefaults
+from ..interface import ModelDefaults, RecordedArguments, records_arguments
 from ._common import layer_priors_and_readout
 from ._output import OutputChannelTerms, make_output_channel
 
@@ -296,7 +296,7 @@ class DeepState:
         return rec
 
 
-class DeepModel(OutputChannelTerms, ModelDefaults):
+class DeepModel(OutputChannelTerms, RecordedArguments, ModelDefaults):
     """L-hidden-layer network with the Hermite degrees ≤ 2 removed (docs/theory.md §6.1).
 
     Parameters
@@ -335,6 +335,7 @@ class DeepModel(OutputChannelTerms, ModelDefaults):
         """Number of hidden layers L (per-layer transitions of :func:`replica.continuation.sweep`)."""
         return int(self.L)
 
+    @records_arguments
     def __init__(self, activation="tanh2", gammas=(1.0,), delta=0.1, *, weight_prior="gaussian",
                  readout_law="ones", readout_grid=None, drop_hermite=(), unit_variance=False, output_channel=None,
                  kernel_table=True):

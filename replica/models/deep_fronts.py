@@ -64,6 +64,7 @@ from hciz.compiled import iota_of
 from priors._kernels import kernel
 
 from ..engine import STATUS_MESSAGES, FixedPointResult, solve_fixed_point
+from ..interface import records_arguments
 from ._common import DEFAULT_S_GRID, PHASE_THRESHOLD, neuron_quantiles, refined_solve
 # the one import of another architecture module: DeepFrontModel is DeepLinearModel on front-aligned rules
 # (the same architecture family, docs/architecture.md)
@@ -353,6 +354,7 @@ class DeepFrontModel(DeepLinearModel):
         As :class:`DeepLinearModel`; ``panel_nodes`` outside [2, 40].
     """
 
+    @records_arguments
     def __init__(self, activation="tanh2", gammas=(1.0, 1.0, 1.0), delta=0.1, *, weight_prior="gaussian",
                  readout_law="ones", readout_grid=None, drop_hermite=(), unit_variance=True, tilt_split="top",
                  output_channel=None, panel_nodes=DEFAULT_PANEL_NODES, report_grid=DEFAULT_S_GRID,

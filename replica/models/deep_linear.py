@@ -71,7 +71,7 @@ from hciz.rectangular import rectangular_channel
 
 from ..activations import get_activation
 from ..engine import STATUS_MESSAGES, FixedPointResult, solve_fixed_point
-from ..interface import ModelDefaults
+from ..interface import ModelDefaults, RecordedArguments, records_arguments
 from ._common import (DEFAULT_S_GRID, PHASE_THRESHOLD, effective_readout_grid, layer_priors_and_readout,
                       refined_solve)
 from ._output import OutputChannelTerms, make_output_channel
@@ -240,7 +240,7 @@ def _finite_rows(c) -> np.ndarray:
     return ok
 
 
-class DeepLinearModel(OutputChannelTerms, ModelDefaults):
+class DeepLinearModel(OutputChannelTerms, RecordedArguments, ModelDefaults):
     """L hidden layers with odd activations that keep their linear part (docs/deep_linear.md).
 
     Parameters
@@ -284,6 +284,7 @@ class DeepLinearModel(OutputChannelTerms, ModelDefaults):
         """Number of hidden layers L (per-layer transitions of :func:`replica.continuation.sweep`)."""
         return int(self.L)
 
+    @records_arguments
     def __init__(self, activation="tanh2", gammas=(1.0, 1.0, 1.0), delta=0.1, *, weight_prior="gaussian",
                  readout_law="ones", readout_grid=None, s_grid=DEFAULT_S_GRID, drop_hermite=(),
                  unit_variance=True, tilt_split="top", output_channel=None):

@@ -42,7 +42,7 @@ from priors import get_readout_law, get_weight_prior
 
 from ..activations import get_activation
 from ..engine import STATUS_MESSAGES, FixedPointResult, solve_fixed_point
-from ..interface import ModelDefaults
+from ..interface import ModelDefaults, RecordedArguments, records_arguments
 from ..readout_grid import SELECT_ZERO, ProfileSolver
 from ._output import OutputChannelTerms, make_output_channel
 
@@ -120,7 +120,7 @@ class ShallowState:
         return out
 
 
-class ShallowModel(OutputChannelTerms, ModelDefaults):
+class ShallowModel(OutputChannelTerms, RecordedArguments, ModelDefaults):
     """One-hidden-layer Bayes-optimal learning problem.
 
     Parameters
@@ -163,6 +163,7 @@ class ShallowModel(OutputChannelTerms, ModelDefaults):
     #: df/dα = −(f + ½ ln 2πe(Δ + mmse))/α along a branch (:func:`replica.continuation.events.envelope_slope`)
     envelope_identity = True
 
+    @records_arguments
     def __init__(
         self,
         activation="relu",

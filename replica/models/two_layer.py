@@ -116,7 +116,7 @@ from hciz.rectangular import rectangular_channel
 
 from ..activations import get_activation
 from ..engine import STATUS_MESSAGES, FixedPointResult, solve_fixed_point
-from ..interface import ModelDefaults
+from ..interface import ModelDefaults, RecordedArguments, records_arguments
 from ..readout_grid import SELECT_EQUILIBRIUM, SELECT_LOW, SELECT_ZERO
 # shared with the other architectures (replica/models/_common.py); effective_readout_grid, refined_solve,
 # converge_s_grid, neuron_quantiles and the constants stay importable from here as they were
@@ -402,7 +402,7 @@ class TwoLayerState:
         }
 
 
-class TwoLayerModel(OutputChannelTerms, ModelDefaults):
+class TwoLayerModel(OutputChannelTerms, RecordedArguments, ModelDefaults):
     """Two-hidden-layer network with odd activations and linear parts (docs/theory.md §6.2).
 
     Parameters
@@ -462,6 +462,7 @@ class TwoLayerModel(OutputChannelTerms, ModelDefaults):
     #: df/dα = −(f + ½ ln 2πe(Δ + mmse))/α along a branch (:func:`replica.continuation.events.envelope_slope`)
     envelope_identity = True
 
+    @records_arguments
     def __init__(self, activation="tanh2", gammas=(1.0, 1.0), delta=0.1, *, weight_prior="gaussian",
                  readout_law="ones", readout_grid=None, s_grid="adaptive", s_panels=DEFAULT_S_PANELS,
                  drop_hermite=(), unit_variance=True, output_channel=None):

@@ -12,7 +12,7 @@ Workloads (tanh(2x) with unit variance and its linear part, Gaussian weights, Δ
 The same plain method (written here for any depth, docs/deep_linear.md §2–§4) runs at every depth, and
 the end of a run prints the package's CPU time per α against L for the workloads run.
 
-The package runs what ``replica-sweep`` runs: :func:`replica.branches.sweep` (every start, every
+The package runs what ``replica-sweep`` runs: :func:`replica.continuation.sweep` (every start, every
 branch by continuation, located transitions) and the per-point ``discretization_error``. The
 *plain method* is written here, not imported from the package's solvers: the replica-symmetric
 equations of docs/theory.md §6.2–§6.3 (docs/deep_linear.md §2–§4, top split) on the fixed

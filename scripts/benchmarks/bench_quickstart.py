@@ -42,7 +42,7 @@ the activation (``get_activation``: two piecewise-Chebyshev dual-kernel interpol
 quadratures each, and the import of ``scipy.special``) 0.65 s; ``Activation.g``/``g_prime`` 0.84 s
 (16 680 calls from :meth:`DeepModel.kernel`, ~40 µs each of NumPy overhead on one or two numbers, and
 numba's import with the compiled Chebyshev evaluator at the first call, 0.3 s); the rest of
-``replica.branches.sweep`` 0.65 s (the engine, the priors' channels, ``scipy.optimize``'s import);
+``replica.continuation.sweep`` 0.65 s (the engine, the priors' channels, ``scipy.optimize``'s import);
 Python and NumPy 0.15 s, the package's imports, the HDF5 file and the command 0.15 s. After (1.35–1.4 s):
 :class:`replica.models.deep.KernelTable` evaluates ``g`` and ``g'`` on Python floats (~1.5 µs per pair,
 read from the table cache in 3 ms; built in 0.35 s on a first run, numba included) and the map works on
@@ -50,7 +50,7 @@ Python floats for one readout value, with one call of the weight prior's channel
 0.35 s (0.2 s warm: the §6.1 map 40 % — 18 % in the table's Horner loops —, the prior's channel 20 %,
 the engine, MINPACK and the continuation the rest); the activation's 0.65 s is now half the run
 (replica/activations.py builds its interpolants eagerly), then ``scipy.optimize`` (the Newton polish of :mod:`replica.engine` and the continuation's corrector in
-:mod:`replica.branches`; 0.12 s after ``scipy.special``, 0.35 s with it). numba, dask and tqdm are not
+:mod:`replica.continuation`; 0.12 s after ``scipy.special``, 0.35 s with it). numba, dask and tqdm are not
 imported with ``--quiet`` (tqdm is, for the progress bar, without it).
 
 Usage::

@@ -9,7 +9,7 @@ Measured in one run:
   solver used for every continuous law before; ``model.profile_solver = None``), informed
   start at α = 3.2;
 * the profile solver at the same point, cold (informed start) and warm (continuation in α);
-* a 101-α sweep with every branch, equilibrium and transitions (``replica.branches.sweep``);
+* a 101-α sweep with every branch, equilibrium and transitions (``replica.continuation.sweep``);
 * mmse with its ``discretization_error`` at α = 2, 3.2, 8 for the gaussian and uniform laws, and
   the same with 4× more nodes per panel (the default must not move by 1e-3).
 

@@ -7,7 +7,7 @@ Measures, in one run, each as the median of ``--repeat`` fresh processes:
 * ``replica-sweep --branches universal --alpha 0.02:0.4:50`` end to end, progress bar and
   HDF5 file included (target ≤ 0.6 s);
 
-and, in this process, the same sweep's solve (:func:`replica.branches.sweep` on a model whose
+and, in this process, the same sweep's solve (:func:`replica.continuation.sweep` on a model whose
 HCIZ table is built), so that the ratio *end to end / solve* says how much of the command is
 overhead whatever the machine's load. Warm caches: one untimed run first fills numba's,
 the HCIZ tables' and Python's bytecode caches (``PYTHONDONTWRITEBYTECODE`` is unset for the

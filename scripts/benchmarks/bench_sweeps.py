@@ -1,6 +1,6 @@
 """Time warm sweeps with all branches (the second sweep in the same process, tables built).
 
-* one hidden layer: ``replica.branches.sweep`` on ``ShallowModel(activation, 0.5, 0.1)``
+* one hidden layer: ``replica.continuation.sweep`` on ``ShallowModel(activation, 0.5, 0.1)``
   (``v ≡ 1``, Gaussian W), 201 values of α in [0.01, 8], every start, equilibrium and
   transitions (target: under 5 s on 2 cores);
 * two hidden layers, when ``replica.models.two_layer`` exists: ``TwoLayerModel("tanh2", (1, 1), 0.1)``,

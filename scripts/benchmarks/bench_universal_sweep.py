@@ -40,7 +40,7 @@ def main(argv=None) -> int:
         cold = time.perf_counter() - t0
         # start-up alone (imports + argument parsing)
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "import replica.workflow.cli, replica.models.shallow, replica.branches"], check=True)
+        subprocess.run([sys.executable, "-c", "import replica.workflow.cli, replica.models.shallow, replica.continuation"], check=True)
         startup = time.perf_counter() - t0
 
     from replica.continuation import sweep
