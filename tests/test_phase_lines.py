@@ -69,3 +69,65 @@ def test_a_copy_at_another_value_is_the_model_built_there():
     x = b.solve_from(2.0, b.starts()["informed"][0], start="informed").x
     np.testing.assert_array_equal(a.update(2.0, x), b.update(2.0, x))
     assert a.delta == 0.3 and a.readout_law == b.readout_law
+
+
+# --------------------------------------------------------------------------- replica-phase-diagram --trace
+def test_traced_phase_diagram_command_writes_and_draws_the_lines(tmp_path):
+    from replica.workflow.cli import phase_diagram_main
+    from replica.workflow.io import read_phase_lines
+    from replica.workflow.plotting import plot_file
+
+    out = tmp_path / "lines.h5"
+    rc = phase_diagram_main(["--trace", "--activation", "tanh2", "--delta", "0.1,0.15,0.2", "--alpha", "0.05:8:30",
+                             "--quiet", "-o", str(out)])
+    assert rc == 0
+    data = read_phase_lines(out)
+    assert data["parameter"] == "delta" and np.array_equal(data["requested"], [0.1, 0.15, 0.2])
+    kinds = {line["kind"]: line for line in data["lines"]}
+    assert set(kinds) == {"fold", "crossing"} and kinds["fold"]["branches"] == ("specialized", "start")
+    ref = sweep(ShallowModel("tanh2", 0.5, 0.2), np.linspace(0.05, 8.0, 30), progress=False)
+    for kind, value in (("fold", ref.transitions["alpha_sp"]), ("crossing", ref.transitions["alpha_c"])):
+        line = kinds[kind]
+        assert line["alpha"][np.flatnonzero(line["delta"] == 0.2)[0]] == pytest.approx(value, abs=1e-8)
+    fig = plot_file(out)
+    assert len(fig.axes[0].get_lines()) >= 4
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--gamma", "0.3,0.5", "--delta", "0.1"], "only lines in Δ"),
+    (["--delta", "0.1,0.2", "--resume"], "no checkpoints"),
+    (["--delta", "0.1,0.2", "--workers", "2"], "runs in this process"),
+    (["--delta", "0.2,0.1"], "increasing"),
+    (["--delta", "0.1,0.2", "--alpha", "0.05:0.3:5"], "no line passes there"),
+])
+def test_traced_phase_diagram_refuses_in_one_line(tmp_path, capsys, extra, message):
+    from replica.workflow.cli import phase_diagram_main
+
+    out = tmp_path / "lines.h5"
+    argv = ["--trace", "--activation", "tanh2", "--quiet", "-o", str(out)] + extra
+    if "--alpha" not in extra:
+        argv += ["--alpha", "0.05:8:12"]
+    assert phase_diagram_main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0], err
+    assert not out.exists()
+
+
+def test_crossing_line_ends_where_the_two_branches_merge():
+    """ReLU, γ = 0.5: the first-order transition between the two specialized branches of small Δ ends where
+    they merge (the sweeps at Δ = 0.026 find one specialized branch): the traced line is lost before that Δ,
+    instead of going on along one point that both continuations reach (f_b − f_a ≡ 0 there)."""
+    from replica.continuation.codim2 import trace_phase_lines
+
+    alphas = np.linspace(0.05, 8.0, 40)
+    model = ShallowModel("relu", 0.5, 0.01)
+    res = sweep(model, alphas, progress=False)
+    values = np.linspace(0.01, 0.03, 11)
+    (crossing,) = [line for line in trace_phase_lines(model, res, "delta", values) if line.kind == "crossing"]
+    assert crossing.branches == ("specialized", "specialized-2") and crossing.end == "lost"
+    assert 0.024 < crossing.points[-1].parameter < 0.026
+    later = sweep(ShallowModel("relu", 0.5, 0.026), alphas, progress=False)
+    assert [n for n in later.branches if n != "universal"] == ["specialized"]

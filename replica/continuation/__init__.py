@@ -118,6 +118,7 @@ Layout (one concern per module; the numbers every module reads are the fields of
 ``events``              bifurcation ends, loss of stability, free-entropy crossings
 ``branchpoints``        branch points along a curve, branch switching, bifurcation ends at branch points
 ``codim2``              phase lines in the plane of α and a second parameter (spinodals, first-order lines)
+``linepoints``          the points of those lines at one value of the parameter
 ``curves``              :class:`~replica.continuation.curves.Curve`: tracing, ends, jumps, solves on a curve
 ``naming``              names of curves after their phases
 ``equilibrium``         the equilibrium, its located changes, the transitions

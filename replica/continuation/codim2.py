@@ -26,13 +26,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..interface import hook
-from .correctors import correct
-from .events import envelope_slope, locate_crossing
-from .problem import is_universal
+from .linepoints import crossing_at, fold_at, model_at, search_window
+from .operators import stability
 from .settings import active
-from .stepper import advance
 
-__all__ = ["LinePoint", "PhaseLine", "model_at", "fold_at", "crossing_at", "trace_fold_line", "trace_crossing_line"]
+__all__ = ["LinePoint", "PhaseLine", "model_at", "trace_fold_line", "trace_crossing_line", "trace_instability_line",
+           "trace_phase_lines"]
 
 logger = logging.getLogger(__name__)
 
@@ -53,8 +52,8 @@ class PhaseLine:
     Attributes
     ----------
     kind : str
-        ``fold`` (a spinodal: where a branch begins or ends) or ``crossing`` (equal free entropies of two
-        branches: a first-order transition line).
+        ``fold`` (a spinodal: where a branch begins or ends), ``crossing`` (equal free entropies of two
+        branches: a first-order transition line) or ``instability`` (the universal branch loses stability).
     parameter : str
         The name of the second parameter (``delta``, ``gamma``, …).
     points : list of LinePoint
@@ -62,12 +61,16 @@ class PhaseLine:
     end : str
         Why the line ends: ``range`` (the last requested p was reached) or ``lost`` (the step in p fell below
         ``min_step`` there: the fold or crossing disappears, or meets another line).
+    branches : tuple of str
+        The branch names at the first p: the branch whose fold it is and ``start`` or ``end`` (which of its
+        ends), ``universal`` (instability), or the two branches that cross.
     """
 
     kind: str
     parameter: str
     points: list = field(default_factory=list)
     end: str = "range"
+    branches: tuple = ()
 
     def at(self, value) -> float:
         """α of the line at a requested parameter value (exactly hit by the continuation); NaN if absent."""
@@ -77,109 +80,15 @@ class PhaseLine:
         return math.nan
 
 
-def model_at(model, name, value):
-    """The model at ``name = value`` (its ``with_parameter`` hook).
-
-    Raises
-    ------
-    ValueError
-        The model has no such hook (one line), no such parameter, or refuses the value.
-    """
-    make = hook(model, "with_parameter")
-    if make is None:
-        raise ValueError(f"{type(model).__name__} cannot be copied at another {name} (no with_parameter hook)")
-    return make(name, value)
-
-
-def fold_at(model, alpha, x, side, width, solve_kw):
-    """The fold of the curve through ``x`` near ``alpha``, on the side ``side`` of which the curve exists
-    (+1: for α above the fold, a branch's start; −1: below it, a branch's end): the curve solved at
-    ``alpha + side·width`` (Newton from ``x``), then continued towards ``alpha − side·width`` until it ends,
-    the end located as the sweep locates it. Returns ``(α_fold, result at the fold)`` or None where the
-    curve is not found or does not end in that window."""
-    start = alpha + side * width
-    if not start > 0.0:
-        return None
-    r = correct(model, start, x, solve_kw).result
-    if r is None or is_universal(r):
-        return None
-    target = max(alpha - side * width, 0.5 * start) if side > 0 else alpha - side * width
-    _, _, failure = advance(model, start, r, target, None, solve_kw)
-    if failure is None:
-        return None
-    a_end, r_end, why, _ = failure
-    if why == "support":  # the curve ends by support loss there, not at a fold
-        return None
-    return float(a_end), r_end
-
-
-def crossing_at(model_a, model_b, alpha, xa, xb, width, solve_kw):
-    """The crossing of the free entropies of two curves (``xa`` on ``model_a``'s universal branch when it is
-    None) near ``alpha``: both solved at ``alpha`` (Newton), then the root of ``f_b − f_a`` in
-    ``[alpha − width, alpha + width]`` by :func:`~replica.continuation.events.locate_crossing` (each curve
-    continued from ``alpha``). Returns ``(α_c, result a, result b)`` or None."""
-    points = {}
-
-    def solve(which, a):
-        if which == "a" and xa is None:
-            return model_a.solve_universal(a)
-        m, x = (model_a, xa) if which == "a" else (model_b, xb)
-        if ("base", which) not in points:
-            r0 = correct(m, alpha, x, solve_kw).result
-            if r0 is None:
-                return None
-            points[("base", which)] = r0
-        r0 = points[("base", which)]
-        if a == alpha:
-            return r0
-        return advance(m, alpha, r0, a, None, solve_kw)[0]
-
-    values = {}
-
-    def value(a):
-        if a in values:
-            return values[a]
-        values[a] = _value(a)
-        return values[a]
-
-    def _value(a):
-        ra, rb = solve("a", a), solve("b", a)
-        if ra is None or rb is None:
-            return math.nan, None
-        sa, sb = ra.info["state"], rb.info["state"]
-        slope = envelope_slope(model_b, a, sb) - envelope_slope(model_a, a, sa)
-        points[a] = (ra, rb)
-        return float(sb.free_entropy) - float(sa.free_entropy), slope
-
-    if solve("a", alpha) is None or solve("b", alpha) is None:
-        return None
-    lo, hi = max(alpha - width, 0.5 * alpha), alpha + width
-    for _ in range(4):  # a side where a curve does not exist (below a branch's fold): halve it
-        if math.isfinite(value(lo)[0]) and math.isfinite(value(hi)[0]):
-            break
-        lo = lo if math.isfinite(value(lo)[0]) else 0.5 * (lo + alpha)
-        hi = hi if math.isfinite(value(hi)[0]) else 0.5 * (hi + alpha)
-    try:
-        a_c = locate_crossing(value, lo, hi)
-    except ValueError:
-        return None
-    if a_c not in points:
-        value(a_c)
-    if a_c not in points:
-        return None
-    ra, rb = points[a_c]
-    return float(a_c), ra, rb
-
-
 def _trace(kind, name, values, first, locate):
     """Natural continuation in the parameter through the requested ``values`` (sorted, starting at the value of
     ``first``). ``locate(p, alpha_pred, xs_pred, move) -> (alpha, results) or None``, ``move`` the predicted
-    change of α. The first step is a sixteenth of the first interval (there is no secant yet to predict the
-    line's slope), and the steps double after every success."""
+    change of α (None before there is a secant). The first step is a quarter of the first interval (there is
+    no secant yet to predict the line's slope), and the steps double after every full step that succeeds."""
     s = active()
     line = PhaseLine(kind, name, [first])
     p_targets = list(values[1:])
-    h = abs(p_targets[0] - first.parameter) / 16.0 if p_targets else 0.0
+    h = abs(p_targets[0] - first.parameter) / 4.0 if p_targets else 0.0
     while p_targets:
         last = line.points[-1]
         target = p_targets[0]
@@ -193,7 +102,7 @@ def _trace(kind, name, values, first, locate):
                        for x0, x1 in zip(prev.results, last.results))
         else:
             alpha, xs = last.alpha, tuple(None if r is None else np.asarray(r.x) for r in last.results)
-        got = locate(p, alpha, xs, abs(alpha - last.alpha))
+        got = locate(p, alpha, xs, abs(alpha - last.alpha) if len(line.points) >= 2 else None)
         if got is None:
             h = 0.5 * abs(step)
             if h < s.min_step * max(1.0, abs(last.parameter)):
@@ -212,13 +121,20 @@ def _trace(kind, name, values, first, locate):
 def trace_fold_line(model, name, values, alpha, result, side, solve_kw=None, *, width=None):
     """Follow the fold (spinodal) at ``alpha`` of the curve through ``result`` (the curve exists on ``side``
     of it: +1 for a branch's start) from ``values[0]`` through the requested parameter ``values`` (sorted,
-    ``values[0]`` the model's own). ``width`` (default ``10·jump_offset·max(1, α)`` plus a tenth of the
-    predicted change of α): the window of :func:`fold_at` around each prediction. Returns a :class:`PhaseLine` of kind ``fold``."""
+    ``values[0]`` the model's own). ``width`` (default
+    :func:`~replica.continuation.linepoints.search_window`: ``10·jump_offset·max(1, α)`` plus a tenth of the
+    predicted change of α, ten times that for the first step): the window of
+    :func:`~replica.continuation.linepoints.fold_at` around each prediction. Returns a :class:`PhaseLine` of
+    kind ``fold``."""
     solve_kw = dict(solve_kw or {})
 
+    geometry = [result.info.get("fold")]
+
     def locate(p, a, xs, move):
-        w = width if width is not None else 10.0 * active().jump_offset * max(1.0, abs(a)) + 0.1 * move
-        got = fold_at(model_at(model, name, p), a, xs[0], side, w, solve_kw)
+        w = width if width is not None else search_window(a, move)
+        got = fold_at(model_at(model, name, p), a, xs[0], side, w, solve_kw, geometry[0])
+        if got is not None and got[1].info.get("fold"):
+            geometry[0] = got[1].info["fold"]
         return None if got is None else (got[0], (got[1],))
 
     return _trace("fold", name, list(values), LinePoint(float(values[0]), float(alpha), (result,)), locate)
@@ -227,15 +143,127 @@ def trace_fold_line(model, name, values, alpha, result, side, solve_kw=None, *, 
 def trace_crossing_line(model, name, values, alpha, result_a, result_b, solve_kw=None, *, width=None):
     """Follow the crossing at ``alpha`` of the free entropies of two curves through ``result_a`` (None: the
     universal branch) and ``result_b`` through the requested parameter ``values`` (sorted, ``values[0]`` the
-    model's own). ``width`` (default ``10·jump_offset·max(1, α)`` plus a tenth of the predicted change of α):
-    the bracket of :func:`crossing_at` around each prediction (halved on a side where a curve is not found). Returns a :class:`PhaseLine` of kind ``crossing``."""
+    model's own). ``width`` (default as :func:`trace_fold_line`'s): the bracket of
+    :func:`~replica.continuation.linepoints.crossing_at` around each prediction (halved on a side where a curve
+    is not found). Returns a :class:`PhaseLine` of kind ``crossing``."""
     solve_kw = dict(solve_kw or {})
 
     def locate(p, a, xs, move):
         m = model_at(model, name, p)
-        w = width if width is not None else 10.0 * active().jump_offset * max(1.0, abs(a)) + 0.1 * move
+        w = width if width is not None else search_window(a, move)
         got = crossing_at(m, m, a, xs[0], xs[1], w, solve_kw)
         return None if got is None else (got[0], (None if result_a is None else got[1], got[2]))
 
     first = LinePoint(float(values[0]), float(alpha), (result_a, result_b))
     return _trace("crossing", name, list(values), first, locate)
+
+
+def trace_instability_line(model, name, values, alpha, solve_kw=None, *, width=None):
+    """Follow the loss of stability of the universal branch (its leading eigenvalue crossing 1 at ``alpha``)
+    through the requested parameter ``values``: at each step the root of that eigenvalue minus 1 by Brent's
+    method in ``[α − w, α + w]`` around the prediction (``w`` as :func:`trace_fold_line`'s window; the
+    eigenvalue of the map restricted to the universal subspace where the model rules so). Returns a
+    :class:`PhaseLine` of kind ``instability``."""
+    from scipy import optimize  # lazy: start-up (docs/architecture.md)
+
+    def locate(p, a, xs, move):
+        m = model_at(model, name, p)
+        indices = hook(m, "universal_indices")() if hook(m, "universal_only_reason")() else None
+        w = width if width is not None else search_window(a, move)
+
+        def g(al):
+            return stability(m, al, m.solve_universal(al).x, indices=indices) - 1.0
+
+        lo, hi = max(a - w, 0.5 * a), a + w
+        try:
+            if not g(lo) * g(hi) < 0.0:
+                return None
+            root = float(optimize.brentq(g, lo, hi, xtol=1e-14, rtol=active().root_rtol))
+        except ValueError:
+            return None
+        return root, (m.solve_universal(root),)
+
+    first = LinePoint(float(values[0]), float(alpha), (model.solve_universal(float(alpha)),))
+    return _trace("instability", name, list(values), first, locate)
+
+
+def _grid_point(model, alphas, branch, alpha):
+    """The branch's point at the grid α nearest ``alpha`` where it exists (Newton-polished), or None."""
+    ok = np.flatnonzero(branch["exists"])
+    if ok.size == 0:
+        return None
+    i = int(ok[np.argmin(np.abs(alphas[ok] - alpha))])
+    r = model.solve_from(float(alphas[i]), None, branch.points[i], method="newton")
+    return r if r.converged and "state" in r.info else None
+
+
+def trace_phase_lines(model, result, name, values, solve_kw=None, *, progress=None) -> list:
+    """Every phase line through a sweep: the fold where a branch begins or ends (a spinodal), the universal
+    branch's loss of stability and each crossing of the equilibrium (a first-order transition), followed
+    through ``values`` of the parameter
+    ``name`` (sorted; ``values[0]`` the model's own, at which ``result`` was swept).
+
+    Parameters
+    ----------
+    model : ReplicaModel
+        With the ``with_parameter`` hook.
+    result : SweepResult
+        Its sweep (:func:`replica.continuation.sweep`) at ``values[0]``.
+    name : str
+        The parameter (``delta``, …).
+    values : array_like
+        Requested values, sorted, starting at the model's own.
+    solve_kw : dict, optional
+    progress : callable, optional, keyword-only
+        Called once per line traced (a progress bar's ``update``).
+
+    Returns
+    -------
+    list of PhaseLine
+        Folds first (in the order of the branches), then the universal branch's instability (where it loses
+        stability on the grid: a continuous transition starts there), then crossings (in α).
+
+    Raises
+    ------
+    ValueError
+        The model cannot be copied at another value (:func:`model_at`), or ``values`` is not sorted.
+    """
+    values = np.asarray(values, dtype=float)
+    if values.ndim != 1 or values.size < 2 or not (np.all(np.diff(values) > 0) or np.all(np.diff(values) < 0)):
+        raise ValueError(f"{name}: at least two distinct values, sorted, are needed to trace a line")
+    model_at(model, name, float(values[0]))  # refused at once when the model has no copies
+    alphas = np.asarray(result.alpha, dtype=float)
+    lines = []
+    for bname, b in result.branches.items():
+        if bname == "universal":
+            continue
+        for kind, a_end, side in ((b.start_kind, b.alpha_start, +1), (b.end_kind, b.alpha_end, -1)):
+            if kind != "fold":
+                continue
+            pt = _grid_point(model, alphas, b, a_end)
+            if pt is not None:
+                line = trace_fold_line(model, name, values, a_end, pt, side, solve_kw)
+                line.branches = (bname, "start" if side > 0 else "end")
+                lines.append(line)
+            if progress is not None:
+                progress()
+    a_inst = float(result.branch_transitions.get("universal", {}).get("alpha_instability", math.nan))
+    if math.isfinite(a_inst):
+        line = trace_instability_line(model, name, values, a_inst, solve_kw)
+        line.branches = ("universal",)
+        lines.append(line)
+        if progress is not None:
+            progress()
+    for c in result.equilibrium_changes:
+        if c["kind"] != "crossing":
+            continue
+        a = None if c["from"] == "universal" else _grid_point(model, alphas, result.branches[c["from"]], c["alpha"])
+        b = None if c["to"] == "universal" else _grid_point(model, alphas, result.branches[c["to"]], c["alpha"])
+        if b is not None and (a is not None or c["from"] == "universal"):
+            line = trace_crossing_line(model, name, values, c["alpha"], a, b, solve_kw)
+            line.branches = (c["from"], c["to"])
+            lines.append(line)
+        if progress is not None:
+            progress()
+    return lines
+

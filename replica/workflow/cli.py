@@ -843,6 +843,10 @@ def build_phase_diagram_parser() -> argparse.ArgumentParser:
     add_model_options(p, grids=True)
     p.add_argument("--vary", choices=[n.replace("_", "-") for n in PHASE_PARAMETERS], default=None,
                    help="name of the second axis when it is ambiguous (e.g. --gamma 0.5,1 with --layers 2)")
+    p.add_argument("--trace", action="store_true",
+                   help="follow the spinodals and first-order transition lines through the --delta values by "
+                        "continuation, from one α sweep at the first value, instead of one sweep per value; "
+                        "writes a file of phase lines (replica-plot draws it); runs in this process")
     c = p.add_argument_group("cluster")
     c.add_argument("--workers", type=_workers_type, default=None,
                    help="worker processes of the local cluster, at most 4 per CPU core (default: number of CPU "
@@ -959,6 +963,58 @@ def _line_options(base, vary, value) -> dict:
     return opts
 
 
+def _run_traced(args, vary, values, base, alphas) -> int:
+    """``replica-phase-diagram --trace``: the sweep at the first Δ, then every phase line through the Δ values
+    (:func:`replica.continuation.codim2.trace_phase_lines`), written under the lock and atomically."""
+    from ..continuation.codim2 import trace_phase_lines
+    from .io import write_phase_lines
+    from .model_options import resolve_model
+    from .run import run_sweep
+    from .safe_write import SafeOutput
+
+    if vary != "delta":
+        raise UsageError(f"--trace: only lines in Δ are traced (--delta as the grid), not --{vary.replace('_', '-')}")
+    if args.resume:
+        raise UsageError("--trace: no checkpoints to resume (a traced diagram takes seconds; run it again)")
+    if args.workers is not None or args.scheduler is not None:
+        raise UsageError("--trace: runs in this process (--workers and --scheduler are for grid diagrams)")
+    values = np.asarray(values, dtype=float)
+    if values.size < 2 or not np.all(np.diff(values) > 0):
+        raise UsageError("--delta: give at least two increasing values to trace the lines through")
+    opts = _line_options(base, vary, float(values[0]))
+    model, arch = resolve_model(opts)
+    if getattr(model, "with_parameter", None) is None:
+        raise UsageError(f"--trace: the {arch.name} model gives no copy at another Δ (no with_parameter hook)")
+    out = Path(args.output)
+    with SafeOutput(out, overwrite=args.overwrite, checkpoints=False):
+        result = run_sweep(opts, alphas, progress=not args.quiet, model=model)
+        n_lines = sum((b.start_kind == "fold") + (b.end_kind == "fold") for n, b in result.branches.items()
+                      if n != "universal") + \
+            sum(1 for c in result.equilibrium_changes if c["kind"] == "crossing") + \
+            int(np.isfinite(result.branch_transitions["universal"]["alpha_instability"]))
+        if n_lines == 0:
+            raise UsageError(f"--trace: no spinodal, first-order transition or instability of the universal branch "
+                             f"on the α grid at Δ = {values[0]:g}: no line passes there (widen --alpha)")
+        pbar = None
+        if not args.quiet:
+            from tqdm.std import tqdm
+
+            pbar = tqdm(total=n_lines, desc="phase lines", unit="line", leave=False)
+        try:
+            lines = trace_phase_lines(model, result, "delta", values, {"damping": base["damping"]},
+                                      progress=None if pbar is None else pbar.update)
+        finally:
+            if pbar is not None:
+                pbar.close()
+        for line in lines:
+            logger.info("%s line of %s: %d points from delta = %g to %g (%s)", line.kind, " -> ".join(line.branches),
+                        len(line.points), line.points[0].parameter, line.points[-1].parameter, line.end)
+        write_phase_lines(out, lines, base, parameter="delta", requested=values,
+                          configuration=resolved_configuration(args), architecture=arch.name)
+    print(out)
+    return 0
+
+
 def _run_phase_diagram(args) -> int:
     from . import phase_diagram
 
@@ -978,6 +1034,8 @@ def _run_phase_diagram(args) -> int:
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     vary, values, base, alphas = phase_diagram_options(args)
+    if args.trace:
+        return _run_traced(args, vary, values, base, alphas)
     phase_diagram.check_size(np.size(values), np.size(alphas),
                              option=f"--alpha/--{vary.replace('_', '-')}")  # before 10⁵ models are built
     out = Path(args.output)

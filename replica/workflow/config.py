@@ -91,7 +91,7 @@ SHARED_OPTION_KEYS = frozenset({
     "learning_rate", "logy", "lr", "max_doublings", "n_test", "no_theory", "only", "output", "overwrite",
     "plot", "prior", "quick", "quiet", "readout", "readout_grid", "record_every", "reference", "resolution",
     "resume", "s_grid", "sampler", "scheduler", "seed", "steps", "target_acceptance", "teachers",
-    "temperature", "theory_timeout", "threshold", "time", "title", "unit_variance", "vary", "verbose",
+    "temperature", "theory_timeout", "threshold", "time", "title", "trace", "unit_variance", "vary", "verbose",
     "version", "warmup_fraction", "workers", "x64",
 })
 

@@ -777,6 +777,7 @@ def read_root_attrs(path, *, kinds=None, option="") -> dict:
 
 
 __all__.append("read_root_attrs")
+__all__ += ["write_phase_lines", "read_phase_lines"]
 
 
 # --------------------------------------------------------------------------- phase diagrams
@@ -871,6 +872,69 @@ def read_phase_diagram(path, *, allow_incomplete=False, option="FILE.h5") -> dic
             if isinstance(ds, h5py.Dataset):
                 out[k] = (np.asarray(ds.asstr()[()], dtype=object) if h5py.check_string_dtype(ds.dtype)
                           else ds[()])
+    return out
+
+
+# --------------------------------------------------------------------------- traced phase lines
+def write_phase_lines(path, lines, parameters: dict, *, parameter: str, requested, configuration: dict | None = None,
+                      architecture: str = "") -> Path:
+    """Write traced phase lines (:func:`replica.continuation.codim2.trace_phase_lines`) atomically.
+
+    Layout: root attributes as every file (``kind = "phase_lines"``), ``parameter`` and ``requested`` (the
+    requested values of the parameter, which every line hits exactly where it exists); one group
+    ``lines/<k>`` per line (k = 0, 1, … in the order given) with the datasets ``<parameter>`` and ``alpha``
+    (every accepted continuation step, in the order traced) and the attributes ``kind`` (``fold``,
+    ``crossing`` or ``instability``), ``branches`` (comma-separated names at the first value) and ``end`` (``range`` or ``lost``).
+
+    Raises
+    ------
+    OSError
+        The file cannot be written (a previous file at ``path`` is left unchanged).
+    """
+    path = Path(path)
+    with atomic_h5(path) as h5:
+        _root_attrs(h5, parameters, kind="phase_lines", complete=True, configuration=configuration,
+                    architecture=architecture)
+        h5.attrs["parameter"] = parameter
+        h5.attrs["requested"] = np.asarray(requested, dtype=float)
+        g = h5.create_group("lines")
+        for k, line in enumerate(lines):
+            gl = g.create_group(str(k))
+            _write_array(gl, parameter, np.array([pt.parameter for pt in line.points], dtype=float))
+            _write_array(gl, "alpha", np.array([pt.alpha for pt in line.points], dtype=float))
+            gl.attrs["kind"] = line.kind
+            gl.attrs["branches"] = ",".join(line.branches)
+            gl.attrs["end"] = line.end
+    return path
+
+
+def read_phase_lines(path, *, option="FILE.h5") -> dict:
+    """Read a file of :func:`write_phase_lines`.
+
+    Returns
+    -------
+    dict
+        ``parameter``, ``parameters``, ``configuration``, ``requested`` (array) and ``lines``: a list of dicts
+        with ``kind``, ``branches`` (tuple), ``end``, ``<parameter>`` and ``alpha`` (arrays).
+
+    Raises
+    ------
+    replica.workflow.safe_write.ResultFileError
+        Unreadable file or not a file of traced phase lines (one-line message naming ``option``).
+    """
+    from .safe_write import open_h5
+
+    with open_h5(path, option=option, kinds=("phase_lines",)) as h5:
+        parameter = str(h5.attrs["parameter"])
+        out = {"parameter": parameter, "parameters": json.loads(h5.attrs["parameters"]),
+               "configuration": json.loads(h5.attrs.get("configuration", "{}")),
+               "requested": np.asarray(h5.attrs["requested"], dtype=float), "lines": []}
+        for k in sorted(h5["lines"], key=int):
+            gl = h5["lines"][k]
+            branches = gl.attrs["branches"]
+            out["lines"].append({"kind": str(gl.attrs["kind"]), "end": str(gl.attrs["end"]),
+                                 "branches": tuple(b for b in str(branches).split(",") if b),
+                                 parameter: gl[parameter][()], "alpha": gl["alpha"][()]})
     return out
 
 

@@ -504,6 +504,11 @@ def _compute_lines(done, parameter, values, lines_options, alphas, target, save,
         pbar.refresh()  # drawn at its total (the last update may fall within tqdm's refresh interval)
     except KeyboardInterrupt as exc:
         interrupted = True
+        if done and len(done) < values.size:
+            # a line that arrived just before the interrupt (in ``done``, its save cut short) is saved too, so
+            # that the checkpoint holds what the note says
+            with _no_signals():
+                save()
         exc.note = target.interrupted_note(f"{len(done)} of {values.size} lines" if done else None)
         raise
     finally:

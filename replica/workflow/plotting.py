@@ -33,6 +33,7 @@ __all__ = [
     "plot_sweep",
     "overlap_fields",
     "plot_phase_diagram",
+    "plot_phase_lines",
     "plot_neuron_maps",
     "plot_neuron_comparison",
     "plot_training",
@@ -1163,6 +1164,51 @@ def plot_phase_diagram(data: dict, *, title=None, logy=False):
     return fig
 
 
+def plot_phase_lines(data: dict, *, title=None, logy=False):
+    """Figure of traced phase lines (dict from :func:`replica.workflow.io.read_phase_lines`): α against the
+    parameter, spinodals (folds) dashed with open circles at the requested values, first-order lines (crossings)
+    solid with squares, the universal branch's loss of stability dotted with triangles; a line lost before the
+    last requested value ends with a cross."""
+    matplotlib, plt = _mpl()
+    from matplotlib.lines import Line2D
+
+    par = data["parameter"]
+    requested = np.asarray(data.get("requested", []), dtype=float)
+    styles = {"fold": dict(ls=(0, (3, 2)), marker="o", mfc="white", lw=1.4),
+              "crossing": dict(ls="-", marker="s", lw=2.0),
+              "instability": dict(ls=(0, (1, 1.5)), marker="^", lw=1.6)}
+    with figure_style():
+        fig, ax = plt.subplots(figsize=(5.0, 3.9), layout="constrained")
+        handles = []
+        for k, line in enumerate(data["lines"]):
+            p, a = np.asarray(line[par], dtype=float), np.asarray(line["alpha"], dtype=float)
+            color = f"C{k % 10}"
+            style = styles.get(line["kind"], styles["crossing"])
+            ax.plot(a, p, color=color, ls=style["ls"], lw=style["lw"], zorder=3)
+            at = np.isin(p, requested)
+            ax.plot(a[at], p[at], ls="none", marker=style["marker"], ms=4, mec="black", mew=0.6,
+                    mfc=style.get("mfc", color), zorder=4)
+            if line["end"] == "lost" and a.size:
+                ax.plot(a[-1], p[-1], ls="none", marker="X", ms=7, color=color, mec="black", mew=0.6, zorder=5)
+            what = {"fold": f"spinodal: {' '.join(line['branches'][1:2])} of {line['branches'][0]}",
+                    "instability": "universal branch unstable"}.get(line["kind"], "transition " + " → ".join(
+                        line["branches"]))
+            handles.append(Line2D([], [], color=color, ls=style["ls"], lw=style["lw"], marker=style["marker"], ms=4,
+                                  mec="black", mew=0.6, mfc=style.get("mfc", color), label=what))
+        if any(line["end"] == "lost" for line in data["lines"]):
+            handles.append(Line2D([], [], ls="none", marker="X", ms=7, color="0.5", mec="black", mew=0.6,
+                                  label="line lost (ends or meets another)"))
+        ax.set_xlabel(ALPHA_LABEL)
+        ax.set_ylabel(PARAMETER_LABELS.get(par, par))
+        if logy:
+            ax.set_yscale("log")
+        if handles:
+            fig.legend(handles=handles, loc="outside lower center", ncol=2, handlelength=2.4, columnspacing=1.5)
+        fig.suptitle(title if title is not None else _wrap("phase lines: " + describe(
+            data.get("parameters", {}), skip=(par,)), 75), fontsize=9)
+    return fig
+
+
 def _equilibrium_neuron_maps(data):
     """The per-neuron maps of the equilibrium at every α: ``(u, Q₁ (n_α, n_q), Q₂ (n_α, n_v, n_q), v)``
     or None when the file has none (``neuron_overlap_layer_*`` of sweeps with linear parts and L ≥ 2)."""
@@ -1693,12 +1739,13 @@ def plot_file(path, *, experiments=(), references=(), kind="auto", title=None, l
     PlotError
         Unreadable or incomplete file, or ``kind`` not available for this file.
     """
-    from .io import IncompleteFileError, read_experiments, read_phase_diagram, read_sweep
+    from .io import IncompleteFileError, read_experiments, read_phase_diagram, read_phase_lines, read_sweep
     from .safe_write import ResultFileError, file_kind_of, open_h5
 
     path = Path(path)
     try:
-        with open_h5(path, option="FILE.h5", kinds=("sweep", "phase_diagram", "experiment", "spectrum", "sgd")) as h5:
+        with open_h5(path, option="FILE.h5",
+                     kinds=("sweep", "phase_diagram", "phase_lines", "experiment", "spectrum", "sgd")) as h5:
             fkind = file_kind_of(h5)
             complete = int(h5.attrs.get("complete", 1)) == 1
         if not complete and fkind != "phase_diagram":
@@ -1717,6 +1764,10 @@ def plot_file(path, *, experiments=(), references=(), kind="auto", title=None, l
             if kind not in ("auto", "phase"):
                 raise PlotError(f"--kind {kind}: {path} is a phase diagram (use --kind phase or auto)")
             return plot_phase_diagram(read_phase_diagram(path, allow_incomplete=True), title=title, logy=logy)
+        if fkind == "phase_lines":
+            if kind not in ("auto", "phase"):
+                raise PlotError(f"--kind {kind}: {path} holds traced phase lines (use --kind phase or auto)")
+            return plot_phase_lines(read_phase_lines(path), title=title, logy=logy)
         if kind == "phase":
             raise PlotError(f"--kind phase: {path} is not a phase-diagram file")
         if fkind in ("spectrum", "sgd", "experiment") and kind != "auto":
@@ -1755,7 +1806,7 @@ def plot_file(path, *, experiments=(), references=(), kind="auto", title=None, l
         raise PlotError(str(exc)) from None
     except KeyError as exc:
         raise PlotError(f"FILE.h5: {path} lacks {exc} (not written by this package?)") from None
-    raise PlotError(f"FILE.h5: {path} is not a sweep, phase-diagram, experiment, spectrum or SGD file")
+    raise PlotError(f"FILE.h5: {path} is not a sweep, phase-diagram, phase-lines, experiment, spectrum or SGD file")
 
 
 def save_figure(fig, path, *, dpi=200):

@@ -73,6 +73,7 @@ logger = logging.getLogger(__name__)
 COMMANDS = {
     "sweep": "replica-sweep",
     "phase_diagram": "replica-phase-diagram",
+    "phase_lines": "replica-phase-diagram --trace",
     "spectrum": "replica-spectrum",
     "experiment": "replica-experiment",
     "sgd": "replica-sgd",
@@ -322,7 +323,7 @@ def file_kind_of(h5) -> str:
     Returns
     -------
     str
-        ``sweep``, ``phase_diagram``, ``spectrum``, ``experiment``, ``sgd`` or ``unknown``.
+        ``sweep``, ``phase_diagram``, ``phase_lines``, ``spectrum``, ``experiment``, ``sgd`` or ``unknown``.
     """
     kind = h5.attrs.get("kind")
     if isinstance(kind, bytes):

@@ -1,0 +1,177 @@
+"""Locators of the points of phase lines at one value of the second parameter (:mod:`replica.continuation.codim2`):
+the model copied at that value, a fold re-located near a prediction, a crossing of two free entropies
+re-located near a prediction, and the search window around a prediction."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..interface import hook
+from .correctors import correct
+from .curves import same_point
+from .events import envelope_slope, locate_crossing
+from .folds import bordered_solve, refine_fold
+from .problem import is_universal, unknowns
+from .settings import active
+from .stepper import advance
+
+__all__ = ["model_at", "fold_at", "crossing_at", "search_window"]
+
+
+def model_at(model, name, value):
+    """The model at ``name = value`` (its ``with_parameter`` hook).
+
+    Raises
+    ------
+    ValueError
+        The model has no such hook (one line), no such parameter, or refuses the value.
+    """
+    make = hook(model, "with_parameter")
+    if make is None:
+        raise ValueError(f"{type(model).__name__} cannot be copied at another {name} (no with_parameter hook)")
+    return make(name, value)
+
+
+def fold_at(model, alpha, x, side, width, solve_kw, geometry=None):
+    """The fold of the curve through ``x`` near ``alpha``, on the side ``side`` of which the curve exists
+    (+1: for α above the fold, a branch's start; −1: below it, a branch's end).
+
+    With the ``geometry`` of a nearby fold (``{"direction": u, "curvature": c}``, what
+    :func:`~replica.continuation.folds.refine_fold` records): three points of the curve around the predicted
+    fold, at ``u·(x' − x) = −δ, 0, δ`` (the bordered system, α free; ``δ = √(width/c)``), handed to the fold
+    refinement (δ at most half a continuation step ``max_move`` in the overlaps, quartered where a side fails).
+    Otherwise, or where that fails: the curve solved at ``alpha + side·width`` (Newton from
+    ``x``), then continued towards ``alpha − side·width`` until it ends, the end located as the sweep locates
+    it. Returns ``(α_fold, result at the fold)`` or None where the curve is not found or does not end in that
+    window."""
+    if geometry is not None and geometry.get("curvature", 0.0) > 0.0:
+        got = _fold_from_geometry(model, alpha, x, side, width, geometry, solve_kw)
+        if got is not None:
+            return got
+    start = alpha + side * width
+    if not start > 0.0:
+        return None
+    r = correct(model, start, x, solve_kw).result
+    if r is None or is_universal(r):
+        return None
+    target = max(alpha - side * width, 0.5 * start) if side > 0 else alpha - side * width
+    _, _, failure = advance(model, start, r, target, None, solve_kw)
+    if failure is None:
+        return None
+    a_end, r_end, why, _ = failure
+    if why == "support":  # the curve ends by support loss there, not at a fold
+        return None
+    return float(a_end), r_end
+
+
+def _fold_from_geometry(model, alpha, x, side, width, geometry, solve_kw):
+    """The fast path of :func:`fold_at`: three bordered solves around the predicted fold, then its refinement."""
+    x = np.asarray(x, dtype=float)
+    idx = unknowns(model, x)
+    u = np.asarray(geometry["direction"], dtype=float)
+    if u.shape != idx.shape:
+        return None
+    # points a width apart in α, and no overlap moved by more than half a continuation step (max_move)
+    top = float(np.max(np.abs(u), initial=0.0))
+    delta = min(math.sqrt(width / geometry["curvature"]), 0.5 * active().max_move / top if top > 0 else math.inf)
+    for _ in range(3):  # a side that fails (the curve leaves the domain there): closer points
+        accepted = []
+        for xi in (-delta, 0.0, delta):
+            x0 = x.copy()
+            x0[idx] += xi * u
+            got = bordered_solve(model, alpha + side * width, x0, u, x[idx], xi, solve_kw)
+            if got is None:
+                break
+            accepted.append(got)
+        if len(accepted) == 3:
+            break
+        delta *= 0.25
+    else:
+        return None
+    # refine_fold reads the points as a continuation approaching the fold against ``side``
+    got = refine_fold(model, accepted, -float(side), solve_kw)
+    if got is None or not all(np.isfinite(got[1].x)):
+        return None
+    return float(got[0]), got[1]
+
+
+def crossing_at(model_a, model_b, alpha, xa, xb, width, solve_kw):
+    """The crossing of the free entropies of two curves (``xa`` on ``model_a``'s universal branch when it is
+    None) near ``alpha``: both solved at ``alpha`` (Newton), then the root of ``f_b − f_a`` in
+    ``[alpha − width, alpha + width]``: Newton steps with the envelope slope from ``alpha`` until a step is
+    below ``crossing_rtol`` (relative), else :func:`~replica.continuation.events.locate_crossing` on that
+    bracket (each curve continued from ``alpha``). Returns ``(α_c, result a, result b)`` or None."""
+    points = {}
+
+    def solve(which, a):
+        if which == "a" and xa is None:
+            return model_a.solve_universal(a)
+        m, x = (model_a, xa) if which == "a" else (model_b, xb)
+        if ("base", which) not in points:
+            r0 = correct(m, alpha, x, solve_kw).result
+            if r0 is None:
+                return None
+            points[("base", which)] = r0
+        r0 = points[("base", which)]
+        if a == alpha:
+            return r0
+        return advance(m, alpha, r0, a, None, solve_kw)[0]
+
+    values = {}
+
+    def value(a):
+        if a in values:
+            return values[a]
+        values[a] = _value(a)
+        return values[a]
+
+    def _value(a):
+        ra, rb = solve("a", a), solve("b", a)
+        if ra is None or rb is None or is_universal(rb) or (xa is not None and same_point(model_b, a, ra, rb)):
+            return math.nan, None  # a curve lost, or both on one point: they no longer cross as two branches
+        sa, sb = ra.info["state"], rb.info["state"]
+        slope = envelope_slope(model_b, a, sb) - envelope_slope(model_a, a, sa)
+        points[a] = (ra, rb)
+        return float(sb.free_entropy) - float(sa.free_entropy), slope
+
+    if solve("a", alpha) is None or solve("b", alpha) is None:
+        return None
+    lo, hi = max(alpha - width, 0.5 * alpha), alpha + width
+    a = alpha
+    for _ in range(8):  # Newton with the envelope slope from the prediction (it is good: a few steps)
+        d, slope = value(a)
+        if not (math.isfinite(d) and slope is not None and math.isfinite(slope) and slope != 0.0):
+            break
+        a_new = a - d / slope
+        if not lo <= a_new <= hi:
+            break
+        if abs(a_new - a) <= active().crossing_rtol * max(1.0, abs(a)):  # the error is of second order
+            if math.isfinite(value(a_new)[0]):
+                ra, rb = points[a_new]
+                return float(a_new), ra, rb
+            break
+        a = a_new
+    for _ in range(4):  # a side where a curve does not exist (below a branch's fold): halve it
+        if math.isfinite(value(lo)[0]) and math.isfinite(value(hi)[0]):
+            break
+        lo = lo if math.isfinite(value(lo)[0]) else 0.5 * (lo + alpha)
+        hi = hi if math.isfinite(value(hi)[0]) else 0.5 * (hi + alpha)
+    try:
+        a_c = locate_crossing(value, lo, hi)
+    except ValueError:
+        return None
+    if a_c not in points:
+        value(a_c)
+    if a_c not in points:
+        return None
+    ra, rb = points[a_c]
+    return float(a_c), ra, rb
+
+
+def search_window(alpha, move):
+    """Half-width of the search around a predicted point of a line: ``10·jump_offset·max(1, α)`` plus a tenth of
+    the predicted change of α; ten times that before a secant predicts the change (``move`` None)."""
+    base = 10.0 * active().jump_offset * max(1.0, abs(alpha))
+    return 10.0 * base if move is None else base + 0.1 * move
