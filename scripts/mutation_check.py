@@ -751,6 +751,11 @@ MUTATIONS = [
       "        if ra is None or rb is None:",
       "a traced transition between two branches goes on after they have merged (f_b − f_a ≡ 0 on one point)",
       ("tests/test_phase_lines.py::test_crossing_line_ends_where_the_two_branches_merge",)),
+    M("cusp-discriminant-wrong-sign", "replica/continuation/linepoints.py",
+      "    return float(a2 * a2 - 3.0 * a1 * a3), (a3, a2, a1, a0)",
+      "    return float(a2 * a2 + 3.0 * a1 * a3), (a3, a2, a1, a0)",
+      "the cusp test of two merging folds uses the wrong discriminant of dα/dξ",
+      ("tests/test_phase_lines.py::test_a_cusp_known_in_closed_form_is_located_to_1e_6",)),
 ]
 
 

@@ -106,7 +106,8 @@ def test_a_degenerate_branch_point_is_located_and_not_switched():
 
 def test_a_complex_pair_crossing_is_a_stability_crossing():
     """F(q₁, q₂; α) = q + A q with A = tanh(α − α₀) I + ω J (J the rotation by π/2): the eigenvalues
-    1 + tanh(α − α₀) ± iω of F_x cross Re λ = 1 at α₀, and no other curve of fixed points crosses q = 0 there."""
+    1 + tanh(α − α₀) ± iω of F_x cross Re λ = 1 at α₀, and no other curve of fixed points crosses q = 0
+    there."""
 
     class Rotating(ToyMap):
         def update(self, alpha, x):

@@ -131,3 +131,62 @@ def test_crossing_line_ends_where_the_two_branches_merge():
     assert 0.024 < crossing.points[-1].parameter < 0.026
     later = sweep(ShallowModel("relu", 0.5, 0.026), alphas, progress=False)
     assert [n for n in later.branches if n != "universal"] == ["specialized"]
+
+
+# --------------------------------------------------------------------------- critical points (cusps)
+DELTA_0, ALPHA_0 = 0.3, 1.7
+
+
+class CuspToy:
+    """Fixed points of F(q) = q − (y³ − μ y − λ)/2, y = q − 1/2, μ = Δ₀ − Δ, λ = α − α₀: the normal form
+    of a cusp. For Δ < Δ₀ the curve y(α) is S-shaped with folds at y = ±√(μ/3); they merge at (Δ₀, α₀)."""
+
+    def __init__(self, delta=0.25):
+        self.delta = float(delta)
+
+    def with_parameter(self, name, value):
+        assert name == "delta"
+        return CuspToy(value)
+
+    def update(self, alpha, x):
+        y = float(np.asarray(x, dtype=float)[0]) - 0.5
+        mu, lam = DELTA_0 - self.delta, alpha - ALPHA_0
+        return np.array([0.5 + y - 0.5 * (y ** 3 - mu * y - lam)])
+
+    def state(self, alpha, x):
+        from types import SimpleNamespace
+
+        x = np.asarray(x, dtype=float)
+        return SimpleNamespace(alpha=alpha, overlaps=x.copy(), mmse=1.0 - x[0], free_entropy=0.0)
+
+
+def test_a_cusp_known_in_closed_form_is_located_to_1e_6():
+    from replica.continuation.codim2 import locate_cusp
+    from replica.continuation.linepoints import cusp_discriminant
+
+    model = CuspToy()
+    d, coef = cusp_discriminant(model, ALPHA_0, np.array([0.5]), np.array([1.0]), 0.005, {})
+    assert d == pytest.approx(3 * (DELTA_0 - model.delta), rel=1e-6)  # the normal form's 3μ
+    got = locate_cusp(model, "delta", 0.25, 0.35, ALPHA_0 + 0.01, np.array([0.55]), np.array([1.0]))
+    assert got is not None
+    assert got[0] == pytest.approx(DELTA_0, abs=1e-6) and got[1] == pytest.approx(ALPHA_0, abs=1e-6)
+    assert locate_cusp(model, "delta", 0.25, 0.28, ALPHA_0, np.array([0.5]), np.array([1.0])) is None  # no cusp
+
+
+def test_relu_first_order_line_ends_at_the_cusp_of_its_spinodals():
+    """ReLU, γ = 0.5: the spinodals of the two specialized branches of small Δ, traced in Δ, are lost together;
+    the cusp between them is where the first-order line between the branches is lost too."""
+    from replica.continuation.codim2 import critical_points, trace_phase_lines
+
+    alphas = np.linspace(0.05, 8.0, 40)
+    model = ShallowModel("relu", 0.5, 0.01)
+    res = sweep(model, alphas, progress=False)
+    values = np.linspace(0.01, 0.05, 81)
+    lines = trace_phase_lines(model, res, "delta", values)
+    (cp,) = critical_points(model, "delta", lines, values)
+    folds = [lines[k] for k in cp.lines]
+    assert {line.branches for line in folds} == {("specialized", "end"), ("specialized-2", "start")}
+    (crossing,) = [line for line in lines if line.kind == "crossing"]
+    assert abs(cp.parameter - crossing.points[-1].parameter) < 1e-5
+    assert abs(cp.alpha - crossing.points[-1].alpha) < 1e-4
+    assert 0.0245 < cp.parameter < 0.0250 and 1.58 < cp.alpha < 1.59

@@ -26,12 +26,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..interface import hook
-from .linepoints import crossing_at, fold_at, model_at, search_window
+from .linepoints import crossing_at, cusp_discriminant, fold_at, model_at, search_window
 from .operators import stability
 from .settings import active
 
 __all__ = ["LinePoint", "PhaseLine", "model_at", "trace_fold_line", "trace_crossing_line", "trace_instability_line",
-           "trace_phase_lines"]
+           "trace_phase_lines", "CriticalPoint", "locate_cusp", "critical_points"]
 
 logger = logging.getLogger(__name__)
 
@@ -267,3 +267,78 @@ def trace_phase_lines(model, result, name, values, solve_kw=None, *, progress=No
             progress()
     return lines
 
+
+
+@dataclass
+class CriticalPoint:
+    """Where two spinodals of one S-shaped curve merge (a cusp): the end of the first-order transition between
+    the two branches they bound.
+
+    Attributes
+    ----------
+    parameter, alpha : float
+        Its location.
+    lines : tuple of int
+        Indices of the two fold lines in the list given to :func:`critical_points`.
+    """
+
+    parameter: float
+    alpha: float
+    lines: tuple = ()
+
+
+def locate_cusp(model, name, lo, hi, alpha, x, u, solve_kw=None, *, h=None):
+    """The cusp between ``lo`` (the curve through ``x`` near ``alpha`` has two folds there) and ``hi`` (none):
+    Brent's method on the discriminant of :func:`~replica.continuation.linepoints.cusp_discriminant` (smooth in
+    the parameter, zero where the two folds merge; Kuznetsov 2004, §8.2: the normal form ``y³ − μy − λ``
+    has the discriminant ``3μ``), to ``root_rtol``. ``u``: the fold direction (unit vector on the moving
+    entries), ``h`` the sampling step along it (default ``max_move / 10``). Returns ``(parameter, α)``, α the
+    inflection ``α(−a₂/(3a₃))`` of the cubic there, or None where the discriminant has no sign change."""
+    from scipy import optimize  # lazy: start-up (docs/architecture.md)
+
+    solve_kw = dict(solve_kw or {})
+    h = active().max_move / 10.0 if h is None else h
+    u = np.asarray(u, dtype=float)
+
+    def d(p):
+        got = cusp_discriminant(model_at(model, name, p), alpha, x, u, h, solve_kw)
+        if got is None:
+            raise ValueError("curve not found")
+        return got[0]
+
+    try:
+        if not d(lo) * d(hi) < 0.0:
+            return None
+        p_star = float(optimize.brentq(d, lo, hi, xtol=1e-14, rtol=active().root_rtol))
+    except ValueError:
+        return None
+    got = cusp_discriminant(model_at(model, name, p_star), alpha, x, u, h, solve_kw)
+    if got is None:
+        return None
+    a3, a2, a1, a0 = got[1]
+    xi = -a2 / (3.0 * a3)
+    return p_star, float(((a3 * xi + a2) * xi + a1) * xi + a0)
+
+
+def critical_points(model, name, lines, values, solve_kw=None) -> list:
+    """The cusps where two fold lines of ``lines`` (:func:`trace_phase_lines`) that are lost at the same
+    parameter value meet: for each such pair (the end of one branch and the start of another, their last
+    points within 1e-3 of each other, relative), :func:`locate_cusp` between that value and the next
+    requested one. Returns a list of :class:`CriticalPoint`."""
+    values = np.asarray(values, dtype=float)
+    folds = [(k, line) for k, line in enumerate(lines) if line.kind == "fold" and line.end == "lost"]
+    out = []
+    for i, (k1, l1) in enumerate(folds):
+        for k2, l2 in folds[i + 1:]:
+            e1, e2 = l1.points[-1], l2.points[-1]
+            if e1.parameter != e2.parameter or abs(e1.alpha - e2.alpha) > 1e-3 * max(1.0, abs(e1.alpha)):
+                continue
+            later = values[(values - e1.parameter) * np.sign(values[-1] - values[0]) > 0]
+            geometry = e1.results[0].info.get("fold")
+            if later.size == 0 or not geometry:
+                continue
+            got = locate_cusp(model, name, e1.parameter, float(later[0]), 0.5 * (e1.alpha + e2.alpha),
+                              e1.results[0].x, geometry["direction"], solve_kw)
+            if got is not None:
+                out.append(CriticalPoint(got[0], got[1], (k1, k2)))
+    return out

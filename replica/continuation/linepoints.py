@@ -17,7 +17,7 @@ from .problem import is_universal, unknowns
 from .settings import active
 from .stepper import advance
 
-__all__ = ["model_at", "fold_at", "crossing_at", "search_window"]
+__all__ = ["model_at", "fold_at", "crossing_at", "search_window", "cusp_discriminant"]
 
 
 def model_at(model, name, value):
@@ -175,3 +175,25 @@ def search_window(alpha, move):
     the predicted change of α; ten times that before a secant predicts the change (``move`` None)."""
     base = 10.0 * active().jump_offset * max(1.0, abs(alpha))
     return 10.0 * base if move is None else base + 0.1 * move
+
+
+def cusp_discriminant(model, alpha, x, u, h, solve_kw):
+    """Whether the curve through ``x`` (near ``alpha``) has two folds next to it: the points of the curve at
+    ``u·(x' − x) = ξ`` for ξ in ``h·(−2, −1, 0, 1, 2)`` (bordered solves), a cubic ``α(ξ)`` fitted through
+    them,
+    and the discriminant ``a₂² − 3a₁a₃`` of its derivative (positive: ``dα/dξ`` has two roots, an S with two
+    folds; negative: none). Returns ``(discriminant, cubic coefficients, highest first)`` or None where a
+    bordered solve fails."""
+    x = np.asarray(x, dtype=float)
+    idx = unknowns(model, x)
+    xs = h * np.arange(-2.0, 3.0)
+    alphas = []
+    for xi in xs:
+        x0 = x.copy()
+        x0[idx] += xi * u
+        got = bordered_solve(model, alpha, x0, u, x[idx], float(xi), solve_kw)
+        if got is None:
+            return None
+        alphas.append(got[0])
+    a3, a2, a1, a0 = np.polyfit(xs, np.array(alphas), 3)
+    return float(a2 * a2 - 3.0 * a1 * a3), (a3, a2, a1, a0)

@@ -966,7 +966,7 @@ def _line_options(base, vary, value) -> dict:
 def _run_traced(args, vary, values, base, alphas) -> int:
     """``replica-phase-diagram --trace``: the sweep at the first Δ, then every phase line through the Δ values
     (:func:`replica.continuation.codim2.trace_phase_lines`), written under the lock and atomically."""
-    from ..continuation.codim2 import trace_phase_lines
+    from ..continuation.codim2 import critical_points, trace_phase_lines
     from .io import write_phase_lines
     from .model_options import resolve_model
     from .run import run_sweep
@@ -1009,7 +1009,10 @@ def _run_traced(args, vary, values, base, alphas) -> int:
         for line in lines:
             logger.info("%s line of %s: %d points from delta = %g to %g (%s)", line.kind, " -> ".join(line.branches),
                         len(line.points), line.points[0].parameter, line.points[-1].parameter, line.end)
-        write_phase_lines(out, lines, base, parameter="delta", requested=values,
+        critical = critical_points(model, "delta", lines, values, {"damping": base["damping"]})
+        for c in critical:
+            logger.info("critical point (cusp of two spinodals): delta = %.10g, alpha = %.10g", c.parameter, c.alpha)
+        write_phase_lines(out, lines, base, parameter="delta", requested=values, critical=critical,
                           configuration=resolved_configuration(args), architecture=arch.name)
     print(out)
     return 0

@@ -876,15 +876,18 @@ def read_phase_diagram(path, *, allow_incomplete=False, option="FILE.h5") -> dic
 
 
 # --------------------------------------------------------------------------- traced phase lines
-def write_phase_lines(path, lines, parameters: dict, *, parameter: str, requested, configuration: dict | None = None,
-                      architecture: str = "") -> Path:
+def write_phase_lines(path, lines, parameters: dict, *, parameter: str, requested, critical=(),
+                      configuration: dict | None = None, architecture: str = "") -> Path:
     """Write traced phase lines (:func:`replica.continuation.codim2.trace_phase_lines`) atomically.
 
     Layout: root attributes as every file (``kind = "phase_lines"``), ``parameter`` and ``requested`` (the
     requested values of the parameter, which every line hits exactly where it exists); one group
     ``lines/<k>`` per line (k = 0, 1, … in the order given) with the datasets ``<parameter>`` and ``alpha``
     (every accepted continuation step, in the order traced) and the attributes ``kind`` (``fold``,
-    ``crossing`` or ``instability``), ``branches`` (comma-separated names at the first value) and ``end`` (``range`` or ``lost``).
+    ``crossing`` or ``instability``), ``branches`` (comma-separated names at the first value) and ``end``
+    (``range`` or ``lost``); the group ``critical_points`` with ``<parameter>``, ``alpha`` (n,) and ``lines``
+    (n × 2, the indices k of the two fold lines that meet) for the cusps ``critical``
+    (:class:`replica.continuation.codim2.CriticalPoint`).
 
     Raises
     ------
@@ -905,6 +908,10 @@ def write_phase_lines(path, lines, parameters: dict, *, parameter: str, requeste
             gl.attrs["kind"] = line.kind
             gl.attrs["branches"] = ",".join(line.branches)
             gl.attrs["end"] = line.end
+        gc = h5.create_group("critical_points")
+        _write_array(gc, parameter, np.array([c.parameter for c in critical], dtype=float))
+        _write_array(gc, "alpha", np.array([c.alpha for c in critical], dtype=float))
+        _write_array(gc, "lines", np.array([c.lines for c in critical], dtype=np.int64).reshape(-1, 2))
     return path
 
 
@@ -914,8 +921,9 @@ def read_phase_lines(path, *, option="FILE.h5") -> dict:
     Returns
     -------
     dict
-        ``parameter``, ``parameters``, ``configuration``, ``requested`` (array) and ``lines``: a list of dicts
-        with ``kind``, ``branches`` (tuple), ``end``, ``<parameter>`` and ``alpha`` (arrays).
+        ``parameter``, ``parameters``, ``configuration``, ``requested`` (array), ``lines``: a list of dicts
+        with ``kind``, ``branches`` (tuple), ``end``, ``<parameter>`` and ``alpha`` (arrays), and
+        ``critical_points``: ``{<parameter>, alpha, lines}`` arrays.
 
     Raises
     ------
@@ -935,6 +943,9 @@ def read_phase_lines(path, *, option="FILE.h5") -> dict:
             out["lines"].append({"kind": str(gl.attrs["kind"]), "end": str(gl.attrs["end"]),
                                  "branches": tuple(b for b in str(branches).split(",") if b),
                                  parameter: gl[parameter][()], "alpha": gl["alpha"][()]})
+        gc = h5.get("critical_points")
+        out["critical_points"] = {parameter: np.zeros(0), "alpha": np.zeros(0), "lines": np.zeros((0, 2), int)} \
+            if gc is None else {k: gc[k][()] for k in (parameter, "alpha", "lines")}
     return out
 
 

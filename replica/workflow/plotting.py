@@ -1195,6 +1195,11 @@ def plot_phase_lines(data: dict, *, title=None, logy=False):
                         line["branches"]))
             handles.append(Line2D([], [], color=color, ls=style["ls"], lw=style["lw"], marker=style["marker"], ms=4,
                                   mec="black", mew=0.6, mfc=style.get("mfc", color), label=what))
+        cps = data.get("critical_points", {})
+        if np.size(cps.get("alpha", [])):
+            ax.plot(cps["alpha"], cps[par], ls="none", marker="*", ms=12, color="gold", mec="black", mew=0.7, zorder=6)
+            handles.append(Line2D([], [], ls="none", marker="*", ms=12, color="gold", mec="black", mew=0.7,
+                                  label="critical point (spinodals merge)"))
         if any(line["end"] == "lost" for line in data["lines"]):
             handles.append(Line2D([], [], ls="none", marker="X", ms=7, color="0.5", mec="black", mew=0.6,
                                   label="line lost (ends or meets another)"))

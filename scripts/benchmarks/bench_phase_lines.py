@@ -95,8 +95,8 @@ def main(argv=None) -> int:
             report.append(f"{'/'.join(key)}: {len(line.points)} points, end {line.end}, largest difference from the "
                           f"sweeps {max(diffs, default=np.nan):.1e} at {len(diffs)} sampled delta")
         print(f"{name}: {len(deltas)} delta x {len(alphas)} alpha grid {t_grid:.2f} s CPU; traced {t_traced:.2f} s "
-              f"CPU; ratio {t_traced / t_grid:.3f} (target <= 0.1); differences target <= 1e-8\n  " + "\n  ".join(report),
-              flush=True)
+              f"CPU; ratio {t_traced / t_grid:.3f} (target <= 0.1); differences target <= 1e-8\n  "
+              + "\n  ".join(report), flush=True)
     return 0
 
 
