@@ -116,23 +116,6 @@ def test_traced_phase_diagram_refuses_in_one_line(tmp_path, capsys, extra, messa
     assert not out.exists()
 
 
-def test_crossing_line_ends_where_the_two_branches_merge():
-    """ReLU, γ = 0.5: the first-order transition between the two specialized branches of small Δ ends where
-    they merge (the sweeps at Δ = 0.026 find one specialized branch): the traced line is lost before that Δ,
-    instead of going on along one point that both continuations reach (f_b − f_a ≡ 0 there)."""
-    from replica.continuation.codim2 import trace_phase_lines
-
-    alphas = np.linspace(0.05, 8.0, 40)
-    model = ShallowModel("relu", 0.5, 0.01)
-    res = sweep(model, alphas, progress=False)
-    values = np.linspace(0.01, 0.03, 11)
-    (crossing,) = [line for line in trace_phase_lines(model, res, "delta", values) if line.kind == "crossing"]
-    assert crossing.branches == ("specialized", "specialized-2") and crossing.end == "lost"
-    assert 0.024 < crossing.points[-1].parameter < 0.026
-    later = sweep(ShallowModel("relu", 0.5, 0.026), alphas, progress=False)
-    assert [n for n in later.branches if n != "universal"] == ["specialized"]
-
-
 # --------------------------------------------------------------------------- critical points (cusps)
 DELTA_0, ALPHA_0 = 0.3, 1.7
 
@@ -173,16 +156,36 @@ def test_a_cusp_known_in_closed_form_is_located_to_1e_6():
     assert locate_cusp(model, "delta", 0.25, 0.28, ALPHA_0, np.array([0.5]), np.array([1.0])) is None  # no cusp
 
 
-def test_relu_first_order_line_ends_at_the_cusp_of_its_spinodals():
-    """ReLU, γ = 0.5: the spinodals of the two specialized branches of small Δ, traced in Δ, are lost together;
-    the cusp between them is where the first-order line between the branches is lost too."""
-    from replica.continuation.codim2 import critical_points, trace_phase_lines
+@pytest.fixture(scope="module")
+def relu_lines():
+    """ReLU, γ = 0.5: the sweep at Δ = 0.02 (two specialized branches, a first-order transition between them)
+    and its lines traced through Δ = 0.02 … 0.03 (spacing 5e-4)."""
+    from replica.continuation.codim2 import trace_phase_lines
 
-    alphas = np.linspace(0.05, 8.0, 40)
-    model = ShallowModel("relu", 0.5, 0.01)
-    res = sweep(model, alphas, progress=False)
-    values = np.linspace(0.01, 0.05, 81)
-    lines = trace_phase_lines(model, res, "delta", values)
+    model = ShallowModel("relu", 0.5, 0.02)
+    res = sweep(model, np.linspace(0.05, 8.0, 40), progress=False)
+    values = np.linspace(0.02, 0.03, 21)
+    return model, values, trace_phase_lines(model, res, "delta", values)
+
+
+def test_crossing_line_ends_where_the_two_branches_merge(relu_lines):
+    """The first-order transition between the two specialized branches of small Δ ends where they merge (the
+    sweep at Δ = 0.026 finds one specialized branch): the traced line is lost before that Δ, instead of going
+    on along one point that both continuations reach (f_b − f_a ≡ 0 there)."""
+    _, _, lines = relu_lines
+    (crossing,) = [line for line in lines if line.kind == "crossing"]
+    assert crossing.branches == ("specialized", "specialized-2") and crossing.end == "lost"
+    assert 0.024 < crossing.points[-1].parameter < 0.026
+    later = sweep(ShallowModel("relu", 0.5, 0.026), np.linspace(0.05, 8.0, 40), progress=False)
+    assert [n for n in later.branches if n != "universal"] == ["specialized"]
+
+
+def test_relu_first_order_line_ends_at_the_cusp_of_its_spinodals(relu_lines):
+    """The spinodals of the two branches, traced in Δ, are lost together; the cusp between them is where the
+    first-order line between the branches is lost too."""
+    from replica.continuation.codim2 import critical_points
+
+    model, values, lines = relu_lines
     (cp,) = critical_points(model, "delta", lines, values)
     folds = [lines[k] for k in cp.lines]
     assert {line.branches for line in folds} == {("specialized", "end"), ("specialized-2", "start")}

@@ -9,7 +9,7 @@ same locators as the sweep's (the fold by the step control and fold refinement o
 :func:`~replica.continuation.stepper.advance`, the crossing by the envelope-slope Newton of
 :func:`~replica.continuation.events.locate_crossing`); the step in p halves where the point is not found
 and doubles after a success, and the requested values of p are hit exactly, so that a line can be compared
-with the sweeps at those values. A line ends where the step in p falls below ``min_step`` (relative): the
+with the sweeps at those values. A line ends where the step in p falls below ``line_min_step`` (relative): the
 fold or crossing is lost there (a branch ceases to exist, or two lines meet); the end is reported, not
 extrapolated.
 
@@ -60,7 +60,7 @@ class PhaseLine:
         In the order traced (increasing or decreasing p), every accepted step.
     end : str
         Why the line ends: ``range`` (the last requested p was reached) or ``lost`` (the step in p fell below
-        ``min_step`` there: the fold or crossing disappears, or meets another line).
+        ``line_min_step`` there: the fold or crossing disappears, or meets another line).
     branches : tuple of str
         The branch names at the first p: the branch whose fold it is and ``start`` or ``end`` (which of its
         ends), ``universal`` (instability), or the two branches that cross.
@@ -105,7 +105,7 @@ def _trace(kind, name, values, first, locate):
         got = locate(p, alpha, xs, abs(alpha - last.alpha) if len(line.points) >= 2 else None)
         if got is None:
             h = 0.5 * abs(step)
-            if h < s.min_step * max(1.0, abs(last.parameter)):
+            if h < s.line_min_step * max(1.0, abs(last.parameter)):
                 line.end = "lost"
                 logger.info("%s line lost at %s = %.10g (alpha = %.10g)", kind, name, last.parameter, last.alpha)
                 return line

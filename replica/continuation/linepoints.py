@@ -5,6 +5,7 @@ re-located near a prediction, and the search window around a prediction."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
@@ -14,7 +15,7 @@ from .curves import same_point
 from .events import envelope_slope, locate_crossing
 from .folds import bordered_solve, refine_fold
 from .problem import is_universal, unknowns
-from .settings import active
+from .settings import active, using
 from .stepper import advance
 
 __all__ = ["model_at", "fold_at", "crossing_at", "search_window", "cusp_discriminant"]
@@ -117,7 +118,10 @@ def crossing_at(model_a, model_b, alpha, xa, xb, width, solve_kw):
         r0 = points[("base", which)]
         if a == alpha:
             return r0
-        return advance(m, alpha, r0, a, None, solve_kw)[0]
+        # a curve that cannot be continued to ``a`` (next to where the two merge) fails at a step of 1e-6
+        # (relative) instead of 1e-9: the crossing's precision comes from its Newton steps, not from this
+        with using(replace(active(), min_step=max(active().min_step, 1e-6))):
+            return advance(m, alpha, r0, a, None, solve_kw)[0]
 
     values = {}
 

@@ -109,6 +109,9 @@ class ContinuationSettings:
     #: a jump beyond a fold starts this many widths of the fold's ghost downstream (:func:`past_the_ghost`)
     ghost_widths: float = 8.0
 
+    #: smallest step in the second parameter of a traced phase line (:mod:`replica.continuation.codim2`),
+    #: relative to max(1, |p|): a line is lost where its steps fall below it
+    line_min_step: float = 1e-7
     #: branch switching (:mod:`replica.continuation.branchpoints`): the curve's point next to a branch point is
     #: displaced along the null vector by this much (max-norm), times 0.1, 1 and 3, before Newton
     switch_offset: float = 1e-2
