@@ -13,7 +13,7 @@ from .branchpoints import branch_points, switch_branches
 from .correctors import check_step
 from .curves import jump_seeds, same_point, trace_curve
 from .operators import stability, unstable_direction
-from .problem import is_found, overlaps_of, unknowns
+from .problem import is_found, is_labelled, overlaps_of, unknowns
 from .settings import active
 from .stepper import advance
 
@@ -195,7 +195,11 @@ def add_curve(model, alphas, a0, seed, curves, solve_kw):
                 curves.append(c)
                 queue.append(c)
         cache = {}
-        source.branch_points = branch_points(model, alphas, source, solve_kw, cache)
+        first = next(iter(source.results.values()), None)
+        # curves with labels that change along them are followed by damped steps, not by the continuation
+        # that branch points need (:func:`~replica.continuation.problem.is_labelled`)
+        labelled = first is None or is_labelled(model, first.x)
+        source.branch_points = [] if labelled else branch_points(model, alphas, source, solve_kw, cache)
         for bp in source.branch_points:
             for a, r in switch_branches(model, alphas, source, bp, solve_kw, cache):
                 if len(curves) >= active().max_branches or curve_through(model, alphas, curves, a, r, solve_kw):
