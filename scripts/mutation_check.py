@@ -751,6 +751,16 @@ MUTATIONS = [
       "    return float(a2 * a2 + 3.0 * a1 * a3), (a3, a2, a1, a0)",
       "the cusp test of two merging folds uses the wrong discriminant of dα/dξ",
       ("tests/test_phase_lines.py::test_a_cusp_known_in_closed_form_is_located_to_1e_6",)),
+    M("branch-points-not-stored", "replica/continuation/records.py",
+      '                "branch_points": np.asarray(self.branch_points, dtype=float),',
+      '                "branch_points": np.asarray(self.branch_points[:0], dtype=float),',
+      "sweep files lose the located branch points of their branches",
+      ("tests/test_branch_points.py::test_stored_branch_points_are_roots_of_the_leading_eigenvalue",)),
+    M("critical-point-stored-at-its-parameter", "replica/workflow/io.py",
+      '        _write_array(gc, "alpha", np.array([c.alpha for c in critical], dtype=float))',
+      '        _write_array(gc, "alpha", np.array([c.parameter for c in critical], dtype=float))',
+      "a phase-lines file stores the critical point's Δ as its α",
+      ("tests/test_phase_lines.py::test_the_stored_critical_point_is_where_the_sweeps_lose_the_second_branch",)),
 ]
 
 

@@ -152,3 +152,28 @@ def test_three_layers_branch_point_is_where_the_bifurcating_branch_starts():
         assert failure is None
         values.append(stability(model, a, r.x, order=2))
     assert values[0] < 1.0 < values[1]
+
+
+def test_stored_branch_points_are_roots_of_the_leading_eigenvalue(tmp_path):
+    """The file stores, per branch, the branch points and their kinds: read back from an L = 3 sweep file, the
+    stored α of ``layers_1_2`` has the branch's leading eigenvalue below 1 just before it and above just after
+    (recomputed here on the branch), and branches without a crossing store an empty list."""
+    from replica.continuation import sweep
+    from replica.continuation.operators import stability
+    from replica.continuation.stepper import advance
+    from replica.models.deep_fronts import DeepFrontModel
+    from replica.workflow.io import read_sweep, write_sweep
+
+    model = DeepFrontModel(gammas=(0.5, 0.5, 0.5), activation="tanh2", delta=0.1)
+    alphas = np.linspace(3.5, 4.5, 3)
+    res = sweep(model, alphas, progress=False)
+    write_sweep(tmp_path / "s.h5", res, {"layers": 3})
+    attrs = read_sweep(tmp_path / "s.h5")["branch_attributes"]
+    (a_bp,) = attrs["layers_1_2"]["branch_points"]
+    assert attrs["layers_1_2"]["branch_point_kinds"] == "degenerate_branch_point"
+    assert all(np.size(a["branch_points"]) == 0 for n, a in attrs.items() if n != "layers_1_2")
+    host = res.branches["layers_1_2"]
+    r0 = model.solve_from(float(alphas[0]), None, host.points[0], method="newton")
+    values = [stability(model, a, advance(model, float(alphas[0]), r0, a, None, {})[0].x, order=2)
+              for a in (a_bp - 1e-8, a_bp + 1e-8)]
+    assert values[0] < 1.0 < values[1]

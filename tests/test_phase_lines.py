@@ -89,6 +89,7 @@ def test_traced_phase_diagram_command_writes_and_draws_the_lines(tmp_path):
     for kind, value in (("fold", ref.transitions["alpha_sp"]), ("crossing", ref.transitions["alpha_c"])):
         line = kinds[kind]
         assert line["alpha"][np.flatnonzero(line["delta"] == 0.2)[0]] == pytest.approx(value, abs=1e-8)
+    assert data["critical_points"]["alpha"].size == 0  # tanh2 is first-order on the whole range: no cusp
     fig = plot_file(out)
     assert len(fig.axes[0].get_lines()) >= 4
     import matplotlib.pyplot as plt
@@ -193,3 +194,26 @@ def test_relu_first_order_line_ends_at_the_cusp_of_its_spinodals(relu_lines):
     assert abs(cp.parameter - crossing.points[-1].parameter) < 1e-5
     assert abs(cp.alpha - crossing.points[-1].alpha) < 1e-4
     assert 0.0245 < cp.parameter < 0.0250 and 1.58 < cp.alpha < 1.59
+
+
+def test_the_stored_critical_point_is_where_the_sweeps_lose_the_second_branch(tmp_path):
+    """``replica-phase-diagram --trace`` (ReLU, γ = 0.5) stores the cusp with the indices of the two spinodals
+    that meet there; independent sweeps find both specialized branches 2e-4 below its Δ, and the stored
+    transition line ends within 1e-5 of it."""
+    from replica.workflow.cli import phase_diagram_main
+    from replica.workflow.io import read_phase_lines
+
+    out = tmp_path / "relu.h5"
+    assert phase_diagram_main(["--trace", "--delta", "0.02:0.03:21", "--alpha", "0.05:8:40", "--quiet",
+                               "-o", str(out)]) == 0
+    data = read_phase_lines(out)
+    cp = data["critical_points"]
+    assert cp["delta"].size == 1 and cp["lines"].shape == (1, 2)
+    d_star, a_star = float(cp["delta"][0]), float(cp["alpha"][0])
+    assert {data["lines"][k]["kind"] for k in cp["lines"][0]} == {"fold"}
+    (crossing,) = [line for line in data["lines"] if line["kind"] == "crossing"]
+    assert abs(crossing["delta"][-1] - d_star) < 1e-5 and abs(crossing["alpha"][-1] - a_star) < 1e-4
+    below = sweep(ShallowModel("relu", 0.5, d_star - 2e-4), np.linspace(0.05, 8.0, 40), progress=False)
+    folds = sorted(b.alpha_end if b.end_kind == "fold" else b.alpha_start for n, b in below.branches.items()
+                   if "fold" in (b.start_kind, b.end_kind))
+    assert len(folds) == 2 and abs(0.5 * sum(folds) - a_star) < 1e-2
