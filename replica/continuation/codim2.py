@@ -31,7 +31,7 @@ from .operators import stability
 from .settings import active
 
 __all__ = ["LinePoint", "PhaseLine", "model_at", "trace_fold_line", "trace_crossing_line", "trace_instability_line",
-           "trace_phase_lines", "CriticalPoint", "locate_cusp", "critical_points"]
+           "trace_phase_lines", "line_count", "CriticalPoint", "locate_cusp", "critical_points"]
 
 logger = logging.getLogger(__name__)
 
@@ -195,6 +195,15 @@ def _grid_point(model, alphas, branch, alpha):
     i = int(ok[np.argmin(np.abs(alphas[ok] - alpha))])
     r = model.solve_from(float(alphas[i]), None, branch.points[i], method="newton")
     return r if r.converged and "state" in r.info else None
+
+
+def line_count(result) -> int:
+    """How many lines :func:`trace_phase_lines` follows through ``result``: one per fold end of a branch,
+    one for the universal branch's instability on the grid, one per crossing of the equilibrium."""
+    folds = sum((b.start_kind == "fold") + (b.end_kind == "fold") for n, b in result.branches.items()
+                if n != "universal")
+    unstable = math.isfinite(float(result.branch_transitions.get("universal", {}).get("alpha_instability", math.nan)))
+    return folds + int(unstable) + sum(c["kind"] == "crossing" for c in result.equilibrium_changes)
 
 
 def trace_phase_lines(model, result, name, values, solve_kw=None, *, progress=None) -> list:

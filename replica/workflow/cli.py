@@ -966,7 +966,7 @@ def _line_options(base, vary, value) -> dict:
 def _run_traced(args, vary, values, base, alphas) -> int:
     """``replica-phase-diagram --trace``: the sweep at the first Δ, then every phase line through the Δ values
     (:func:`replica.continuation.codim2.trace_phase_lines`), written under the lock and atomically."""
-    from ..continuation.codim2 import critical_points, trace_phase_lines
+    from ..continuation.codim2 import critical_points, line_count, trace_phase_lines
     from .io import write_phase_lines
     from .model_options import resolve_model
     from .run import run_sweep
@@ -988,10 +988,7 @@ def _run_traced(args, vary, values, base, alphas) -> int:
     out = Path(args.output)
     with SafeOutput(out, overwrite=args.overwrite, checkpoints=False):
         result = run_sweep(opts, alphas, progress=not args.quiet, model=model)
-        n_lines = sum((b.start_kind == "fold") + (b.end_kind == "fold") for n, b in result.branches.items()
-                      if n != "universal") + \
-            sum(1 for c in result.equilibrium_changes if c["kind"] == "crossing") + \
-            int(np.isfinite(result.branch_transitions["universal"]["alpha_instability"]))
+        n_lines = line_count(result)
         if n_lines == 0:
             raise UsageError(f"--trace: no spinodal, first-order transition or instability of the universal branch "
                              f"on the α grid at Δ = {values[0]:g}: no line passes there (widen --alpha)")
