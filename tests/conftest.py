@@ -22,8 +22,9 @@ the test processes and their subprocesses write and reuse the package's byte cod
 every imported module in each of the suite's command-line subprocesses, about 0.1 s each), and JAX's persistent
 compilation cache (``JAX_COMPILATION_CACHE_DIR``, in the session directory above, shared by the workers) keeps the
 samplers compiled once per shape (the quick per-neuron figure: 13.6 s of CPU with an empty cache, 7.8 s warm).
-Measured from a fresh clone of the README's test command, idle 2-core machine: 9.4 min of CPU before these two
-settings and the lighter first numba compilation (hciz.compiled), 8.5 min after.
+Measured from a fresh clone with the README's test command, idle 2-core machine, 2026-12-06: 10.0 min of CPU
+(5.5 min of wall time) before these two settings and the lighter first numba compilation (hciz.compiled), 8.7 min
+of CPU (5.1 min of wall time) after.
 
 ``--dist loadgroup`` (the README's command) sends every test of one ``xdist_group`` to one worker, so that
 module fixtures, HCIZ tables and compiled kernels shared by those tests are computed once per run. pytest-xdist
