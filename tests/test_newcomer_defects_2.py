@@ -319,6 +319,37 @@ def test_writers_raise_os_error_and_keep_the_previous_file(io_files, tmp_path):
         ro.chmod(0o755)
 
 
+def test_phase_lines_writer_and_reader_raise_as_documented(io_files, tmp_path):
+    """write_phase_lines: OSError where it cannot write, the previous file kept; read_phase_lines:
+    ResultFileError naming ``option`` for a file of another kind or not HDF5; what it reads back is what was
+    written (hand-made lines, not a traced run)."""
+    from replica.continuation.codim2 import CriticalPoint, LinePoint, PhaseLine
+    from replica.workflow.io import read_phase_lines, write_phase_lines
+    from replica.workflow.safe_write import ResultFileError
+
+    lines = [PhaseLine("fold", "delta", [LinePoint(0.1, 1.5, ()), LinePoint(0.2, 1.75, ())], "lost",
+                       ("specialized", "start")),
+             PhaseLine("crossing", "delta", [LinePoint(0.1, 2.0, ())], "range", ("universal", "specialized"))]
+    kw = dict(parameter="delta", requested=[0.1, 0.2], critical=[CriticalPoint(0.25, 1.9, (0, 1))])
+    with pytest.raises(OSError):
+        write_phase_lines(tmp_path / "no" / "dir" / "l.h5", lines, dict(ERF), **kw)
+    out = write_phase_lines(tmp_path / "l.h5", lines, dict(ERF), **kw)
+    before = out.read_bytes()
+    with pytest.raises(Exception):               # a line that cannot be written: the file stays as it was
+        write_phase_lines(out, [PhaseLine("fold", "delta", [object()])], dict(ERF), parameter="delta", requested=[0.1])
+    assert out.read_bytes() == before
+    data = read_phase_lines(out)
+    assert data["parameter"] == "delta" and list(data["requested"]) == [0.1, 0.2]
+    assert [(ln["kind"], ln["end"], ln["branches"]) for ln in data["lines"]] == \
+        [("fold", "lost", ("specialized", "start")), ("crossing", "range", ("universal", "specialized"))]
+    assert list(data["lines"][0]["alpha"]) == [1.5, 1.75] and list(data["lines"][0]["delta"]) == [0.1, 0.2]
+    assert list(data["critical_points"]["delta"]) == [0.25] and data["critical_points"]["lines"].tolist() == [[0, 1]]
+    with pytest.raises(ResultFileError, match="--lines: .*replica-sweep, not by replica-phase-diagram --trace"):
+        read_phase_lines(io_files["dir"] / "sweep.h5", option="--lines")      # a sweep, not phase lines
+    with pytest.raises(ResultFileError):
+        read_phase_lines(io_files["dir"] / "text.h5")
+
+
 def test_write_sweep_refuses_an_unknown_axis_scale(io_files, tmp_path):
     from replica.workflow.io import write_sweep
 
