@@ -44,8 +44,10 @@ def git_revision() -> str:
 
     The revision is the HEAD of the git work tree the package directory lies in only when that work tree is the
     package's own repository: it tracks this directory's ``__init__.py`` as ``replica/__init__.py`` at its top.
-    An installed copy (``pip install .``, a wheel) inside some other work tree, e.g. a virtual environment in
-    another project, is ``"unknown"``, not that project's HEAD. The wheel records no revision at build time."""
+    An installed copy (``pip install .``, a wheel) reports the revision recorded when it was built
+    (``replica/_build_revision.txt``, written by the build hook of setup.py from the repository the sources were
+    built in, or from the sdist they came from), never the HEAD of another work tree it lies in, e.g. a virtual
+    environment inside another project; ``"unknown"`` where nothing was recorded (sources copied without git)."""
     global _REVISION
     if _REVISION is None:
         import subprocess
@@ -60,9 +62,13 @@ def git_revision() -> str:
         try:
             own = git("ls-files", "--full-name", "--error-unmatch", "--", "__init__.py") == f"{here.name}/__init__.py"
             head = git("rev-parse", "HEAD") if own else ""
-            _REVISION = head or "unknown"
         except (OSError, subprocess.SubprocessError):  # pragma: no cover - git missing
-            _REVISION = "unknown"
+            head = ""
+        if not head:
+            recorded = here / "_build_revision.txt"
+            text = recorded.read_text().strip() if recorded.is_file() else ""
+            head = text if len(text) == 40 and all(c in "0123456789abcdef" for c in text) else ""
+        _REVISION = head or "unknown"
     return _REVISION
 
 

@@ -1,4 +1,4 @@
-"""Matrix-free pieces of the continuation for models with many order parameters (replica/branches.py).
+"""Matrix-free pieces of the continuation for models with many order parameters (replica/continuation/).
 
 Above ``arnoldi_size`` (:mod:`replica.continuation.settings`) moving unknowns (three hidden layers on front-aligned rules: 255) the
 seed/host corrector, the bordered system at folds, the fold test and the eigenvalue that follows a

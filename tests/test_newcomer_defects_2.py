@@ -183,6 +183,43 @@ def test_git_revision_of_a_copy_inside_a_foreign_repository(tmp_path, commit_the
     assert revision == "unknown"
 
 
+def test_a_built_package_reports_the_revision_it_was_built_from(tmp_path):
+    """The issue's "for a wheel, the revision recorded at build time": sdist and wheel built (``python -m build``,
+    through the sdist) from a git repository of the sources record its HEAD (setup.py's build hook), and the
+    installed copy, inside a foreign work tree, reports that revision, not the foreign HEAD."""
+    pytest.importorskip("build", reason="the test extra provides build")
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    import zipfile
+
+    src = tmp_path / "src"
+    src.mkdir()
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.nbi", "*.nbc", "_build_revision.txt")
+    for name in ("pyproject.toml", "setup.py", "README.md", "hciz", "priors", "replica", "data"):
+        if (ROOT / name).is_dir():
+            shutil.copytree(ROOT / name, src / name, ignore=ignore)
+        else:
+            shutil.copy2(ROOT / name, src / name)
+    _git("init", "-q", cwd=src)
+    _git("add", "-f", ".", cwd=src)
+    _git("commit", "-q", "-m", "sources", cwd=src)
+    built = _git("rev-parse", "HEAD", cwd=src)
+    dist = tmp_path / "dist"
+    proc = subprocess.run([sys.executable, "-m", "build", "--no-isolation", "-o", str(dist), str(src)],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (wheel,) = dist.glob("*.whl")
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    _git("init", "-q", cwd=foreign)
+    _git("commit", "-q", "--allow-empty", "-m", "init", cwd=foreign)
+    site = foreign / ".venv" / "site-packages"
+    with zipfile.ZipFile(wheel) as zf:
+        assert zf.read("replica/_build_revision.txt").decode().strip() == built
+        zf.extractall(site, [n for n in zf.namelist() if n.startswith("replica/")])
+    assert _revision_of(site, foreign) == built != _git("rev-parse", "HEAD", cwd=foreign)
+
+
 def test_git_revision_of_the_checkout_is_its_head():
     """The other side: run from this checkout, the revision is the checkout's HEAD."""
     if shutil.which("git") is None:

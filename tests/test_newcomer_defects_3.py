@@ -1,8 +1,8 @@
 """Defects a newcomer ran into (issue 41, the findings N8, N10, N11, N13, N14): each test failed before its fix.
 
-N13 (branch names that depend on where the grid cuts a curve) is fixed in replica/branches.py
-(``_name_curves``: a curve below the phase threshold that the grid cuts is continued past the grid before it
-is named, ``_states_past_the_grid``). Two tests are guards of a fix, not defects (they passed before): the
+N13 (branch names that depend on where the grid cuts a curve) is fixed in replica/continuation/naming.py
+(``name_curves``: a curve below the phase threshold that the grid cuts is continued past the grid before it
+is named, ``states_past_the_grid``). Two tests are guards of a fix, not defects (they passed before): the
 universal-only layout of N10 and the CI command of item 4."""
 
 import re

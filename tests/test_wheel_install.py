@@ -33,7 +33,7 @@ import pytest
 pytestmark = pytest.mark.xdist_group("test_wheel_install")
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCES = ("pyproject.toml", "README.md", "hciz", "priors", "replica", "data")
+SOURCES = ("pyproject.toml", "setup.py", "README.md", "hciz", "priors", "replica", "data")
 TUTORIAL = ROOT / "docs" / "tutorial.md"
 
 
