@@ -22,6 +22,17 @@ Specifications understood by :func:`get_readout_law` (the registry :data:`READOU
 ``discrete:VALUE=WEIGHT,VALUE=WEIGHT,...``
                 user law, e.g. ``discrete:1=0.5,-2=0.5``; weights are normalised to sum 1 and
                 values rescaled so that ``E v^2 = 1``.  Atoms are kept as given (no merging).
+
+Families of many-feature targets (hidden units of very different strengths; the readout
+amplitudes of arXiv 2605.10395), ``K`` atoms of probability ``1/K`` each, rescaled to ``E v² = 1``
+(:data:`READOUT_FAMILIES`, :func:`powerlaw_readout_law`, :func:`exponential_readout_law`,
+:func:`csv_readout_law`):
+
+``powerlaw:beta=B,k=K``     ``v_p ∝ p^(−B)``, ``p = 1 … K``, ``B > 0``
+``exponential:rate=R,k=K``  ``v_p ∝ exp(−R (p − 1))``, ``p = 1 … K``, ``R > 0``
+``csv:PATH``                atoms from a CSV file: one column (values, equal weights) or two
+                            (``value,weight``), one atom per line, ``#`` comments and one header
+                            line allowed
 """
 
 from __future__ import annotations
@@ -46,6 +57,11 @@ __all__ = [
     "register_readout_law",
     "unregister_readout_law",
     "describe_readout_laws",
+    "READOUT_FAMILIES",
+    "powerlaw_readout_law",
+    "exponential_readout_law",
+    "csv_readout_law",
+    "MAX_ATOMS",
 ]
 
 
@@ -65,6 +81,8 @@ READOUT_LAWS: dict = {}
 DEFAULT_GRID_SIZE = 64
 #: largest accepted grid size of a continuous law
 MAX_GRID_SIZE = 1_000_000
+#: largest number of atoms of a ``powerlaw:``/``exponential:``/``csv:`` law
+MAX_ATOMS = 1_000_000
 
 
 @dataclass(frozen=True, eq=False)
@@ -261,6 +279,212 @@ def _parse_discrete(spec, body):
     return discrete_readout_law(values, weights, name=spec)
 
 
+def _family_parameters(spec, body, allowed):
+    """``KEY=VALUE,…`` of a family specification: ``{key: text}``, every key of ``allowed`` given once."""
+    family = spec.split(":", 1)[0]
+    items = {}
+    for item in body.split(","):
+        if item.count("=") != 1:
+            raise ValueError(f"readout law {spec!r}: {item.strip()!r} is not KEY=VALUE "
+                             f"(expected {family}:{','.join(k + '=…' for k in allowed)})")
+        key, value = (t.strip() for t in item.split("="))
+        key = key.lower()
+        if key not in allowed:
+            raise ValueError(f"readout law {spec!r}: unknown parameter {key!r} (expected "
+                             + ", ".join(allowed) + ")")
+        if key in items:
+            raise ValueError(f"readout law {spec!r}: parameter {key!r} given twice")
+        items[key] = value
+    missing = [k for k in allowed if k not in items]
+    if missing:
+        raise ValueError(f"readout law {spec!r}: missing " + ", ".join(f"{k}=…" for k in missing))
+    return items
+
+
+def _positive_number(spec, key, text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"readout law {spec!r}: {key} must be a number, got {text!r}") from None
+    if not (math.isfinite(value) and value > 0.0):
+        raise ValueError(f"readout law {spec!r}: {key} must be finite and > 0, got {text!r}")
+    return value
+
+
+def _atom_count(spec, text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"readout law {spec!r}: k must be an integer, got {text!r}") from None
+    if not (math.isfinite(value) and value.is_integer() and 1 <= value <= MAX_ATOMS):
+        raise ValueError(f"readout law {spec!r}: k must be an integer between 1 and {MAX_ATOMS}, got {text!r}")
+    return int(value)
+
+
+def powerlaw_readout_law(beta, k, *, name=None):
+    """Power-law strengths of ``k`` hidden units: ``v_p ∝ p^(−β)``, ``p = 1 … k``, each of probability
+    ``1/k``, rescaled to ``E v² = 1`` (``v_p = p^(−β) / √(k⁻¹ Σ_q q^(−2β))``).
+
+    The many-feature targets of arXiv 2605.10395 (sharp feature-learning transitions and
+    Bayes-optimal neural scaling laws): each unit is learned at its own sample ratio, strongest first.
+
+    Parameters
+    ----------
+    beta : float
+        Decay exponent, finite and ``> 0``.
+    k : int
+        Number of atoms, ``1 ≤ k ≤ MAX_ATOMS``.
+    name : str, optional, keyword-only
+        Stored name (default ``powerlaw:beta=…,k=…``).
+
+    Returns
+    -------
+    ReadoutLaw
+        Atoms in decreasing order (``v_1`` the strongest), exact.
+
+    Raises
+    ------
+    ValueError
+        ``beta`` not finite and positive, ``k`` not an integer in ``[1, MAX_ATOMS]``.
+    """
+    spec = name or f"powerlaw:beta={beta!r},k={k!r}"
+    beta = _positive_number(spec, "beta", str(beta))
+    k = _atom_count(spec, str(k))
+    p = np.arange(1, k + 1, dtype=np.float64)
+    return discrete_readout_law(p ** (-beta), np.full(k, 1.0 / k), name=name or f"powerlaw:beta={beta!r},k={k}")
+
+
+def exponential_readout_law(rate, k, *, name=None):
+    """Exponentially decaying strengths of ``k`` hidden units: ``v_p ∝ exp(−R (p − 1))``, ``p = 1 … k``,
+    each of probability ``1/k``, rescaled to ``E v² = 1``.
+
+    Parameters
+    ----------
+    rate : float
+        Decay rate ``R``, finite and ``> 0``.
+    k : int
+        Number of atoms, ``1 ≤ k ≤ MAX_ATOMS``.
+    name : str, optional, keyword-only
+        Stored name (default ``exponential:rate=…,k=…``).
+
+    Returns
+    -------
+    ReadoutLaw
+        Atoms in decreasing order, exact.
+
+    Raises
+    ------
+    ValueError
+        ``rate`` not finite and positive, ``k`` not an integer in ``[1, MAX_ATOMS]``, or atoms that
+        underflow to zero (``R (k − 1)`` above ~745).
+    """
+    spec = name or f"exponential:rate={rate!r},k={k!r}"
+    rate = _positive_number(spec, "rate", str(rate))
+    k = _atom_count(spec, str(k))
+    values = np.exp(-rate * np.arange(k, dtype=np.float64))
+    if not np.all(values > 0.0):
+        raise ValueError(f"readout law {spec!r}: the weakest atoms exp(-rate (k - 1)) underflow to 0 "
+                         f"(rate·(k − 1) = {rate * (k - 1):.6g} > 745): fewer atoms or a smaller rate")
+    return discrete_readout_law(values, np.full(k, 1.0 / k), name=name or f"exponential:rate={rate!r},k={k}")
+
+
+def csv_readout_law(path, *, name=None):
+    """Atoms read from a CSV file, rescaled to ``E v² = 1``.
+
+    One atom per line: ``value`` (equal weights) or ``value,weight`` (weights normalised to sum 1);
+    blank lines and ``#`` comments are skipped, and a first line that is not numeric is a header.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The file.
+    name : str, optional, keyword-only
+        Stored name (default ``csv:PATH``).
+
+    Returns
+    -------
+    ReadoutLaw
+        Exact, the atoms in the file's order.
+
+    Raises
+    ------
+    ValueError
+        The file cannot be read, has no atoms, lines with different numbers of columns, more than two
+        columns or ``MAX_ATOMS`` atoms, a malformed number, or a weight that is not positive (the message
+        names the file and the line).
+    """
+    import csv
+    from pathlib import Path
+
+    path = Path(path)
+    spec = name or f"csv:{path}"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ValueError(f"readout law {spec!r}: cannot read {str(path)!r} ({exc.strerror or exc})") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"readout law {spec!r}: {str(path)!r} is not UTF-8 text") from None
+    rows, seen_content = [], False
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        fields = [f.strip() for f in next(csv.reader([line]))]
+        first, seen_content = not seen_content, True
+        try:
+            numbers = [float(f) for f in fields]
+        except ValueError:
+            if first:
+                continue  # a header line
+            raise ValueError(f"readout law {spec!r}: line {number} of {str(path)!r}: malformed number in "
+                             f"{line.strip()!r}") from None
+        if len(numbers) not in (1, 2) or (rows and len(numbers) != len(rows[0])):
+            raise ValueError(f"readout law {spec!r}: line {number} of {str(path)!r}: expected "
+                             + ("1 or 2 columns (value[,weight])" if not rows else f"{len(rows[0])} column(s)")
+                             + f", got {len(numbers)}")
+        if len(numbers) == 2 and not numbers[1] > 0.0:
+            raise ValueError(f"readout law {spec!r}: line {number} of {str(path)!r}: weight {fields[1]} "
+                             f"is not positive")
+        rows.append(numbers)
+        if len(rows) > MAX_ATOMS:
+            raise ValueError(f"readout law {spec!r}: more than {MAX_ATOMS} atoms in {str(path)!r}")
+    if not rows:
+        raise ValueError(f"readout law {spec!r}: no atoms in {str(path)!r}")
+    values = [r[0] for r in rows]
+    weights = [r[1] for r in rows] if len(rows[0]) == 2 else [1.0] * len(rows)
+    try:
+        return discrete_readout_law(values, weights, name=spec)
+    except ValueError as exc:
+        raise ValueError(f"readout law {spec!r}: {exc}") from None
+
+
+def _powerlaw(spec, body):
+    keys = {item.split("=")[0].strip().lower() for item in body.split(",")}
+    if keys == {"beta"}:
+        raise ValueError(f"readout law {spec!r}: give the number of atoms k=K (the continuum limit "
+                         f"K → ∞ is not available)")
+    params = _family_parameters(spec, body, ("beta", "k"))
+    return powerlaw_readout_law(params["beta"], params["k"], name=spec)
+
+
+def _exponential(spec, body):
+    params = _family_parameters(spec, body, ("rate", "k"))
+    return exponential_readout_law(params["rate"], params["k"], name=spec)
+
+
+def _csv(spec, body):
+    if not body.strip():
+        raise ValueError(f"readout law {spec!r}: no file after 'csv:'")
+    return csv_readout_law(body.strip(), name=spec)
+
+
+#: parametrized readout laws, ``FAMILY:…`` → (parser ``(spec, body) -> ReadoutLaw``, syntax for the help)
+READOUT_FAMILIES = {
+    "powerlaw": (_powerlaw, "powerlaw:beta=B,k=K (v_p ∝ p^-B)"),
+    "exponential": (_exponential, "exponential:rate=R,k=K (v_p ∝ e^-R(p-1))"),
+    "csv": (_csv, "csv:FILE (value[,weight] per line)"),
+}
+
+
 def density_readout_law(pdf, support, *, name="density", grid_size=None, breakpoints=()):
     """Readout law with a density ``p`` on a finite interval, rescaled to ``E v² = 1``.
 
@@ -332,7 +556,10 @@ def get_readout_law(spec, *, grid_size=None):
     ------
     ValueError
         Unknown name (the message lists the valid ones), malformed ``discrete:`` atoms or
-        numbers, non-positive weights, all-zero values, or ``grid_size`` not an integer in
+        numbers, non-positive weights, all-zero values, malformed family parameters
+        (``powerlaw:``, ``exponential:``: unknown, missing or repeated keys, ``beta``/``rate`` not
+        finite and positive, ``k`` not an integer in ``[1, MAX_ATOMS]``; ``csv:``: an unreadable or
+        malformed file, a weight that is not positive), or ``grid_size`` not an integer in
         ``[1, MAX_GRID_SIZE]`` (message starting with ``grid_size``).
 
     Notes
@@ -351,9 +578,13 @@ def get_readout_law(spec, *, grid_size=None):
     n = _check_grid_size(grid_size)
     if key.startswith("discrete:"):
         return _parse_discrete(text, text[len("discrete:"):])
+    family, sep, body = text.partition(":")
+    if sep and family.lower() in READOUT_FAMILIES:
+        return READOUT_FAMILIES[family.lower()][0](text, body)
     if key in READOUT_LAWS:
         return READOUT_LAWS[key].build(n)
     raise ValueError(f"unknown readout law {spec!r}; valid: " + ", ".join(READOUT_LAWS)
+                     + ", " + ", ".join(syntax.split(" ")[0] for _, syntax in READOUT_FAMILIES.values())
                      + ", or discrete:VALUE=WEIGHT,...")
 
 
@@ -409,6 +640,7 @@ def unregister_readout_law(name):
 def describe_readout_laws():
     """One line for the help texts: every registered name with its summary, then the ``discrete:`` syntax."""
     names = [f"{name} ({entry.summary})" if entry.summary else name for name, entry in READOUT_LAWS.items()]
+    names += [syntax for _, syntax in READOUT_FAMILIES.values()]
     return ", ".join(names) + " or 'discrete:v=w,v=w,...'"
 
 

@@ -130,6 +130,12 @@ MUTATIONS = [
       'recorded = here / "_revision.txt"',
       "an installed copy ignores the revision its build recorded and reports unknown",
       ("tests/test_newcomer_defects_2.py::test_a_built_package_reports_the_revision_it_was_built_from",)),
+    M("labelled-end-points-dropped", "replica/continuation/curves.py",
+      "curve.trail.append((mid, got))  # later solves near the end start from here",
+      "pass",
+      "a profile-solver curve forgets the points of the bisection that located its end: its free entropy "
+      "between the fold and the next grid point is lost and the equilibrium change located on the grid",
+      ("tests/test_readout_families.py::test_located_equilibrium_change_of_a_many_atom_law_does_not_depend_on_the_grid",)),
     M("phase-diagram-branch-column", "replica/workflow/phase_diagram.py",
       'data[f"mmse_{b}"][j] = rec["mmse"]',
       'data[f"mmse_{b}"][j] = ln["mmse"]',

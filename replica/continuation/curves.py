@@ -131,6 +131,7 @@ def trace_labelled(model, alphas, i0, r0, solve_kw):
                         outside = mid
                     else:
                         inside, r_in = mid, got
+                        curve.trail.append((mid, got))  # later solves near the end start from here
                 ov = overlaps_of(r_in)
                 small = float(np.max(np.abs(ov), initial=0.0)) < active().bifurcation_overlap
                 kind = "bifurcation" if small else "fold"
