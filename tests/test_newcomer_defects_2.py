@@ -550,6 +550,34 @@ def test_bad_scheduler_addresses_are_refused_at_once(tmp_path, capsys, address, 
     assert not (tmp_path / "x.h5").exists()
 
 
+def test_a_scheduler_port_where_nothing_listens_is_refused_at_once(tmp_path, capsys):
+    """A valid address whose port is closed (connection refused) waited dask's 20 s of retries."""
+    import socket
+
+    from replica.workflow.cli import phase_diagram_main
+
+    with socket.socket() as s:  # a port that was free a moment ago: nothing listens on it now
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    t0 = time.perf_counter()
+    rc = phase_diagram_main(["--alpha", "1,2", "--delta", "0.1,0.2", "--scheduler", f"tcp://127.0.0.1:{port}",
+                             "-o", str(tmp_path / "x.h5"), "--quiet"])
+    line = one_line(capsys.readouterr().err)
+    assert rc == 2 and "--scheduler: " in line and "connection refused" in line, line
+    assert time.perf_counter() - t0 < 10
+    assert not (tmp_path / "x.h5").exists()
+
+
+def test_sweep_summary_says_none_where_the_grid_has_no_transition(tmp_path, capfd):
+    """The closing log line of a sweep printed ``alpha_sp = nan, alpha_c = nan`` for a grid without a transition."""
+    from replica.workflow.cli import sweep_main
+
+    assert sweep_main(["--alpha", "0.01,0.02", "-o", str(tmp_path / "x.h5")]) == 0
+    summary = [line for line in capfd.readouterr().err.splitlines() if "sweep of 2 α values" in line]
+    assert summary and "alpha_sp = none on the grid, alpha_c = none on the grid" in summary[-1], summary
+    assert "nan" not in summary[-1]
+
+
 def test_architecture_refusal_names_the_option(tmp_path, capsys):
     """N12: ``--architecture two_layer`` with one layer said ``architecture: …`` instead of ``--architecture: …``."""
     from replica.workflow.cli import sweep_main

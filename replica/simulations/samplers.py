@@ -32,7 +32,7 @@ All three return a :class:`ChainResult` with the kept weights, the network outpu
 test inputs at every kept sample (from which :mod:`replica.simulations.measurements` computes
 errors and Nishimori statistics), an error trace along the run and diagnostics.
 
-JAX and BlackJAX are imported lazily: they are optional (``pip install '.[experiments]'``).
+JAX and BlackJAX are imported lazily: they are optional (``pip install 'replica-hciz[experiments]'``).
 """
 
 from __future__ import annotations

@@ -673,8 +673,12 @@ def _run_sweep(args) -> int:
             raise
         target.commit()
     tr = result.transitions
+    def located(key):
+        value = tr.get(key)
+        return "none on the grid" if value is None or not np.isfinite(value) else repr(float(value))
+
     logger.info("sweep of %d α values in %.2f s (%d solves reused, %d computed); alpha_sp = %s, alpha_c = %s",
-                alphas.size, elapsed, checkpoint.reused, checkpoint.computed, tr.get("alpha_sp"), tr.get("alpha_c"))
+                alphas.size, elapsed, checkpoint.reused, checkpoint.computed, located("alpha_sp"), located("alpha_c"))
     print(out)
     return 0
 

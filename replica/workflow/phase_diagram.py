@@ -284,12 +284,32 @@ def check_scheduler(address, *, option="--scheduler") -> None:
                          f"(ports are 1 to 65535); {expected}")
 
 
+def _refused_at_once(address) -> None:
+    """A ``tcp://`` address where nothing listens (the connection is refused) fails at once instead of after
+    dask's 20 s of retries; an unreachable host (no answer) is left to dask's timeout."""
+    import socket
+    from urllib.parse import urlsplit
+
+    text = str(address)
+    if "://" in text and not text.startswith("tcp://"):
+        return
+    parts = urlsplit(text if "://" in text else f"tcp://{text}")
+    try:
+        socket.create_connection((parts.hostname, parts.port), timeout=2.0).close()
+    except ConnectionRefusedError:
+        raise ClusterError(f"--scheduler: cannot connect to {address} (connection refused: no dask scheduler "
+                           f"listens there)") from None
+    except (OSError, ValueError):
+        return  # a timeout, an unknown host, …: dask's own connection attempt reports it
+
+
 def _client(workers, scheduler):
     try:
         from dask.distributed import Client, LocalCluster
     except ImportError as exc:  # pragma: no cover - dependency missing
         raise ClusterError(f"--workers: dask.distributed is not installed ({exc})") from None
     if scheduler is not None:
+        _refused_at_once(scheduler)
         try:
             return Client(scheduler, timeout="20s"), None
         except (OSError, TimeoutError, ValueError) as exc:
