@@ -136,6 +136,11 @@ MUTATIONS = [
       "a profile-solver curve forgets the points of the bisection that located its end: its free entropy "
       "between the fold and the next grid point is lost and the equilibrium change located on the grid",
       ("tests/test_readout_families.py::test_located_equilibrium_change_of_a_many_atom_law_does_not_depend_on_the_grid",)),
+    M("spectral-engine-eager", "hciz/symmetric.py",
+      "        self._table = None\n",
+      "        self._table = self._engine and None\n",
+      "the symmetric channel builds its spectral engine of S⁰ at construction, also where μ₂ = 0 never uses it",
+      ("tests/test_no_idle_tables.py::test_odd_activation_sweep_builds_no_hciz_table",)),
     M("phase-diagram-branch-column", "replica/workflow/phase_diagram.py",
       'data[f"mmse_{b}"][j] = rec["mmse"]',
       'data[f"mmse_{b}"][j] = ln["mmse"]',

@@ -1,5 +1,6 @@
 """No idle HCIZ tables (issue 38, item 3): a one-hidden-layer sweep whose activation has no quadratic part
-(μ₂ = 0) neither builds nor reads the table of the symmetric channel of ``S = Wᵀdiag(v)W/√(kd)``.
+(μ₂ = 0) neither builds nor reads the table of the symmetric channel of ``S = Wᵀdiag(v)W/√(kd)``, nor
+builds its spectral engine.
 
 There ``R̂₂ = αμ₂²/D = 0``, so the tilt term of ``Q̂`` and ``ι(τ + R̂₂) − ι(τ)`` vanish and
 ``R₂ = m_S(τ) + R_d − 1 = E_v[v²Q²] + R_d − 1`` (docs/theory.md §5.2): the table (32 s of CPU for a
@@ -48,6 +49,15 @@ def table_spy(monkeypatch, tmp_path):
 
     monkeypatch.setattr(symmetric.SymmetricChannel, "table", property(spied_table))
     monkeypatch.setattr(symmetric.SymmetricChannel, "_build", spied_build)
+    # the spectral engine of S⁰ (its λ-independent sampling alone took 35 s of CPU for 1,000 atoms)
+    for name in ("SpectralEngine", "ContinuousEngine"):
+        engine = getattr(symmetric, name)
+
+        def spied_engine(*args, _engine=engine, _name=name, **kwargs):
+            events.append(("engine", _name))
+            return _engine(*args, **kwargs)
+
+        monkeypatch.setattr(symmetric, name, spied_engine)
     events.cache = cache
     return events
 
@@ -85,6 +95,7 @@ def test_quadratic_part_reads_and_builds_the_table(tmp_path, table_spy):
     other test of the process has built, whatever the order of the tests)."""
     _sweep(tmp_path, "relu", "discrete:1.5=0.25,0.5=0.75", "1.0")
     assert ("build", float(GAMMA), 2) in table_spy
+    assert ("engine", "SpectralEngine") in table_spy
     assert any(e[0] == "read" for e in table_spy)
     assert any(table_spy.cache.iterdir())
 
