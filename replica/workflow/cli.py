@@ -673,6 +673,7 @@ def _run_sweep(args) -> int:
             raise
         target.commit()
     tr = result.transitions
+
     def located(key):
         value = tr.get(key)
         return "none on the grid" if value is None or not np.isfinite(value) else repr(float(value))
