@@ -195,6 +195,17 @@ def test_log_lines_start_on_their_own_line_after_the_progress_bar(tmp_path, caps
     assert [ln for ln in err.split("\n") if ln.startswith("INFO replica.workflow.cli: branch ")]
 
 
+def test_progress_bar_names_its_passes_over_the_grid(tmp_path, capsys):
+    """A 3-point sweep showed ``α sweep: 0/12 [… point/s]`` (one step per grid point of every pass: the universal
+    branch, then each start): the bar names the grid size and the number of passes."""
+    assert sweep_main(["--alpha", "1:2:3", "-o", str(tmp_path / "r.h5")]) == 0
+    err = capsys.readouterr().err
+    drawn = [ln for ln in err.replace("\r", "\n").split("\n") if ln.startswith("α sweep")]
+    assert drawn and all(ln.startswith("α sweep (3 α × ") for ln in drawn), drawn
+    passes = int(drawn[-1].split("× ")[1].split(" passes")[0])
+    assert f"/{3 * passes} [" in drawn[-1], drawn[-1]
+
+
 def test_log_lines_of_the_console_script_start_their_own_line(tmp_path):
     """The same as a user sees it in a log file: the console script with stderr redirected."""
     exe = Path(sys.executable).parent / "replica-sweep"

@@ -36,8 +36,9 @@ class NoProgress:
         pass
 
 
-def progress_bar(total, progress):
-    """A tqdm bar, or a no-op one without importing tqdm (start-up, docs/architecture.md)."""
+def progress_bar(total, progress, passes):
+    """A tqdm bar, or a no-op one without importing tqdm (start-up, docs/architecture.md); ``passes``: how many
+    passes over the grid ``total`` counts (named in the bar, so that 12 steps of a 3-point grid read as such)."""
     if not progress:
         return NoProgress()
     if "ipykernel" in sys.modules:  # a notebook: its widget bar
@@ -47,7 +48,8 @@ def progress_bar(total, progress):
 
     # one step per grid point of every pass (universal, then each start): a point where a pass follows a
     # traced branch costs no solve, so the unit is the point, not the solve
-    return tqdm(total=total, desc="α sweep", unit="point", leave=False)
+    desc = "α sweep" if passes == 1 else f"α sweep ({total // passes} α × {passes} passes)"
+    return tqdm(total=total, desc=desc, unit="point", leave=False)
 
 
 def validate_grid(alphas, branches):
@@ -125,7 +127,7 @@ def _sweep(model, alphas, branches, progress, solve_kw, locate, cache) -> SweepR
             passes.append((name, overlaps0, range(n - 1, -1, -1), f"{name}:down"))
         if direction in ("up", "both"):
             passes.append((name, overlaps0, range(n), f"{name}:up"))
-    pbar = progress_bar(n * (1 + len(passes)), progress)
+    pbar = progress_bar(n * (1 + len(passes)), progress, 1 + len(passes))
 
     # universal branch, with its stability (restricted to its own subspace under the ruling)
     uni_indices = hook(model, "universal_indices")() if reason else None
