@@ -4,6 +4,8 @@ and no output, the same sweep as the equivalent hand-written ``discrete:`` law w
 located equilibrium change of a many-atom law (profile solver) independent of the α grid.
 """
 
+import re
+
 import numpy as np
 import pytest
 
@@ -99,7 +101,7 @@ def test_bad_csv_files_exit_2_naming_the_file_and_line(tmp_path, capsys, content
     assert sweep_main(["--readout", f"csv:{path}", "--alpha", "1:2:2", "-o", str(out)]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1
-    assert __import__("re").search(message, err), err
+    assert re.search(message, err), err
     assert not out.exists()
 
 

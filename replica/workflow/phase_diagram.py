@@ -262,8 +262,6 @@ def check_scheduler(address, *, option="--scheduler") -> None:
     ValueError
         The address cannot be a scheduler's (message names ``option``).
     """
-    from urllib.parse import urlsplit
-
     if address is None:
         return
     text = str(address)
@@ -273,7 +271,7 @@ def check_scheduler(address, *, option="--scheduler") -> None:
     if text.startswith("inproc://"):
         return
     try:
-        parts = urlsplit(text if "://" in text else f"tcp://{text}")
+        parts = _scheduler_url(text)
         port = parts.port
     except ValueError:
         raise ValueError(f"{option}: {text!r} has an invalid port (ports are 1 to 65535); {expected}") from None
@@ -284,16 +282,23 @@ def check_scheduler(address, *, option="--scheduler") -> None:
                          f"(ports are 1 to 65535); {expected}")
 
 
+def _scheduler_url(text):
+    """The address as a URL (``HOST:PORT`` means ``tcp://HOST:PORT``), for :func:`check_scheduler` and the
+    connection probe."""
+    from urllib.parse import urlsplit
+
+    return urlsplit(text if "://" in text else f"tcp://{text}")
+
+
 def _refused_at_once(address) -> None:
     """A ``tcp://`` address where nothing listens (the connection is refused) fails at once instead of after
     dask's 20 s of retries; an unreachable host (no answer) is left to dask's timeout."""
     import socket
-    from urllib.parse import urlsplit
 
     text = str(address)
     if "://" in text and not text.startswith("tcp://"):
         return
-    parts = urlsplit(text if "://" in text else f"tcp://{text}")
+    parts = _scheduler_url(text)
     try:
         socket.create_connection((parts.hostname, parts.port), timeout=2.0).close()
     except ConnectionRefusedError:
