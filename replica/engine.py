@@ -37,7 +37,6 @@ A non-finite iterate ends the iteration with status ``"nan"``.
 from __future__ import annotations
 
 import logging
-import warnings
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -257,11 +256,12 @@ NEWTON_LU_BACKTRACKS = 4
 def newton_lu(fun, jac, z0, done, *, max_jacobians=NEWTON_LU_JACOBIANS, backtracks=NEWTON_LU_BACKTRACKS):
     """Newton's method for ``G(z) = 0`` with a Jacobian at every iterate, factored by LAPACK.
 
-    For maps whose Jacobian costs about one evaluation (a vectorized difference Jacobian): each step
-    solves ``G'(z) dz = −G(z)`` by LU (``scipy.linalg.lu_factor``), and is halved while it does not
-    reduce ``‖G‖₂`` (at most ``backtracks`` times). MINPACK's ``hybr`` does the same work with an
-    unblocked QR factorization and a trust region: about 20 ms per Jacobian of 255 unknowns and 0.3 s
-    of 676, against 1 ms and 10 ms here.
+    For maps whose Jacobian costs about one evaluation (a vectorized difference Jacobian), and for
+    small systems (:func:`difference_jacobian`): each step solves ``G'(z) dz = −G(z)`` by LU (LAPACK
+    ``gesv`` through :func:`numpy.linalg.solve`, so that no solve here needs ``scipy.linalg``), and is
+    halved while it does not reduce ``‖G‖₂`` (at most ``backtracks`` times). MINPACK's ``hybr`` does
+    the same work with an unblocked QR factorization and a trust region: about 20 ms per Jacobian of
+    255 unknowns and 0.3 s of 676, against 1 ms and 10 ms here.
 
     Parameters
     ----------
@@ -280,9 +280,8 @@ def newton_lu(fun, jac, z0, done, *, max_jacobians=NEWTON_LU_JACOBIANS, backtrac
     -------
     (z or None, evaluations of G, Jacobians)
         ``z`` passes ``done``; None when the budget is spent, a value is not finite, the Jacobian is
-        singular or no halved step reduces the residual.
+        exactly singular or no halved step reduces the residual.
     """
-    from scipy.linalg import LinAlgError, LinAlgWarning, lu_factor, lu_solve  # lazy: start-up (docs/architecture.md)
 
     z = np.array(z0, dtype=float)
     nfev = njev = 0
@@ -299,9 +298,7 @@ def newton_lu(fun, jac, z0, done, *, max_jacobians=NEWTON_LU_JACOBIANS, backtrac
                 njev += 1
                 if not np.all(np.isfinite(a)):
                     return None, nfev, njev
-                with warnings.catch_warnings():
-                    warnings.simplefilter("error", LinAlgWarning)  # an exactly singular factor
-                    dz = lu_solve(lu_factor(a, check_finite=False), -g, check_finite=False)
+                dz = np.linalg.solve(a, -g)  # LinAlgError on an exactly singular factor
                 if not np.all(np.isfinite(dz)):
                     return None, nfev, njev
                 norm, t = float(np.linalg.norm(g)), 1.0
@@ -317,15 +314,52 @@ def newton_lu(fun, jac, z0, done, *, max_jacobians=NEWTON_LU_JACOBIANS, backtrac
                 z, g = zt, gt
             if np.all(np.isfinite(g)) and done(z, g):
                 return z, nfev, njev
-        except (LinAlgError, LinAlgWarning, ValueError, FloatingPointError, ZeroDivisionError):
+        except (np.linalg.LinAlgError, ValueError, FloatingPointError, ZeroDivisionError):
             pass
     return None, nfev, njev
 
 
+def difference_jacobian(update, z, step) -> np.ndarray:
+    """Forward-difference Jacobian of ``update`` at ``z``, one column per unknown (``p`` evaluations).
+
+    Parameters
+    ----------
+    update : callable
+        ndarray (p,) → ndarray (p,).
+    z : ndarray, shape (p,)
+    step : float
+        Relative step: ``h_j = step · max(1, |z_j|)``, downwards where ``z_j > 0.5`` (overlaps stay in
+        [0, 1]), as :func:`replica.continuation.jacobians.jacobian` of order 1.
+
+    Returns
+    -------
+    ndarray, shape (p, p)
+    """
+    z = np.asarray(z, dtype=float)
+    f0 = np.asarray(update(z), dtype=float)
+    h = step * np.maximum(1.0, np.abs(z))
+    h = np.where(z > 0.5, -h, h)
+    out = np.empty((f0.size, z.size))
+    for j in range(z.size):
+        zj = z.copy()
+        zj[j] += h[j]
+        out[:, j] = (np.asarray(update(zj), dtype=float) - f0) / h[j]
+    return out
+
+
 def _newton_polish(update, x, jacobian=None, done=None):
-    """Solve ``F(y) − y = 0`` from ``x``: with ``jacobian`` (a vectorized one, about one evaluation) and the
-    residual test ``done(y, F(y) − y)``, :func:`newton_lu`; else MINPACK hybr (differences column by column);
+    """Solve ``F(y) − y = 0`` from ``x``: with the residual test ``done(y, F(y) − y)`` and ``jacobian`` (a
+    vectorized one, about one evaluation) or at most ``newton_size`` unknowns (of
+    :class:`replica.continuation.settings.ContinuationSettings`: a :func:`difference_jacobian` per
+    iterate), :func:`newton_lu`; else MINPACK hybr (differences column by column, then Broyden updates);
     ``(y or None, evaluations)`` (a Jacobian counted as p evaluations)."""
+    if jacobian is None and done is not None:
+        from .continuation.settings import active  # lazy: the continuation imports this module
+
+        settings = active()
+        if x.size <= settings.newton_size:
+            def jacobian(z):
+                return difference_jacobian(update, z, settings.fd_step)
     if jacobian is not None and done is not None:
         y, nfev, njev = newton_lu(lambda z: np.asarray(update(z), dtype=float) - z,
                                   lambda z: np.asarray(jacobian(z), dtype=float) - np.eye(z.size), x, done)

@@ -93,8 +93,6 @@ def branch_points(model, alphas, curve, solve_kw, cache) -> list:
     above the size policy's dense limit, from ARPACK). A crossing the root finding cannot bracket or follow
     (the curve not solved at a trial α) is logged and skipped. Returns a list of :class:`BranchPoint`,
     ordered in α."""
-    from scipy import optimize  # lazy: start-up (docs/architecture.md)
-
     out = []
     for i, j in crossing_intervals(curve):
         def g(a):
@@ -108,6 +106,8 @@ def branch_points(model, alphas, curve, solve_kw, cache) -> list:
         try:
             if not g(lo) * g(hi) < 0.0:  # the second-order eigenvalue does not change sign: no crossing
                 continue
+            from scipy import optimize  # lazy: start-up (docs/architecture.md)
+
             root = float(optimize.brentq(g, lo, hi, xtol=1e-14, rtol=active().root_rtol))
         except (_NotOnCurve, ValueError):
             logger.debug("stability crossing in [%g, %g] not located", lo, hi)

@@ -60,13 +60,19 @@ def newton_krylov(model, alpha, x_pred, solve_kw, *, max_iter=None):
     return Correction("max_iter", evaluations=evaluations)
 
 
-def correct(model, alpha, x_pred, solve_kw):
+def correct(model, alpha, x_pred, solve_kw, *, newton_if_small=False):
     """Newton corrector: ``F(x) = x`` from ``x_pred`` at ``alpha`` (where the model has ``update_many``, its
     Jacobians come from one vectorized call each and :func:`replica.engine.newton_lu` solves; else MINPACK
     ``hybr``, at most ``corrector_maxfev`` ``× (p + 1)`` evaluations; matrix-free models,
     :func:`matrix_free`, try :func:`newton_krylov` first, the dense solve where it fails);
     a :class:`~replica.continuation.problem.Correction`, ``converged`` when the point passes the residual test
-    of :func:`replica.engine.solve_fixed_point` (``atol``, ``rtol`` of ``solve_kw``)."""
+    of :func:`replica.engine.solve_fixed_point` (``atol``, ``rtol`` of ``solve_kw``).
+
+    ``newton_if_small``: at most ``newton_size`` moving unknowns, Newton on difference Jacobians instead of
+    ``hybr`` too (no ``scipy.optimize``), for callers that polish a converged point and reject a result that
+    wandered off (:func:`~replica.continuation.curves.trace_curve`). Not the default: from a predicted point
+    near a cusp, Newton converges onto the other sheet where ``hybr`` fails (the ReLU fold lines of
+    tests/test_phase_lines.py)."""
     atol, rtol = tolerances(solve_kw)
     x_pred = np.asarray(x_pred, dtype=float)
     if not np.all(np.isfinite(x_pred)):
@@ -77,7 +83,8 @@ def correct(model, alpha, x_pred, solve_kw):
         if krylov.converged:
             return krylov
     jac = None
-    if hook(model, "update_many") is not None:  # analytic-cost Jacobians: hybr needs none of its own
+    if hook(model, "update_many") is not None or (newton_if_small and idx.size <= active().newton_size):
+        # Jacobians at the cost of about one evaluation, or of a few: Newton (hybr would need none of its own)
         def jac(z):
             return jacobian(model, alpha, full(z), order=1, indices=idx) - np.eye(idx.size)
 
@@ -91,7 +98,7 @@ def correct(model, alpha, x_pred, solve_kw):
 
     with np.errstate(all="ignore"):
         try:
-            if jac is not None:  # Jacobians at the cost of about one evaluation: Newton with LU factors
+            if jac is not None:  # Newton with LU factors
                 z, nfev, njev = newton_lu(residual_map, jac, x_pred[idx],
                                           lambda z, g: scaled_residual(g, z, atol, rtol) <= 1.0)
                 if z is None:

@@ -150,7 +150,7 @@ def trace_curve(model, alphas, a0, seed_result, solve_kw):
     if is_labelled(model, seed_result.x):
         on_grid = np.flatnonzero(alphas == a0)
         return trace_labelled(model, alphas, int(on_grid[0]), seed_result, solve_kw) if on_grid.size else None
-    r0 = correct(model, a0, seed_result.x, solve_kw).result
+    r0 = correct(model, a0, seed_result.x, solve_kw, newton_if_small=True).result
     if r0 is None or is_universal(r0) or \
             float(np.max(np.abs(overlaps_of(r0) - overlaps_of(seed_result)), initial=0.0)) > active().distinct_tol * 10:
         r0 = seed_result  # the damped point is the better estimate (Newton wandered off)

@@ -13,7 +13,7 @@ from ..interface import hook
 from .problem import evaluate_many, unknowns
 from .settings import active
 
-__all__ = ["jacobian", "remembered_jacobians", "fd_jacobian", "InverseJacobian", "lu_factors", "lu_solve_finite",
+__all__ = ["jacobian", "remembered_jacobians", "fd_jacobian", "DenseFactors", "InverseJacobian", "lu_factors", "lu_solve_finite",
            "factor_jacobian"]
 
 
@@ -95,6 +95,49 @@ def fd_jacobian(model, alpha, x, order, indices) -> np.ndarray:
     return np.ascontiguousarray(d.T)
 
 
+class DenseFactors:
+    """A factorization of a square matrix ``a`` for repeated solves with ``a`` or ``aᵀ``: LAPACK's LU
+    (``scipy.linalg.lu_factor``) above ``newton_size`` rows (:mod:`replica.continuation.settings`), and the
+    explicit inverse (:func:`numpy.linalg.inv`) up to it, so that the continuation of a small model needs no
+    ``scipy.linalg`` (its import is 0.14 s of start-up).
+
+    Raises
+    ------
+    numpy.linalg.LinAlgError
+        ``a`` is exactly singular or not finite.
+    """
+
+    def __init__(self, a):
+        a = np.asarray(a, dtype=float)
+        if not np.all(np.isfinite(a)):
+            raise np.linalg.LinAlgError("Jacobian not finite")
+        self.inverse = self.lu = None
+        if a.shape[0] <= active().newton_size:
+            self.inverse = np.linalg.inv(a)  # LinAlgError on an exactly singular matrix
+            return
+        from scipy.linalg import LinAlgWarning, lu_factor  # lazy: start-up (docs/architecture.md)
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", LinAlgWarning)
+            try:
+                self.lu = lu_factor(a, check_finite=False)
+            except LinAlgWarning as exc:  # an exactly zero pivot
+                raise np.linalg.LinAlgError(str(exc)) from None
+
+    def solve(self, rhs, transposed=False) -> np.ndarray:
+        """``a⁻¹ rhs``, or ``a⁻ᵀ rhs`` when ``transposed``."""
+        if self.inverse is not None:
+            return (self.inverse.T if transposed else self.inverse) @ rhs
+        from scipy.linalg import lu_solve  # lazy: start-up (docs/architecture.md)
+
+        return lu_solve(self.lu, rhs, trans=int(bool(transposed)), check_finite=False)
+
+    def finite(self) -> bool:
+        """Whether every number of the factorization is finite."""
+        parts = (self.inverse,) if self.inverse is not None else self.lu
+        return all(np.all(np.isfinite(part)) for part in parts)
+
+
 class InverseJacobian:
     """Approximate ``(F_x − I)⁻¹`` on the moving entries: the inverse of a finite-difference Jacobian,
     improved along the corrector's iterates by good-Broyden rank-one updates (so that a factorization
@@ -112,22 +155,11 @@ class InverseJacobian:
     """
 
     def __init__(self, a):
-        from scipy.linalg import LinAlgWarning, lu_factor  # lazy: start-up (docs/architecture.md)
-
-        if not np.all(np.isfinite(a)):
-            raise np.linalg.LinAlgError("Jacobian not finite")
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", LinAlgWarning)
-            try:
-                self.lu = lu_factor(a, check_finite=False)
-            except LinAlgWarning as exc:  # an exactly zero pivot
-                raise np.linalg.LinAlgError(str(exc)) from None
+        self.lu = DenseFactors(a)
         self.us, self.vs = [], []
 
     def _apply(self, rhs, trans):
-        from scipy.linalg import lu_solve  # lazy: start-up (docs/architecture.md)
-
-        z = lu_solve(self.lu, rhs, trans=trans, check_finite=False)
+        z = self.lu.solve(rhs, transposed=trans == 1)
         left, right = (self.us, self.vs) if trans == 0 else (self.vs, self.us)
         for u, v in zip(left, right):
             z = z + u * float(v @ rhs)
@@ -157,18 +189,16 @@ class InverseJacobian:
 
 
 def lu_factors(a):
-    """LU factors of ``a`` (``scipy.linalg.lu_factor``), or None when ``a`` is singular or not finite."""
+    """:class:`DenseFactors` of ``a``, or None when ``a`` is singular or not finite."""
     try:
-        return InverseJacobian(a).lu
+        return DenseFactors(a)
     except np.linalg.LinAlgError:
         return None
 
 
 def lu_solve_finite(factors, rhs):
     """``a⁻¹ rhs`` from :func:`lu_factors`; None when not finite."""
-    from scipy.linalg import lu_solve  # lazy: start-up (docs/architecture.md)
-
-    z = lu_solve(factors, rhs, check_finite=False)
+    z = factors.solve(rhs)
     return z if np.all(np.isfinite(z)) else None
 
 
@@ -187,6 +217,6 @@ def factor_jacobian(model, alpha, x):
             inv = InverseJacobian(a)
         except np.linalg.LinAlgError:
             return None
-    if not all(np.all(np.isfinite(part)) for part in inv.lu):
+    if not inv.lu.finite():
         return None
     return inv

@@ -123,6 +123,12 @@ class ContinuationSettings:
     #: model's bifurcation ends are the ends found by halving the step (no root of the host's eigenvalue)
     arnoldi_size: int = 40
 
+    #: at most this many moving unknowns, a model without a vectorized map is corrected and polished by Newton's
+    #: method on a forward-difference Jacobian at every iterate (:func:`replica.engine.newton_lu`, p + 1
+    #: evaluations per iterate) instead of MINPACK ``hybr``: the same fixed point, and no ``scipy.optimize``
+    #: (0.4 s of CPU to import, half of the README quick-start sweep: docs/performance.md)
+    newton_size: int = 8
+
     #: with a vectorized map (``update_many``), dense Jacobians up to this many moving order parameters, and
     #: Jacobian–vector products above. Three hidden layers (255): 17–20 s of CPU per sweep dense (with the polish
     #: of ``DeepFrontModel.solve_from``, limited to the same size), 26–30 s matrix-free. Four hidden layers (676):

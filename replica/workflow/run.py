@@ -97,7 +97,7 @@ def run_sweep(request: dict, alphas, *, checkpoint=None, progress: bool = True, 
         model = prepare(model, request, alphas, solve_kw=solve_kw, branches=branches)
     if checkpoint is not None:
         checkpoint.bind(model, solve_kw, architecture=arch.name)
-    with _blas_limit(blas_threads):
+    with _blas_limit(blas_threads, scipy_blas=hook(model, "update_many") is not None):
         result = sweep(model, alphas, branches=branches, progress=progress, solve_kw=solve_kw, cache=checkpoint)
         errors = discretization_errors(model, result, solve_kw)
     grids = hook(model, "grids")
@@ -107,16 +107,20 @@ def run_sweep(request: dict, alphas, *, checkpoint=None, progress: bool = True, 
         state_schema=state_schema(model))
 
 
-def _blas_limit(threads):
+def _blas_limit(threads, scipy_blas=True):
     """``threadpoolctl.threadpool_limits(threads, "blas")``, or nothing for None. The limit reaches only the
     BLAS libraries loaded when it is set, and scipy ships its own OpenBLAS, loaded with ``scipy.linalg``
-    (the LU factors of the correctors, :func:`replica.engine.newton_lu`): it is imported first (without it a
-    255-unknown LU took 25 ms of CPU instead of 1.3 ms, the other thread spinning)."""
+    (the chord corrector's LU factors, ARPACK, GMRES: models with a vectorized map): with ``scipy_blas`` it
+    is imported first (without it a 255-unknown LU took 25 ms of CPU instead of 1.3 ms, the other thread
+    spinning). Without, numpy's BLAS alone is limited (the dense solves of :func:`replica.engine.newton_lu`
+    and the eigenvalues; MINPACK uses none), and a sweep that needs no ``scipy.linalg`` does not pay its
+    import (0.14 s)."""
     if threads is None:
         import contextlib
 
         return contextlib.nullcontext()
-    import scipy.linalg  # noqa: F401 - lazy (start-up, docs/architecture.md): loads scipy's BLAS before the limit
+    if scipy_blas:
+        import scipy.linalg  # noqa: F401 - lazy (start-up, docs/architecture.md): loads scipy's BLAS before the limit
     from threadpoolctl import threadpool_limits  # lazy: start-up (docs/architecture.md)
 
     return threadpool_limits(limits=int(threads), user_api="blas")
