@@ -111,16 +111,40 @@ def _normalized_hermite(x, degree):
 class _ThetaInterpolant:
     """Piecewise Chebyshev interpolant of ``f(q)`` in ``theta = arccos q`` on ``[0, pi]``."""
 
-    def __init__(self, func, n_panels=_N_PANELS, degree=_PANEL_DEGREE):
+    def __init__(self, func, n_panels=_N_PANELS, degree=_PANEL_DEGREE, *, cache_name=None):
         self.n_panels = n_panels
         self.width = math.pi / n_panels
         self._func, self._degree = func, degree
+        self._cache_name = cache_name
 
     @functools.cached_property
     def coef(self) -> np.ndarray:
         """Chebyshev coefficients per panel, shape (n_panels, degree + 1), computed at the first use (the
         kernels of a built-in activation take 0.3–0.6 s of quadrature, which the commands that only check
-        an activation's name and Hermite content never need)."""
+        an activation's name and Hermite content never need) and, for an interpolant with a ``cache_name``
+        (the built-in activations' dual kernels), kept in the table cache of :mod:`hciz.cache` under that
+        name, its size and a digest of this module's source (read back in about a millisecond)."""
+        key = None
+        if self._cache_name is not None:
+            import hashlib
+            from pathlib import Path
+
+            from hciz.cache import load_table
+
+            source = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:20]
+            key = (f"activation-theta-interpolant-v1;{self._cache_name};panels={self.n_panels};"
+                   f"degree={self._degree};source={source}")
+            stored = load_table(key, ("coef",))
+            if stored is not None and stored["coef"].shape == (self.n_panels, self._degree + 1):
+                return stored["coef"]
+        coef = self._build()
+        if key is not None:
+            from hciz.cache import save_table
+
+            save_table(key, {"coef": coef})
+        return coef
+
+    def _build(self) -> np.ndarray:
         func, degree, n_panels = self._func, self._degree, self.n_panels
         k = np.arange(degree + 1)
         t = np.cos(np.pi * (k + 0.5) / (degree + 1))          # Chebyshev points of 1st kind
@@ -639,8 +663,8 @@ def _base_activation(key):
                           hermite_coefficients=mu)
     func, der, ker, dker, inner, dinner = _BUILTINS[key]
     if ker is None:
-        ker = _ThetaInterpolant(lambda q: _direct_kernel(func, inner, q))
-        dker = _ThetaInterpolant(lambda q: _direct_kernel(der, dinner, q))
+        ker = _ThetaInterpolant(lambda q: _direct_kernel(func, inner, q), cache_name=f"{key};kernel")
+        dker = _ThetaInterpolant(lambda q: _direct_kernel(der, dinner, q), cache_name=f"{key};derivative-kernel")
     return Activation(key, func, der, kernel=ker, derivative_kernel=dker)
 
 

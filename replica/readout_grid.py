@@ -115,7 +115,7 @@ def selection_from_overlaps(values, overlaps, threshold=0.5) -> float:
     return cut * cut
 
 
-def equal_potential_threshold(profile, potential) -> float:
+def equal_potential_threshold(profile, potential, slope=None) -> float:
     """Selection that puts every neuron on the root of larger per-neuron free entropy.
 
     Every threshold above the spinodal ``min T`` (largest root above it, low root below) gives a
@@ -131,22 +131,31 @@ def equal_potential_threshold(profile, potential) -> float:
         With ``snr`` and ``minima``.
     potential : callable
         ``potential(s, snr)`` for arrays of ``s`` (``v²``) and root SNRs, relative to ``Q = 0``.
+    slope : callable, optional
+        ``slope(snr)``: ``∂potential/∂s`` at a root. Since every root is a stationary point of the
+        potential in ``Q̂``, it is the total derivative along the root (envelope theorem), and the
+        difference of the two roots' slopes is the exact derivative of the potential difference in
+        ``s``: the sign change is then refined by Newton's method inside its bracket (bisection where a
+        step leaves it), about 3 evaluations of both roots instead of Brent's 8.
 
     Returns
     -------
     float
         :data:`SELECT_LARGEST` when the largest root wins wherever it differs from the low one (or
         there is one root per ``s``), :data:`SELECT_LOW` when it never wins up to ``s = 8.5²``,
-        otherwise the last sign change of the potential difference on a scan, refined by Brent's
-        method (relative 1e-12).
+        otherwise the last sign change of the potential difference on a scan, refined to relative 1e-12
+        (Newton with ``slope``, else Brent's method).
     """
     if profile.minima.size == 0:
         return SELECT_LARGEST
 
+    roots = {}
+
     def diff(s):
         """Potential of the largest minus the low root; NaN where they coincide (no choice)."""
         s = np.atleast_1d(np.asarray(s, dtype=float))
-        hi, lo = profile.snr(s, SELECT_LARGEST), profile.snr(s, SELECT_LOW)
+        hi, lo = _both_roots(profile, s)
+        roots["hi"], roots["lo"] = hi, lo
         out = potential(s, hi) - potential(s, lo)
         return np.where(np.abs(hi - lo) <= 1e-12 * (1.0 + np.abs(hi)), np.nan, out)
 
@@ -174,9 +183,115 @@ def equal_potential_threshold(profile, potential) -> float:
     if k > j + 1:  # another bistable window above, entered on the largest root: select from its start
         return float(scan[k - 1])
     a, b = float(scan[j]), float(scan[k])
+    if slope is not None:
+        hi, lo = roots["hi"][[j, k]], roots["lo"][[j, k]]
+        da, db = slope(hi) - slope(lo)
+        x0 = _hermite_root(a, b, float(d[j]), float(d[k]), float(da), float(db))
+        return _newton_in_bracket(profile, potential, slope, a, b, x0)
     from scipy import optimize  # lazy: start-up (docs/architecture.md)
 
     return float(optimize.brentq(lambda z: float(diff(z)[0]), a, b, xtol=1e-14, rtol=1e-12))
+
+
+def _compiled_specs(prior, activation):
+    """``(compiled_prior(prior), compiled_activation(activation))`` for :class:`OverlapProfile`, or None where
+    either has no compiled form (an activation that is not a :class:`~replica.activations.Activation`, a prior
+    whose channel cannot be tabulated): the NumPy methods then."""
+    from priors.compiled import compiled_prior
+
+    from .activations import Activation, compiled_activation
+
+    if not isinstance(activation, Activation):
+        return None
+    try:
+        return compiled_prior(prior), compiled_activation(activation)
+    except (TypeError, ValueError, AttributeError, FloatingPointError):
+        return None
+
+
+def _g_inside(activation):
+    """``g`` for correlations already clipped to [0, 1]: the unchecked form where the activation has one
+    (:meth:`replica.activations.Activation.g_inside`; the hot loops of the threshold's root finding)."""
+    return getattr(activation, "g_inside", activation.g)
+
+
+def _g_prime_inside(activation):
+    """``g'`` for correlations already clipped to [0, 1] (:func:`_g_inside`)."""
+    return getattr(activation, "g_prime_inside", activation.g_prime)
+
+
+def _both_roots(profile, s):
+    """The largest and the low root at ``s`` (:meth:`OverlapProfile.both_roots`, or two calls of ``snr`` for a
+    profile whose ``snr`` is its own, e.g. the compiled one of the two-layer profiles)."""
+    if isinstance(profile, OverlapProfile) and type(profile).snr is OverlapProfile.snr:
+        return profile.both_roots(s)
+    return profile.snr(s, SELECT_LARGEST), profile.snr(s, SELECT_LOW)
+
+
+def _hermite_root(a, b, fa, fb, da, db) -> float:
+    """A start for :func:`_newton_in_bracket`: the root in ``(a, b)`` of the cubic that matches ``Φ`` and ``Φ'``
+    at both ends (``fa ≤ 0 < fb``; error of the order of ``(b − a)⁴``), by bisection and Newton on the cubic;
+    the secant point where a slope is not finite."""
+    h = b - a
+    secant = a - fa * h / (fb - fa) if fb > fa else 0.5 * (a + b)
+    if not (math.isfinite(da) and math.isfinite(db)):
+        return secant
+    # p(t) = fa + t (h da) + t² c2 + t³ c3 on [0, 1], p(0) = fa, p(1) = fb, p'(0) = h da, p'(1) = h db
+    c1 = h * da
+    c2 = 3.0 * (fb - fa) - 2.0 * c1 - h * db
+    c3 = 2.0 * (fa - fb) + c1 + h * db
+    lo, hi = 0.0, 1.0
+    t = (secant - a) / h
+    for _ in range(60):
+        p = fa + t * (c1 + t * (c2 + t * c3))
+        if p <= 0.0:
+            lo = t
+        else:
+            hi = t
+        dp = c1 + t * (2.0 * c2 + 3.0 * t * c3)
+        nxt = t - p / dp if dp != 0.0 else 0.5 * (lo + hi)
+        if not lo < nxt < hi:
+            nxt = 0.5 * (lo + hi)
+        if abs(nxt - t) <= 1e-15:
+            break
+        t = nxt
+    return a + t * h
+
+
+def _newton_in_bracket(profile, potential, slope, a, b, x) -> float:
+    """Root of ``Φ(s) = potential(s, r_max(s)) − potential(s, r_low(s))`` in ``[a, b]`` (``Φ(a) ≤ 0 < Φ(b)``)
+    by Newton's method from ``x`` with ``Φ' = slope(r_max) − slope(r_low)`` (:func:`equal_potential_threshold`),
+    each step kept inside the shrinking bracket (bisection otherwise), to ``|Δs| ≤ 1e-14 + 1e-12 s``: the last
+    step or, in the quadratic regime (a step below 1e-6 s and shorter than the one before), the error that
+    step leaves, ``|δ_k|³/δ_{k−1}²``."""
+    if not a < x < b:
+        x = 0.5 * (a + b)
+    previous = math.inf
+    for _ in range(100):
+        z = np.array([x])
+        hi, lo = _both_roots(profile, z)
+        f = float((potential(z, hi) - potential(z, lo))[0])
+        if f == 0.0 or not math.isfinite(f):
+            return x
+        if f < 0.0:
+            a = x
+        else:
+            b = x
+        df = float((slope(hi) - slope(lo))[0])
+        step = f / df if df != 0.0 and math.isfinite(df) else math.inf
+        nxt = x - step
+        newton = a < nxt < b
+        if not newton:
+            nxt = 0.5 * (a + b)
+        tol = 1e-14 + 1e-12 * abs(x)
+        if abs(nxt - x) <= tol or b - a <= tol:
+            return nxt
+        if newton and abs(step) <= 1e-6 * abs(x) and abs(step) < abs(previous) \
+                and abs(step) ** 3 / previous**2 <= tol:
+            return nxt
+        previous = step if newton else math.inf
+        x = nxt
+    return x
 
 
 class OverlapProfile:
@@ -200,11 +315,15 @@ class OverlapProfile:
         low root jump).
     """
 
+    #: compiled forms ``(prior, activation)`` of the curve (:mod:`replica._profile_kernels`), or None (NumPy)
+    _specs = None
+
     def __init__(self, prior, activation, A, B):
         self.prior = prior
         self.activation = activation
         self.A = max(float(A), 0.0)
         self.B = max(float(B), 0.0)
+        self._specs = _compiled_specs(prior, activation)
         self._tabulate(math.inf if self.B == 0.0 else 1.0 / self.B)
 
     def _tabulate(self, onset):
@@ -242,8 +361,12 @@ class OverlapProfile:
     def T(self, r):
         """``T(r) = r / (A g'(m_P(r)) + B m_P(r))`` (``inf`` where the denominator vanishes)."""
         r = np.asarray(r, dtype=float)
+        if self._specs is not None:
+            from ._profile_kernels import curve_T_many
+
+            return curve_T_many(np.ascontiguousarray(r.ravel()), self.A, self.B, *self._specs).reshape(r.shape)
         q = np.clip(self.prior.overlap(r), 0.0, 1.0)
-        k = self.A * self.activation.g_prime(q) + self.B * q
+        k = self.A * _g_prime_inside(self.activation)(q) + self.B * q
         with np.errstate(divide="ignore", invalid="ignore"):
             out = np.where(k > 0, r / np.where(k > 0, k, 1.0), np.inf)
         return out
@@ -255,7 +378,13 @@ class OverlapProfile:
 
     def _invert(self, s, j):
         """``r`` in ``[r_j, r_{j+1}]`` with ``T(r) = s`` (``T`` increasing there), vectorized
-        Illinois (regula falsi) iteration on the shrinking set of unconverged nodes."""
+        Illinois (regula falsi) iteration on the shrinking set of unconverged nodes (compiled, one node
+        after the other, where the curve has compiled forms)."""
+        if self._specs is not None:
+            from ._profile_kernels import invert_many
+
+            return invert_many(np.ascontiguousarray(s, dtype=float), np.ascontiguousarray(j, dtype=np.int64),
+                               self._r, self._T, self.A, self.B, *self._specs)
         lo, hi = self._r[j].copy(), self._r[j + 1].copy()
         flo = np.maximum(self._T[j] - s, -1e300)
         fhi = np.minimum(self._T[j + 1] - s, 1e300)
@@ -307,39 +436,53 @@ class OverlapProfile:
             ``Q̂(v) ≥ 0``; ``Q(v) = m_P(Q̂(v))``.
         """
         s = np.asarray(s, dtype=float)
-        shape = s.shape
-        s = s.ravel()
+        out, at, s_inv, j_inv = self._plan(s.ravel(), s_threshold)
+        if at.size:
+            out[at] = self._invert(s_inv, j_inv)
+        return out.reshape(s.shape)
+
+    def both_roots(self, s):
+        """``(snr(s, SELECT_LARGEST), snr(s, SELECT_LOW))``, equal bit for bit, with one vectorized
+        inversion for both (:func:`equal_potential_threshold` asks for the two roots at every trial ``s``)."""
+        s = np.asarray(s, dtype=float).ravel()
+        hi, at_hi, s_hi, j_hi = self._plan(s, SELECT_LARGEST)
+        lo, at_lo, s_lo, j_lo = self._plan(s, SELECT_LOW)
+        if at_hi.size or at_lo.size:
+            r = self._invert(np.concatenate([s_hi, s_lo]), np.concatenate([j_hi, j_lo]))
+            hi[at_hi], lo[at_lo] = r[:at_hi.size], r[at_hi.size:]
+        return hi, lo
+
+    def _plan(self, s, s_threshold):
+        """The selected roots at the 1-D ``s`` that need no inversion, and the inversions the others need:
+        ``(out, positions, s, j)`` with ``out[positions] = _invert(s, j)`` still to be filled in."""
         out = np.zeros(s.shape)
+        at, s_inv, j_inv = [], [], []
         if s_threshold == SELECT_ZERO or s.size == 0:
-            return out.reshape(shape)
+            return out, np.zeros(0, dtype=int), np.zeros(0), np.zeros(0, dtype=int)
         n = self._r.size
         high = s > s_threshold
         # largest root: last j with T_j < s (running minimum from the right)
         if np.any(high):
-            sh = s[high]
-            j = np.searchsorted(self._Rmin, sh, side="left") - 1
-            res = np.zeros(sh.shape)
+            pos = np.flatnonzero(high)
+            j = np.searchsorted(self._Rmin, s[pos], side="left") - 1
             top = j >= n - 1
-            res[top] = self._r[-1]
+            out[pos[top]] = self._r[-1]
             mid = (j >= 0) & ~top
-            if np.any(mid):
-                res[mid] = self._invert(sh[mid], j[mid])
-            out[high] = res
+            at.append(pos[mid])
+            s_inv.append(s[pos[mid]])
+            j_inv.append(j[mid])
         low = ~high
         if np.any(low) and np.isfinite(self.onset):
-            sl = s[low]
-            res = np.zeros(sl.shape)
-            unstable = sl > self.onset
-            if np.any(unstable):
-                su = sl[unstable]
-                j = np.searchsorted(self._Lmax, su, side="left")
-                r_u = np.full(su.shape, self._r[-1])
-                ok = j < n
-                if np.any(ok):
-                    r_u[ok] = self._invert(su[ok], j[ok] - 1)
-                res[unstable] = r_u
-            out[low] = res
-        return out.reshape(shape)
+            pos = np.flatnonzero(low & (s > self.onset))
+            j = np.searchsorted(self._Lmax, s[pos], side="left")
+            ok = j < n
+            out[pos[~ok]] = self._r[-1]
+            at.append(pos[ok])
+            s_inv.append(s[pos[ok]])
+            j_inv.append(j[ok] - 1)
+        if not at:
+            return out, np.zeros(0, dtype=int), np.zeros(0), np.zeros(0, dtype=int)
+        return out, np.concatenate(at), np.concatenate(s_inv), np.concatenate(j_inv)
 
 
 class ProfileSolver:
@@ -433,7 +576,8 @@ class ProfileSolver:
             profile = OverlapProfile(m.weight_prior, m.activation, alpha / (m.gamma * D), gain / m.gamma)
         if s_threshold == SELECT_EQUILIBRIUM:
             s_threshold = equal_potential_threshold(
-                profile, lambda s, snr: self.neuron_potential(alpha, D, gain, s, snr)) if profile else SELECT_LARGEST
+                profile, lambda s, snr: self.neuron_potential(alpha, D, gain, s, snr),
+                lambda snr: self.neuron_potential_slope(alpha, D, gain, snr)) if profile else SELECT_LARGEST
         nodes, weights = self.rule(profile, s_threshold, level)
         s = nodes * nodes
         snr = profile.snr(s, s_threshold) if profile is not None else np.zeros(s.shape)
@@ -452,8 +596,15 @@ class ProfileSolver:
         ``(Q, Q̂)`` is ``Q̂ = s(A g'(Q) + B Q)``; used by :func:`equal_potential_threshold`)."""
         m = self.model
         q = np.clip(m.weight_prior.overlap(snr), 0.0, 1.0)
-        return (s * m.activation.g(q) / (2.0 * D) + m.gamma / alpha * (m.weight_prior.free_entropy(snr) - q * snr / 2.0)
+        return (s * _g_inside(m.activation)(q) / (2.0 * D) + m.gamma / alpha * (m.weight_prior.free_entropy(snr) - q * snr / 2.0)
                 + gain * s * q * q / (4.0 * alpha))
+
+    def neuron_potential_slope(self, alpha, D, gain, snr):
+        """``∂/∂s`` of :meth:`neuron_potential` at fixed root: ``g(Q)/(2D) + gain · Q²/(4α)``; at a root (a
+        stationary point in ``Q̂``) the derivative of the potential along the root."""
+        m = self.model
+        q = np.clip(m.weight_prior.overlap(snr), 0.0, 1.0)
+        return _g_inside(m.activation)(q) / (2.0 * D) + gain * q * q / (4.0 * alpha)
 
     def labels(self, x):
         """``(globals, s_threshold, level, discretization_error)`` of a packed point (level 0 and error 0

@@ -782,6 +782,21 @@ MUTATIONS = [
       '        _write_array(gc, "alpha", np.array([c.parameter for c in critical], dtype=float))',
       "a phase-lines file stores the critical point's Δ as its α",
       ("tests/test_phase_lines.py::test_the_stored_critical_point_is_where_the_sweeps_lose_the_second_branch",)),
+    M("front-slope-wrong-gain-term", "replica/readout_grid.py",
+      "        return _g_inside(m.activation)(q) / (2.0 * D) + gain * q * q / (4.0 * alpha)\n",
+      "        return _g_inside(m.activation)(q) / (2.0 * D) + gain * q * q / (2.0 * alpha)\n",
+      "the slope of the equal-potential front is not the derivative of the potential difference along the roots",
+      ("tests/test_small_solvers_and_fronts.py::test_profile_solver_slope_is_the_derivative_of_its_potential_along_the_roots",)),
+    M("dense-factors-transpose-ignored", "replica/continuation/jacobians.py",
+      "            return (self.inverse.T if transposed else self.inverse) @ rhs\n",
+      "            return self.inverse @ rhs\n",
+      "the small dense factors solve with the matrix where the transposed solve is asked for (Broyden updates)",
+      ("tests/test_small_solvers_and_fronts.py::test_dense_factors_solve_and_transposed_solve",)),
+    M("compiled-profile-curve-sign", "replica/_profile_kernels.py",
+      "    k = A * spec_g_prime(act, q) + B * q\n",
+      "    k = A * spec_g_prime(act, q) - B * q\n",
+      "the compiled curve T of the readout profiles is not the NumPy one",
+      ("tests/test_small_solvers_and_fronts.py::test_compiled_profile_curve_equals_the_numpy_curve",)),
 ]
 
 
