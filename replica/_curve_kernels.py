@@ -9,11 +9,13 @@ kernels live with their model, the pieces that do not depend on the curve live h
   ``[−8.5, 8.5]`` (unit panels, graded towards every breakpoint), folded onto ``s > 0`` (weights
   doubled): the rule of an even integrand ``E_s f(s²)``;
 * :func:`running_extrema` — the running minimum from the right and maximum from the left of a
-  tabulated curve (where the largest and the low root of ``T(r) = s`` are looked up).
+  tabulated curve (where the largest and the low root of ``T(r) = s`` are looked up);
+* :func:`illinois_point` and :func:`illinois_update` — one step of the Illinois (regula falsi) iteration
+  that inverts a curve on a monotone cell, without the curve.
 
 Root finding and minimization inside kernels are written out per curve (numba cannot take a
-Python callable in a cached kernel); their tolerances are those of the Python code they
-replace.
+Python callable in a cached kernel), around the curve-free steps above; their tolerances are those
+of the Python code they replace.
 """
 
 from __future__ import annotations
@@ -25,11 +27,35 @@ import numpy as np
 
 from priors._kernels import kernel
 
-__all__ = ["folded_gaussian_panel_rule", "running_extrema", "gauss_legendre_unit", "GAUSSIAN_HALF_RANGE"]
+__all__ = ["folded_gaussian_panel_rule", "running_extrema", "gauss_legendre_unit", "illinois_point", "illinois_update",
+           "GAUSSIAN_HALF_RANGE"]
 
 #: the Gaussian law is integrated on [−8.5, 8.5] (:class:`priors.continuous_laws.GaussianLaw`)
 GAUSSIAN_HALF_RANGE = 8.5
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+
+
+@kernel(cache=True, inline="always")
+def illinois_point(a, b, fa, fb):  # pragma: no cover - compiled
+    """The next trial point of the Illinois iteration on ``[a, b]`` (``fa < 0 < fb``): the secant's root, the
+    midpoint where it is not strictly inside."""
+    x = (a * fb - b * fa) / (fb - fa)
+    if not (x > a and x < b):
+        x = 0.5 * (a + b)
+    return x
+
+
+@kernel(cache=True, inline="always")
+def illinois_update(a, b, fa, fb, side, x, fx):  # pragma: no cover - compiled
+    """The bracket after the trial ``(x, fx)``: ``(a, b, fa, fb, side)``, the value kept at the end that did not
+    move twice in a row halved (Illinois), ``side`` = +1 when ``b`` moved, −1 when ``a`` did."""
+    if fx > 0.0:
+        if side == 1:
+            fa *= 0.5
+        return a, x, fa, fx, 1
+    if side == -1:
+        fb *= 0.5
+    return x, b, fx, fb, -1
 
 
 @functools.lru_cache(maxsize=None)

@@ -17,6 +17,7 @@ import numpy as np
 from priors._kernels import kernel
 from priors.compiled import spec_overlap
 
+from ._curve_kernels import illinois_point, illinois_update
 from .activations import spec_g_prime
 
 __all__ = ["curve_T_many", "invert_many"]
@@ -55,18 +56,9 @@ def invert_many(s, j, r_grid, T_grid, A, B, prior, act):  # pragma: no cover - c
         x = a
         side = 0
         for _ in range(100):
-            x = (a * fb - b * fa) / (fb - fa)
-            if not (x > a and x < b):
-                x = 0.5 * (a + b)
+            x = illinois_point(a, b, fa, fb)
             fx = _curve_T(x, A, B, prior, act) - si
-            if fx > 0.0:
-                if side == 1:
-                    fa *= 0.5
-                b, fb, side = x, fx, 1
-            else:
-                if side == -1:
-                    fb *= 0.5
-                a, fa, side = x, fx, -1
+            a, b, fa, fb, side = illinois_update(a, b, fa, fb, side, x, fx)
             if b - a <= 1e-14 * b or abs(fx) <= 1e-14 * si:
                 break
         out[i] = x

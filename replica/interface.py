@@ -221,6 +221,14 @@ class ModelDefaults:
         :mod:`replica.continuation.codim2` follow a branch's fold or crossing in that parameter. Raises
         ValueError (one line) for a parameter the model does not have or a value outside its domain. Default
         None: the model gives no such copy (phase lines are refused; :class:`RecordedArguments` provides it).
+    feature_transitions : callable or None
+        ``feature_transitions(a0, x0, k0, a1, k1, solve_kw) -> list of dict or None``: every group of readouts
+        learned along a curve between the grid points ``a0`` (packed point ``x0``, ``k0`` groups learned) and
+        ``a1`` (``k1``), each at its own located α (:func:`replica.workflow.run.feature_transitions`; the
+        one-hidden-layer profile solver with a discrete law). Default None.
+    feature_point : callable or None
+        ``feature_point(alpha, k, x_guess, solve_kw) -> dict or None``: per group ``s``, ``mass`` and mean
+        ``overlap`` of the stationary point with the ``k`` strongest groups learned. Default None.
     """
 
     main_phase = None
@@ -242,6 +250,8 @@ class ModelDefaults:
     near_map = None
     refined = None
     interpolate_to = None
+    feature_transitions = None
+    feature_point = None
     with_parameter = None
 
     def moving_indices(self, x) -> np.ndarray:

@@ -49,11 +49,15 @@ one-hidden-layer theory; progressive specialization of neurons with larger ``|v|
 
 from __future__ import annotations
 
+import functools
+import logging
 import math
 
 import numpy as np
 
 from priors.readout_laws import continuous_readout_law
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["OverlapProfile", "ProfileSolver", "SELECT_LARGEST", "SELECT_LOW", "SELECT_ZERO", "SELECT_EQUILIBRIUM",
            "selection_from_overlaps", "equal_potential_threshold", "DEFAULT_TARGET", "BASE_NODES", "MAX_LEVEL"]
@@ -318,13 +322,27 @@ class OverlapProfile:
     #: compiled forms ``(prior, activation)`` of the curve (:mod:`replica._profile_kernels`), or None (NumPy)
     _specs = None
 
-    def __init__(self, prior, activation, A, B):
+    def __init__(self, prior, activation, A, B, *, unit=None):
         self.prior = prior
         self.activation = activation
         self.A = max(float(A), 0.0)
         self.B = max(float(B), 0.0)
         self._specs = _compiled_specs(prior, activation)
+        if unit is not None and self.B == 0.0 and self.A > 0.0 and unit.A == 1.0 and unit.B == 0.0:
+            self._scaled(unit)
+            return
         self._tabulate(math.inf if self.B == 0.0 else 1.0 / self.B)
+
+    def _scaled(self, unit):
+        """The tables of ``unit`` (the profile of ``A = 1``, ``B = 0`` of the same prior and activation) divided
+        by ``A``: with ``B = 0`` (no degree-2 part, ``R̂₂ = 0``) ``T = T₁/A`` exactly, so the extrema sit at the
+        same ``r`` and every value scales; no tabulation, no refinement of the extrema."""
+        a = self.A
+        self.onset = math.inf
+        self.minima, self.maxima = unit.minima / a, unit.maxima / a
+        self._r = unit._r
+        self._T = unit._T / a
+        self._Rmin, self._Lmax = unit._Rmin / a, unit._Lmax / a
 
     def _tabulate(self, onset):
         """Tabulate ``T`` (``T(0+) = onset``), refine its interior extrema and build the running
@@ -573,7 +591,8 @@ class ProfileSolver:
             profile, gain = None, 0.0
         else:
             gain = m.tilt_gain(tau, R2_hat)
-            profile = OverlapProfile(m.weight_prior, m.activation, alpha / (m.gamma * D), gain / m.gamma)
+            profile = OverlapProfile(m.weight_prior, m.activation, alpha / (m.gamma * D), gain / m.gamma,
+                                     unit=self._unit_profile if gain == 0.0 else None)
         if s_threshold == SELECT_EQUILIBRIUM:
             s_threshold = equal_potential_threshold(
                 profile, lambda s, snr: self.neuron_potential(alpha, D, gain, s, snr),
@@ -671,10 +690,165 @@ class ProfileSolver:
         # the profile on the reporting grid (the law's atoms)
         rv = m.readout_values
         snr_r = e["profile"].snr(rv * rv, e["threshold"]) if e["profile"] is not None else np.zeros(rv.size)
+        count, _ = self.learned(rv * rv, snr_r, e["threshold"])
+        s_nodes = e["nodes"] * e["nodes"]
+        _, mass = self.learned(s_nodes, e["snr"], e["threshold"], e["weights"])
         return m.state_type(
             alpha=float(alpha), overlap_W=np.clip(m.weight_prior.overlap(snr_r), 0.0, 1.0),
             overlap_W_hat=snr_r, R2=e["R2"], R2_hat=R2_hat, tau=tau, mmse=e["mmse"], free_entropy=f,
-            mutual_information=m.mutual_information(alpha, f), discretization_error=error)
+            mutual_information=m.mutual_information(alpha, f), discretization_error=error,
+            learned_features=float(count), learned_mass=float(mass))
+
+    @functools.cached_property
+    def _unit_profile(self):
+        """The profile of ``A = 1``, ``B = 0`` that every profile with ``B = 0`` scales (:meth:`OverlapProfile._scaled`)."""
+        return OverlapProfile(self.model.weight_prior, self.model.activation, 1.0, 0.0)
+
+    # ------------------------------------------------------------------ learned groups
+    @functools.cached_property
+    def groups(self) -> np.ndarray:
+        """The distinct ``v²`` of the law's atoms, largest first (a group: the atoms of one ``|v|``), shape
+        (n_groups,)."""
+        v2 = np.round(self.model.v2, 12)
+        return np.unique(v2[v2 > 0.0])[::-1]
+
+    def learned(self, s, snr, threshold, weights=None):
+        """``(number of learned groups, their mass)`` of nodes ``s = v²`` with selected roots ``snr``: a node has
+        learned when it sits on its largest root (``s > threshold``) and that root is not ``Q̂ = 0``; the count
+        is that of the groups (:attr:`groups`) all of whose atoms among ``s`` have learned, the mass
+        ``Σ weights`` over the learned nodes (``weights`` default: the law's atoms' own)."""
+        s = np.asarray(s, dtype=float)
+        on = (s > threshold) & (np.asarray(snr, dtype=float) > 0.0) if threshold < SELECT_LOW else np.zeros(s.shape, bool)
+        w = self.model.readout_weights if weights is None else np.asarray(weights, dtype=float)
+        mass = float(np.sum(w[on]))
+        if weights is not None:
+            return 0, mass
+        groups = self.groups[::-1]  # increasing
+        key = np.round(s, 12)
+        j = np.searchsorted(groups, key)
+        inside = (j < groups.size) & (groups[np.minimum(j, groups.size - 1)] == key)
+        index = groups.size - 1 - j[inside]  # 0 = the strongest group
+        atoms = np.bincount(index, minlength=groups.size)
+        learned = np.bincount(index, weights=on[inside].astype(float), minlength=groups.size)
+        complete = (atoms > 0) & (learned == atoms)
+        # strongest first: the leading run of groups whose atoms all learned
+        count = int(np.argmin(complete)) if not np.all(complete) else groups.size
+        return count, mass
+
+    def family_threshold(self, k) -> float:
+        """A selection (a fixed ``s_threshold``) with exactly the ``k`` strongest groups on their largest root:
+        between the ``k``-th and the ``(k+1)``-th group's ``v²`` (:data:`SELECT_LOW` for ``k = 0``,
+        :data:`SELECT_LARGEST` when every group is)."""
+        g = self.groups
+        if k <= 0:
+            return SELECT_LOW
+        if k >= g.size:
+            return SELECT_LARGEST
+        return float(0.5 * (g[k - 1] + g[k]))
+
+    def family_point(self, alpha, k, y0, solve_kw=None):
+        """The stationary point with exactly the ``k`` strongest groups learned (:meth:`family_threshold`) at
+        ``alpha``, from the globals ``y0``: ``(y, state)`` or None. Newton steps from ``y0`` (a point of a
+        neighbouring family or α), the damped iteration where they fail."""
+        from .engine import solve_fixed_point
+
+        opts = dict(solve_kw or {})
+        atol, rtol = opts.get("atol", 1e-12), opts.get("rtol", 1e-10)
+        sel = self.family_threshold(k)
+        with np.errstate(all="ignore"):
+            z, _, _ = _chord_newton(lambda u: self.update(alpha, u, sel, 0), np.array(y0, dtype=float), atol, rtol,
+                                    self._project)
+        if z is None:
+            opts.setdefault("guarded_newton", True)
+            opts.setdefault("project", self._project)
+            r = solve_fixed_point(lambda u: self.update(alpha, u, sel, 0), np.array(y0, dtype=float), **opts)
+            if not r.converged:
+                return None
+            z = r.x
+        return z, self.state(alpha, np.concatenate([z, [sel, 0]]))
+
+    def feature_transitions(self, a0, x0, k0, a1, k1, solve_kw=None) -> list:
+        """Every group's own first-order transition between two points of one curve: the groups ``k0 … k1 − 1``
+        (the curve has ``k0`` groups learned at ``a0``, packed point ``x0``, and ``k1 > k0`` at ``a1``), each at
+        the α where the stationary points with ``k`` and ``k + 1`` groups learned (fixed selections,
+        :meth:`family_point`) have equal free entropy, located by :func:`replica.continuation.events.locate_crossing`
+        (Newton with the envelope slopes ``df/dα``) to its ``crossing_rtol`` (1e-12), each bracket starting at the
+        previous group's α.
+
+        Returns
+        -------
+        list of dict
+            ``alpha``, ``group`` (0 = the strongest), ``s`` (the group's ``v²``), ``mass``, ``overlap_before``,
+            ``overlap_after`` (the group's ``Q`` on both stationary points at ``alpha``), ``mmse_before``,
+            ``mmse_after``; a group whose crossing is not bracketed is left out (logged).
+        """
+        from .continuation.events import envelope_slope, locate_crossing
+
+        m = self.model
+        out = []
+        solved = {}  # (α, k) -> (y, state) or None, shared by the groups of the interval
+        y_start = np.asarray(x0, dtype=float)[:self.n_globals]
+
+        def point(a, kk):
+            key = (float(a), int(kk))
+            if key not in solved:
+                near = [(abs(a - b) + 10.0 * abs(kk - j), got[0]) for (b, j), got in solved.items() if got is not None]
+                guess = min(near, key=lambda t: t[0])[1] if near else y_start
+                solved[key] = self.family_point(a, kk, guess, solve_kw)
+            return solved[key]
+
+        def value(a, k):
+            """``f_{k+1} − f_k`` and its slope; NaN where group k has no specialized root (the two coincide)."""
+            pk, pk1 = point(a, k), point(a, k + 1)
+            if pk is None or pk1 is None:
+                return math.nan, None
+            s_k = self.groups[k]
+            atoms = np.round(m.v2, 12) == s_k
+            if not np.any(pk1[1].overlap_W_hat[atoms] > pk[1].overlap_W_hat[atoms]):
+                return math.nan, None
+            df = float(pk1[1].free_entropy) - float(pk[1].free_entropy)
+            return df, envelope_slope(m, a, pk1[1]) - envelope_slope(m, a, pk[1])
+
+        lo, hi = float(a0), float(a1)
+        spacing = None  # the last distance between two located groups: the next one is about as far
+        for k in range(int(k0), int(k1)):
+            step = spacing if spacing is not None else (hi - lo) / 32.0
+            start = lo
+            if not math.isfinite(value(start, k)[0]):  # the group's root appears inside: from where it exists
+                ts = [t for t in [lo + step * j / 4.0 for j in range(1, 9)] if t < hi] + \
+                    [lo + (hi - lo) * j / 32.0 for j in range(1, 33)]
+                start = next((t for t in sorted(set(ts)) if math.isfinite(value(t, k)[0])), None)
+                if start is None:
+                    logger.info("group %d has no specialized root in [%g, %g]", k, lo, hi)
+                    continue
+            a_k = None
+            # a bracket of twice the last spacing first (many close groups); then the interval; then beyond a1:
+            # the curve's own selection (equal potentials at its globals, first order in a group's mass) may
+            # count a group as learned at a1 a little before the two stationary points' free entropies cross
+            # (measured: 4e-4 in α for 100 atoms), and the crossing then lies just above a1
+            tops = ([start + 2.0 * spacing] if spacing is not None and start + 2.0 * spacing < hi else []) + \
+                [hi, hi + (hi - float(a0))]
+            for top in tops:
+                try:
+                    a_k = locate_crossing(lambda a, k=k: value(a, k), start, top)
+                    break
+                except ValueError:
+                    continue
+            if a_k is None:
+                logger.info("feature transition of group %d in [%g, %g] not bracketed", k, start, hi)
+                continue
+            before, after = point(a_k, k), point(a_k, k + 1)
+            if before is None or after is None:
+                continue
+            atoms = np.round(m.v2, 12) == self.groups[k]
+            out.append({"alpha": float(a_k), "group": k, "s": float(self.groups[k]),
+                        "mass": float(np.sum(m.readout_weights[atoms])),
+                        "overlap_before": float(np.mean(before[1].overlap_W[atoms])),
+                        "overlap_after": float(np.mean(after[1].overlap_W[atoms])),
+                        "mmse_before": float(before[1].mmse), "mmse_after": float(after[1].mmse)})
+            spacing = max(a_k - lo, 1e-9 * max(1.0, a_k)) if out[:-1] else None
+            lo = a_k
+        return out
 
     # ------------------------------------------------------------------ solve
     def _refine(self, alpha, y, sel, level, start, options):

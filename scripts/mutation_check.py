@@ -797,6 +797,16 @@ MUTATIONS = [
       "    k = A * spec_g_prime(act, q) - B * q\n",
       "the compiled curve T of the readout profiles is not the NumPy one",
       ("tests/test_small_solvers_and_fronts.py::test_compiled_profile_curve_equals_the_numpy_curve",)),
+    M("feature-family-shifted", "replica/readout_grid.py",
+      "        return float(0.5 * (g[k - 1] + g[k]))\n",
+      "        return float(0.5 * (g[k] + g[k + 1])) if k + 1 < g.size else SELECT_LARGEST\n",
+      "the stationary point 'with k groups learned' has k + 1, and the located transitions are off by one group",
+      ("tests/test_feature_transitions.py::test_located_transitions_are_free_entropy_crossings_of_the_reduced_equations",)),
+    M("feature-equilibrium-flag-inverted", "replica/workflow/run.py",
+      'equilibrium_at(r["alpha"]) == r["branch"]',
+      'equilibrium_at(r["alpha"]) != r["branch"]',
+      "the feature transitions on the equilibrium are those of the other branches",
+      ("tests/test_feature_transitions.py::test_every_group_is_learned_once_strongest_first",)),
 ]
 
 

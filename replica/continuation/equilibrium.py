@@ -110,7 +110,7 @@ def change_record(model, by_name, frm, to, alpha, kind, state):
 
 
 #: per-point fields carried into the equilibrium next to mmse (present for ±1 output channels)
-EQUILIBRIUM_EXTRA_FIELDS = ("classification_error", "sign_disagreement")
+EQUILIBRIUM_EXTRA_FIELDS = ("classification_error", "sign_disagreement", "learned_features", "learned_mass")
 
 
 def equilibrium_of(alphas, branches):

@@ -120,6 +120,9 @@ class SweepResult:
         ``branch_start``), ``located`` (always True; kept for readers of older results).
     universal_only_reason : str or None
         Why only the universal branch is reported (docs/theory.md §5.4), or None.
+    feature_transitions : dict
+        One-hidden-layer profile solver with a discrete readout law: every group's own first-order
+        transition, one entry per group and branch (:func:`replica.workflow.run.feature_transitions`).
     grids, dataset_axes, s_grid_rule, architecture, state_schema
         What a file stores besides the branches (filled by :func:`replica.workflow.run.run_sweep`; empty
         after a bare :func:`sweep`): the model's extra 1-D coordinates ``{name: ndarray}``, the dimension
@@ -142,6 +145,9 @@ class SweepResult:
     s_grid_rule: str | None = None
     architecture: str = ""
     state_schema: tuple | None = None
+    #: the located per-group transitions (:func:`replica.workflow.run.feature_transitions`): columns of
+    #: :data:`replica.workflow.io.FEATURE_DATASETS`; empty for models without groups of readouts
+    feature_transitions: dict = field(default_factory=dict)
 
 
 @dataclass

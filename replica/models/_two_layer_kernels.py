@@ -31,7 +31,7 @@ from hciz.compiled import rect_gain, rect_inverse, rect_iota, rect_values
 from priors.compiled import spec_free_entropy, spec_overlap
 
 from ..activations import spec_g, spec_g_both, spec_g_prime
-from .._curve_kernels import folded_gaussian_panel_rule, running_extrema
+from .._curve_kernels import folded_gaussian_panel_rule, illinois_point, illinois_update, running_extrema
 
 __all__ = ["curve_T", "tabulate", "root_snr", "roots", "front", "evaluate", "potential", "evaluate_point",
            "global_channels"]
@@ -193,22 +193,10 @@ def _illinois(s, a, b, fa, fb, curve, act1, p1, p2):  # pragma: no cover - compi
     out = a
     side = 0
     for _ in range(100):
-        x = (a * fb - b * fa) / (fb - fa)
-        if not (x > a and x < b):
-            x = 0.5 * (a + b)
+        x = illinois_point(a, b, fa, fb)
         fx = curve_T(x, curve, act1, p1, p2) - s
         out = x
-        up = fx > 0.0
-        if up and side == 1:
-            fa *= 0.5
-        if (not up) and side == -1:
-            fb *= 0.5
-        if up:
-            b, fb = x, fx
-            side = 1
-        else:
-            a, fa = x, fx
-            side = -1
+        a, b, fa, fb, side = illinois_update(a, b, fa, fb, side, x, fx)
         if b - a <= 1e-14 * b or abs(fx) <= 1e-14 * s:
             break
     return out

@@ -86,6 +86,12 @@ class ShallowState:
         Continuous readout laws and laws with many atoms (:mod:`replica.readout_grid`):
         relative change of mmse and free entropy between the last two refinements of the
         ``v``-quadrature (0 for an exact discrete law); ``None`` for the dense solver.
+    learned_features, learned_mass : float or None
+        Profile solver (:mod:`replica.readout_grid`): the number of groups of equal ``|v|`` whose neurons sit
+        on their specialized root (their largest root, where it is not ``Q = 0``), strongest first, and the
+        readout mass of those groups (the learned fraction of the hidden units: ``k_c = learned_mass · k``
+        of a width-``k`` network; for a continuous law the mass above the front, on the rule's nodes);
+        ``None`` for the dense solver.
     """
 
     alpha: float
@@ -98,6 +104,8 @@ class ShallowState:
     free_entropy: float
     mutual_information: float
     discretization_error: float | None = None
+    learned_features: float | None = None
+    learned_mass: float | None = None
 
     @property
     def overlaps(self) -> np.ndarray:
@@ -117,6 +125,9 @@ class ShallowState:
         }
         if self.discretization_error is not None:
             out["discretization_error"] = self.discretization_error
+        if self.learned_features is not None:
+            out["learned_features"] = self.learned_features
+            out["learned_mass"] = self.learned_mass
         return out
 
 
@@ -325,6 +336,38 @@ class ShallowModel(OutputChannelTerms, RecordedArguments, ModelDefaults):
         if warm is not None:
             return self.solve(alpha, warm[:-1], warm[-1], start=start, **kw)
         return self.solve(alpha, overlaps, None, start=start, **kw)
+
+    def _groups_solver(self):
+        """The profile solver where the readout law is discrete (its groups of equal ``|v|`` are what
+        :meth:`feature_transitions` locates), else None."""
+        ps = self.profile_solver
+        return ps if ps is not None and ps.law is None else None
+
+    def feature_transitions(self, a0, x0, k0, a1, k1, solve_kw=None):
+        """Each group's own transition between two points of a curve (hook of
+        :func:`replica.workflow.run.feature_transitions`;
+        :meth:`replica.readout_grid.ProfileSolver.feature_transitions`), or None without groups (dense solver,
+        continuous law)."""
+        ps = self._groups_solver()
+        if ps is None:
+            return None
+        return ps.feature_transitions(a0, x0, k0, a1, k1, solve_kw)
+
+    def feature_point(self, alpha, k, x_guess, solve_kw=None):
+        """The stationary point with the ``k`` strongest groups learned at ``alpha`` from the packed point
+        ``x_guess``: ``{"s", "mass", "overlap"}`` per group (shape (n_groups,): ``v²``, readout mass, mean ``Q``),
+        or None."""
+        ps = self._groups_solver()
+        if ps is None or x_guess is None:
+            return None
+        got = ps.family_point(alpha, k, np.asarray(x_guess, dtype=float)[:ps.n_globals], solve_kw)
+        if got is None:
+            return None
+        key = np.round(self.v2, 12)
+        groups = ps.groups
+        Q = np.asarray(got[1].overlap_W, dtype=float)
+        return {"s": groups.copy(), "mass": np.array([float(np.sum(self.readout_weights[key == g])) for g in groups]),
+                "overlap": np.array([float(np.mean(Q[key == g])) for g in groups])}
 
     def _ev(self, x) -> float:
         """E_v over the readout atoms."""
@@ -604,6 +647,7 @@ class ShallowModel(OutputChannelTerms, RecordedArguments, ModelDefaults):
         if self.profile_solver is not None and start == "universal":
             # Q ≡ 0: every v-integral is exact; packed as (D, M = 0, SELECT_ZERO, level, error)
             st.discretization_error = 0.0
+            st.learned_features, st.learned_mass = 0.0, 0.0
             result.x = np.array([self.effective_variance(st.mmse), 0.0, SELECT_ZERO, 0.0, 0.0])
         result.info["state"] = st
         return result

@@ -707,6 +707,13 @@ def _log_result(result):
     instability = result.branch_transitions.get("universal", {}).get("alpha_instability", math.nan)
     if math.isfinite(instability):
         logger.info("the universal branch is linearly unstable above alpha = %.9g", instability)
+    features = getattr(result, "feature_transitions", None) or {}
+    if features and len(features.get("alpha", ())):
+        on = np.asarray(features["equilibrium"], bool)
+        a = np.asarray(features["alpha"], float)[on]
+        if a.size:
+            logger.info("%d feature transitions on the equilibrium (group by group, /feature_transitions), "
+                        "alpha = %.9g to %.9g", a.size, a.min(), a.max())
 
 
 #: whether warnings advise options of replica-sweep (False while replica-figures runs its sweeps: it takes

@@ -45,6 +45,9 @@ Layout
     root finding on the free-entropy difference, or at the end or birth of a branch),
     ``from_branch``, ``to_branch``, ``mmse_before``, ``mmse_after`` (both at ``alpha``)
     and ``kind`` (``crossing``, ``branch_end``, ``branch_start``).
+``/feature_transitions/``
+    one hidden layer, discrete readout law of more than 16 atoms: every group's own first-order transition
+    (columns :data:`FEATURE_DATASETS`, :func:`replica.workflow.run.feature_transitions`); absent otherwise.
 ``/transitions``
     attributes ``alpha_sp`` and ``alpha_c`` (NaN when absent) of the first specialization:
     ``alpha_c`` is the first change of the equilibrium away from the universal branch (two
@@ -468,6 +471,11 @@ def write_sweep(path, result, parameters: dict, *, configuration: dict | None = 
         ge["alpha"].make_scale("alpha")
         _attach_scales(ge, ge["alpha"])
         _write_changes(h5, getattr(result, "equilibrium_changes", []))
+        features = getattr(result, "feature_transitions", None) or {}
+        if features:
+            gf = h5.create_group("feature_transitions")
+            for name in FEATURE_DATASETS:
+                _write_array(gf, name, features[name])
         gt = h5.create_group("transitions")
         for key, val in result.transitions.items():
             gt.attrs[key] = float(val)
@@ -478,6 +486,12 @@ def write_sweep(path, result, parameters: dict, *, configuration: dict | None = 
     logger.info("wrote %s", path)
     return path
 
+
+#: datasets of the group ``feature_transitions`` (one entry per group and branch, ordered in α): the group's α
+#: (located), its index (0 = the strongest |v|), the branch, ``feature`` or ``equilibrium_change``, whether the
+#: branch is the equilibrium there, the group's v² and readout mass, its mean Q on both sides, mmse on both sides
+FEATURE_DATASETS = ("alpha", "group", "branch", "kind", "equilibrium", "s", "mass", "overlap_before",
+                    "overlap_after", "mmse_before", "mmse_after")
 
 #: datasets of the group ``equilibrium_changes`` (one entry per change, ordered in α)
 CHANGE_DATASETS = ("alpha", "from_branch", "to_branch", "mmse_before", "mmse_after", "kind")
@@ -579,6 +593,7 @@ def read_sweep(path) -> dict:
                                   for name, g in h5["branches"].items()},
             "universal_only_reason": _decode(h5["branches"].attrs.get("universal_only_reason")),
             "equilibrium_changes": load(h5["equilibrium_changes"]) if "equilibrium_changes" in h5 else {},
+            "feature_transitions": load(h5["feature_transitions"]) if "feature_transitions" in h5 else {},
             "architecture": _decode(h5.attrs.get("architecture", "")),
             "state_schema": schema_from_json(_decode(h5.attrs["state_schema"])) if "state_schema" in h5.attrs
             else None,
@@ -619,6 +634,7 @@ def sweep_data(result, parameters: dict | None = None) -> dict:
         "equilibrium_changes": {col: np.asarray([c.get(key, "") for c in changes],
                                                 dtype=float if col in ("alpha", "mmse_before", "mmse_after") else object)
                                 for col, key in columns.items()},
+        "feature_transitions": {k: np.asarray(v) for k, v in (getattr(result, "feature_transitions", None) or {}).items()},
         "transitions": {k: float(v) for k, v in result.transitions.items()},
         "branch_transitions": {n: {k: float(v) for k, v in per.items()}
                                for n, per in getattr(result, "branch_transitions", {}).items()},

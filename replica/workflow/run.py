@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 import time
 from pathlib import Path
 
@@ -103,6 +104,7 @@ def run_sweep(request: dict, alphas, *, checkpoint=None, progress: bool = True, 
     grids = hook(model, "grids")
     return dataclasses.replace(
         result, branches=errors, grids=dict(grids or {}),
+        feature_transitions=feature_transitions(model, result, solve_kw),
         dataset_axes=hook(model, "dataset_axes"), s_grid_rule=hook(model, "s_grid_rule"), architecture=arch.name,
         state_schema=state_schema(model))
 
@@ -124,6 +126,141 @@ def _blas_limit(threads, scipy_blas=True):
     from threadpoolctl import threadpool_limits  # lazy: start-up (docs/architecture.md)
 
     return threadpool_limits(limits=int(threads), user_api="blas")
+
+
+def feature_transitions(model, result, solve_kw=None) -> dict:
+    """Every group's own first-order transition along every branch of ``result`` and at the changes of its
+    equilibrium (issue 40: the sequence of feature-learning transitions of a many-feature target).
+
+    Along a branch, between two neighbouring grid points where its ``learned_features`` grows from ``k₀`` to
+    ``k₁``, the model's ``feature_transitions`` hook locates the groups ``k₀ … k₁ − 1`` one by one (the α where
+    the stationary points with ``k`` and ``k + 1`` groups learned have equal free entropy,
+    :meth:`replica.readout_grid.ProfileSolver.feature_transitions`; kind ``feature``). At a change of the
+    equilibrium from branch A to B at α_c, the groups learned on B and not on A there jump together (kind
+    ``equilibrium_change``; their overlaps from the model's ``feature_point`` hook at α_c). ``equilibrium``
+    says whether the entry's branch is the equilibrium at its α (every ``equilibrium_change`` entry is).
+
+    Returns
+    -------
+    dict
+        Columns of :data:`replica.workflow.io.FEATURE_DATASETS` (arrays of one length, ordered in α), or an
+        empty dict for a model without the hooks (or without groups of readouts).
+    """
+    locate = hook(model, "feature_transitions")
+    if locate is None:
+        return {}
+    rows = []
+    counts = {}
+    for name, b in result.branches.items():
+        if "learned_features" not in b.fields:
+            continue
+        k = np.asarray(b["learned_features"], dtype=float)
+        ok = np.asarray(b["exists"], bool) & np.asarray(b["converged"], bool) & np.isfinite(k)
+        located = []
+        for i in range(b.alpha.size - 1):
+            if ok[i] and ok[i + 1] and k[i + 1] > k[i]:
+                got = locate(float(b.alpha[i]), b.points[i], int(k[i]), float(b.alpha[i + 1]), int(k[i + 1]),
+                             solve_kw) or []
+                located += [{**r, "branch": name, "kind": "feature"} for r in got]
+        counts[name] = (b.alpha, k, ok, located)
+        rows += located
+    if not counts:
+        return {}
+    changes = sorted(getattr(result, "equilibrium_changes", []) or [], key=lambda c: float(c["alpha"]))
+    first = str(result.equilibrium["branch"][0]) if len(result.equilibrium.get("branch", [])) else "universal"
+
+    def equilibrium_at(a):
+        current = first
+        for c in changes:
+            if float(c["alpha"]) <= a:
+                current = str(c["to"])
+        return current
+
+    def count_at(name, a, before):
+        """Groups learned on branch ``name`` at ``a`` (0 on a branch without groups, the universal one): its count
+        at the nearest grid point before (``before``) or after ``a`` where it exists, corrected by its located
+        transitions in between; and that grid index (None where there is none)."""
+        if name not in counts:
+            return 0, None
+        alpha, k, ok, located = counts[name]
+        idx = np.flatnonzero(ok)
+        if idx.size == 0:
+            return 0, None
+        side = idx[alpha[idx] <= a] if before else idx[alpha[idx] >= a]
+        i = int(side[-1] if before else side[0]) if side.size else int(idx[np.argmin(np.abs(alpha[idx] - a))])
+        lo, hi = sorted((float(alpha[i]), a))
+        moved = sum(1 for r in located if lo < r["alpha"] <= hi)
+        return int(k[i]) + (moved if alpha[i] <= a else -moved), i
+
+    point = hook(model, "feature_point")
+
+    def solved_at(name, i, a):
+        """Branch ``name`` solved at ``a`` from its grid point ``i``: ``(groups learned, packed point)`` or None."""
+        try:
+            r = model.solve_from(a, None, result.branches[name].points[i], start="feature",
+                                 **dict(solve_kw or {}))
+        except (ValueError, FloatingPointError, ZeroDivisionError, KeyError):
+            return None
+        st = r.info.get("state")
+        count = getattr(st, "learned_features", None)
+        if not r.converged or count is None or not math.isfinite(float(count)):
+            return None
+        return int(count), r.x
+
+    for c in changes:
+        a_c, frm, to = float(c["alpha"]), str(c["from"]), str(c["to"])
+        n_from, i_from = count_at(frm, a_c, True)
+        n_to, i_to = count_at(to, a_c, False)
+        # the groups a branch learned between α_c and its nearest grid point, where that interval was not
+        # located along the branch (the branch starts or ends in it): from the branch solved at α_c
+        for name, i, before in ((frm, i_from, True), (to, i_to, False)):
+            if name not in counts or i is None:
+                continue
+            alpha, k, _, located = counts[name]
+            a_i = float(alpha[i])
+            got = solved_at(name, i, a_c) if a_i != a_c else None
+            if got is None:
+                continue
+            n_c, x_c = got
+            new = []
+            if before and n_c > int(k[i]) and not any(a_i < r["alpha"] <= a_c for r in located):
+                new = locate(a_i, result.branches[name].points[i], int(k[i]), a_c, n_c, solve_kw) or []
+            elif not before and int(k[i]) > n_c and not any(a_c < r["alpha"] <= a_i for r in located):
+                new = locate(a_c, x_c, n_c, a_i, int(k[i]), solve_kw) or []
+            new = [{**r, "branch": name, "kind": "feature"} for r in new]
+            located += new
+            rows += new
+            if before:
+                n_from = n_c
+            else:
+                n_to = n_c
+        if n_to <= n_from or point is None:
+            continue
+        before = point(a_c, n_from, result.branches[frm].points.get(i_from), solve_kw) if i_from is not None else None
+        after = point(a_c, n_to, result.branches[to].points.get(i_to), solve_kw) if i_to is not None else None
+        for g in range(n_from, n_to):
+            rows.append({"alpha": a_c, "group": g, "branch": to, "kind": "equilibrium_change",
+                         "s": math.nan if after is None else after["s"][g],
+                         "mass": math.nan if after is None else after["mass"][g],
+                         "overlap_before": 0.0 if before is None else before["overlap"][g],
+                         "overlap_after": math.nan if after is None else after["overlap"][g],
+                         "mmse_before": float(c.get("mmse_before", math.nan)),
+                         "mmse_after": float(c.get("mmse_after", math.nan))})
+    rows.sort(key=lambda r: (r["alpha"], r["group"]))
+    from .io import FEATURE_DATASETS
+
+    out = {}
+    for col in FEATURE_DATASETS:
+        if col == "equilibrium":
+            out[col] = np.array([r["kind"] == "equilibrium_change" or equilibrium_at(r["alpha"]) == r["branch"]
+                                 for r in rows], dtype=bool)
+        elif col in ("branch", "kind"):
+            out[col] = np.array([str(r[col]) for r in rows], dtype=object)
+        elif col == "group":
+            out[col] = np.array([int(r[col]) for r in rows], dtype=np.int64)
+        else:
+            out[col] = np.array([float(r[col]) for r in rows], dtype=float)
+    return out
 
 
 def discretization_errors(model, result, solve_kw=None) -> dict:
