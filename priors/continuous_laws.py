@@ -31,7 +31,8 @@ from ._lazy import lazy_import
 
 special = lazy_import("scipy.special")  # ~0.1-0.3 s: loaded when first used
 
-__all__ = ["ContinuousLaw", "GaussianLaw", "UniformLaw", "DensityLaw", "CONTINUOUS_LAWS"]
+__all__ = ["ContinuousLaw", "GaussianLaw", "UniformLaw", "DensityLaw", "PowerLawDensity", "CONTINUOUS_LAWS",
+           "composite_rule"]
 
 #: Gaussian law integrated on [−GAUSSIAN_RANGE, GAUSSIAN_RANGE] (mass outside: 2Φ(−8.5) ≈ 2e-17)
 GAUSSIAN_RANGE = 8.5
@@ -152,46 +153,53 @@ class ContinuousLaw(abc.ABC):
         nodes, weights : ndarray, shape (n_panels · n,)
             ``weights`` include the density; ``Σ weights f(nodes) ≈ E f(v)``.
         """
-        lo, hi = float(self.lower), float(self.upper)
-        m = max(1, int(math.ceil((hi - lo) / self.panel_width - 1e-9)))
-        base = np.linspace(lo, hi, m + 1)
-        b = np.asarray(breakpoints, dtype=float).ravel()
-        b = np.unique(b[np.isfinite(b) & (b > lo) & (b < hi)])
-        pts = np.concatenate([base, b])
-        flag = np.concatenate([np.zeros(base.size, dtype=bool), np.ones(b.size, dtype=bool)])
-        order = np.argsort(pts, kind="stable")
-        pts, flag = pts[order], flag[order]
-        keep = np.concatenate([[True], np.diff(pts) > 1e-13 * (1.0 + np.abs(pts[1:]))])
-        # a breakpoint merged into a neighbouring grid point keeps the grading there
-        special_end = np.logical_or.reduceat(flag, np.flatnonzero(keep))
-        pts = pts[keep]
-        pts[0], pts[-1] = lo, hi
-        a, c = pts[:-1], pts[1:]
-        left, right = special_end[:-1], special_end[1:]
-        x, w = _gauss_legendre(n)
-        t = 0.5 * (x + 1.0)  # GL on [0, 1]
-        wt = 0.5 * w
-        width = (c - a)[:, None]
-        # plain Gauss–Legendre
-        nodes = a[:, None] + width * t[None, :]
-        jac = width * wt[None, :]
-        # graded at the left end: v = a + (c − a) t²
-        gl = left & ~right
-        nodes[gl] = a[gl, None] + width[gl] * (t * t)[None, :]
-        jac[gl] = width[gl] * (2.0 * t * wt)[None, :]
-        # graded at the right end: v = c − (c − a) t²
-        gr = right & ~left
-        nodes[gr] = c[gr, None] - width[gr] * (t * t)[None, :]
-        jac[gr] = width[gr] * (2.0 * t * wt)[None, :]
-        # both ends: v = a + (c − a)(1 − cos πt)/2
-        gb = left & right
-        nodes[gb] = a[gb, None] + 0.5 * width[gb] * (1.0 - np.cos(np.pi * t))[None, :]
-        jac[gb] = 0.5 * width[gb] * (np.pi * np.sin(np.pi * t) * wt)[None, :]
-        nodes = nodes.ravel()
-        return nodes, (jac.ravel() * self.pdf(nodes))
+        nodes, jac = composite_rule(self.lower, self.upper, self.panel_width, breakpoints, n)
+        return nodes, (jac * self.pdf(nodes))
 
     def __repr__(self):
         return f"{type(self).__name__}({self.name!r})"
+
+
+def composite_rule(lower, upper, panel_width, breakpoints=(), n=8):
+    """The panels and nodes of :meth:`ContinuousLaw.panel_rule` on ``[lower, upper]`` without the density:
+    ``(nodes, jacobian weights)``, ``Σ w f(nodes) ≈ ∫ f`` (panels of at most ``panel_width``, ends at the
+    ``breakpoints`` inside, graded towards them)."""
+    lo, hi = float(lower), float(upper)
+    m = max(1, int(math.ceil((hi - lo) / panel_width - 1e-9)))
+    base = np.linspace(lo, hi, m + 1)
+    b = np.asarray(breakpoints, dtype=float).ravel()
+    b = np.unique(b[np.isfinite(b) & (b > lo) & (b < hi)])
+    pts = np.concatenate([base, b])
+    flag = np.concatenate([np.zeros(base.size, dtype=bool), np.ones(b.size, dtype=bool)])
+    order = np.argsort(pts, kind="stable")
+    pts, flag = pts[order], flag[order]
+    keep = np.concatenate([[True], np.diff(pts) > 1e-13 * (1.0 + np.abs(pts[1:]))])
+    # a breakpoint merged into a neighbouring grid point keeps the grading there
+    special_end = np.logical_or.reduceat(flag, np.flatnonzero(keep))
+    pts = pts[keep]
+    pts[0], pts[-1] = lo, hi
+    a, c = pts[:-1], pts[1:]
+    left, right = special_end[:-1], special_end[1:]
+    x, w = _gauss_legendre(n)
+    t = 0.5 * (x + 1.0)  # GL on [0, 1]
+    wt = 0.5 * w
+    width = (c - a)[:, None]
+    # plain Gauss–Legendre
+    nodes = a[:, None] + width * t[None, :]
+    jac = width * wt[None, :]
+    # graded at the left end: v = a + (c − a) t²
+    gl = left & ~right
+    nodes[gl] = a[gl, None] + width[gl] * (t * t)[None, :]
+    jac[gl] = width[gl] * (2.0 * t * wt)[None, :]
+    # graded at the right end: v = c − (c − a) t²
+    gr = right & ~left
+    nodes[gr] = c[gr, None] - width[gr] * (t * t)[None, :]
+    jac[gr] = width[gr] * (2.0 * t * wt)[None, :]
+    # both ends: v = a + (c − a)(1 − cos πt)/2
+    gb = left & right
+    nodes[gb] = a[gb, None] + 0.5 * width[gb] * (1.0 - np.cos(np.pi * t))[None, :]
+    jac[gb] = 0.5 * width[gb] * (np.pi * np.sin(np.pi * t) * wt)[None, :]
+    return nodes.ravel(), jac.ravel()
 
 
 class GaussianLaw(ContinuousLaw):
@@ -326,6 +334,75 @@ class DensityLaw(ContinuousLaw):
 
     def panel_rule(self, breakpoints=(), n=8):
         return super().panel_rule(np.concatenate([np.asarray(breakpoints, float).ravel(), self._breaks]), n)
+
+
+class PowerLawDensity(ContinuousLaw):
+    """The continuum limit ``K → ∞`` of the readout law ``powerlaw:beta=B,k=K`` (``v_p ∝ p^−β``, ``p = 1 … K``,
+    weight ``1/K``, ``E v² = 1``): ``v = c u^−β`` with ``u`` uniform on (0, 1) (the rank ``p/K``) and
+    ``c = √(1 − 2β)``, i.e. the density ``p(v) = (c^{1/β}/β) v^{−1−1/β}`` on ``[c, ∞)``, for ``0 < β < 1/2``
+    (the second moment is infinite from ``β = 1/2`` on). Unbounded, and heavy tailed: most of ``E v²`` comes from
+    large ``v`` as ``β → 1/2``.
+
+    :meth:`panel_rule` integrates in ``t = u^{1−2β}`` ∈ (0, 1], where ``v² du = c² dt/(1 − 2β)``: the
+    integrands of the profile solver (``v² Q²``, ``v² (g(1) − g(Q))``, the entropic term, all ``∝ v²`` for large
+    ``v``) are bounded there, and ``t → 0`` is ``v → ∞``; panels of width 1/8 in ``t`` with ends at the breakpoints
+    (graded towards them, :func:`composite_rule`).
+
+    Parameters
+    ----------
+    beta : float
+        ``0 < β < 1/2``.
+
+    Raises
+    ------
+    ValueError
+        ``β`` outside ``(0, 1/2)`` or not finite.
+    """
+
+    panel_width = 0.125
+
+    def __init__(self, beta):
+        beta = float(beta)
+        if not (math.isfinite(beta) and 0.0 < beta < 0.5):
+            raise ValueError(f"beta must be in (0, 1/2) for the continuum law (E v^2 is infinite from 1/2 on), "
+                             f"got {beta!r}")
+        self.beta = beta
+        self.c = math.sqrt(1.0 - 2.0 * beta)
+        self.name = f"powerlaw:beta={beta!r}"
+        self.lower, self.upper = self.c, math.inf
+
+    def key(self):
+        return (type(self).__name__, self.beta)
+
+    def pdf(self, v):
+        v = np.asarray(v, dtype=float)
+        b, c = self.beta, self.c
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            out = (1.0 / (b * c)) * np.power(np.where(v >= c, v, c) / c, -1.0 - 1.0 / b)
+        return np.where(v >= c, out, 0.0)
+
+    def cdf(self, v):
+        v = np.asarray(v, dtype=float)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            out = 1.0 - np.power(np.where(v >= self.c, v, self.c) / self.c, -1.0 / self.beta)
+        return np.where(v >= self.c, out, 0.0)
+
+    def ppf(self, u):
+        return self.c * np.power(1.0 - np.asarray(u, dtype=float), -self.beta)
+
+    def panel_rule(self, breakpoints=(), n=8):
+        b, c = self.beta, self.c
+        e = 1.0 - 2.0 * b
+        v_b = np.asarray(breakpoints, dtype=float).ravel()
+        v_b = v_b[np.isfinite(v_b) & (v_b > c)]
+        t_b = np.power(v_b / c, -e / b)  # t = u^{1 − 2β}, u = (v/c)^{−1/β}
+        t, jac = composite_rule(0.0, 1.0, self.panel_width, t_b, n)
+        u = np.power(t, 1.0 / e)
+        nodes = c * np.power(u, -b)
+        # du = u^{2β} dt/(1 − 2β) = t^{2β/(1−2β)} dt/(1 − 2β)
+        weights = jac * np.power(t, 2.0 * b / e) / e
+        order = np.argsort(nodes)
+        return nodes[order], weights[order]
 
 
 #: the built-in continuous laws by name

@@ -457,13 +457,23 @@ def csv_readout_law(path, *, name=None):
         raise ValueError(f"readout law {spec!r}: {exc}") from None
 
 
-def _powerlaw(spec, body):
+def _powerlaw(spec, body, grid_size=None):
     keys = {item.split("=")[0].strip().lower() for item in body.split(",")}
-    if keys == {"beta"}:
-        raise ValueError(f"readout law {spec!r}: give the number of atoms k=K (the continuum limit "
-                         f"K → ∞ is not available)")
+    if keys == {"beta"}:  # the continuum limit K → ∞ (priors.continuous_laws.PowerLawDensity)
+        from .continuous_laws import PowerLawDensity
+
+        params = _family_parameters(spec, body, ("beta",))
+        try:
+            law = PowerLawDensity(params["beta"])
+        except ValueError as exc:
+            raise ValueError(f"readout law {spec!r}: {exc}") from None
+        return continuous_readout_law(law, grid_size, default_size=CONTINUUM_REPORT_NODES)
     params = _family_parameters(spec, body, ("beta", "k"))
     return powerlaw_readout_law(params["beta"], params["k"], name=spec)
+
+
+#: reporting nodes of the continuum power-law law (``Q(v)`` on the quantile grid; the solver integrates adaptively)
+CONTINUUM_REPORT_NODES = 64
 
 
 def _exponential(spec, body):
@@ -479,7 +489,7 @@ def _csv(spec, body):
 
 #: parametrized readout laws, ``FAMILY:…`` → (parser ``(spec, body) -> ReadoutLaw``, syntax for the help)
 READOUT_FAMILIES = {
-    "powerlaw": (_powerlaw, "powerlaw:beta=B,k=K (v_p ∝ p^-B)"),
+    "powerlaw": (_powerlaw, "powerlaw:beta=B,k=K (v_p ∝ p^-B; without k the continuum limit, 0 < B < 1/2)"),
     "exponential": (_exponential, "exponential:rate=R,k=K (v_p ∝ e^-R(p-1))"),
     "csv": (_csv, "csv:FILE (value[,weight] per line)"),
 }
@@ -579,6 +589,8 @@ def get_readout_law(spec, *, grid_size=None):
     if key.startswith("discrete:"):
         return _parse_discrete(text, text[len("discrete:"):])
     family, sep, body = text.partition(":")
+    if sep and family.lower() == "powerlaw":
+        return _powerlaw(text, body, n)
     if sep and family.lower() in READOUT_FAMILIES:
         return READOUT_FAMILIES[family.lower()][0](text, body)
     if key in READOUT_LAWS:

@@ -818,8 +818,8 @@ class ProfileSolver:
                 ts = [t for t in [lo + step * j / 4.0 for j in range(1, 9)] if t < hi] + \
                     [lo + (hi - lo) * j / 32.0 for j in range(1, 33)]
                 start = next((t for t in sorted(set(ts)) if math.isfinite(value(t, k)[0])), None)
-                if start is None:
-                    logger.info("group %d has no specialized root in [%g, %g]", k, lo, hi)
+                if start is None:  # e.g. a degree-2 part: the group specializes continuously, without a jump
+                    logger.debug("group %d has no specialized root in [%g, %g]", k, lo, hi)
                     continue
             a_k = None
             # a bracket of twice the last spacing first (many close groups); then the interval; then beyond a1:

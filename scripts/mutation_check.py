@@ -807,6 +807,11 @@ MUTATIONS = [
       'equilibrium_at(r["alpha"]) != r["branch"]',
       "the feature transitions on the equilibrium are those of the other branches",
       ("tests/test_feature_transitions.py::test_every_group_is_learned_once_strongest_first",)),
+    M("powerlaw-continuum-rule-weights", "priors/continuous_laws.py",
+      "        weights = jac * np.power(t, 2.0 * b / e) / e\n",
+      "        weights = jac * np.power(t, b / e) / e\n",
+      "the rule of the continuum power-law law integrates the wrong density",
+      ("tests/test_powerlaw_continuum.py::test_density_is_normalized_with_unit_second_moment_and_the_powerlaw_quantiles",)),
 ]
 
 

@@ -310,6 +310,12 @@ def resolve_model(options: dict, *, build_it: bool = True) -> tuple:
     except ValueError as exc:
         msg = str(exc).splitlines()[0]
         raise UsageError(f"--readout-grid: {msg}" if msg.startswith("grid_size") else f"--readout: {msg}") from None
+    from priors.continuous_laws import PowerLawDensity
+
+    if layers >= 2 and isinstance(getattr(readout, "law", None), PowerLawDensity):
+        # the two-layer profile's rule in s has no heavy-tailed readout (measured: no result in 5 min)
+        raise UsageError(f"--readout: the continuum law {options['readout']} is available for one hidden layer; "
+                         f"give the number of atoms (powerlaw:beta=B,k=K) with --layers {layers}")
     from ..models import ModelRequest, build, choose
 
     from priors.output_channels import get_output_channel
