@@ -66,7 +66,8 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["FIGURES", "FIGURE_FILES", "EXPERIMENT_FIGURES", "deep_thresholds", "build_parser", "main"]
 
-FIGURES = ("quadratic", "relu", "rademacher", "deep", "two_layer", "two_layer_phase", "depth", "neurons", "trapped")
+FIGURES = ("quadratic", "relu", "rademacher", "deep", "two_layer", "two_layer_phase", "depth", "scaling", "neurons",
+           "trapped")
 #: the PNG files each figure writes (docs/commands.md lists them; tests/test_newcomer_defects_2.py checks it)
 FIGURE_FILES = {**{name: (f"{name}.png",) for name in FIGURES},
                 "rademacher": ("rademacher_readout_rademacher.png", "rademacher_readout_ones.png")}
@@ -710,9 +711,94 @@ def figure_trapped(outdir: Path, quick: bool, report: _Report):
                f"alpha = {float(g['alpha'][i]):.3g}", measure="absolute", note="> 0: above the Bayes error")
 
 
+#: the scaling-law figure (docs/theory.md §5.5): K atoms, α grid, the β of the panels, the β of the profile panel
+SCALING_RUNS = {True: {"k": 2000, "alphas": np.geomspace(0.05, 20.0, 12), "betas": (1.0, 2.0)},
+                False: {"k": 10000, "alphas": np.geomspace(0.05, 50.0, 25), "betas": (1.0, 1.5, 2.0)}}
+SCALING_MODEL = {"activation": "tanh2", "drop_hermite": (1,), "gamma": 0.5, "delta": 0.04}
+
+
+def figure_scaling(outdir: Path, quick: bool, report: _Report):
+    """The scaling law of many-feature targets (docs/theory.md §5.5): mmse against n/(kd) = α/γ on log–log axes
+    with the derived slope −(2β−1)/(2β), the learned width k_c against α with slope 1/(2β), and each feature's
+    overlap against its index at four α. Theory only (no finite-size experiment of this figure yet)."""
+    from ..activations import get_activation
+    from ..continuation.sweep import sweep
+    from ..models.shallow import ShallowModel
+    from .plotting import LAYER_COLORS, _mpl, figure_style, save_figure
+
+    run = SCALING_RUNS[bool(quick)]
+    k, alphas = run["k"], run["alphas"]
+    act = get_activation(SCALING_MODEL["activation"], drop_hermite=SCALING_MODEL["drop_hermite"])
+    gamma, delta = SCALING_MODEL["gamma"], SCALING_MODEL["delta"]
+    results = {}
+    for beta in run["betas"]:
+        model = ShallowModel(act, gamma, delta, readout_law=f"powerlaw:beta={beta},k={k}")
+        res = sweep(model, alphas, progress=False)
+        eq = res.equilibrium
+        mmse, kc = np.asarray(eq["mmse"], float), np.asarray(eq["learned_features"], float)
+        x = alphas / (delta + mmse)
+        sel = (kc >= 10) & (kc <= k / 10)
+        slope = np.polyfit(np.log(x[sel]), np.log(mmse[sel]), 1)[0] if sel.sum() >= 3 else float("nan")
+        width = np.polyfit(np.log(x[sel]), np.log(kc[sel]), 1)[0] if sel.sum() >= 3 else float("nan")
+        results[beta] = (res, mmse, kc, sel, slope, width)
+        derived = -(2 * beta - 1) / (2 * beta)
+        report.add("scaling", f"mmse exponent in alpha/D, beta = {beta:g} (derived {derived:.4g})",
+                   abs(slope / derived - 1.0), f"{int(sel.sum())} alpha, 10 <= k_c <= K/10",
+                   note=f"fitted {slope:.4f}, K = {k}")
+        report.add("scaling", f"k_c exponent, beta = {beta:g} (derived {1 / (2 * beta):.4g})",
+                   abs(width * 2 * beta - 1.0), f"{int(sel.sum())} alpha", note=f"fitted {width:.4f}")
+    with open(outdir / "scaling.csv", "w") as fh:
+        fh.write("beta,alpha,n_over_kd,mmse,learned_features\n")
+        for beta, (_, mmse, kc, _, _, _) in results.items():
+            for a, e, c in zip(alphas, mmse, kc):
+                fh.write(f"{beta!r},{a!r},{a / gamma!r},{e!r},{c!r}\n")
+    _, plt = _mpl()
+    with figure_style():
+        fig, (ax_e, ax_k, ax_q) = plt.subplots(1, 3, figsize=(15, 4.8), layout="constrained")
+        for n, (beta, (_, mmse, kc, sel, slope, width)) in enumerate(results.items()):
+            color = LAYER_COLORS[n % len(LAYER_COLORS)]
+            xs = alphas / gamma
+            ax_e.loglog(xs, mmse, "o-", color=color, ms=3, label=f"β = {beta:g} (fit {slope:.3f})")
+            derived = -(2 * beta - 1) / (2 * beta)
+            if sel.any():
+                x0, y0 = xs[sel][sel.sum() // 2], mmse[sel][sel.sum() // 2]
+                ax_e.loglog(xs[sel], y0 * (xs[sel] / x0) ** derived, "--", color=color, lw=1,
+                            label=f"slope −(2β−1)/(2β) = {derived:.3f}")
+            ax_k.loglog(alphas, np.maximum(kc, 0.5), "o-", color=color, ms=3, label=f"β = {beta:g} (fit {width:.3f})")
+            if sel.any():
+                a0, c0 = alphas[sel][sel.sum() // 2], kc[sel][sel.sum() // 2]
+                ax_k.loglog(alphas[sel], c0 * (alphas[sel] / a0) ** (1 / (2 * beta)), "--", color=color, lw=1)
+        ax_e.set_xlabel("n/(kd) = α/γ")
+        ax_e.set_ylabel("Bayes-optimal mmse")
+        ax_e.set_title(f"power-law readouts, K = {k}, tanh(2x) without He₁, Δ = {delta}")
+        ax_e.legend(fontsize=7)
+        ax_k.set_xlabel("α = n/d²")
+        ax_k.set_ylabel("learned features k_c")
+        ax_k.set_title("learned width (dashed: slope 1/(2β))")
+        ax_k.legend(fontsize=7)
+        beta = run["betas"][0]
+        res = results[beta][0]
+        eq_branch = np.asarray(res.equilibrium["branch"])
+        picks = np.unique(np.linspace(2, alphas.size - 3, 4).astype(int))
+        for n, i in enumerate(picks):
+            b = res.branches[str(eq_branch[i])]
+            if "overlap_W" not in b.fields:
+                continue
+            q = np.asarray(b["overlap_W"][i], float)
+            order = np.argsort(-np.abs(np.asarray(res.readout_values, float)))
+            ax_q.semilogx(np.arange(1, q.size + 1), q[order], "-", color=LAYER_COLORS[n % len(LAYER_COLORS)],
+                          label=f"α = {alphas[i]:.3g}")
+        ax_q.set_xlabel("feature index p (strongest first)")
+        ax_q.set_ylabel("overlap Q_p")
+        ax_q.set_title(f"per-feature overlaps, β = {beta:g}")
+        ax_q.legend(fontsize=7)
+        save_figure(fig, outdir / "scaling.png")
+        plt.close(fig)
+
+
 _BUILDERS = {"quadratic": figure_quadratic, "relu": figure_relu, "rademacher": figure_rademacher,
              "deep": figure_deep, "two_layer": figure_two_layer, "two_layer_phase": figure_two_layer_phase,
-             "neurons": figure_neurons, "trapped": figure_trapped, "depth": figure_depth}
+             "neurons": figure_neurons, "trapped": figure_trapped, "depth": figure_depth, "scaling": figure_scaling}
 
 
 # --------------------------------------------------------------------------- command line
