@@ -282,7 +282,6 @@ def newton_lu(fun, jac, z0, done, *, max_jacobians=NEWTON_LU_JACOBIANS, backtrac
         ``z`` passes ``done``; None when the budget is spent, a value is not finite, the Jacobian is
         exactly singular or no halved step reduces the residual.
     """
-
     z = np.array(z0, dtype=float)
     nfev = njev = 0
     with np.errstate(all="ignore"):

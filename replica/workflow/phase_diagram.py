@@ -81,7 +81,7 @@ def solve_line(options: dict, alphas) -> dict:
     from .run import run_sweep
 
     t0 = time.perf_counter()
-    res = run_sweep(options, alphas, progress=False)
+    res = run_sweep(options, alphas, progress=False, features=False)  # the file stores no feature transitions
     eq = res.equilibrium
     out = {
         "mmse": np.asarray(eq["mmse"], dtype=float),
