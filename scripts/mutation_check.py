@@ -812,6 +812,11 @@ MUTATIONS = [
       "        weights = jac * np.power(t, b / e) / e\n",
       "the rule of the continuum power-law law integrates the wrong density",
       ("tests/test_powerlaw_continuum.py::test_density_is_normalized_with_unit_second_moment_and_the_powerlaw_quantiles",)),
+    M("partial-start-weakest-units", "replica/simulations/experiment.py",
+      "    informed = order[:int(round(f * strength.size))]\n",
+      "    informed = order[strength.size - int(round(f * strength.size)):]\n",
+      "the partially informed start puts the weakest hidden units at the teacher instead of the strongest",
+      ("tests/test_partial_start.py::test_partial_start_takes_the_strongest_units_from_the_teacher",)),
 ]
 
 

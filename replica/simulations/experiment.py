@@ -25,11 +25,57 @@ import numpy as np
 from .measurements import NEURON_BINS, OVERLAP_BIN_EDGES, classification_measures, measure_chain, mean_and_sem
 from .teacher_student import Architecture, make_dataset, sample_teacher, sample_weights, weight_prior
 
-__all__ = ["ExperimentConfig", "InitResult", "run_experiment", "INITS", "DEFAULT_STEPS"]
+__all__ = ["ExperimentConfig", "InitResult", "run_experiment", "INITS", "DEFAULT_STEPS", "partial_fraction",
+           "start_weights"]
 
 logger = logging.getLogger(__name__)
 
 INITS = ("informed", "uninformed")
+#: the partially informed start ``partial:F``: the fraction ``F`` of the hidden units with the strongest teacher
+#: readouts starts at the teacher, the others from the prior (one hidden layer; the theory's equilibrium with a
+#: many-feature target has the strong features learned and the weak ones not: ``learned_mass`` of a sweep)
+PARTIAL_PREFIX = "partial:"
+
+
+def partial_fraction(init: str) -> float | None:
+    """``F`` of a start ``partial:F`` (``0 < F < 1``), None for another start name.
+
+    Raises
+    ------
+    ValueError
+        ``partial:`` followed by something that is not a number in (0, 1).
+    """
+    if not str(init).startswith(PARTIAL_PREFIX):
+        return None
+    text = str(init)[len(PARTIAL_PREFIX):]
+    try:
+        f = float(text)
+    except ValueError:
+        raise ValueError(f"start {init!r}: the fraction after 'partial:' must be a number in (0, 1), got {text!r}") \
+            from None
+    if not 0.0 < f < 1.0:
+        raise ValueError(f"start {init!r}: the fraction after 'partial:' must be in (0, 1), got {text!r}")
+    return f
+
+
+def start_weights(config, teacher, t, alpha, init) -> tuple:
+    """The chain's start: the teacher's weights (``informed``), a draw from the prior (``uninformed``), or, for
+    ``partial:F``, the teacher's first-layer rows of the ``round(F k)`` hidden units of largest ``|v|`` (ties by
+    index) and prior draws for the others (one hidden layer). The draws use the seed of the uninformed start."""
+    if init == "informed":
+        return teacher.weights
+    start_rng = np.random.default_rng([config.seed, t, 3, _alpha_key(alpha)])
+    start = tuple(sample_weights(config.prior, w.shape, start_rng) for w in teacher.weights)
+    f = partial_fraction(init)
+    if f is None:
+        return start
+    w = np.array(start[0], dtype=float, copy=True)
+    teacher_w = np.asarray(teacher.weights[0], dtype=float)
+    strength = np.abs(np.asarray(teacher.readout, dtype=float))
+    order = np.lexsort((np.arange(strength.size), -strength))
+    informed = order[:int(round(f * strength.size))]
+    w[informed] = teacher_w[informed]
+    return (w,) + tuple(start[1:])
 
 #: Default number of steps per sampler (transitions, sweeps, updates): minutes on 2 cores at d ≈ 40.
 DEFAULT_STEPS = {"hmc": 2000, "nuts": 1000, "metropolis": 1000, "adam": 4000, "sgd": 1, "gamp-rie": 500}
@@ -73,7 +119,7 @@ class ExperimentConfig:
     teachers : int
         Number of independent teachers averaged over.
     sampler : {'hmc', 'nuts', 'metropolis', 'adam', 'sgd', 'gamp-rie'}
-    init : tuple of {'informed', 'uninformed'}
+    init : tuple of {'informed', 'uninformed', 'partial:F'}
         Starts: at the teacher or at a prior draw (GAMP-RIE: ``uninformed`` only, i.e. the
         prior mean).
     steps : int
@@ -155,8 +201,11 @@ class ExperimentConfig:
                              f"for rademacher (got prior {self.prior!r})")
         if self.sampler == "metropolis" and self.prior != "rademacher":
             raise ValueError(f"metropolis samples the rademacher prior only (got {self.prior!r})")
-        if not self.init or any(i not in INITS for i in self.init) or len(set(self.init)) != len(self.init):
-            raise ValueError(f"init must be distinct values among {', '.join(INITS)}, got {self.init}")
+        if not self.init or any(i not in INITS and partial_fraction(i) is None for i in self.init) \
+                or len(set(self.init)) != len(self.init):
+            raise ValueError(f"init must be distinct values among {', '.join(INITS)} or partial:F, got {self.init}")
+        if any(partial_fraction(i) is not None for i in self.init) and self.layers != 1:
+            raise ValueError(f"the partially informed start partial:F is for one hidden layer, got layers={self.layers}")
         if not (self.delta >= 0 and math.isfinite(self.delta)):
             raise ValueError(f"delta must be >= 0, got {self.delta}")
         if self.sampler == "gamp-rie":
@@ -383,11 +432,7 @@ def _run_chain(config, runner, teacher, test, train, alpha, t, i, init, classes=
 
     from .samplers import POINT_ESTIMATES
 
-    if init == "informed":
-        start = teacher.weights
-    else:
-        start_rng = np.random.default_rng([config.seed, t, 3, _alpha_key(alpha)])
-        start = tuple(sample_weights(config.prior, w.shape, start_rng) for w in teacher.weights)
+    start = start_weights(config, teacher, t, alpha, init)
     key = jax.random.key(int(np.random.default_rng(
         [config.seed, t, 4, _alpha_key(alpha), i]).integers(2**31)))
     begin = time.perf_counter()

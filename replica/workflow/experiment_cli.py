@@ -89,8 +89,9 @@ def build_parser() -> argparse.ArgumentParser:
                           "universal branch; docs/gamp_rie.md) (default hmc)")
     sim.add_argument("--init", default=None,
                      help="comma list of starts: informed (at the teacher), uninformed (random draw "
-                          "from the prior; gamp-rie: the prior mean) (default informed,uninformed; "
-                          "gamp-rie: uninformed)")
+                          "from the prior; gamp-rie: the prior mean), partial:F (one hidden layer: the fraction F "
+                          "of hidden units with the strongest teacher readouts at the teacher, the others random; "
+                          "e.g. the theory's learned_mass) (default informed,uninformed; gamp-rie: uninformed)")
     sim.add_argument("--steps", type=number_type("--steps", minimum=0, strict=True, integer=True), default=None,
                      help="HMC/NUTS transitions, Metropolis sweeps, Adam updates, SGD passes over the "
                           "samples or GAMP-RIE iterations (at most) per run (default "
@@ -190,9 +191,18 @@ def config_from_args(args):
         init = ("uninformed",) if args.sampler == "gamp-rie" else INITS
     else:
         init = _parse_list("--init", args.init, str)
+    from ..simulations.experiment import partial_fraction
+
     for name in init:
-        if name not in INITS:
-            raise UsageError(f"--init: unknown start {name!r} (choose from {', '.join(INITS)})")
+        try:
+            partial = partial_fraction(name)
+        except ValueError as exc:
+            raise UsageError(f"--init: {exc}") from None
+        if name not in INITS and partial is None:
+            raise UsageError(f"--init: unknown start {name!r} (choose from {', '.join(INITS)} or partial:F)")
+        if partial is not None and args.layers != 1:
+            raise UsageError(f"--init: the partially informed start {name} is for one hidden layer "
+                             f"(got --layers {args.layers})")
     if len(set(init)) != len(init) or not init:
         raise UsageError(f"--init: give each start once, got {args.init!r}")
     from replica.workflow.model_options import check_simulation_names, output_channel_options
