@@ -690,9 +690,8 @@ class ProfileSolver:
         # the profile on the reporting grid (the law's atoms)
         rv = m.readout_values
         snr_r = e["profile"].snr(rv * rv, e["threshold"]) if e["profile"] is not None else np.zeros(rv.size)
-        count, _ = self.learned(rv * rv, snr_r, e["threshold"])
-        s_nodes = e["nodes"] * e["nodes"]
-        _, mass = self.learned(s_nodes, e["snr"], e["threshold"], e["weights"])
+        count = self.learned_groups(snr_r, e["threshold"])
+        mass = self.learned_mass(e["nodes"] * e["nodes"], e["snr"], e["threshold"], e["weights"])
         return m.state_type(
             alpha=float(alpha), overlap_W=np.clip(m.weight_prior.overlap(snr_r), 0.0, 1.0),
             overlap_W_hat=snr_r, R2=e["R2"], R2_hat=R2_hat, tau=tau, mmse=e["mmse"], free_entropy=f,
@@ -712,28 +711,37 @@ class ProfileSolver:
         v2 = np.round(self.model.v2, 12)
         return np.unique(v2[v2 > 0.0])[::-1]
 
-    def learned(self, s, snr, threshold, weights=None):
-        """``(number of learned groups, their mass)`` of nodes ``s = v²`` with selected roots ``snr``: a node has
-        learned when it sits on its largest root (``s > threshold``) and that root is not ``Q̂ = 0``; the count
-        is that of the groups (:attr:`groups`) all of whose atoms among ``s`` have learned, the mass
-        ``Σ weights`` over the learned nodes (``weights`` default: the law's atoms' own)."""
-        s = np.asarray(s, dtype=float)
-        on = (s > threshold) & (np.asarray(snr, dtype=float) > 0.0) if threshold < SELECT_LOW else np.zeros(s.shape, bool)
-        w = self.model.readout_weights if weights is None else np.asarray(weights, dtype=float)
-        mass = float(np.sum(w[on]))
-        if weights is not None:
-            return 0, mass
-        groups = self.groups[::-1]  # increasing
-        key = np.round(s, 12)
-        j = np.searchsorted(groups, key)
-        inside = (j < groups.size) & (groups[np.minimum(j, groups.size - 1)] == key)
-        index = groups.size - 1 - j[inside]  # 0 = the strongest group
-        atoms = np.bincount(index, minlength=groups.size)
-        learned = np.bincount(index, weights=on[inside].astype(float), minlength=groups.size)
-        complete = (atoms > 0) & (learned == atoms)
-        # strongest first: the leading run of groups whose atoms all learned
-        count = int(np.argmin(complete)) if not np.all(complete) else groups.size
-        return count, mass
+    @functools.cached_property
+    def group_of_atom(self) -> np.ndarray:
+        """The group of each of the law's atoms (index into :attr:`groups`, 0 = the strongest), shape (n_readout,);
+        −1 for an atom at ``v = 0``."""
+        v2 = np.round(self.model.v2, 12)
+        g = self.groups
+        index = g.size - 1 - np.searchsorted(g[::-1], v2)
+        return np.where(v2 > 0.0, index, -1)
+
+    @staticmethod
+    def _on_specialized_root(s, snr, threshold):
+        """Nodes on their largest root (``s > threshold``) where that root is not ``Q̂ = 0``."""
+        if not threshold < SELECT_LOW:
+            return np.zeros(np.shape(s), bool)
+        return (np.asarray(s, dtype=float) > threshold) & (np.asarray(snr, dtype=float) > 0.0)
+
+    def learned_groups(self, snr, threshold) -> int:
+        """Groups learned at the selected roots ``snr`` of the law's atoms: the leading run, strongest first, of
+        the groups (:attr:`groups`) all of whose atoms sit on their specialized root."""
+        on = self._on_specialized_root(self.model.v2, snr, threshold)
+        idx = self.group_of_atom
+        ok = idx >= 0
+        atoms = np.bincount(idx[ok], minlength=self.groups.size)
+        done = np.bincount(idx[ok], weights=on[ok].astype(float), minlength=self.groups.size)
+        complete = (atoms > 0) & (done == atoms)
+        return int(np.argmin(complete)) if not np.all(complete) else int(self.groups.size)
+
+    def learned_mass(self, s, snr, threshold, weights) -> float:
+        """Readout mass ``Σ weights`` of the nodes ``s = v²`` (a rule's, with its weights) on their specialized
+        root."""
+        return float(np.sum(np.asarray(weights, dtype=float)[self._on_specialized_root(s, snr, threshold)]))
 
     def family_threshold(self, k) -> float:
         """A selection (a fixed ``s_threshold``) with exactly the ``k`` strongest groups on their largest root:
@@ -753,19 +761,15 @@ class ProfileSolver:
         from .engine import solve_fixed_point
 
         opts = dict(solve_kw or {})
-        atol, rtol = opts.get("atol", 1e-12), opts.get("rtol", 1e-10)
         sel = self.family_threshold(k)
-        with np.errstate(all="ignore"):
-            z, _, _ = _chord_newton(lambda u: self.update(alpha, u, sel, 0), np.array(y0, dtype=float), atol, rtol,
-                                    self._project)
-        if z is None:
+        r = self._refine(alpha, y0, sel, 0, "feature", opts)
+        if r is None:
             opts.setdefault("guarded_newton", True)
             opts.setdefault("project", self._project)
             r = solve_fixed_point(lambda u: self.update(alpha, u, sel, 0), np.array(y0, dtype=float), **opts)
             if not r.converged:
                 return None
-            z = r.x
-        return z, self.state(alpha, np.concatenate([z, [sel, 0]]))
+        return r.x, self.state(alpha, np.concatenate([r.x, [sel, 0]]))
 
     def feature_transitions(self, a0, x0, k0, a1, k1, solve_kw=None) -> list:
         """Every group's own first-order transition between two points of one curve: the groups ``k0 … k1 − 1``
@@ -802,8 +806,7 @@ class ProfileSolver:
             pk, pk1 = point(a, k), point(a, k + 1)
             if pk is None or pk1 is None:
                 return math.nan, None
-            s_k = self.groups[k]
-            atoms = np.round(m.v2, 12) == s_k
+            atoms = self.group_of_atom == k
             if not np.any(pk1[1].overlap_W_hat[atoms] > pk[1].overlap_W_hat[atoms]):
                 return math.nan, None
             df = float(pk1[1].free_entropy) - float(pk[1].free_entropy)
@@ -840,7 +843,7 @@ class ProfileSolver:
             before, after = point(a_k, k), point(a_k, k + 1)
             if before is None or after is None:
                 continue
-            atoms = np.round(m.v2, 12) == self.groups[k]
+            atoms = self.group_of_atom == k
             out.append({"alpha": float(a_k), "group": k, "s": float(self.groups[k]),
                         "mass": float(np.sum(m.readout_weights[atoms])),
                         "overlap_before": float(np.mean(before[1].overlap_W[atoms])),

@@ -817,6 +817,16 @@ MUTATIONS = [
       "    informed = order[strength.size - int(round(f * strength.size)):]\n",
       "the partially informed start puts the weakest hidden units at the teacher instead of the strongest",
       ("tests/test_partial_start.py::test_partial_start_takes_the_strongest_units_from_the_teacher",)),
+    M("learned-mass-of-the-unlearned", "replica/readout_grid.py",
+      "        return float(np.sum(np.asarray(weights, dtype=float)[self._on_specialized_root(s, snr, threshold)]))\n",
+      "        return float(np.sum(np.asarray(weights, dtype=float)[~self._on_specialized_root(s, snr, threshold)]))\n",
+      "learned_mass counts the readout mass of the groups not learned",
+      ("tests/test_feature_transitions.py::test_located_counts_are_the_reduced_family_of_largest_free_entropy",)),
+    M("feature-entry-wrong-group-strength", "replica/readout_grid.py",
+      '            out.append({"alpha": float(a_k), "group": k, "s": float(self.groups[k]),\n',
+      '            out.append({"alpha": float(a_k), "group": k, "s": float(self.groups[max(k - 1, 0)]),\n',
+      "a located feature transition names the v² of the group before it",
+      ("tests/test_feature_transitions.py::test_every_group_is_learned_once_strongest_first",)),
 ]
 
 

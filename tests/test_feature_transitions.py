@@ -94,6 +94,9 @@ def test_every_group_is_learned_once_strongest_first(sweep):
     assert sorted(groups.tolist()) == list(range(20))
     order = np.argsort(groups)
     assert np.all(np.diff(alpha[order]) >= 0.0)  # strongest first (β > 0)
+    s, w = _groups()  # each entry names its group's v² and readout mass (the law's own)
+    np.testing.assert_allclose(np.asarray(ft["s"])[on], s[groups], rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(ft["mass"])[on], w[groups], rtol=1e-12)
     kinds = np.asarray(ft["kind"])[on][order]
     first = sweep["transitions"]["alpha_c"]
     assert kinds[0] == "equilibrium_change" and abs(alpha[order][0] - first) < 1e-12

@@ -363,11 +363,12 @@ class ShallowModel(OutputChannelTerms, RecordedArguments, ModelDefaults):
         got = ps.family_point(alpha, k, np.asarray(x_guess, dtype=float)[:ps.n_globals], solve_kw)
         if got is None:
             return None
-        key = np.round(self.v2, 12)
-        groups = ps.groups
+        idx, n = ps.group_of_atom, ps.groups.size
+        ok = idx >= 0
+        mass = np.bincount(idx[ok], weights=self.readout_weights[ok], minlength=n)
         Q = np.asarray(got[1].overlap_W, dtype=float)
-        return {"s": groups.copy(), "mass": np.array([float(np.sum(self.readout_weights[key == g])) for g in groups]),
-                "overlap": np.array([float(np.mean(Q[key == g])) for g in groups])}
+        return {"s": ps.groups.copy(), "mass": mass,
+                "overlap": np.bincount(idx[ok], weights=Q[ok], minlength=n) / np.bincount(idx[ok], minlength=n)}
 
     def _ev(self, x) -> float:
         """E_v over the readout atoms."""
