@@ -827,6 +827,11 @@ MUTATIONS = [
       '            out.append({"alpha": float(a_k), "group": k, "s": float(self.groups[max(k - 1, 0)]),\n',
       "a located feature transition names the v² of the group before it",
       ("tests/test_feature_transitions.py::test_every_group_is_learned_once_strongest_first",)),
+    M("learned-features-off-by-one", "replica/readout_grid.py",
+      "        return int(np.argmin(complete)) if not np.all(complete) else int(self.groups.size)\n",
+      "        return int(np.argmin(complete)) + 1 if not np.all(complete) else int(self.groups.size)\n",
+      "learned_features counts one group more than have learned",
+      ("tests/test_feature_transitions.py::test_located_counts_are_the_reduced_family_of_largest_free_entropy",)),
 ]
 
 
