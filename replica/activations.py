@@ -543,9 +543,18 @@ class Activation:
     def g_inside(self, q):
         """:meth:`g` for ``q`` already inside ``[-1, 1]`` (float64 array; no check: the hot loops of the deep
         solvers, which clip their correlations first)."""
-        if self.g1 == 0.0:  # no Hermite component above degree two: g ≡ 0 exactly
+        if self._g_vanishes():  # no Hermite component above degree two: g ≡ 0 exactly
             return np.zeros_like(q)
         return self.scale ** 2 * (self._kernel(q) - self._polynomial(q, self._g_degrees))
+
+    def _g_vanishes(self) -> bool:
+        """``g1 == 0``, remembered for the current ``(scale, drop_hermite)`` (``g1`` sums the Hermite series: ~10 µs,
+        and :meth:`g_inside` is called ~10⁴ times per sweep)."""
+        key = (self.scale, self.drop_hermite)
+        got = self.__dict__.get("_g_vanishes_at")
+        if got is None or got[0] != key:
+            got = self.__dict__["_g_vanishes_at"] = (key, self.g1 == 0.0)
+        return got[1]
 
     @functools.cached_property
     def _g_degrees(self):

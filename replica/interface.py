@@ -229,6 +229,10 @@ class ModelDefaults:
     feature_point : callable or None
         ``feature_point(alpha, k, x_guess, solve_kw) -> dict or None``: per group ``s``, ``mass`` and mean
         ``overlap`` of the stationary point with the ``k`` strongest groups learned. Default None.
+    feature_solution : callable or None
+        ``feature_solution(alpha, k, x_guess, solve_kw) -> FixedPointResult or None``: that stationary point as
+        a solution of :meth:`solve_from` (packed point, ``info["state"]``); with it the grid points of a branch
+        are put in the family its located transitions count. Default None.
     """
 
     main_phase = None
@@ -252,6 +256,7 @@ class ModelDefaults:
     interpolate_to = None
     feature_transitions = None
     feature_point = None
+    feature_solution = None
     with_parameter = None
 
     def moving_indices(self, x) -> np.ndarray:

@@ -758,6 +758,13 @@ class ProfileSolver:
         """The stationary point with exactly the ``k`` strongest groups learned (:meth:`family_threshold`) at
         ``alpha``, from the globals ``y0``: ``(y, state)`` or None. Newton steps from ``y0`` (a point of a
         neighbouring family or α), the damped iteration where they fail."""
+        r = self.family_result(alpha, k, y0, solve_kw)
+        return None if r is None else (r.x[:self.n_globals], r.info["state"])
+
+    def family_result(self, alpha, k, y0, solve_kw=None):
+        """:meth:`family_point` as the :class:`~replica.engine.FixedPointResult` of :meth:`solve` (packed
+        ``x = (D, M, s_threshold, 0, 0)``, ``info["state"]``, start ``feature``), or None (a discrete law: the
+        atoms are the rule, no discretization error)."""
         from .engine import solve_fixed_point
 
         opts = dict(solve_kw or {})
@@ -766,10 +773,15 @@ class ProfileSolver:
         if r is None:
             opts.setdefault("guarded_newton", True)
             opts.setdefault("project", self._project)
-            r = solve_fixed_point(lambda u: self.update(alpha, u, sel, 0), np.array(y0, dtype=float), **opts)
+            r = solve_fixed_point(lambda u: self.update(alpha, u, sel, 0), np.array(y0, dtype=float), start="feature",
+                                  **opts)
             if not r.converged:
                 return None
-        return r.x, self.state(alpha, np.concatenate([r.x, [sel, 0]]))
+        st = self.state(alpha, np.concatenate([r.x, [sel, 0]]))
+        st.discretization_error = 0.0
+        r.x = np.concatenate([r.x, [sel, 0, 0.0]])
+        r.info["state"] = st
+        return r
 
     def feature_transitions(self, a0, x0, k0, a1, k1, solve_kw=None) -> list:
         """Every group's own first-order transition between two points of one curve: the groups ``k0 … k1 − 1``

@@ -832,6 +832,11 @@ MUTATIONS = [
       "        return int(np.argmin(complete)) + 1 if not np.all(complete) else int(self.groups.size)\n",
       "learned_features counts one group more than have learned",
       ("tests/test_feature_transitions.py::test_located_counts_are_the_reduced_family_of_largest_free_entropy",)),
+    M("feature-correction-skipped", "replica/workflow/run.py",
+      "            if exact == int(k[i]):\n",
+      "            if True:\n",
+      "grid points whose selection learned a group before its located transition are kept as they are",
+      ("tests/test_feature_transitions.py::test_located_counts_are_the_reduced_family_of_largest_free_entropy",)),
 ]
 
 

@@ -353,6 +353,16 @@ class ShallowModel(OutputChannelTerms, RecordedArguments, ModelDefaults):
             return None
         return ps.feature_transitions(a0, x0, k0, a1, k1, solve_kw)
 
+    def feature_solution(self, alpha, k, x_guess, solve_kw=None):
+        """The stationary point with the ``k`` strongest groups learned at ``alpha`` from the packed point
+        ``x_guess`` as the :class:`~replica.engine.FixedPointResult` of :meth:`solve_from` (hook of
+        :func:`replica.workflow.run.feature_transitions`, which stores it where a grid point's equal-potential
+        selection learned a group before its located α_p), or None."""
+        ps = self._groups_solver()
+        if ps is None or x_guess is None:
+            return None
+        return ps.family_result(alpha, k, np.asarray(x_guess, dtype=float)[:ps.n_globals], solve_kw)
+
     def feature_point(self, alpha, k, x_guess, solve_kw=None):
         """The stationary point with the ``k`` strongest groups learned at ``alpha`` from the packed point
         ``x_guess``: ``{"s", "mass", "overlap"}`` per group (shape (n_groups,): ``v²``, readout mass, mean ``Q``),

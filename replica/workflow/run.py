@@ -106,9 +106,11 @@ def run_sweep(request: dict, alphas, *, checkpoint=None, progress: bool = True, 
         result = sweep(model, alphas, branches=branches, progress=progress, solve_kw=solve_kw, cache=checkpoint)
         errors = discretization_errors(model, result, solve_kw)
     grids = hook(model, "grids")
+    table = feature_transitions(model, result, solve_kw) if features else {}
+    errors, equilibrium = feature_corrected(model, errors, table, solve_kw)
     return dataclasses.replace(
-        result, branches=errors, grids=dict(grids or {}),
-        feature_transitions=feature_transitions(model, result, solve_kw) if features else {},
+        result, branches=errors, grids=dict(grids or {}), feature_transitions=table,
+        equilibrium=result.equilibrium if equilibrium is None else equilibrium,
         dataset_axes=hook(model, "dataset_axes"), s_grid_rule=hook(model, "s_grid_rule"), architecture=arch.name,
         state_schema=state_schema(model))
 
@@ -265,6 +267,65 @@ def feature_transitions(model, result, solve_kw=None) -> dict:
         else:
             out[col] = np.array([float(r[col]) for r in rows], dtype=float)
     return out
+
+
+def feature_corrected(model, branches, table, solve_kw=None):
+    """The branches with every grid point put in the family of groups that its located transitions count, and
+    the equilibrium rebuilt from them (None where nothing changed).
+
+    A branch's solver picks each group's root by the per-neuron potentials, which is right to first order in the
+    group's readout mass: within about that mass below a group's own α_p its grid point may have learned the
+    group already (a stationary point of lower free entropy than the one without it). Along a branch the groups
+    learned at ``alpha[i]`` are those at its first stored point plus its ``feature`` transitions (``table``, of
+    :func:`feature_transitions`) in between; where the stored count differs, the point is replaced by the
+    model's ``feature_solution`` hook with that count (start ``feature``; its stability recomputed).
+
+    Returns
+    -------
+    (dict[str, BranchData], dict or None)
+        New branch records (copies where a point changed) and the equilibrium of
+        :func:`replica.continuation.equilibrium.equilibrium_of`, or None.
+    """
+    solve = hook(model, "feature_solution")
+    if solve is None or not len(table.get("alpha", ())):
+        return branches, None
+    from ..continuation.equilibrium import equilibrium_of
+    from ..continuation.operators import stability
+    from ..continuation.records import channel_fields
+
+    alpha_p, where, kind = (np.asarray(table[c]) for c in ("alpha", "branch", "kind"))
+    out, changed = dict(branches), 0
+    for name, b in branches.items():
+        on = np.sort(alpha_p[(kind == "feature") & (where == name)].astype(float))
+        if on.size == 0 or "learned_features" not in b.fields:
+            continue
+        k = np.asarray(b["learned_features"], dtype=float)
+        idx = np.flatnonzero(np.asarray(b["exists"], bool) & np.asarray(b["converged"], bool) & np.isfinite(k))
+        i0 = int(idx[0])
+        k0 = int(k[i0])  # no located transition precedes the first point: its own count
+        copy = None
+        for i in idx:
+            exact = k0 + int(np.sum(on <= b.alpha[i])) - int(np.sum(on <= b.alpha[i0]))
+            if exact == int(k[i]):
+                continue
+            r = solve(float(b.alpha[i]), exact, b.points[i], solve_kw)
+            if r is None or not r.converged:
+                logger.warning("%s at alpha = %g: no stationary point with the %d groups its transitions count",
+                               name, b.alpha[i], exact)
+                continue
+            if copy is None:
+                copy = dataclasses.replace(b, fields={key: np.array(v, copy=True) for key, v in b.fields.items()},
+                                           points=dict(b.points))
+            copy.set(int(i), r, stability(model, float(b.alpha[i]), r.x), channel_fields(model, r))
+            if "discretization_error" in copy.fields:
+                copy.fields["discretization_error"][i] = float(getattr(r.info["state"], "discretization_error", 0.0))
+            changed += 1
+        if copy is not None:
+            out[name] = copy
+    if not changed:
+        return branches, None
+    alphas = next(iter(out.values())).alpha
+    return out, equilibrium_of(alphas, out)
 
 
 def discretization_errors(model, result, solve_kw=None) -> dict:
