@@ -29,6 +29,13 @@ figure, the largest relative deviation from the published data:
     each) and the equilibrium phase sequence against α of every depth: tanh(2x) of unit variance with its
     linear part, γ = 0.5 per layer, Δ = 0.1, v ≡ 1 (``depth_L<L>.h5``, ``depth_thresholds.csv``,
     ``depth_phases.csv``, ``depth_sweeps.csv`` with each sweep's CPU time and unknowns); no published numbers.
+``scaling``
+    the scaling law of power-law readouts (docs/theory.md §5.5): mmse against n/(kd) with the derived slope,
+    the learned width k_c against α and the per-feature overlaps (K = 10,000 atoms, β = 1, 1.5, 2;
+    ``scaling.csv``), and, with the ``experiments`` extra, a 100-atom law (β = 0.3) at four α: the theory's
+    per-feature overlaps in neuron-quantile bins beside HMC from the partially informed start and Adam
+    (d = 40, two teachers; ``scaling_hmc_<i>.h5``, ``scaling_adam.h5``); without the extra, the three theory
+    panels and a warning.
 ``neurons``
     per-neuron teacher–student overlaps of the two-hidden-layer network with a 4-point readout, side by side:
     the theory's equilibrium maps (docs/two_layer.md), HMC from informed and uninformed starts and
@@ -717,10 +724,99 @@ SCALING_RUNS = {True: {"k": 2000, "alphas": np.geomspace(0.05, 20.0, 12), "betas
 SCALING_MODEL = {"activation": "tanh2", "drop_hermite": (1,), "gamma": 0.5, "delta": 0.04}
 
 
+#: the finite-size panel of the scaling figure: the 100-atom law of docs/experiments.md (tanh(2x) without He₁,
+#: γ = 0.5, Δ = 0.04, β = 0.3), four α across its sequence of feature transitions, HMC from the partially informed
+#: start (F = the sweep's learned_mass at each α) and Adam from a random start
+SCALING_EXPERIMENT_MODEL = ["--activation", "tanh2", "--drop-hermite", "1", "--gamma", "0.5", "--delta", "0.04",
+                            "--readout", "powerlaw:beta=0.3,k=100"]
+SCALING_EXPERIMENT_RUNS = {
+    True: {"alphas": (0.6, 0.9, 1.2, 1.4), "dim": 16, "teachers": 1, "hmc_steps": 200, "adam_steps": 600},
+    False: {"alphas": (0.6, 0.9, 1.2, 1.4), "dim": 40, "teachers": 2, "hmc_steps": 1000, "adam_steps": 4000},
+}
+
+
+def atom_quantile_bins(values, weights, overlaps, edges) -> np.ndarray:
+    """The per-atom overlaps of a discrete readout law averaged on bins of the neuron quantile, as the measured maps.
+
+    The atoms ordered by ``|v|`` (strongest first) cover the quantile intervals ``[c_{p−1}, c_p]`` of their
+    weights (``c_p`` the cumulative weight); a bin's value is the mean of the overlaps over its quantile range,
+    each atom weighted by the length of its interval inside the bin (the limit of the measured bins,
+    :func:`replica.simulations.measurements.neuron_quantile_maps`, over teachers whose readouts are drawn from
+    the law).
+
+    Parameters
+    ----------
+    values, weights, overlaps : array_like, shape (K,)
+        Atoms ``v_p``, their probabilities (normalized here) and overlaps ``Q_p``.
+    edges : array_like, shape (bins + 1,)
+        Increasing bin edges on [0, 1].
+
+    Returns
+    -------
+    ndarray, shape (bins,)
+    """
+    order = np.argsort(-np.abs(np.asarray(values, float)), kind="stable")
+    w = np.asarray(weights, float)[order]
+    q = np.asarray(overlaps, float)[order]
+    c = np.concatenate([[0.0], np.cumsum(w / w.sum())])
+    edges = np.asarray(edges, float)
+    lo, hi = edges[:-1, None], edges[1:, None]
+    inside = np.clip(np.minimum(hi, c[None, 1:]) - np.maximum(lo, c[None, :-1]), 0.0, None)  # (bins, K)
+    return inside @ q / inside.sum(axis=1)
+
+
+def _scaling_experiment(outdir: Path, quick: bool, report: _Report):
+    """Theory, HMC (partially informed start) and Adam (random start) per-feature overlaps in quantile bins at four
+    α: ``(alphas, edges, {label: (mean (n, bins), sem (n, bins))}, theory (n, bins), dim)``."""
+    run = SCALING_EXPERIMENT_RUNS[bool(quick)]
+    alphas = np.asarray(run["alphas"], float)
+    theory = _sweep(outdir / "scaling_experiment.h5", [*SCALING_EXPERIMENT_MODEL, "--alpha",
+                                                      ",".join(f"{a:g}" for a in alphas)])
+    eq = theory["equilibrium"]
+    common = [*SCALING_EXPERIMENT_MODEL, "--dim", str(run["dim"]), "--teachers", str(run["teachers"]), "--seed", "0"]
+    hmc_mean, hmc_sem, mmse = [], [], []
+    for i, a in enumerate(alphas):
+        fraction = float(eq["learned_mass"][i])
+        got = _experiment(outdir / f"scaling_hmc_{i}.h5", [*common, "--alpha", f"{a:g}", "--sampler", "hmc",
+                                                           "--init", f"partial:{fraction:.6g}",
+                                                           "--steps", str(run["hmc_steps"])])
+        g = next(iter(got["groups"].values()))
+        hmc_mean.append(np.asarray(g["neuron_overlap_layer_1_mean"], float)[0])
+        hmc_sem.append(np.asarray(g["neuron_overlap_layer_1_sem"], float)[0])
+        mmse.append(float(np.asarray(g["mmse_mean"], float)[0]))
+    adam = _experiment(outdir / "scaling_adam.h5", [*common, "--alpha", ",".join(f"{a:g}" for a in alphas),
+                                                    "--sampler", "adam", "--init", "uninformed",
+                                                    "--steps", str(run["adam_steps"])])
+    g_adam = adam["groups"][("adam", "uninformed")]
+    edges = np.asarray(g_adam["neuron_quantile_edges"], float)
+    law = next(b for b in theory["branches"].values() if "readout_values" in b)
+    values, weights = np.asarray(law["readout_values"], float), np.asarray(law["readout_weights"], float)
+    rows = []
+    for i in range(alphas.size):
+        b = theory["branches"][str(eq["branch"][i])]
+        q = np.asarray(b["overlap_W"][i], float) if "overlap_W" in b else np.zeros(values.size)
+        rows.append(atom_quantile_bins(values, weights, q, edges))
+    predicted = np.array(rows)
+    measured = {f"HMC, partially informed start, d = {run['dim']}": (np.array(hmc_mean), np.array(hmc_sem)),
+                f"Adam, random start, d = {run['dim']}": (np.asarray(g_adam["neuron_overlap_layer_1_mean"], float),
+                                                          np.asarray(g_adam["neuron_overlap_layer_1_sem"], float))}
+    for name, (mean, _) in measured.items():
+        dev = np.abs(mean - predicted)
+        i = int(np.nanargmax(np.nanmax(dev, axis=1)))
+        report.add("scaling", f"per-feature overlaps in quantile bins, theory vs {name}", float(np.nanmax(dev)),
+                   f"alpha = {alphas[i]:.3g}", measure="absolute",
+                   note="finite d" + ("; F = learned_mass" if name.startswith("HMC") else ""))
+    gap = np.array(mmse) / np.asarray(eq["mmse"], float) - 1.0
+    report.add("scaling", f"HMC partially informed mmse vs equilibrium (d = {run['dim']})", float(np.max(np.abs(gap))),
+               f"alpha = {alphas[int(np.argmax(np.abs(gap)))]:.3g}", note="finite d")
+    return alphas, edges, measured, predicted, run["dim"]
+
+
 def figure_scaling(outdir: Path, quick: bool, report: _Report):
     """The scaling law of many-feature targets (docs/theory.md §5.5): mmse against n/(kd) = α/γ on log–log axes
-    with the derived slope −(2β−1)/(2β), the learned width k_c against α with slope 1/(2β), and each feature's
-    overlap against its index at four α. Theory only (no finite-size experiment of this figure yet)."""
+    with the derived slope −(2β−1)/(2β), the learned width k_c against α with slope 1/(2β), each feature's
+    overlap against its index at four α, and (with the ``experiments`` extra) the per-feature overlaps of a
+    100-atom law in quantile bins at four α: theory beside HMC from the partially informed start and Adam."""
     from ..activations import get_activation
     from ..continuation.sweep import sweep
     from ..models.shallow import ShallowModel
@@ -752,9 +848,18 @@ def figure_scaling(outdir: Path, quick: bool, report: _Report):
         for beta, (_, mmse, kc, _, _, _) in results.items():
             for a, e, c in zip(alphas, mmse, kc):
                 fh.write(f"{beta!r},{a!r},{a / gamma!r},{e!r},{c!r}\n")
+    missing = _missing_experiment_modules()
+    if missing:
+        from .cli import missing_extra_advice
+
+        logger.warning("scaling: no finite-size panel (it needs %s; %s)", ", ".join(missing),
+                       missing_extra_advice("experiments"))
+    experiment = None if missing else _scaling_experiment(outdir, quick, report)
     _, plt = _mpl()
     with figure_style():
-        fig, (ax_e, ax_k, ax_q) = plt.subplots(1, 3, figsize=(15, 4.8), layout="constrained")
+        fig, axes = plt.subplots(1, 4 if experiment else 3, figsize=(20 if experiment else 15, 4.8),
+                                 layout="constrained")
+        ax_e, ax_k, ax_q = axes[:3]
         for n, (beta, (_, mmse, kc, sel, slope, width)) in enumerate(results.items()):
             color = LAYER_COLORS[n % len(LAYER_COLORS)]
             xs = alphas / gamma
@@ -792,6 +897,21 @@ def figure_scaling(outdir: Path, quick: bool, report: _Report):
         ax_q.set_ylabel("overlap Q_p")
         ax_q.set_title(f"per-feature overlaps, β = {beta:g}")
         ax_q.legend(fontsize=7)
+        if experiment:
+            alphas_x, edges, measured, predicted, dim = experiment
+            ax_x = axes[3]
+            mid = 0.5 * (edges[:-1] + edges[1:])
+            for n, a in enumerate(alphas_x):
+                color = LAYER_COLORS[n % len(LAYER_COLORS)]
+                ax_x.step(edges, np.append(predicted[n], predicted[n][-1]), where="post", color=color,
+                          label=f"α = {a:g}, theory")
+                for (label, (mean, sem)), marker in zip(measured.items(), ("o", "x")):
+                    ax_x.errorbar(mid, mean[n], yerr=sem[n], fmt=marker, color=color, ms=4, capsize=2,
+                                  label=label if n == 0 else None)
+            ax_x.set_xlabel("neuron quantile u (strongest readout first)")
+            ax_x.set_ylabel("per-neuron overlap (quantile bins)")
+            ax_x.set_title(f"100 atoms, β = 0.3: theory vs d = {dim}")
+            ax_x.legend(fontsize=6)
         save_figure(fig, outdir / "scaling.png")
         plt.close(fig)
 
