@@ -228,7 +228,8 @@ class ModelDefaults:
         one-hidden-layer profile solver with a discrete law). Default None.
     feature_point : callable or None
         ``feature_point(alpha, k, x_guess, solve_kw) -> dict or None``: per group ``s``, ``mass`` and mean
-        ``overlap`` of the stationary point with the ``k`` strongest groups learned. Default None.
+        ``overlap`` of the stationary point with the ``k`` strongest groups learned (two hidden layers: the
+        branch through ``x_guess``, whose learned groups are fixed). Default None.
     feature_solution : callable or None
         ``feature_solution(alpha, k, x_guess, solve_kw) -> FixedPointResult or None``: that stationary point as
         a solution of :meth:`solve_from` (packed point, ``info["state"]``); with it the grid points of a branch

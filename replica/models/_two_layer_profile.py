@@ -370,10 +370,12 @@ class TwoLayerProfileSolver(ProfileSolver):
         # the per-neuron maps: every neuron's own root at the neuron quantiles (no interpolation)
         _, n1, _, _, n2 = self._roots(e["profile"], m.neuron_s**2, e["threshold"])
         collective = np.concatenate([[float(e["weights"] @ e["q1"])], e["inner"], e["t"], e["q21"]])
-        return m.state_type(float(alpha), q1, snr1, q2, snr2, e["q21"].copy(), e["r21"].copy(), e["tau"].copy(),
-                             max(float(e["mmse"]), 0.0), f, m.mutual_information(alpha, f),
-                             collective=collective, discretization_error=error, neuron_overlap_layer_1=n1,
-                             neuron_overlap_layer_2=n2)
+        st = m.state_type(float(alpha), q1, snr1, q2, snr2, e["q21"].copy(), e["r21"].copy(), e["tau"].copy(),
+                          max(float(e["mmse"]), 0.0), f, m.mutual_information(alpha, f),
+                          collective=collective, discretization_error=error, neuron_overlap_layer_1=n1,
+                          neuron_overlap_layer_2=n2)
+        learned = getattr(m, "learned_groups", None)  # the groups of a discrete readout law (TwoLayerModel)
+        return st if learned is None else learned(st)
 
     def refinement_error(self, alpha, x, **solver_options) -> float:
         """Relative change of mmse and free entropy when the rule of the solution ``x`` is refined

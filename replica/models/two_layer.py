@@ -104,6 +104,7 @@ private s-grid and product-channel quantities (docs/architecture.md, "Module siz
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 from dataclasses import dataclass
@@ -362,6 +363,10 @@ class TwoLayerState:
     neuron_overlap_layer_2 : ndarray, shape (n_readout, n_q), or None
         ``Q₂(v, s)`` of the pair (second-layer neuron with readout ``v``, first-layer neuron at
         quantile ``u``).
+    learned_features, learned_mass : float or None
+        A discrete readout law (:meth:`TwoLayerModel.learned_groups`): the number of groups of equal ``|v|``
+        whose second-layer neurons are learned (``max_s Q₂(v, s)`` above the phase threshold 0.1) and their
+        readout mass (the learned fraction of the second layer). None for a continuous law.
     """
 
     alpha: float
@@ -379,6 +384,8 @@ class TwoLayerState:
     discretization_error: float | None = None
     neuron_overlap_layer_1: np.ndarray | None = None
     neuron_overlap_layer_2: np.ndarray | None = None
+    learned_features: float | None = None
+    learned_mass: float | None = None
 
     @property
     def overlaps(self) -> np.ndarray:
@@ -399,6 +406,8 @@ class TwoLayerState:
             **({} if self.neuron_overlap_layer_1 is None else
                {"neuron_overlap_layer_1": self.neuron_overlap_layer_1,
                 "neuron_overlap_layer_2": self.neuron_overlap_layer_2}),
+            **({} if self.learned_features is None else
+               {"learned_features": self.learned_features, "learned_mass": self.learned_mass}),
         }
 
 
@@ -764,6 +773,50 @@ class TwoLayerModel(OutputChannelTerms, RecordedArguments, ModelDefaults):
 
     def state(self, alpha, x) -> TwoLayerState:
         """All order parameters, error and free entropy at packed point ``x``."""
+        return self.learned_groups(self._state(alpha, x))
+
+    @functools.cached_property
+    def readout_groups(self):
+        """``(index of each atom's group, v² of each group)``, groups of equal ``|v|`` strongest first, for a
+        discrete readout law (None for a continuous one, put on a grid)."""
+        if not self.readout_law.exact:
+            return None
+        v2 = np.round(self.v2, 12)
+        groups = np.unique(v2)[::-1]
+        return np.searchsorted(-groups, -v2), groups
+
+    def learned_groups(self, state) -> TwoLayerState:
+        """``state`` with :attr:`TwoLayerState.learned_features` and ``learned_mass`` set (a discrete readout
+        law; unchanged otherwise): a group is learned when the largest ``Q₂(v, s)`` of its atoms exceeds
+        :data:`~replica.models._common.PHASE_THRESHOLD` (the test of :func:`phase_name`)."""
+        grouping = self.readout_groups
+        if grouping is None:
+            return state
+        index, groups = grouping
+        on = np.max(np.asarray(state.overlap_layer_2, dtype=float), axis=1) > PHASE_THRESHOLD
+        learned = np.zeros(groups.size, dtype=bool)
+        np.logical_or.at(learned, index, on)
+        state.learned_features = float(np.count_nonzero(learned))
+        state.learned_mass = float(np.sum(self.readout_weights[learned[index]]))
+        return state
+
+    def feature_point(self, alpha, k, x_guess, solve_kw=None):
+        """The branch through the packed point ``x_guess`` solved at ``alpha`` (a two-layer branch has a fixed set
+        of learned groups; ``k`` is not used): per group ``s`` (``v²``), readout ``mass`` and the ``overlap``
+        ``Q₂:₁(v)`` of its features (the product ``W₂W₁``; mean over the group's atoms), or None (hook of
+        :func:`replica.workflow.run.feature_transitions`)."""
+        grouping = self.readout_groups
+        if grouping is None or x_guess is None:
+            return None
+        r = self.solve_from(alpha, None, np.asarray(x_guess, dtype=float), start="feature", **dict(solve_kw or {}))
+        if not r.converged or "state" not in r.info:
+            return None
+        index, groups = grouping
+        q = np.asarray(r.info["state"].overlap_product_2_1, dtype=float)
+        return {"s": groups.copy(), "mass": np.bincount(index, weights=self.readout_weights, minlength=groups.size),
+                "overlap": np.bincount(index, weights=q, minlength=groups.size) / np.bincount(index, minlength=groups.size)}
+
+    def _state(self, alpha, x) -> TwoLayerState:
         if self.profile_solver is not None:
             return self.profile_solver.state(alpha, x)
         c = self.conjugates(alpha, x)

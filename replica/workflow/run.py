@@ -144,7 +144,10 @@ def feature_transitions(model, result, solve_kw=None) -> dict:
     :meth:`replica.readout_grid.ProfileSolver.feature_transitions`; kind ``feature``). At a change of the
     equilibrium from branch A to B at α_c, the groups learned on B and not on A there jump together (kind
     ``equilibrium_change``; their overlaps from the model's ``feature_point`` hook at α_c). ``equilibrium``
-    says whether the entry's branch is the equilibrium at its α (every ``equilibrium_change`` entry is).
+    says whether the entry's branch is the equilibrium at its α (every ``equilibrium_change`` entry is). A model
+    with ``feature_point`` and no ``feature_transitions`` (two hidden layers, where every set of learned groups
+    is a branch of its own and each group's jump is a located change of the equilibrium between two of them)
+    gets the ``equilibrium_change`` entries only.
 
     Returns
     -------
@@ -152,8 +155,8 @@ def feature_transitions(model, result, solve_kw=None) -> dict:
         Columns of :data:`replica.workflow.io.FEATURE_DATASETS` (arrays of one length, ordered in α), or an
         empty dict for a model without the hooks (or without groups of readouts).
     """
-    locate = hook(model, "feature_transitions")
-    if locate is None:
+    locate, point = hook(model, "feature_transitions"), hook(model, "feature_point")
+    if locate is None and point is None:
         return {}
     rows = []
     counts = {}
@@ -164,7 +167,7 @@ def feature_transitions(model, result, solve_kw=None) -> dict:
         ok = np.asarray(b["exists"], bool) & np.asarray(b["converged"], bool) & np.isfinite(k)
         located = []
         for i in range(b.alpha.size - 1):
-            if ok[i] and ok[i + 1] and k[i + 1] > k[i]:
+            if locate is not None and ok[i] and ok[i + 1] and k[i + 1] > k[i]:
                 got = locate(float(b.alpha[i]), b.points[i], int(k[i]), float(b.alpha[i + 1]), int(k[i + 1]),
                              solve_kw) or []
                 located += [{**r, "branch": name, "kind": "feature"} for r in got]
@@ -198,7 +201,6 @@ def feature_transitions(model, result, solve_kw=None) -> dict:
         moved = sum(1 for r in located if lo < r["alpha"] <= hi)
         return int(k[i]) + (moved if alpha[i] <= a else -moved), i
 
-    point = hook(model, "feature_point")
 
     def solved_at(name, i, a):
         """Branch ``name`` solved at ``a`` from its grid point ``i``: ``(groups learned, packed point)`` or None."""
@@ -220,7 +222,7 @@ def feature_transitions(model, result, solve_kw=None) -> dict:
         # the groups a branch learned between α_c and its nearest grid point, where that interval was not
         # located along the branch (the branch starts or ends in it): from the branch solved at α_c
         for name, i, before in ((frm, i_from, True), (to, i_to, False)):
-            if name not in counts or i is None:
+            if locate is None or name not in counts or i is None:
                 continue
             alpha, k, _, located = counts[name]
             a_i = float(alpha[i])
