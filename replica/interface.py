@@ -304,7 +304,8 @@ class RecordedArguments:
     ``with_parameter`` of :class:`ModelDefaults` (put it before :class:`ModelDefaults` in the bases)."""
 
     def with_parameter(self, name: str, value):
-        """The same model with the constructor argument ``name`` set to ``value``.
+        """The same model with the constructor argument ``name`` set to ``value``; a scalar ``value`` for ``name``
+        where the constructor takes the per-layer ``<name>s`` (``gamma`` → ``gammas``) sets every layer's.
 
         Raises
         ------
@@ -317,6 +318,9 @@ class RecordedArguments:
             raise ValueError(f"{type(self).__name__} was not built through a recorded constructor")
         cls, arguments = saved
         names = [n for n in inspect.signature(cls.__init__).parameters if n != "self"]
+        if name not in names and f"{name}s" in names and np.ndim(value) == 0:
+            # one value for a per-layer parameter (``gamma`` of a model with ``gammas``): every layer's
+            name, value = f"{name}s", [value] * len(arguments[f"{name}s"])
         if name not in names:
             raise ValueError(f"{cls.__name__} has no parameter {name!r} to vary (it has: {', '.join(names)})")
         return cls(**{**arguments, name: value})

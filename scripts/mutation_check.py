@@ -842,6 +842,13 @@ MUTATIONS = [
       "        on = np.max(np.asarray(state.overlap_layer_2, dtype=float), axis=1) >= 0.0\n",
       "every readout group of a two-layer state counts as learned",
       ("tests/test_feature_transitions_two_layers.py",)),
+    M("fold-line-start-newton-only", "replica/continuation/codim2.py",
+      "    for i in ok[np.argsort(np.abs(alphas[ok] - alpha), kind=\"stable\")][:3]:\n"
+      "        for kw in ({\"method\": \"newton\"}, {}):\n",
+      "    for i in ok[np.argsort(np.abs(alphas[ok] - alpha), kind=\"stable\")][:1]:\n"
+      "        for kw in ({\"method\": \"newton\"},):\n",
+      "a phase line whose nearest grid point Newton cannot polish (next to a fold) is silently not traced",
+      ("tests/test_phase_lines.py::test_traced_lines_in_gamma_are_alpha_over_gamma_lines_and_equal_the_sweeps",)),
     M("feature-correction-skipped", "replica/workflow/run.py",
       "            if exact == int(k[i]):\n",
       "            if True:\n",

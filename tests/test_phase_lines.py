@@ -98,7 +98,7 @@ def test_traced_phase_diagram_command_writes_and_draws_the_lines(tmp_path):
 
 
 @pytest.mark.parametrize("extra, message", [
-    (["--gamma", "0.3,0.5", "--delta", "0.1"], "only lines in Δ"),
+    (["--readout", "gaussian", "--readout-grid", "8,16", "--delta", "0.1"], "traced in Δ (--delta) or γ"),
     (["--delta", "0.1,0.2", "--resume"], "no checkpoints"),
     (["--delta", "0.1,0.2", "--workers", "2"], "runs in this process"),
     (["--delta", "0.2,0.1"], "increasing"),
@@ -115,6 +115,32 @@ def test_traced_phase_diagram_refuses_in_one_line(tmp_path, capsys, extra, messa
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0], err
     assert not out.exists()
+
+
+def test_traced_lines_in_gamma_are_alpha_over_gamma_lines_and_equal_the_sweeps(tmp_path):
+    """One hidden layer with an odd activation (μ₂ = 0): the equations depend on α and γ only through α/γ
+    (Q̂ = α v² g'(Q)/(γD), f ∝ (γ/α)·…), so every phase line in (α, γ) is α = c γ; and at the requested γ the traced
+    lines equal the α_sp and α_c of independent sweeps (1e-8). Also the fold line starts from a grid point 1 %
+    above the fold at γ = 0.3 (Newton from the stored point fails there; the model's own solver does not)."""
+    from replica.workflow.cli import phase_diagram_main
+    from replica.workflow.io import read_phase_lines
+
+    out = tmp_path / "gamma_lines.h5"
+    gammas = [0.3, 0.4, 0.7]
+    assert phase_diagram_main(["--trace", "--activation", "tanh2", "--delta", "0.1", "--gamma", ",".join(map(str, gammas)),
+                               "--alpha", "0.5:4:30", "--quiet", "-o", str(out)]) == 0
+    data = read_phase_lines(out)
+    assert data["parameter"] == "gamma"
+    kinds = {line["kind"]: line for line in data["lines"]}
+    assert set(kinds) == {"fold", "crossing"}
+    for line in kinds.values():
+        ratio = line["alpha"] / line["gamma"]
+        assert np.ptp(ratio) < 1e-8 * ratio[0], line["kind"]
+    for g in gammas[1:]:
+        ref = sweep(ShallowModel("tanh2", g, 0.1), np.linspace(0.5, 8.0, 30), progress=False)
+        for kind, value in (("fold", ref.transitions["alpha_sp"]), ("crossing", ref.transitions["alpha_c"])):
+            line = kinds[kind]
+            assert line["alpha"][np.flatnonzero(line["gamma"] == g)[0]] == pytest.approx(value, abs=1e-8)
 
 
 # --------------------------------------------------------------------------- critical points (cusps)

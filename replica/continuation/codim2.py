@@ -188,13 +188,17 @@ def trace_instability_line(model, name, values, alpha, solve_kw=None, *, width=N
 
 
 def _grid_point(model, alphas, branch, alpha):
-    """The branch's point at the grid α nearest ``alpha`` where it exists (Newton-polished), or None."""
+    """The branch's point at the grid α nearest ``alpha`` where it exists (Newton-polished), or None. Next to a
+    fold Newton's method may fail (the Jacobian is nearly singular there: one hidden layer, tanh(2x), γ = 0.3,
+    a grid point 1 % above the fold): then the model's own solver from the stored point, then the next grid
+    points, nearest first."""
     ok = np.flatnonzero(branch["exists"])
-    if ok.size == 0:
-        return None
-    i = int(ok[np.argmin(np.abs(alphas[ok] - alpha))])
-    r = model.solve_from(float(alphas[i]), None, branch.points[i], method="newton")
-    return r if r.converged and "state" in r.info else None
+    for i in ok[np.argsort(np.abs(alphas[ok] - alpha), kind="stable")][:3]:
+        for kw in ({"method": "newton"}, {}):
+            r = model.solve_from(float(alphas[i]), None, branch.points[int(i)], **kw)
+            if r.converged and "state" in r.info:
+                return r
+    return None
 
 
 def line_count(result) -> int:
@@ -254,6 +258,9 @@ def trace_phase_lines(model, result, name, values, solve_kw=None, *, progress=No
                 line = trace_fold_line(model, name, values, a_end, pt, side, solve_kw)
                 line.branches = (bname, "start" if side > 0 else "end")
                 lines.append(line)
+            else:
+                logger.warning("the fold line at the %s of %s (alpha = %.10g) is not traced: no point of the branch "
+                               "could be solved at the grid alpha next to it", "start" if side > 0 else "end", bname, a_end)
             if progress is not None:
                 progress()
     a_inst = float(result.branch_transitions.get("universal", {}).get("alpha_instability", math.nan))
@@ -272,10 +279,12 @@ def trace_phase_lines(model, result, name, values, solve_kw=None, *, progress=No
             line = trace_crossing_line(model, name, values, c["alpha"], a, b, solve_kw)
             line.branches = (c["from"], c["to"])
             lines.append(line)
+        else:
+            logger.warning("the first-order line %s -> %s (alpha = %.10g) is not traced: a branch could not be solved "
+                           "at the grid alpha next to it", c["from"], c["to"], c["alpha"])
         if progress is not None:
             progress()
     return lines
-
 
 
 @dataclass

@@ -856,7 +856,7 @@ def build_phase_diagram_parser() -> argparse.ArgumentParser:
     p.add_argument("--vary", choices=[n.replace("_", "-") for n in PHASE_PARAMETERS], default=None,
                    help="name of the second axis when it is ambiguous (e.g. --gamma 0.5,1 with --layers 2)")
     p.add_argument("--trace", action="store_true",
-                   help="follow the spinodals and first-order transition lines through the --delta values by "
+                   help="follow the spinodals and first-order transition lines through the --delta (or --gamma) values by "
                         "continuation, from one α sweep at the first value, instead of one sweep per value; "
                         "writes a file of phase lines (replica-plot draws it); runs in this process")
     c = p.add_argument_group("cluster")
@@ -976,7 +976,7 @@ def _line_options(base, vary, value) -> dict:
 
 
 def _run_traced(args, vary, values, base, alphas) -> int:
-    """``replica-phase-diagram --trace``: the sweep at the first Δ, then every phase line through the Δ values
+    """``replica-phase-diagram --trace``: the sweep at the first Δ (or γ), then every phase line through the values
     (:func:`replica.continuation.codim2.trace_phase_lines`), written under the lock and atomically."""
     from ..continuation.codim2 import critical_points, line_count, trace_phase_lines
     from .io import write_phase_lines
@@ -984,8 +984,9 @@ def _run_traced(args, vary, values, base, alphas) -> int:
     from .run import run_sweep
     from .safe_write import SafeOutput
 
-    if vary != "delta":
-        raise UsageError(f"--trace: only lines in Δ are traced (--delta as the grid), not --{vary.replace('_', '-')}")
+    if vary not in ("delta", "gamma"):
+        raise UsageError(f"--trace: lines are traced in Δ (--delta) or γ (--gamma, every layer's width) as the grid, "
+                         f"not --{vary.replace('_', '-')}")
     if args.resume:
         raise UsageError("--trace: no checkpoints to resume (a traced diagram takes seconds; run it again)")
     if args.workers is not None or args.scheduler is not None:
@@ -996,32 +997,33 @@ def _run_traced(args, vary, values, base, alphas) -> int:
     opts = _line_options(base, vary, float(values[0]))
     model, arch = resolve_model(opts)
     if getattr(model, "with_parameter", None) is None:
-        raise UsageError(f"--trace: the {arch.name} model gives no copy at another Δ (no with_parameter hook)")
+        raise UsageError(f"--trace: the {arch.name} model gives no copy at another {'Δ' if vary == 'delta' else 'γ'} "
+                         "(no with_parameter hook)")
     out = Path(args.output)
     with SafeOutput(out, overwrite=args.overwrite, checkpoints=False):
         result = run_sweep(opts, alphas, progress=not args.quiet, model=model)
         n_lines = line_count(result)
         if n_lines == 0:
             raise UsageError(f"--trace: no spinodal, first-order transition or instability of the universal branch "
-                             f"on the α grid at Δ = {values[0]:g}: no line passes there (widen --alpha)")
+                             f"on the α grid at {vary} = {values[0]:g}: no line passes there (widen --alpha)")
         pbar = None
         if not args.quiet:
             from tqdm.std import tqdm
 
             pbar = tqdm(total=n_lines, desc="phase lines", unit="line", leave=False)
         try:
-            lines = trace_phase_lines(model, result, "delta", values, {"damping": base["damping"]},
+            lines = trace_phase_lines(model, result, vary, values, {"damping": base["damping"]},
                                       progress=None if pbar is None else pbar.update)
         finally:
             if pbar is not None:
                 pbar.close()
         for line in lines:
-            logger.info("%s line of %s: %d points from delta = %g to %g (%s)", line.kind, " -> ".join(line.branches),
-                        len(line.points), line.points[0].parameter, line.points[-1].parameter, line.end)
-        critical = critical_points(model, "delta", lines, values, {"damping": base["damping"]})
+            logger.info("%s line of %s: %d points from %s = %g to %g (%s)", line.kind, " -> ".join(line.branches),
+                        len(line.points), vary, line.points[0].parameter, line.points[-1].parameter, line.end)
+        critical = critical_points(model, vary, lines, values, {"damping": base["damping"]})
         for c in critical:
-            logger.info("critical point (cusp of two spinodals): delta = %.10g, alpha = %.10g", c.parameter, c.alpha)
-        write_phase_lines(out, lines, base, parameter="delta", requested=values, critical=critical,
+            logger.info("critical point (cusp of two spinodals): %s = %.10g, alpha = %.10g", vary, c.parameter, c.alpha)
+        write_phase_lines(out, lines, base, parameter=vary, requested=values, critical=critical,
                           configuration=resolved_configuration(args), architecture=arch.name)
     print(out)
     return 0
