@@ -28,6 +28,7 @@ import numpy as np
 from ..interface import hook
 from .linepoints import crossing_at, cusp_discriminant, fold_at, model_at, search_window
 from .operators import stability
+from .problem import unknowns
 from .settings import active
 
 __all__ = ["LinePoint", "PhaseLine", "model_at", "trace_fold_line", "trace_crossing_line", "trace_instability_line",
@@ -191,12 +192,16 @@ def _grid_point(model, alphas, branch, alpha):
     """The branch's point at the grid α nearest ``alpha`` where it exists (Newton-polished), or None. Next to a
     fold Newton's method may fail (the Jacobian is nearly singular there: one hidden layer, tanh(2x), γ = 0.3,
     a grid point 1 % above the fold): then the model's own solver from the stored point, then the next grid
-    points, nearest first."""
+    points, nearest first. A solution counts only where it is the stored point (its moving unknowns within
+    1e-6), not another stationary point the iteration fell to."""
     ok = np.flatnonzero(branch["exists"])
     for i in ok[np.argsort(np.abs(alphas[ok] - alpha), kind="stable")][:3]:
+        x = np.asarray(branch.points[int(i)], dtype=float)
+        idx = unknowns(model, x)
         for kw in ({"method": "newton"}, {}):
-            r = model.solve_from(float(alphas[i]), None, branch.points[int(i)], **kw)
-            if r.converged and "state" in r.info:
+            r = model.solve_from(float(alphas[i]), None, x, **kw)
+            if r.converged and "state" in r.info and np.size(r.x) == x.size and np.all(
+                    np.abs(np.asarray(r.x, dtype=float)[idx] - x[idx]) <= 1e-6 * np.maximum(1.0, np.abs(x[idx]))):
                 return r
     return None
 
