@@ -844,8 +844,12 @@ MUTATIONS = [
       ("tests/test_feature_transitions_two_layers.py",)),
     M("fold-line-start-newton-only", "replica/continuation/codim2.py",
       "    for i in ok[np.argsort(np.abs(alphas[ok] - alpha), kind=\"stable\")][:3]:\n"
+      "        x = np.asarray(branch.points[int(i)], dtype=float)\n"
+      "        idx = unknowns(model, x)\n"
       "        for kw in ({\"method\": \"newton\"}, {}):\n",
       "    for i in ok[np.argsort(np.abs(alphas[ok] - alpha), kind=\"stable\")][:1]:\n"
+      "        x = np.asarray(branch.points[int(i)], dtype=float)\n"
+      "        idx = unknowns(model, x)\n"
       "        for kw in ({\"method\": \"newton\"},):\n",
       "a phase line whose nearest grid point Newton cannot polish (next to a fold) is silently not traced",
       ("tests/test_phase_lines.py::test_traced_lines_in_gamma_are_alpha_over_gamma_lines_and_equal_the_sweeps",)),
