@@ -102,6 +102,7 @@ def test_traced_phase_diagram_command_writes_and_draws_the_lines(tmp_path):
     (["--delta", "0.1,0.2", "--resume"], "no checkpoints"),
     (["--delta", "0.1,0.2", "--workers", "2"], "runs in this process"),
     (["--delta", "0.2,0.1"], "increasing"),
+    (["--delta", "0.1", "--gamma", "0.7,0.5"], "--gamma: give at least two increasing values"),
     (["--delta", "0.1,0.2", "--alpha", "0.05:0.3:5"], "no line passes there"),
 ])
 def test_traced_phase_diagram_refuses_in_one_line(tmp_path, capsys, extra, message):

@@ -402,6 +402,33 @@ class _Terminated(KeyboardInterrupt):
     """SIGTERM, handled like Ctrl-C (checkpoint, then exit)."""
 
 
+def interrupt_in_chain(exc):
+    """The ``KeyboardInterrupt`` (Ctrl-C, or :class:`_Terminated` for SIGTERM) among the causes and contexts of
+    ``exc``, or None. A signal that arrives while a numba kernel calls back into Python (``_numba_unpickle``)
+    comes out of the kernel as a ``SystemError`` ("returned a result with an exception set") whose chain holds
+    the interrupt (two hidden layers, SIGTERM during the damped pass: exit 1 and a traceback without this)."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+@contextlib.contextmanager
+def unwrapped_interrupts():
+    """Re-raise an interrupt that a compiled kernel wrapped in a ``SystemError`` (:func:`interrupt_in_chain`) as
+    itself, so that the handlers of ``KeyboardInterrupt`` (checkpoint, one line, exit 130/143) see it."""
+    try:
+        yield
+    except SystemError as exc:
+        interrupt = interrupt_in_chain(exc)
+        if interrupt is None:
+            raise
+        raise interrupt from None
+
+
 def _in_gc_callback(frame) -> bool:
     """Whether ``frame`` runs a ``gc.callbacks`` function (JAX registers one): an exception raised
     there is swallowed by the garbage collector ("Exception ignored in …"), so an interrupt would
@@ -541,7 +568,8 @@ def _run_configured(prog, run, args, missing_extra, input_errors):
     except ValueError:  # pragma: no cover - not in the main thread
         pass
     try:
-        return run(args)
+        with unwrapped_interrupts():
+            return run(args)
     except UsageError as exc:
         print(f"{prog}: error: {name_config_key(args, str(exc))}", file=sys.stderr)
         return 2
@@ -649,7 +677,8 @@ def _run_sweep(args) -> int:
 
         t0 = time.perf_counter()
         try:
-            result = run_sweep(parameters, alphas, checkpoint=checkpoint, progress=not args.quiet, model=model)
+            with unwrapped_interrupts():
+                result = run_sweep(parameters, alphas, checkpoint=checkpoint, progress=not args.quiet, model=model)
         except KeyboardInterrupt as exc:
             saved = checkpoint.n_done > 0
             if saved and checkpoint.dirty:
@@ -993,7 +1022,7 @@ def _run_traced(args, vary, values, base, alphas) -> int:
         raise UsageError("--trace: runs in this process (--workers and --scheduler are for grid diagrams)")
     values = np.asarray(values, dtype=float)
     if values.size < 2 or not np.all(np.diff(values) > 0):
-        raise UsageError("--delta: give at least two increasing values to trace the lines through")
+        raise UsageError(f"--{vary}: give at least two increasing values to trace the lines through")
     opts = _line_options(base, vary, float(values[0]))
     model, arch = resolve_model(opts)
     if getattr(model, "with_parameter", None) is None:

@@ -314,8 +314,11 @@ def _run(args) -> int:
                     config.architecture.widths, [config.architecture.num_samples(a) for a in config.alpha],
                     config.sampler, config.steps, ",".join(config.init), config.teachers)
         begin = time.perf_counter()
+        from replica.workflow.cli import unwrapped_interrupts
+
         try:
-            results = run_experiment(config, progress=not args.quiet, chains=chains, on_chain=keep)
+            with unwrapped_interrupts():
+                results = run_experiment(config, progress=not args.quiet, chains=chains, on_chain=keep)
         except KeyboardInterrupt as exc:
             total = len(config.alpha) * config.teachers * len(config.init)
             exc.note = target.interrupted_note(f"{len(done)} of {total} chains" if done else None)
