@@ -59,7 +59,7 @@ from priors.readout_laws import continuous_readout_law
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["OverlapProfile", "ProfileSolver", "SELECT_LARGEST", "SELECT_LOW", "SELECT_ZERO", "SELECT_EQUILIBRIUM",
+__all__ = ["OverlapProfile", "ProfileSolver", "readout_groups", "SELECT_LARGEST", "SELECT_LOW", "SELECT_ZERO", "SELECT_EQUILIBRIUM",
            "selection_from_overlaps", "equal_potential_threshold", "DEFAULT_TARGET", "BASE_NODES", "MAX_LEVEL"]
 
 #: every neuron on its largest stable root (informed start)
@@ -503,6 +503,27 @@ class OverlapProfile:
         return out, np.concatenate(at), np.concatenate(s_inv), np.concatenate(j_inv)
 
 
+def readout_groups(v2):
+    """The groups of equal ``|v|`` of a discrete readout law: ``(group of each atom, v² of each group)``.
+
+    Parameters
+    ----------
+    v2 : array_like, shape (K,)
+        The atoms' ``v²`` (compared after rounding to 12 decimals).
+
+    Returns
+    -------
+    group_of_atom : ndarray of int, shape (K,)
+        Index into ``groups`` (0 = the strongest), −1 for an atom at ``v = 0`` (no group: it carries no feature).
+    groups : ndarray, shape (n_groups,)
+        The distinct positive ``v²``, largest first.
+    """
+    v2 = np.round(np.asarray(v2, dtype=float), 12)
+    groups = np.unique(v2[v2 > 0.0])[::-1]
+    index = groups.size - 1 - np.searchsorted(groups[::-1], v2)
+    return np.where(v2 > 0.0, index, -1), groups
+
+
 class ProfileSolver:
     """Solver of the one-hidden-layer equations through ``(D, M)`` and readout profiles.
 
@@ -707,18 +728,14 @@ class ProfileSolver:
     @functools.cached_property
     def groups(self) -> np.ndarray:
         """The distinct ``v²`` of the law's atoms, largest first (a group: the atoms of one ``|v|``), shape
-        (n_groups,)."""
-        v2 = np.round(self.model.v2, 12)
-        return np.unique(v2[v2 > 0.0])[::-1]
+        (n_groups,) (:func:`readout_groups`)."""
+        return readout_groups(self.model.v2)[1]
 
     @functools.cached_property
     def group_of_atom(self) -> np.ndarray:
         """The group of each of the law's atoms (index into :attr:`groups`, 0 = the strongest), shape (n_readout,);
-        −1 for an atom at ``v = 0``."""
-        v2 = np.round(self.model.v2, 12)
-        g = self.groups
-        index = g.size - 1 - np.searchsorted(g[::-1], v2)
-        return np.where(v2 > 0.0, index, -1)
+        −1 for an atom at ``v = 0`` (:func:`readout_groups`)."""
+        return readout_groups(self.model.v2)[0]
 
     @staticmethod
     def _on_specialized_root(s, snr, threshold):

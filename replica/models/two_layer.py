@@ -118,7 +118,7 @@ from hciz.rectangular import rectangular_channel
 from ..activations import get_activation
 from ..engine import STATUS_MESSAGES, FixedPointResult, solve_fixed_point
 from ..interface import ModelDefaults, RecordedArguments, records_arguments
-from ..readout_grid import SELECT_EQUILIBRIUM, SELECT_LOW, SELECT_ZERO
+from ..readout_grid import SELECT_EQUILIBRIUM, SELECT_LOW, SELECT_ZERO, readout_groups
 # shared with the other architectures (replica/models/_common.py); effective_readout_grid, refined_solve,
 # converge_s_grid, neuron_quantiles and the constants stay importable from here as they were
 from ._common import (DEFAULT_S_GRID, MAX_GAUSS_HERMITE_S_GRID, MAX_S_PANELS, NEURON_QUANTILES,  # noqa: F401
@@ -777,13 +777,12 @@ class TwoLayerModel(OutputChannelTerms, RecordedArguments, ModelDefaults):
 
     @functools.cached_property
     def readout_groups(self):
-        """``(index of each atom's group, v² of each group)``, groups of equal ``|v|`` strongest first, for a
-        discrete readout law (None for a continuous one, put on a grid)."""
+        """``(index of each atom's group, v² of each group)``, groups of equal ``|v|`` strongest first (−1: an atom at
+        ``v = 0``), for a discrete readout law (:func:`replica.readout_grid.readout_groups`; None for a continuous
+        one, put on a grid)."""
         if not self.readout_law.exact:
             return None
-        v2 = np.round(self.v2, 12)
-        groups = np.unique(v2)[::-1]
-        return np.searchsorted(-groups, -v2), groups
+        return readout_groups(self.v2)
 
     def learned_groups(self, state) -> TwoLayerState:
         """``state`` with :attr:`TwoLayerState.learned_features` and ``learned_mass`` set (a discrete readout
@@ -794,10 +793,11 @@ class TwoLayerModel(OutputChannelTerms, RecordedArguments, ModelDefaults):
             return state
         index, groups = grouping
         on = np.max(np.asarray(state.overlap_layer_2, dtype=float), axis=1) > PHASE_THRESHOLD
+        atoms = index >= 0
         learned = np.zeros(groups.size, dtype=bool)
-        np.logical_or.at(learned, index, on)
+        np.logical_or.at(learned, index[atoms], on[atoms])
         state.learned_features = float(np.count_nonzero(learned))
-        state.learned_mass = float(np.sum(self.readout_weights[learned[index]]))
+        state.learned_mass = float(np.sum(self.readout_weights[atoms][learned[index[atoms]]]))
         return state
 
     def feature_point(self, alpha, k, x_guess, solve_kw=None):
@@ -812,9 +812,11 @@ class TwoLayerModel(OutputChannelTerms, RecordedArguments, ModelDefaults):
         if not r.converged or "state" not in r.info:
             return None
         index, groups = grouping
-        q = np.asarray(r.info["state"].overlap_product_2_1, dtype=float)
-        return {"s": groups.copy(), "mass": np.bincount(index, weights=self.readout_weights, minlength=groups.size),
-                "overlap": np.bincount(index, weights=q, minlength=groups.size) / np.bincount(index, minlength=groups.size)}
+        atoms = index >= 0
+        q = np.asarray(r.info["state"].overlap_product_2_1, dtype=float)[atoms]
+        index, n = index[atoms], groups.size
+        return {"s": groups.copy(), "mass": np.bincount(index, weights=self.readout_weights[atoms], minlength=n),
+                "overlap": np.bincount(index, weights=q, minlength=n) / np.bincount(index, minlength=n)}
 
     def _state(self, alpha, x) -> TwoLayerState:
         if self.profile_solver is not None:

@@ -201,7 +201,6 @@ def feature_transitions(model, result, solve_kw=None) -> dict:
         moved = sum(1 for r in located if lo < r["alpha"] <= hi)
         return int(k[i]) + (moved if alpha[i] <= a else -moved), i
 
-
     def solved_at(name, i, a):
         """Branch ``name`` solved at ``a`` from its grid point ``i``: ``(groups learned, packed point)`` or None."""
         try:
