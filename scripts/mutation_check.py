@@ -863,6 +863,16 @@ MUTATIONS = [
       "            if True:\n",
       "grid points whose selection learned a group before its located transition are kept as they are",
       ("tests/test_feature_transitions.py::test_located_counts_are_the_reduced_family_of_largest_free_entropy",)),
+    M("trace-resume-retraces", "replica/workflow/cli.py",
+      "                for _, trace in tasks[len(checkpoint.lines):]:\n",
+      "                for _, trace in tasks[len(checkpoint.lines) * 0:]:\n",
+      "a resumed traced diagram traces its finished lines again (and writes them twice)",
+      ("tests/test_phase_lines.py::test_interrupted_traced_diagram_resumes_to_the_same_file",)),
+    M("lost-interrupt-not-recalled", "replica/workflow/cli.py",
+      "        if interrupt is None and len(_SIGNALLED) > before:\n",
+      "        if interrupt is None and False:\n",
+      "SIGTERM during a lazy import of scipy ends the command with an ImportError traceback (exit 1, no checkpoint)",
+      ("tests/test_interrupt_unwrap.py",)),
 ]
 
 

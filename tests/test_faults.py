@@ -328,6 +328,38 @@ def test_phase_diagram_interrupt_is_quiet_keeps_lines_and_resumes(request, tmp_p
     assert not checkpoint_path(out).exists() and leftovers(tmp_path) == []
 
 
+TRACED = ["--trace", "--activation", "tanh2", "--delta", "0.1:0.6:26", "--alpha", "0.05:8:30", "--quiet"]
+
+
+def _phase_lines(path):
+    from replica.workflow.io import read_phase_lines
+
+    d = read_phase_lines(path)
+    return [(line["kind"], line["branches"], line["end"], line["delta"].tolist(), line["alpha"].tolist())
+            for line in d["lines"]], {k: v.tolist() for k, v in d["critical_points"].items()}, d["parameters"]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
+def test_traced_diagram_signal_resumes_exactly(request, tmp_path, capsys, sig):
+    """``replica-phase-diagram --trace`` killed after its first line: the checkpoint holds the sweep's solves and
+    the finished lines, and ``--resume`` writes the uninterrupted file's lines bit for bit."""
+    ref = tmp_path / "ref.h5"
+    assert phase_diagram_main(TRACED + ["-o", str(ref)]) == 0
+    out = tmp_path / "x.h5"
+    proc = spawn(TRACED + ["-o", str(out)], code=PHASE_CODE)
+    wait_for(checkpoint_path(out), proc)
+    rc, err = interrupt(proc, sig, delay=rng(request).uniform(0.0, 0.1))  # the lines take ~0.3 s
+    if rc != 0:
+        assert rc in (143, -signal.SIGKILL), err
+        if sig != signal.SIGKILL and not out.exists():
+            assert "Traceback" not in err and "--resume" in err and "lines kept" in err, err
+    if checkpoint_path(out).exists():  # (if the file was written before the signal: --overwrite to take it up)
+        again = TRACED + ["-o", str(out), "--resume"] + (["--overwrite"] if out.exists() else [])
+        assert phase_diagram_main(again) == 0, capsys.readouterr().err
+    assert _phase_lines(out) == _phase_lines(ref)
+    assert not checkpoint_path(out).exists() and leftovers(tmp_path) == []
+
+
 # ----------------------------------------------------------------------------- experiment
 EXPERIMENT = ["--dim", "6", "--alpha", "0.5,1", "--teachers", "2", "--steps", "16", "--kept", "4", "--n-test", "64",
               "--sampler", "hmc", "--seed", "3", "--quiet", "--device", "cpu"]

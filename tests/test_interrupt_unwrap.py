@@ -1,6 +1,7 @@
 """An interrupt that reaches Python while a numba kernel calls back into it (``_numba_unpickle``) comes out of
-the kernel as a ``SystemError`` whose chain holds the ``KeyboardInterrupt``; the commands treat it as the
-interrupt (one line, exit 130/143, checkpoint kept), not as a crash (exit 1 with a traceback)."""
+the kernel as a ``SystemError`` whose chain holds the ``KeyboardInterrupt``; one that cuts a lazy import short
+comes out later as an ``ImportError`` without it. The commands treat both as the interrupt (one line, exit
+130/143, checkpoint kept), not as a crash (exit 1 with a traceback)."""
 
 from __future__ import annotations
 
@@ -42,6 +43,30 @@ def test_a_system_error_without_an_interrupt_stays_an_error():
     with pytest.raises(SystemError, match="other"):
         with cli.unwrapped_interrupts():
             raise SystemError("other")
+
+
+@pytest.mark.parametrize("handler, kind", [(cli._raise_terminated, cli._Terminated),
+                                           (cli._raise_interrupted, KeyboardInterrupt)])
+def test_an_interrupt_lost_on_the_way_is_re_raised(handler, kind):
+    """A signal handler's interrupt swallowed by the code it landed in (a module import it cut short), then an
+    ``ImportError`` from the half-imported module: the interrupt comes out."""
+    with pytest.raises(kind):
+        with cli.unwrapped_interrupts():
+            try:
+                handler(15, None)
+            except KeyboardInterrupt:
+                pass
+            raise ImportError("cannot import name 'loggamma' from 'scipy.special'")
+
+
+def test_an_error_after_an_earlier_block_s_interrupt_stays_an_error():
+    """An interrupt handled in an earlier block does not turn a later block's error into one."""
+    with pytest.raises(KeyboardInterrupt):
+        with cli.unwrapped_interrupts():
+            cli._raise_interrupted(2, None)
+    with pytest.raises(ImportError):
+        with cli.unwrapped_interrupts():
+            raise ImportError("a real one")
 
 
 @pytest.mark.parametrize("interrupt, status, word", [(KeyboardInterrupt(), 130, "interrupted"),

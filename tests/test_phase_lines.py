@@ -10,6 +10,7 @@ from replica.continuation import sweep
 from replica.continuation.codim2 import model_at, trace_crossing_line, trace_fold_line
 from replica.models.shallow import ShallowModel
 from replica.models.two_layer import TwoLayerModel
+from replica.workflow.safe_write import checkpoint_path
 
 ALPHAS = np.linspace(0.05, 8.0, 30)
 DELTAS = np.array([0.1, 0.13, 0.2, 0.35])
@@ -99,7 +100,6 @@ def test_traced_phase_diagram_command_writes_and_draws_the_lines(tmp_path):
 
 @pytest.mark.parametrize("extra, message", [
     (["--readout", "gaussian", "--readout-grid", "8,16", "--delta", "0.1"], "traced in Δ (--delta) or γ"),
-    (["--delta", "0.1,0.2", "--resume"], "no checkpoints"),
     (["--delta", "0.1,0.2", "--workers", "2"], "runs in this process"),
     (["--delta", "0.2,0.1"], "increasing"),
     (["--delta", "0.1", "--gamma", "0.7,0.5"], "--gamma: give at least two increasing values"),
@@ -115,7 +115,65 @@ def test_traced_phase_diagram_refuses_in_one_line(tmp_path, capsys, extra, messa
     assert phase_diagram_main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0], err
+    assert not out.exists() and not checkpoint_path(out).exists()
+
+
+TRACED = ["--trace", "--activation", "tanh2", "--delta", "0.1,0.15,0.2", "--alpha", "0.05:8:30", "--quiet"]
+
+
+def _lines_file(path):
+    from replica.workflow.io import read_phase_lines
+
+    d = read_phase_lines(path)
+    return d["parameters"], d["requested"], d["lines"], d["critical_points"]
+
+
+def test_interrupted_traced_diagram_resumes_to_the_same_file(tmp_path, capsys, monkeypatch):
+    """Ctrl-C while the second line (the crossing) is traced: exit 130, the sweep's solves and the finished fold
+    line in the checkpoint, no output; ``--resume`` replays the sweep, keeps the fold line (not traced again) and
+    writes exactly the file of an uninterrupted run; a second ``--resume`` leaves it alone; other options are
+    refused."""
+    import replica.continuation.codim2 as codim2
+    from replica.workflow.cli import phase_diagram_main
+    from replica.workflow.io import read_checkpoint_lines
+
+    ref = tmp_path / "ref.h5"
+    assert phase_diagram_main(TRACED + ["-o", str(ref)]) == 0
+    out = tmp_path / "lines.h5"
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as m:
+        m.setattr(codim2, "trace_crossing_line", interrupted)
+        assert phase_diagram_main(TRACED + ["-o", str(out)]) == 130
+    err = capsys.readouterr().err
+    assert "1 lines kept in" in err and "--resume" in err, err
     assert not out.exists()
+    kept = read_checkpoint_lines(checkpoint_path(out))
+    assert [(line.kind, line.branches) for line in kept] == [("fold", ("specialized", "start"))]
+
+    calls = []
+    real_fold = codim2.trace_fold_line
+    with monkeypatch.context() as m:
+        m.setattr(codim2, "trace_fold_line", lambda *a, **k: calls.append(1) or real_fold(*a, **k))
+        assert phase_diagram_main(TRACED + ["-o", str(out), "--resume"]) == 0
+    assert calls == [] and not checkpoint_path(out).exists()
+    (pa, ra, la, ca), (pb, rb, lb, cb) = _lines_file(ref), _lines_file(out)
+    assert pa == pb and np.array_equal(ra, rb) and len(la) == len(lb) == 2
+    for a, b in zip(la, lb):
+        assert (a["kind"], a["branches"], a["end"]) == (b["kind"], b["branches"], b["end"])
+        for key in ("delta", "alpha"):
+            np.testing.assert_array_equal(a[key], b[key])  # bit-exact
+    for key in ca:
+        np.testing.assert_array_equal(ca[key], cb[key])
+    before = out.read_bytes()
+    assert phase_diagram_main(TRACED + ["-o", str(out), "--resume"]) == 0  # finished: nothing to do
+    assert out.read_bytes() == before
+    capsys.readouterr()
+    other = [a if a != "0.1,0.15,0.2" else "0.1,0.2" for a in TRACED]
+    assert phase_diagram_main(other + ["-o", str(out), "--resume"]) == 2
+    assert "different options" in capsys.readouterr().err and out.read_bytes() == before
 
 
 def test_traced_lines_in_gamma_are_alpha_over_gamma_lines_and_equal_the_sweeps(tmp_path):

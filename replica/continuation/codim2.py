@@ -32,7 +32,7 @@ from .problem import unknowns
 from .settings import active
 
 __all__ = ["LinePoint", "PhaseLine", "model_at", "trace_fold_line", "trace_crossing_line", "trace_instability_line",
-           "trace_phase_lines", "line_count", "CriticalPoint", "locate_cusp", "critical_points"]
+           "trace_phase_lines", "phase_line_tasks", "line_count", "CriticalPoint", "locate_cusp", "critical_points"]
 
 logger = logging.getLogger(__name__)
 
@@ -246,50 +246,81 @@ def trace_phase_lines(model, result, name, values, solve_kw=None, *, progress=No
     ValueError
         The model cannot be copied at another value (:func:`model_at`), or ``values`` is not sorted.
     """
+    lines = []
+    for _, task in phase_line_tasks(model, result, name, values, solve_kw):
+        line = task()
+        if line is not None:
+            lines.append(line)
+        if progress is not None:
+            progress()
+    return lines
+
+
+def phase_line_tasks(model, result, name, values, solve_kw=None) -> list:
+    """The lines of :func:`trace_phase_lines` as separate tasks, in its order (one per :func:`line_count`):
+    ``(label, trace)`` with ``label = (kind, branches)`` and ``trace()`` the :class:`PhaseLine`, or None (with
+    a warning) where no point of a branch can be solved next to the line's start. Each task depends only on
+    ``result``, so a run interrupted between tasks continues with the next one (``replica-phase-diagram
+    --trace --resume``).
+
+    Raises
+    ------
+    ValueError
+        As :func:`trace_phase_lines`.
+    """
     values = np.asarray(values, dtype=float)
     if values.ndim != 1 or values.size < 2 or not (np.all(np.diff(values) > 0) or np.all(np.diff(values) < 0)):
         raise ValueError(f"{name}: at least two distinct values, sorted, are needed to trace a line")
     model_at(model, name, float(values[0]))  # refused at once when the model has no copies
     alphas = np.asarray(result.alpha, dtype=float)
-    lines = []
+    tasks = []
+
+    def fold_task(bname, b, a_end, side):
+        which = "start" if side > 0 else "end"
+
+        def trace():
+            pt = _grid_point(model, alphas, b, a_end)
+            if pt is None:
+                logger.warning("the fold line at the %s of %s (alpha = %.10g) is not traced: no point of the branch "
+                               "could be solved at the grid alpha next to it", which, bname, a_end)
+                return None
+            line = trace_fold_line(model, name, values, a_end, pt, side, solve_kw)
+            line.branches = (bname, which)
+            return line
+        return ("fold", (bname, which)), trace
+
     for bname, b in result.branches.items():
         if bname == "universal":
             continue
         for kind, a_end, side in ((b.start_kind, b.alpha_start, +1), (b.end_kind, b.alpha_end, -1)):
-            if kind != "fold":
-                continue
-            pt = _grid_point(model, alphas, b, a_end)
-            if pt is not None:
-                line = trace_fold_line(model, name, values, a_end, pt, side, solve_kw)
-                line.branches = (bname, "start" if side > 0 else "end")
-                lines.append(line)
-            else:
-                logger.warning("the fold line at the %s of %s (alpha = %.10g) is not traced: no point of the branch "
-                               "could be solved at the grid alpha next to it", "start" if side > 0 else "end", bname, a_end)
-            if progress is not None:
-                progress()
+            if kind == "fold":
+                tasks.append(fold_task(bname, b, a_end, side))
     a_inst = float(result.branch_transitions.get("universal", {}).get("alpha_instability", math.nan))
     if math.isfinite(a_inst):
-        line = trace_instability_line(model, name, values, a_inst, solve_kw)
-        line.branches = ("universal",)
-        lines.append(line)
-        if progress is not None:
-            progress()
-    for c in result.equilibrium_changes:
-        if c["kind"] != "crossing":
-            continue
-        a = None if c["from"] == "universal" else _grid_point(model, alphas, result.branches[c["from"]], c["alpha"])
-        b = None if c["to"] == "universal" else _grid_point(model, alphas, result.branches[c["to"]], c["alpha"])
-        if b is not None and (a is not None or c["from"] == "universal"):
+        def instability():
+            line = trace_instability_line(model, name, values, a_inst, solve_kw)
+            line.branches = ("universal",)
+            return line
+        tasks.append((("instability", ("universal",)), instability))
+
+    def crossing_task(c):
+        def trace():
+            a = None if c["from"] == "universal" else _grid_point(model, alphas, result.branches[c["from"]],
+                                                                   c["alpha"])
+            b = None if c["to"] == "universal" else _grid_point(model, alphas, result.branches[c["to"]], c["alpha"])
+            if b is None or (a is None and c["from"] != "universal"):
+                logger.warning("the first-order line %s -> %s (alpha = %.10g) is not traced: a branch could not be "
+                               "solved at the grid alpha next to it", c["from"], c["to"], c["alpha"])
+                return None
             line = trace_crossing_line(model, name, values, c["alpha"], a, b, solve_kw)
             line.branches = (c["from"], c["to"])
-            lines.append(line)
-        else:
-            logger.warning("the first-order line %s -> %s (alpha = %.10g) is not traced: a branch could not be solved "
-                           "at the grid alpha next to it", c["from"], c["to"], c["alpha"])
-        if progress is not None:
-            progress()
-    return lines
+            return line
+        return ("crossing", (c["from"], c["to"])), trace
+
+    for c in result.equilibrium_changes:
+        if c["kind"] == "crossing":
+            tasks.append(crossing_task(c))
+    return tasks
 
 
 @dataclass

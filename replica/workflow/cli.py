@@ -416,14 +416,25 @@ def interrupt_in_chain(exc):
     return None
 
 
+#: the interrupts raised by the signal handlers of the commands, in order (:func:`unwrapped_interrupts`)
+_SIGNALLED: list = []
+
+
 @contextlib.contextmanager
 def unwrapped_interrupts():
-    """Re-raise an interrupt that a compiled kernel wrapped in a ``SystemError`` (:func:`interrupt_in_chain`) as
-    itself, so that the handlers of ``KeyboardInterrupt`` (checkpoint, one line, exit 130/143) see it."""
+    """Re-raise an interrupt that reached the block's code as another exception as itself, so that the handlers of
+    ``KeyboardInterrupt`` (checkpoint, one line, exit 130/143) see it: one that a compiled kernel wrapped in a
+    ``SystemError`` (:func:`interrupt_in_chain`), or one that was lost on the way — SIGTERM during a lazy import of
+    scipy leaves a module half imported, and the next import of a name from it fails with an ``ImportError`` whose
+    chain holds no interrupt (a traced phase diagram: exit 1 and a traceback without this). An exception is taken
+    for a lost interrupt when a command's signal handler raised one while the block ran."""
+    before = len(_SIGNALLED)
     try:
         yield
-    except SystemError as exc:
+    except Exception as exc:
         interrupt = interrupt_in_chain(exc)
+        if interrupt is None and len(_SIGNALLED) > before:
+            interrupt = _SIGNALLED[-1]
         if interrupt is None:
             raise
         raise interrupt from None
@@ -457,7 +468,8 @@ def _raise_terminated(signum, frame):  # pragma: no cover - exercised by subproc
     if _in_gc_callback(frame):
         _resend_later(signum)
         return
-    raise _Terminated()
+    _SIGNALLED.append(_Terminated())
+    raise _SIGNALLED[-1]
 
 
 def _raise_interrupted(signum, frame):  # pragma: no cover - exercised by subprocess tests
@@ -465,7 +477,8 @@ def _raise_interrupted(signum, frame):  # pragma: no cover - exercised by subpro
     if _in_gc_callback(frame):
         _resend_later(signum)
         return
-    raise KeyboardInterrupt
+    _SIGNALLED.append(KeyboardInterrupt())
+    raise _SIGNALLED[-1]
 
 
 def _all_option_keys() -> set:
@@ -1006,18 +1019,19 @@ def _line_options(base, vary, value) -> dict:
 
 def _run_traced(args, vary, values, base, alphas) -> int:
     """``replica-phase-diagram --trace``: the sweep at the first Δ (or γ), then every phase line through the values
-    (:func:`replica.continuation.codim2.trace_phase_lines`), written under the lock and atomically."""
-    from ..continuation.codim2 import critical_points, line_count, trace_phase_lines
-    from .io import write_phase_lines
+    (:func:`replica.continuation.codim2.phase_line_tasks`), written under the lock and atomically. The sweep's solves
+    and every finished line go to the checkpoint (the solves every 30 s and when the sweep is done, each line when it
+    is done); ``--resume``
+    replays the solves, keeps the finished lines and traces the others: the same file as an uninterrupted run."""
+    from ..continuation.codim2 import critical_points, phase_line_tasks
+    from .io import read_checkpoint_lines, read_root_attrs, write_phase_lines
     from .model_options import resolve_model
-    from .run import run_sweep
+    from .run import SweepCheckpoint, run_sweep
     from .safe_write import SafeOutput
 
     if vary not in ("delta", "gamma"):
         raise UsageError(f"--trace: lines are traced in Δ (--delta) or γ (--gamma, every layer's width) as the grid, "
                          f"not --{vary.replace('_', '-')}")
-    if args.resume:
-        raise UsageError("--trace: no checkpoints to resume (a traced diagram takes seconds; run it again)")
     if args.workers is not None or args.scheduler is not None:
         raise UsageError("--trace: runs in this process (--workers and --scheduler are for grid diagrams)")
     values = np.asarray(values, dtype=float)
@@ -1028,32 +1042,76 @@ def _run_traced(args, vary, values, base, alphas) -> int:
     if getattr(model, "with_parameter", None) is None:
         raise UsageError(f"--trace: the {arch.name} model gives no copy at another {'Δ' if vary == 'delta' else 'γ'} "
                          "(no with_parameter hook)")
+    parameters = dict(base, trace={"parameter": vary, "values": [float(v) for v in values]})
+    configuration = resolved_configuration(args)
     out = Path(args.output)
-    with SafeOutput(out, overwrite=args.overwrite, checkpoints=False):
-        result = run_sweep(opts, alphas, progress=not args.quiet, model=model)
-        n_lines = line_count(result)
-        if n_lines == 0:
-            raise UsageError(f"--trace: no spinodal, first-order transition or instability of the universal branch "
-                             f"on the α grid at {vary} = {values[0]:g}: no line passes there (widen --alpha)")
+    with SafeOutput(out, overwrite=args.overwrite, resume=args.resume) as target:
+        if target.finished and target.same_finished_run(
+                lambda: read_root_attrs(out, kinds=("phase_lines",), option="--resume").get("parameters", {}),
+                parameters):
+            logger.info("%s is already complete; nothing to resume", out)
+            print(out)
+            return 0
+        checkpoint = SweepCheckpoint(target.checkpoint, None, alphas, parameters, configuration)
+        done = []
+        if target.resume_from is not None:
+            attrs = read_root_attrs(target.resume_from, kinds=("sweep",), option="--resume")
+            target.refuse_other_options(attrs.get("parameters", {}), parameters)
+            try:
+                checkpoint.load_records(target.resume_from)
+                done = read_checkpoint_lines(target.resume_from)
+            except (ValueError, KeyError) as exc:
+                raise UsageError(f"--resume: cannot read the checkpoint in {target.resume_from}: {exc}") from None
+            logger.info("resuming %s: %d solves and %d lines already done", target.resume_from, checkpoint.n_done,
+                        len(done))
         pbar = None
-        if not args.quiet:
-            from tqdm.std import tqdm
-
-            pbar = tqdm(total=n_lines, desc="phase lines", unit="line", leave=False)
         try:
-            lines = trace_phase_lines(model, result, vary, values, {"damping": base["damping"]},
-                                      progress=None if pbar is None else pbar.update)
+            with unwrapped_interrupts():
+                result = run_sweep(opts, alphas, progress=not args.quiet, model=model, checkpoint=checkpoint)
+                if checkpoint.dirty:
+                    checkpoint.write()  # the sweep's solves, before the lines
+                tasks = phase_line_tasks(model, result, vary, values, {"damping": base["damping"]})
+                if not tasks:
+                    checkpoint.path.unlink(missing_ok=True)  # nothing to resume
+                    raise UsageError(f"--trace: no spinodal, first-order transition or instability of the universal "
+                                     f"branch on the α grid at {vary} = {values[0]:g}: no line passes there (widen "
+                                     "--alpha)")
+                if any(d is not None and (d.kind, d.branches) != label for d, (label, _) in zip(done, tasks)):
+                    logger.warning("--resume: the lines in %s are not those of this sweep; tracing them again",
+                                   target.resume_from)
+                    done = []
+                checkpoint.lines = list(done[:len(tasks)])
+                if not args.quiet:
+                    from tqdm.std import tqdm
+
+                    pbar = tqdm(total=len(tasks), initial=len(checkpoint.lines), desc="phase lines", unit="line",
+                                leave=False)
+                for _, trace in tasks[len(checkpoint.lines):]:
+                    checkpoint.add_line(trace())
+                    if pbar is not None:
+                        pbar.update()
+                lines = [line for line in checkpoint.lines if line is not None]
+                critical = critical_points(model, vary, lines, values, {"damping": base["damping"]})
+        except KeyboardInterrupt as exc:
+            if checkpoint.dirty:
+                try:
+                    checkpoint.write()
+                except KeyboardInterrupt:  # a second signal during the write: the previous checkpoint stays
+                    pass
+            kept = f"{checkpoint.n_done} solves and {len(checkpoint.lines or [])} lines" if checkpoint.n_done else None
+            exc.note = target.interrupted_note(kept)
+            raise
         finally:
             if pbar is not None:
                 pbar.close()
         for line in lines:
             logger.info("%s line of %s: %d points from %s = %g to %g (%s)", line.kind, " -> ".join(line.branches),
                         len(line.points), vary, line.points[0].parameter, line.points[-1].parameter, line.end)
-        critical = critical_points(model, vary, lines, values, {"damping": base["damping"]})
         for c in critical:
             logger.info("critical point (cusp of two spinodals): %s = %.10g, alpha = %.10g", vary, c.parameter, c.alpha)
-        write_phase_lines(out, lines, base, parameter=vary, requested=values, critical=critical,
-                          configuration=resolved_configuration(args), architecture=arch.name)
+        write_phase_lines(out, lines, parameters, parameter=vary, requested=values, critical=critical,
+                          configuration=configuration, architecture=arch.name)
+        target.commit()
     print(out)
     return 0
 

@@ -133,6 +133,7 @@ __all__ = [
     "read_experiments",
     "write_checkpoint",
     "read_checkpoint",
+    "read_checkpoint_lines",
     "empty_checkpoint_record",
     "write_phase_diagram",
     "read_phase_diagram",
@@ -694,7 +695,7 @@ def empty_checkpoint_record(n_alpha: int) -> dict:
 
 
 def write_checkpoint(path, alphas, records: dict, parameters: dict, configuration: dict | None = None, *,
-                     architecture: str = "") -> Path:
+                     architecture: str = "", lines=None) -> Path:
     """Write the solves of an unfinished sweep atomically to ``path`` (a valid HDF5 file, ``complete = 0``).
 
     Parameters
@@ -709,6 +710,11 @@ def write_checkpoint(path, alphas, records: dict, parameters: dict, configuratio
         Root attributes, as for :func:`write_sweep`.
     architecture : str, keyword-only
         Registry name of the solver (root attribute ``architecture``; empty: not written).
+    lines : list, keyword-only
+        ``replica-phase-diagram --trace``: the tasks of
+        :func:`replica.continuation.codim2.phase_line_tasks` done so far, one
+        :class:`~replica.continuation.codim2.PhaseLine` (or None: not traced) each, in the group
+        ``traced_lines/<k>`` (:func:`read_checkpoint_lines`).
 
     Raises
     ------
@@ -725,7 +731,77 @@ def write_checkpoint(path, alphas, records: dict, parameters: dict, configuratio
             for name, val in rec.items():
                 if val is not None:
                     _write_array(gk, name, val)
+        if lines is not None:
+            _write_checkpoint_lines(h5.create_group("traced_lines"), lines)
     return Path(path)
+
+
+def _write_checkpoint_lines(g, lines):
+    """Each task's line (``traced = 0``: not traced): its kind, branches, end, every point's parameter and α, and
+    the points of its last step (``last_x_<j>``, ``last_fold_direction_<j>``: what
+    :func:`replica.continuation.codim2.critical_points` starts from)."""
+    for k, line in enumerate(lines):
+        gl = g.create_group(str(k))
+        gl.attrs["traced"] = line is not None
+        if line is None:
+            continue
+        gl.attrs["kind"], gl.attrs["end"], gl.attrs["parameter"] = line.kind, line.end, line.parameter
+        gl.attrs["branches"] = ",".join(line.branches)
+        _write_array(gl, "parameter_values", np.array([pt.parameter for pt in line.points], dtype=float))
+        _write_array(gl, "alpha", np.array([pt.alpha for pt in line.points], dtype=float))
+        gl.attrs["last_results"] = len(line.points[-1].results)
+        for j, r in enumerate(line.points[-1].results):
+            if r is None:
+                continue
+            _write_array(gl, f"last_x_{j}", np.asarray(r.x, dtype=float))
+            fold = r.info.get("fold")
+            if fold and "direction" in fold:
+                _write_array(gl, f"last_fold_direction_{j}", np.asarray(fold["direction"], dtype=float))
+
+
+def read_checkpoint_lines(path) -> list:
+    """The traced lines stored by :func:`write_checkpoint` (``lines``), one per task done: a
+    :class:`~replica.continuation.codim2.PhaseLine` or None. Every point keeps its parameter and α; the last
+    one also its results' packed points and fold directions (``info["fold"]["direction"]``), as much as
+    :func:`~replica.continuation.codim2.critical_points` and :func:`write_phase_lines` read. An empty list
+    where the file holds no lines.
+
+    Raises
+    ------
+    replica.workflow.safe_write.ResultFileError
+        The file cannot be opened.
+    """
+    from ..continuation.codim2 import LinePoint, PhaseLine
+    from ..engine import FixedPointResult
+    from .safe_write import open_h5
+
+    out = []
+    with open_h5(path, option="--resume") as h5:
+        g = h5.get("traced_lines")
+        if g is None:
+            return out
+        for k in sorted(g, key=int):
+            gl = g[k]
+            if not bool(gl.attrs["traced"]):
+                out.append(None)
+                continue
+            pvals, alphas = gl["parameter_values"][()], gl["alpha"][()]
+            results = []
+            for j in range(int(gl.attrs["last_results"])):
+                if f"last_x_{j}" not in gl:
+                    results.append(None)
+                    continue
+                info = {"resumed": True}
+                if f"last_fold_direction_{j}" in gl:
+                    info["fold"] = {"direction": gl[f"last_fold_direction_{j}"][()]}
+                results.append(FixedPointResult(gl[f"last_x_{j}"][()], True, "converged", "resumed", 0, 0.0, 0.0,
+                                                "resumed", info))
+            points = [LinePoint(float(p), float(a), ()) for p, a in zip(pvals, alphas)]
+            if points:
+                points[-1].results = tuple(results)
+            out.append(PhaseLine(str(gl.attrs["kind"]), str(gl.attrs["parameter"]), points, str(gl.attrs["end"]),
+                                 tuple(b for b in str(gl.attrs["branches"]).split(",") if b)))
+    return out
 
 
 def read_checkpoint(path, alphas) -> dict:

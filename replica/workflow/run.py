@@ -389,6 +389,12 @@ class SweepCheckpoint:
         Seconds between checkpoint writes (0: after every solve).
     solve_kw : dict, keyword-only
         Solver options, for re-solving from a stored point.
+
+    Attributes
+    ----------
+    lines : list or None
+        ``replica-phase-diagram --trace``: the phase lines traced after the sweep, written with the solves
+        (:func:`~replica.workflow.io.write_checkpoint`); None for a sweep.
     """
 
     def __init__(self, path, model, alphas, parameters, configuration=None, *, every=30.0, solve_kw=None):
@@ -405,6 +411,7 @@ class SweepCheckpoint:
         self.computed = 0
         self._last_write = time.monotonic()
         self._dirty = False
+        self.lines = None
 
     def bind(self, model, solve_kw=None, *, architecture: str = "") -> "SweepCheckpoint":
         """Use ``model`` (and ``solve_kw``) to replay the stored solves, and name its ``architecture`` in the
@@ -480,10 +487,15 @@ class SweepCheckpoint:
         from .io import write_checkpoint
 
         write_checkpoint(self.path, self.alphas, self.records, self.parameters, self.configuration,
-                         architecture=self.architecture)
+                         architecture=self.architecture, lines=self.lines)
         self._last_write = time.monotonic()
         self._dirty = False
         logger.debug("checkpoint of %d solves written to %s", self.n_done, self.path)
+
+    def add_line(self, line) -> None:
+        """Record one more traced line (or None: a task that traced none) and write the checkpoint."""
+        self.lines = (self.lines or []) + [line]
+        self.write()
 
     @property
     def dirty(self) -> bool:
