@@ -81,10 +81,11 @@ BASE_NODES = 8
 MAX_LEVEL = 5
 
 # grid of u = r/(1 + r) on which T is tabulated: clustered at both ends, up to r ≈ 1e12
-_U_GRID = np.unique(np.concatenate([
+_U_GRID = np.sort(np.concatenate([  # sorted and distinct (not np.unique: it imports numpy.ma, 7 ms of start-up)
     0.5 * (1.0 - np.cos(np.pi * np.arange(0, 161) / 160.0))[:-1],
     1.0 - np.logspace(-3, -12, 28),
 ]))
+_U_GRID = _U_GRID[np.concatenate([[True], np.diff(_U_GRID) > 0])]
 _R_GRID = _U_GRID / (1.0 - _U_GRID)
 
 

@@ -873,6 +873,11 @@ MUTATIONS = [
       "        if interrupt is None and False:\n",
       "SIGTERM during a lazy import of scipy ends the command with an ImportError traceback (exit 1, no checkpoint)",
       ("tests/test_interrupt_unwrap.py",)),
+    M("alpha-grid-check-imports-numpy-ma", "replica/continuation/sweep.py",
+      "    if np.any(np.diff(np.sort(alphas)) == 0):",
+      "    if np.unique(alphas).size != alphas.size:",
+      "every sweep imports numpy.ma (7 ms of start-up) through np.unique",
+      ("tests/test_startup.py::test_short_universal_sweep_loads_only_h5py",)),
 ]
 
 

@@ -12,7 +12,8 @@ import sys
 import numpy as np
 import pytest
 
-HEAVY = ("numba", "scipy.optimize", "scipy.special", "matplotlib", "dask", "jax", "h5py", "tqdm")
+HEAVY = ("numba", "scipy.optimize", "scipy.special", "matplotlib", "dask", "jax", "h5py", "tqdm",
+         "numpy.ma")  # numpy.ma: 7 ms, imported by np.unique (the α grid checks use a sorted difference)
 
 
 def _loaded_after(code, tmp_path):
