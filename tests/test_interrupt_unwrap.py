@@ -59,6 +59,37 @@ def test_an_interrupt_lost_on_the_way_is_re_raised(handler, kind):
             raise ImportError("cannot import name 'loggamma' from 'scipy.special'")
 
 
+def test_an_interrupt_swallowed_without_a_later_error_comes_out_at_the_block_s_end_or_on_request():
+    """SIGTERM during the import of a Cython module (scipy's): the module swallows the interrupt and the import
+    goes on; nothing fails later. The block raises it when it ends, and ``pending()`` raises it between units of
+    work."""
+    for early in (False, True):
+        done = []
+        with pytest.raises(cli._Terminated):
+            with cli.unwrapped_interrupts() as pending:
+                try:
+                    cli._raise_terminated(15, None)
+                except KeyboardInterrupt:
+                    pass
+                if early:
+                    pending()
+                done.append("after")
+        assert done == ([] if early else ["after"])
+
+
+def test_a_second_interrupt_while_progress_bars_close_is_ignored(monkeypatch):
+    import sys
+    import types
+
+    class Bar:
+        def close(self):
+            raise KeyboardInterrupt
+
+    fake = types.SimpleNamespace(tqdm=types.SimpleNamespace(_instances=[Bar()]))
+    monkeypatch.setitem(sys.modules, "tqdm.std", fake)
+    cli.close_progress_bars()  # no exception
+
+
 def test_an_error_after_an_earlier_block_s_interrupt_stays_an_error():
     """An interrupt handled in an earlier block does not turn a later block's error into one."""
     with pytest.raises(KeyboardInterrupt):

@@ -121,3 +121,21 @@ def test_checkpoint_grid_mismatch(tmp_path, model):
     cp("universal", 0, ALPHAS[0], lambda: model.solve_universal(ALPHAS[0]))
     with pytest.raises(ValueError, match="α grid"):
         SweepCheckpoint.load(path, model, ALPHAS[:-1], {})
+
+
+def test_a_traced_line_counts_as_kept_only_once_it_is_written(tmp_path, monkeypatch):
+    """``SweepCheckpoint.add_line``: a write interrupted by a signal leaves the previous checkpoint on disk, and the
+    lines held (what the interrupt note counts) are those."""
+    import replica.workflow.io as io_module
+    from replica.workflow.run import SweepCheckpoint
+
+    ck = SweepCheckpoint(tmp_path / "x.checkpoint.h5", None, [1.0, 2.0], {"a": 1})
+    ck.add_line(None)
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(io_module, "write_checkpoint", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        ck.add_line(None)
+    assert ck.lines == [None]

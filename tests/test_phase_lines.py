@@ -129,10 +129,10 @@ def _lines_file(path):
 
 
 def test_interrupted_traced_diagram_resumes_to_the_same_file(tmp_path, capsys, monkeypatch):
-    """Ctrl-C while the second line (the crossing) is traced: exit 130, the sweep's solves and the finished fold
-    line in the checkpoint, no output; ``--resume`` replays the sweep, keeps the fold line (not traced again) and
-    writes exactly the file of an uninterrupted run; a second ``--resume`` leaves it alone; other options are
-    refused."""
+    """Ctrl-C while the second line (the crossing from the first Δ) is traced: exit 130, the sweeps' solves and the
+    finished fold line in the checkpoint, no output; ``--resume`` replays the sweeps, keeps the fold line (not
+    traced again) and writes exactly the file of an uninterrupted run; a second ``--resume`` leaves it alone;
+    other options are refused."""
     import replica.continuation.codim2 as codim2
     from replica.workflow.cli import phase_diagram_main
     from replica.workflow.io import read_checkpoint_lines
@@ -152,13 +152,18 @@ def test_interrupted_traced_diagram_resumes_to_the_same_file(tmp_path, capsys, m
     assert not out.exists()
     kept = read_checkpoint_lines(checkpoint_path(out))
     assert [(line.kind, line.branches) for line in kept] == [("fold", ("specialized", "start"))]
+    with monkeypatch.context() as m:  # interrupted again, resumed: the kept line stays in every rewrite
+        m.setattr(codim2, "trace_crossing_line", interrupted)
+        assert phase_diagram_main(TRACED + ["-o", str(out), "--resume"]) == 130
+    assert "1 lines kept in" in capsys.readouterr().err
+    assert len(read_checkpoint_lines(checkpoint_path(out))) == 1
 
     calls = []
     real_fold = codim2.trace_fold_line
     with monkeypatch.context() as m:
-        m.setattr(codim2, "trace_fold_line", lambda *a, **k: calls.append(1) or real_fold(*a, **k))
+        m.setattr(codim2, "trace_fold_line", lambda *a, **k: calls.append(float(a[2][0])) or real_fold(*a, **k))
         assert phase_diagram_main(TRACED + ["-o", str(out), "--resume"]) == 0
-    assert calls == [] and not checkpoint_path(out).exists()
+    assert calls == [] and not checkpoint_path(out).exists()  # the fold from the last Δ: the kept line reaches it
     (pa, ra, la, ca), (pb, rb, lb, cb) = _lines_file(ref), _lines_file(out)
     assert pa == pb and np.array_equal(ra, rb) and len(la) == len(lb) == 2
     for a, b in zip(la, lb):
@@ -191,7 +196,8 @@ def test_traced_lines_in_gamma_are_alpha_over_gamma_lines_and_equal_the_sweeps(t
     data = read_phase_lines(out)
     assert data["parameter"] == "gamma"
     kinds = {line["kind"]: line for line in data["lines"]}
-    assert set(kinds) == {"fold", "crossing"}
+    assert set(kinds) == {"fold", "crossing"} and len(data["lines"]) == 2
+    assert kinds["fold"]["gamma"][0] == 0.3  # traced from the first γ (not only back from the last)
     for line in kinds.values():
         ratio = line["alpha"] / line["gamma"]
         assert np.ptp(ratio) < 1e-8 * ratio[0], line["kind"]
@@ -302,3 +308,34 @@ def test_the_stored_critical_point_is_where_the_sweeps_lose_the_second_branch(tm
     folds = sorted(b.alpha_end if b.end_kind == "fold" else b.alpha_start for n, b in below.branches.items()
                    if "fold" in (b.start_kind, b.end_kind))
     assert len(folds) == 2 and abs(0.5 * sum(folds) - a_star) < 1e-2
+
+
+def test_a_damaged_traced_checkpoint_is_refused_in_one_line(tmp_path, capsys, monkeypatch):
+    """A checkpoint whose kept line lost its branch points or its points: ``--resume`` refuses it in one line
+    (exit 2) instead of failing later with a traceback."""
+    import h5py
+
+    import replica.continuation.codim2 as codim2
+    from replica.workflow.cli import phase_diagram_main
+
+    out = tmp_path / "lines.h5"
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as m:
+        m.setattr(codim2, "trace_crossing_line", interrupted)
+        assert phase_diagram_main(TRACED + ["-o", str(out)]) == 130
+    for damage in ("points", "alpha"):
+        with h5py.File(checkpoint_path(out), "a") as h5:
+            g = h5["traced_lines/0"]
+            if damage == "points":
+                g.move("points_x_0", "kept_aside")
+            else:
+                g.move("kept_aside", "points_x_0")
+                del g["alpha"]
+                g["alpha"] = np.zeros(0)
+        capsys.readouterr()
+        assert phase_diagram_main(TRACED + ["-o", str(out), "--resume"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "cannot read the checkpoint" in err[0], err

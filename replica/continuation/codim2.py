@@ -26,9 +26,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..interface import hook
-from .linepoints import crossing_at, cusp_discriminant, fold_at, model_at, search_window
+from .linepoints import crossing_at, cusp_discriminant, fold_at, grid_point, line_window, model_at, search_window
 from .operators import stability
-from .problem import unknowns
 from .settings import active
 
 __all__ = ["LinePoint", "PhaseLine", "model_at", "trace_fold_line", "trace_crossing_line", "trace_instability_line",
@@ -129,13 +128,14 @@ def trace_fold_line(model, name, values, alpha, result, side, solve_kw=None, *, 
     kind ``fold``."""
     solve_kw = dict(solve_kw or {})
 
-    geometry = [result.info.get("fold")]
+    geometry, fails = [result.info.get("fold")], [0]
 
     def locate(p, a, xs, move):
-        w = width if width is not None else search_window(a, move)
+        w = line_window(width, a, move, fails)
         got = fold_at(model_at(model, name, p), a, xs[0], side, w, solve_kw, geometry[0])
         if got is not None and got[1].info.get("fold"):
             geometry[0] = got[1].info["fold"]
+        fails[0] = 0 if got is not None else fails[0] + 1
         return None if got is None else (got[0], (got[1],))
 
     return _trace("fold", name, list(values), LinePoint(float(values[0]), float(alpha), (result,)), locate)
@@ -149,10 +149,12 @@ def trace_crossing_line(model, name, values, alpha, result_a, result_b, solve_kw
     is not found). Returns a :class:`PhaseLine` of kind ``crossing``."""
     solve_kw = dict(solve_kw or {})
 
+    fails = [0]
+
     def locate(p, a, xs, move):
         m = model_at(model, name, p)
-        w = width if width is not None else search_window(a, move)
-        got = crossing_at(m, m, a, xs[0], xs[1], w, solve_kw)
+        got = crossing_at(m, m, a, xs[0], xs[1], line_window(width, a, move, fails), solve_kw)
+        fails[0] = 0 if got is not None else fails[0] + 1
         return None if got is None else (got[0], (None if result_a is None else got[1], got[2]))
 
     first = LinePoint(float(values[0]), float(alpha), (result_a, result_b))
@@ -186,24 +188,6 @@ def trace_instability_line(model, name, values, alpha, solve_kw=None, *, width=N
 
     first = LinePoint(float(values[0]), float(alpha), (model.solve_universal(float(alpha)),))
     return _trace("instability", name, list(values), first, locate)
-
-
-def _grid_point(model, alphas, branch, alpha):
-    """The branch's point at the grid α nearest ``alpha`` where it exists (Newton-polished), or None. Next to a
-    fold Newton's method may fail (the Jacobian is nearly singular there: one hidden layer, tanh(2x), γ = 0.3,
-    a grid point 1 % above the fold): then the model's own solver from the stored point, then the next grid
-    points, nearest first. A solution counts only where it is the stored point (its moving unknowns within
-    1e-6), not another stationary point the iteration fell to."""
-    ok = np.flatnonzero(branch["exists"])
-    for i in ok[np.argsort(np.abs(alphas[ok] - alpha), kind="stable")][:3]:
-        x = np.asarray(branch.points[int(i)], dtype=float)
-        idx = unknowns(model, x)
-        for kw in ({"method": "newton"}, {}):
-            r = model.solve_from(float(alphas[i]), None, x, **kw)
-            if r.converged and "state" in r.info and np.size(r.x) == x.size and np.all(
-                    np.abs(np.asarray(r.x, dtype=float)[idx] - x[idx]) <= 1e-6 * np.maximum(1.0, np.abs(x[idx]))):
-                return r
-    return None
 
 
 def line_count(result) -> int:
@@ -247,7 +231,7 @@ def trace_phase_lines(model, result, name, values, solve_kw=None, *, progress=No
         The model cannot be copied at another value (:func:`model_at`), or ``values`` is not sorted.
     """
     lines = []
-    for _, task in phase_line_tasks(model, result, name, values, solve_kw):
+    for _, _, task in phase_line_tasks(model, result, name, values, solve_kw):
         line = task()
         if line is not None:
             lines.append(line)
@@ -258,7 +242,8 @@ def trace_phase_lines(model, result, name, values, solve_kw=None, *, progress=No
 
 def phase_line_tasks(model, result, name, values, solve_kw=None) -> list:
     """The lines of :func:`trace_phase_lines` as separate tasks, in its order (one per :func:`line_count`):
-    ``(label, trace)`` with ``label = (kind, branches)`` and ``trace()`` the :class:`PhaseLine`, or None (with
+    ``(label, alpha, trace)`` with ``label = (kind, branches)``, ``alpha`` where the line starts and ``trace()``
+    the :class:`PhaseLine`, or None (with
     a warning) where no point of a branch can be solved next to the line's start. Each task depends only on
     ``result``, so a run interrupted between tasks continues with the next one (``replica-phase-diagram
     --trace --resume``).
@@ -279,7 +264,7 @@ def phase_line_tasks(model, result, name, values, solve_kw=None) -> list:
         which = "start" if side > 0 else "end"
 
         def trace():
-            pt = _grid_point(model, alphas, b, a_end)
+            pt = grid_point(model, alphas, b, a_end)
             if pt is None:
                 logger.warning("the fold line at the %s of %s (alpha = %.10g) is not traced: no point of the branch "
                                "could be solved at the grid alpha next to it", which, bname, a_end)
@@ -287,7 +272,7 @@ def phase_line_tasks(model, result, name, values, solve_kw=None) -> list:
             line = trace_fold_line(model, name, values, a_end, pt, side, solve_kw)
             line.branches = (bname, which)
             return line
-        return ("fold", (bname, which)), trace
+        return ("fold", (bname, which)), float(a_end), trace
 
     for bname, b in result.branches.items():
         if bname == "universal":
@@ -301,13 +286,13 @@ def phase_line_tasks(model, result, name, values, solve_kw=None) -> list:
             line = trace_instability_line(model, name, values, a_inst, solve_kw)
             line.branches = ("universal",)
             return line
-        tasks.append((("instability", ("universal",)), instability))
+        tasks.append((("instability", ("universal",)), a_inst, instability))
 
     def crossing_task(c):
         def trace():
-            a = None if c["from"] == "universal" else _grid_point(model, alphas, result.branches[c["from"]],
+            a = None if c["from"] == "universal" else grid_point(model, alphas, result.branches[c["from"]],
                                                                    c["alpha"])
-            b = None if c["to"] == "universal" else _grid_point(model, alphas, result.branches[c["to"]], c["alpha"])
+            b = None if c["to"] == "universal" else grid_point(model, alphas, result.branches[c["to"]], c["alpha"])
             if b is None or (a is None and c["from"] != "universal"):
                 logger.warning("the first-order line %s -> %s (alpha = %.10g) is not traced: a branch could not be "
                                "solved at the grid alpha next to it", c["from"], c["to"], c["alpha"])
@@ -315,7 +300,7 @@ def phase_line_tasks(model, result, name, values, solve_kw=None) -> list:
             line = trace_crossing_line(model, name, values, c["alpha"], a, b, solve_kw)
             line.branches = (c["from"], c["to"])
             return line
-        return ("crossing", (c["from"], c["to"])), trace
+        return ("crossing", (c["from"], c["to"])), float(c["alpha"]), trace
 
     for c in result.equilibrium_changes:
         if c["kind"] == "crossing":

@@ -75,9 +75,11 @@ def correct(model, alpha, x_pred, solve_kw, *, newton_if_small=False):
     tests/test_phase_lines.py)."""
     atol, rtol = tolerances(solve_kw)
     x_pred = np.asarray(x_pred, dtype=float)
-    if not np.all(np.isfinite(x_pred)):
-        return Correction("not_finite")
     idx = unknowns(model, x_pred)
+    # the moving unknowns: a label may be NaN (the two-layer profile solver's error estimate where no rule in s is
+    # refined, e.g. on ``layer_1``), and the map carries it unchanged
+    if not np.all(np.isfinite(x_pred[idx])):
+        return Correction("not_finite")
     if matrix_free(model, x_pred):
         krylov = newton_krylov(model, alpha, x_pred, solve_kw)
         if krylov.converged:
@@ -113,12 +115,20 @@ def correct(model, alpha, x_pred, solve_kw, *, newton_if_small=False):
         except (ValueError, ZeroDivisionError, FloatingPointError):
             return Correction("error")
         evaluations = nfev + 1 + idx.size * njev  # a Jacobian: p rows
-        if not (np.all(np.isfinite(y)) and np.all(np.isfinite(fy))):
+        if not (np.all(np.isfinite(y[idx])) and np.all(np.isfinite(fy[idx]))):
             return Correction("not_finite", evaluations=evaluations)
-        residual = scaled_residual(fy - y, y, atol, rtol)
-        if residual > 1.0:
+        residual = _label_safe_residual(fy, y, atol, rtol)[1]
+        if not residual <= 1.0:  # NaN too: a label that became NaN or stopped being NaN
             return Correction("residual", evaluations=evaluations)
         return converged_result(model, alpha, y, 0, residual, evaluations)
+
+
+def _label_safe_residual(fy, y, atol, rtol):
+    """``(F(y) − y, its scaled residual)`` over every entry, a label that is NaN in both (no value, carried
+    unchanged by the map) counting as unchanged: a label the map changes still fails the test."""
+    both = np.isnan(fy) & np.isnan(y)
+    g = np.where(both, 0.0, fy - y)
+    return g, scaled_residual(g, np.where(both, 0.0, y), atol, rtol)
 
 
 def chord_correct(model, alpha, x_pred, lu, solve_kw):
@@ -141,10 +151,9 @@ def chord_correct(model, alpha, x_pred, lu, solve_kw):
                 fy = np.asarray(model.update(alpha, y), dtype=float)
             except (ValueError, ZeroDivisionError, FloatingPointError):
                 return Correction("error", evaluations=k)
-            if not (np.all(np.isfinite(fy)) and np.all(np.isfinite(y))):
+            if not (np.all(np.isfinite(fy[idx])) and np.all(np.isfinite(y[idx]))):  # labels may be NaN
                 return Correction("not_finite", evaluations=k + 1)
-            g = fy - y
-            residual = scaled_residual(g, y, atol, rtol)
+            g, residual = _label_safe_residual(fy, y, atol, rtol)
             if residual <= 1.0:
                 return converged_result(model, alpha, y, k, residual, k + 1)
             if g_prev is not None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -18,7 +19,7 @@ from .problem import is_universal, unknowns
 from .settings import active, using
 from .stepper import advance
 
-__all__ = ["model_at", "fold_at", "crossing_at", "search_window", "cusp_discriminant"]
+__all__ = ["model_at", "fold_at", "crossing_at", "search_window", "line_window", "grid_point", "cusp_discriminant"]
 
 
 def model_at(model, name, value):
@@ -201,3 +202,34 @@ def cusp_discriminant(model, alpha, x, u, h, solve_kw):
         alphas.append(got[0])
     a3, a2, a1, a0 = np.polyfit(xs, np.array(alphas), 3)
     return float(a2 * a2 - 3.0 * a1 * a3), (a3, a2, a1, a0)
+
+
+def line_window(width, alpha, move, fails):
+    """The search window of a line's locator: ``width`` or :func:`search_window`, halved after each failure in a
+    row (at most 6 times): a shorter step in p needs a narrower window, and a wide one reaches past a short
+    branch (two layers, Δ = 0.1: the second ``layers_1_2`` sheet spans α ∈ [1.996, 2.171], the first window
+    0.4)."""
+    return (width if width is not None else search_window(alpha, move)) * 0.5 ** min(fails[0], 6)
+
+
+def grid_point(model, alphas, branch, alpha):
+    """The branch's point at the grid α nearest ``alpha`` where it exists (Newton-polished), or None. Next to a
+    fold Newton's method may fail (the Jacobian is nearly singular there: one hidden layer, tanh(2x), γ = 0.3,
+    a grid point 1 % above the fold): then the model's own solver from the stored point, then the next grid
+    points, nearest first. A solution counts only where it is the stored point (its moving unknowns within
+    1e-6, or, re-solved with the stored point's labels, the same point: :func:`~replica.continuation.curves.same_point`),
+    not another stationary point the iteration fell to."""
+    ok = np.flatnonzero(branch["exists"])
+    for i in ok[np.argsort(np.abs(alphas[ok] - alpha), kind="stable")][:3]:
+        x = np.asarray(branch.points[int(i)], dtype=float)
+        idx = unknowns(model, x)
+        for kw in ({"method": "newton"}, {}):
+            r = model.solve_from(float(alphas[i]), None, x, **kw)
+            if not (r.converged and "state" in r.info and np.size(r.x) == x.size):
+                continue
+            if np.all(np.abs(np.asarray(r.x, dtype=float)[idx] - x[idx]) <= 1e-6 * np.maximum(1.0, np.abs(x[idx]))):
+                return r
+            stored = SimpleNamespace(x=x, info={"state": model.state(float(alphas[i]), x)})
+            if same_point(model, float(alphas[i]), stored, r):
+                return r  # the stored point on a finer rule (a solver with labels refines it: two layers, Δ = 0.07)
+    return None

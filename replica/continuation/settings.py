@@ -118,6 +118,16 @@ class ContinuationSettings:
     #: points of a traced curve (nearest first) from which :func:`curve_through` tries to continue it
     curve_through_tries: int = 3
 
+    #: two traced phase lines are one (traced from both ends of the range, :mod:`replica.continuation.triples`)
+    #: where their α agree at every shared parameter value to this (relative to max(1, α))
+    line_same_rtol: float = 1e-7
+    #: a crossing line passes through a triple point, and two located triple points are one, within this
+    #: (relative, in both coordinates): the locators' precision is ``root_rtol``, their predictions' 1e-8
+    triple_rtol: float = 1e-6
+    #: a third branch makes a crossing metastable where its free entropy exceeds the crossing's by more than this
+    #: (relative to max(1, |f|)): the rounding of f
+    metastable_margin: float = 1e-12
+
     #: above this many moving order parameters, a model without a vectorized map (``update_many``) gets stability
     #: from Jacobian–vector products (ARPACK) and Newton–Krylov correctors (:func:`matrix_free`), and every
     #: model's bifurcation ends are the ends found by halving the step (no root of the host's eigenvalue)

@@ -427,10 +427,18 @@ def unwrapped_interrupts():
     ``SystemError`` (:func:`interrupt_in_chain`), or one that was lost on the way — SIGTERM during a lazy import of
     scipy leaves a module half imported, and the next import of a name from it fails with an ``ImportError`` whose
     chain holds no interrupt (a traced phase diagram: exit 1 and a traceback without this). An exception is taken
-    for a lost interrupt when a command's signal handler raised one while the block ran."""
+    for a lost interrupt when a command's signal handler raised one while the block ran; an interrupt swallowed
+    without a later error is raised when the block ends, or earlier by the function the block receives
+    (``with unwrapped_interrupts() as pending: … pending()``, between units of work)."""
     before = len(_SIGNALLED)
+
+    def pending():
+        """Raise the interrupt of a signal that arrived in the block and was swallowed where it landed."""
+        if len(_SIGNALLED) > before:
+            raise _SIGNALLED[-1]
+
     try:
-        yield
+        yield pending
     except Exception as exc:
         interrupt = interrupt_in_chain(exc)
         if interrupt is None and len(_SIGNALLED) > before:
@@ -438,6 +446,7 @@ def unwrapped_interrupts():
         if interrupt is None:
             raise
         raise interrupt from None
+    pending()  # swallowed without a later error (a Cython module's import that the signal cut short)
 
 
 def _in_gc_callback(frame) -> bool:
@@ -520,12 +529,13 @@ def parse_command_line(prog, parser, argv):
 
 def close_progress_bars():
     """Close the tqdm bars still on screen, so that the one-line interrupt note after them stays visible."""
+    tqdm = getattr(sys.modules.get("tqdm.std"), "tqdm", None)  # not imported (--quiet): no bar to close
+    if tqdm is None:
+        return
     try:
-        from tqdm import tqdm
-
         for bar in list(getattr(tqdm, "_instances", ())):
             bar.close()
-    except Exception:  # noqa: BLE001 - cosmetic only
+    except (Exception, KeyboardInterrupt):  # noqa: BLE001 - cosmetic only (a second Ctrl-C while closing too)
         pass
 
 
@@ -595,6 +605,8 @@ def _run_configured(prog, run, args, missing_extra, input_errors):
         print(f"{prog}: error: {exc.name or exc} is missing; {missing_extra_advice(missing_extra)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as exc:
+        if previous is not None:  # a second SIGTERM while the note is written: ignored (restored below)
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
         close_progress_bars()
         what = "terminated" if isinstance(exc, _Terminated) else "interrupted"
         note = getattr(exc, "note", "nothing written")
@@ -1018,12 +1030,18 @@ def _line_options(base, vary, value) -> dict:
 
 
 def _run_traced(args, vary, values, base, alphas) -> int:
-    """``replica-phase-diagram --trace``: the sweep at the first Δ (or γ), then every phase line through the values
-    (:func:`replica.continuation.codim2.phase_line_tasks`), written under the lock and atomically. The sweep's solves
-    and every finished line go to the checkpoint (the solves every 30 s and when the sweep is done, each line when it
+    """``replica-phase-diagram --trace``: sweeps at the first and the last Δ (or γ), then every phase line through the
+    values from the first (:func:`replica.continuation.codim2.phase_line_tasks`) and, backwards, from the last (the
+    lines of branches born inside the range), each line once (:func:`replica.continuation.triples.distinct_lines`),
+    with the critical and triple points where lines meet, the first-order line that starts at a triple point
+    where no sweep saw it, and the pieces of crossing lines beyond a triple point marked metastable; written under
+    the lock and atomically. The sweeps' solves
+    and every finished line go to the checkpoint (the solves every 30 s and when a sweep is done, each line when it
     is done); ``--resume``
     replays the solves, keeps the finished lines and traces the others: the same file as an uninterrupted run."""
-    from ..continuation.codim2 import critical_points, phase_line_tasks
+    from ..continuation.codim2 import critical_points, model_at, phase_line_tasks
+    from ..continuation.triples import (distinct_lines, mark_metastable, run_line_tasks, third_lines,
+                                        triple_points)
     from .io import read_checkpoint_lines, read_root_attrs, write_phase_lines
     from .model_options import resolve_model
     from .run import SweepCheckpoint, run_sweep
@@ -1060,38 +1078,57 @@ def _run_traced(args, vary, values, base, alphas) -> int:
             try:
                 checkpoint.load_records(target.resume_from)
                 done = read_checkpoint_lines(target.resume_from)
-            except (ValueError, KeyError) as exc:
+            except (ValueError, KeyError, IndexError, TypeError) as exc:
                 raise UsageError(f"--resume: cannot read the checkpoint in {target.resume_from}: {exc}") from None
+            checkpoint.lines = list(done)  # kept in every checkpoint written from now on (the sweeps' too)
             logger.info("resuming %s: %d solves and %d lines already done", target.resume_from, checkpoint.n_done,
                         len(done))
         pbar = None
         try:
-            with unwrapped_interrupts():
-                result = run_sweep(opts, alphas, progress=not args.quiet, model=model, checkpoint=checkpoint)
-                if checkpoint.dirty:
-                    checkpoint.write()  # the sweep's solves, before the lines
-                tasks = phase_line_tasks(model, result, vary, values, {"damping": base["damping"]})
+            with unwrapped_interrupts() as pending:
+                solve_kw = {"damping": base["damping"]}
+                tasks = []
+                for end, vals in ((0, values), (1, values[::-1])):
+                    m = model if end == 0 else model_at(model, vary, float(values[-1]))
+                    checkpoint.prefix = "" if end == 0 else "top/"
+                    result = run_sweep(_line_options(base, vary, float(vals[0])), alphas, progress=not args.quiet,
+                                       model=m, checkpoint=checkpoint)
+                    if checkpoint.dirty:
+                        checkpoint.write()  # the sweep's solves, before the lines
+                    tasks += phase_line_tasks(m, result, vary, vals, solve_kw)
+                    n_first = len(tasks) if end == 0 else n_first
                 if not tasks:
                     checkpoint.path.unlink(missing_ok=True)  # nothing to resume
                     raise UsageError(f"--trace: no spinodal, first-order transition or instability of the universal "
-                                     f"branch on the α grid at {vary} = {values[0]:g}: no line passes there (widen "
-                                     "--alpha)")
-                if any(d is not None and (d.kind, d.branches) != label for d, (label, _) in zip(done, tasks)):
+                                     f"branch on the α grid at {vary} = {values[0]:g} or {values[-1]:g}: no line "
+                                     "passes there (widen --alpha)")
+                if any(d is not None and (d.kind, d.branches) != label for d, (label, _, _) in zip(done, tasks)):
                     logger.warning("--resume: the lines in %s are not those of this sweep; tracing them again",
                                    target.resume_from)
                     done = []
                 checkpoint.lines = list(done[:len(tasks)])
+                pending()
                 if not args.quiet:
                     from tqdm.std import tqdm
 
                     pbar = tqdm(total=len(tasks), initial=len(checkpoint.lines), desc="phase lines", unit="line",
                                 leave=False)
-                for _, trace in tasks[len(checkpoint.lines):]:
-                    checkpoint.add_line(trace())
+
+                def finished(line):
+                    checkpoint.add_line(line)
                     if pbar is not None:
                         pbar.update()
-                lines = [line for line in checkpoint.lines if line is not None]
-                critical = critical_points(model, vary, lines, values, {"damping": base["damping"]})
+                    pending()
+
+                run_line_tasks(tasks, n_first, values[-1], done=list(checkpoint.lines), on_line=finished)
+                lines = distinct_lines([line for line in checkpoint.lines if line is not None])
+                critical = critical_points(model, vary, lines, values, solve_kw)
+                triples = triple_points(model, vary, lines, solve_kw)
+                lines += third_lines(model, vary, lines, triples, values, solve_kw)
+                mark_metastable(model, vary, lines, triples, solve_kw)
+                _log_traced(vary, lines, critical, triples)
+                write_phase_lines(out, lines, parameters, parameter=vary, requested=values, critical=critical,
+                                  triples=triples, configuration=configuration, architecture=arch.name)
         except KeyboardInterrupt as exc:
             if checkpoint.dirty:
                 try:
@@ -1104,16 +1141,21 @@ def _run_traced(args, vary, values, base, alphas) -> int:
         finally:
             if pbar is not None:
                 pbar.close()
-        for line in lines:
-            logger.info("%s line of %s: %d points from %s = %g to %g (%s)", line.kind, " -> ".join(line.branches),
-                        len(line.points), vary, line.points[0].parameter, line.points[-1].parameter, line.end)
-        for c in critical:
-            logger.info("critical point (cusp of two spinodals): %s = %.10g, alpha = %.10g", vary, c.parameter, c.alpha)
-        write_phase_lines(out, lines, parameters, parameter=vary, requested=values, critical=critical,
-                          configuration=configuration, architecture=arch.name)
         target.commit()
     print(out)
     return 0
+
+
+def _log_traced(vary, lines, critical, triples):
+    """Log the traced lines, the critical points and the triple points of ``replica-phase-diagram --trace``."""
+    for line in lines:
+        logger.info("%s line of %s: %d points from %s = %g to %g (%s)", line.kind, " -> ".join(line.branches),
+                    len(line.points), vary, line.points[0].parameter, line.points[-1].parameter, line.end)
+    for c in critical:
+        logger.info("critical point (cusp of two spinodals): %s = %.10g, alpha = %.10g", vary, c.parameter, c.alpha)
+    for t in triples:
+        logger.info("triple point (lines %s and %s meet): %s = %.10g, alpha = %.10g", " -> ".join(t.branches[0]),
+                    " -> ".join(t.branches[1]), vary, t.parameter, t.alpha)
 
 
 def _run_phase_diagram(args) -> int:

@@ -737,9 +737,10 @@ def write_checkpoint(path, alphas, records: dict, parameters: dict, configuratio
 
 
 def _write_checkpoint_lines(g, lines):
-    """Each task's line (``traced = 0``: not traced): its kind, branches, end, every point's parameter and α, and
-    the points of its last step (``last_x_<j>``, ``last_fold_direction_<j>``: what
-    :func:`replica.continuation.codim2.critical_points` starts from)."""
+    """Each task's line (``traced = 0``: not traced): its kind, branches, end, every point's parameter and α and
+    branch points (``points_x_<j>``, one row per point, NaN where a slot is empty), and the fold direction of
+    its last step (``last_fold_direction_<j>``): what :func:`replica.continuation.codim2.critical_points` and
+    :func:`replica.continuation.triples.triple_points` start from."""
     for k, line in enumerate(lines):
         gl = g.create_group(str(k))
         gl.attrs["traced"] = line is not None
@@ -753,17 +754,24 @@ def _write_checkpoint_lines(g, lines):
         for j, r in enumerate(line.points[-1].results):
             if r is None:
                 continue
-            _write_array(gl, f"last_x_{j}", np.asarray(r.x, dtype=float))
             fold = r.info.get("fold")
             if fold and "direction" in fold:
                 _write_array(gl, f"last_fold_direction_{j}", np.asarray(fold["direction"], dtype=float))
+        for j in range(len(line.points[-1].results)):  # every point's branch points (triple points start there)
+            rows = [None if len(pt.results) <= j or pt.results[j] is None else np.asarray(pt.results[j].x, float)
+                    for pt in line.points]
+            size = max((r.size for r in rows if r is not None), default=0)
+            if size:
+                _write_array(gl, f"points_x_{j}", np.stack([np.full(size, np.nan) if r is None or r.size != size
+                                                            else r for r in rows]))
 
 
 def read_checkpoint_lines(path) -> list:
     """The traced lines stored by :func:`write_checkpoint` (``lines``), one per task done: a
-    :class:`~replica.continuation.codim2.PhaseLine` or None. Every point keeps its parameter and α; the last
-    one also its results' packed points and fold directions (``info["fold"]["direction"]``), as much as
-    :func:`~replica.continuation.codim2.critical_points` and :func:`write_phase_lines` read. An empty list
+    :class:`~replica.continuation.codim2.PhaseLine` or None. Every point keeps its parameter, α and its
+    results' packed points; the last one also its fold directions (``info["fold"]["direction"]``): as much as
+    :func:`~replica.continuation.codim2.critical_points`, :func:`~replica.continuation.triples.triple_points`
+    and :func:`write_phase_lines` read. An empty list
     where the file holds no lines.
 
     Raises
@@ -786,19 +794,26 @@ def read_checkpoint_lines(path) -> list:
                 out.append(None)
                 continue
             pvals, alphas = gl["parameter_values"][()], gl["alpha"][()]
-            results = []
-            for j in range(int(gl.attrs["last_results"])):
-                if f"last_x_{j}" not in gl:
-                    results.append(None)
-                    continue
-                info = {"resumed": True}
-                if f"last_fold_direction_{j}" in gl:
-                    info["fold"] = {"direction": gl[f"last_fold_direction_{j}"][()]}
-                results.append(FixedPointResult(gl[f"last_x_{j}"][()], True, "converged", "resumed", 0, 0.0, 0.0,
-                                                "resumed", info))
-            points = [LinePoint(float(p), float(a), ()) for p, a in zip(pvals, alphas)]
-            if points:
-                points[-1].results = tuple(results)
+            slots = int(gl.attrs["last_results"])
+            if pvals.ndim != 1 or pvals.size == 0 or alphas.shape != pvals.shape or slots < 1:
+                raise ValueError(f"traced line {k}: its points are damaged")
+            xs = [gl[f"points_x_{j}"][()] if f"points_x_{j}" in gl else None for j in range(slots)]
+            points = []
+            for i, (p, a) in enumerate(zip(pvals, alphas)):
+                results = []
+                for j in range(slots):
+                    x = None if xs[j] is None else xs[j][i]
+                    if x is None or not np.any(np.isfinite(x)):
+                        results.append(None)
+                        continue
+                    info = {"resumed": True}
+                    if i == len(pvals) - 1 and f"last_fold_direction_{j}" in gl:
+                        info["fold"] = {"direction": gl[f"last_fold_direction_{j}"][()]}
+                    results.append(FixedPointResult(np.array(x), True, "converged", "resumed", 0, 0.0, 0.0,
+                                                    "resumed", info))
+                points.append(LinePoint(float(p), float(a), tuple(results)))
+            if points[-1].results[-1] is None:  # a fold's, an instability's or the crossing's upper branch
+                raise ValueError(f"traced line {k}: the branch point of its last step is missing")
             out.append(PhaseLine(str(gl.attrs["kind"]), str(gl.attrs["parameter"]), points, str(gl.attrs["end"]),
                                  tuple(b for b in str(gl.attrs["branches"]).split(",") if b)))
     return out
@@ -968,18 +983,20 @@ def read_phase_diagram(path, *, allow_incomplete=False, option="FILE.h5") -> dic
 
 
 # --------------------------------------------------------------------------- traced phase lines
-def write_phase_lines(path, lines, parameters: dict, *, parameter: str, requested, critical=(),
+def write_phase_lines(path, lines, parameters: dict, *, parameter: str, requested, critical=(), triples=(),
                       configuration: dict | None = None, architecture: str = "") -> Path:
     """Write traced phase lines (:func:`replica.continuation.codim2.trace_phase_lines`) atomically.
 
     Layout: root attributes as every file (``kind = "phase_lines"``), ``parameter`` and ``requested`` (the
     requested values of the parameter, which every line hits exactly where it exists); one group
     ``lines/<k>`` per line (k = 0, 1, … in the order given) with the datasets ``<parameter>`` and ``alpha``
-    (every accepted continuation step, in the order traced) and the attributes ``kind`` (``fold``,
+    (every accepted continuation step, in the order traced), ``metastable`` (1 where a crossing line lies beyond
+    a triple point, between metastable branches: ``line.metastable``, 0 when absent) and the attributes ``kind`` (``fold``,
     ``crossing`` or ``instability``), ``branches`` (comma-separated names at the first value) and ``end``
     (``range`` or ``lost``); the group ``critical_points`` with ``<parameter>``, ``alpha`` (n,) and ``lines``
     (n × 2, the indices k of the two fold lines that meet) for the cusps ``critical``
-    (:class:`replica.continuation.codim2.CriticalPoint`).
+    (:class:`replica.continuation.codim2.CriticalPoint`); the group ``triple_points`` with the same datasets
+    (the two crossing lines that meet) for ``triples`` (:class:`replica.continuation.triples.TriplePoint`).
 
     Raises
     ------
@@ -997,6 +1014,8 @@ def write_phase_lines(path, lines, parameters: dict, *, parameter: str, requeste
             gl = g.create_group(str(k))
             _write_array(gl, parameter, np.array([pt.parameter for pt in line.points], dtype=float))
             _write_array(gl, "alpha", np.array([pt.alpha for pt in line.points], dtype=float))
+            _write_array(gl, "metastable", np.array(getattr(line, "metastable", None) or [False] * len(line.points),
+                                                    dtype=np.uint8))
             gl.attrs["kind"] = line.kind
             gl.attrs["branches"] = ",".join(line.branches)
             gl.attrs["end"] = line.end
@@ -1004,6 +1023,10 @@ def write_phase_lines(path, lines, parameters: dict, *, parameter: str, requeste
         _write_array(gc, parameter, np.array([c.parameter for c in critical], dtype=float))
         _write_array(gc, "alpha", np.array([c.alpha for c in critical], dtype=float))
         _write_array(gc, "lines", np.array([c.lines for c in critical], dtype=np.int64).reshape(-1, 2))
+        gt = h5.create_group("triple_points")
+        _write_array(gt, parameter, np.array([t.parameter for t in triples], dtype=float))
+        _write_array(gt, "alpha", np.array([t.alpha for t in triples], dtype=float))
+        _write_array(gt, "lines", np.array([t.lines for t in triples], dtype=np.int64).reshape(-1, 2))
     return path
 
 
@@ -1014,8 +1037,9 @@ def read_phase_lines(path, *, option="FILE.h5") -> dict:
     -------
     dict
         ``parameter``, ``parameters``, ``configuration``, ``requested`` (array), ``lines``: a list of dicts
-        with ``kind``, ``branches`` (tuple), ``end``, ``<parameter>`` and ``alpha`` (arrays), and
-        ``critical_points``: ``{<parameter>, alpha, lines}`` arrays.
+        with ``kind``, ``branches`` (tuple), ``end``, ``<parameter>``, ``alpha`` and ``metastable`` (arrays), and
+        ``critical_points`` and ``triple_points``: ``{<parameter>, alpha, lines}`` arrays (empty in files
+        without them).
 
     Raises
     ------
@@ -1032,12 +1056,16 @@ def read_phase_lines(path, *, option="FILE.h5") -> dict:
         for k in sorted(h5["lines"], key=int):
             gl = h5["lines"][k]
             branches = gl.attrs["branches"]
+            alpha = gl["alpha"][()]
             out["lines"].append({"kind": str(gl.attrs["kind"]), "end": str(gl.attrs["end"]),
                                  "branches": tuple(b for b in str(branches).split(",") if b),
-                                 parameter: gl[parameter][()], "alpha": gl["alpha"][()]})
-        gc = h5.get("critical_points")
-        out["critical_points"] = {parameter: np.zeros(0), "alpha": np.zeros(0), "lines": np.zeros((0, 2), int)} \
-            if gc is None else {k: gc[k][()] for k in (parameter, "alpha", "lines")}
+                                 parameter: gl[parameter][()], "alpha": alpha,
+                                 "metastable": (gl["metastable"][()].astype(bool) if "metastable" in gl
+                                                else np.zeros(alpha.shape, bool))})
+        for group in ("critical_points", "triple_points"):
+            g = h5.get(group)
+            out[group] = {parameter: np.zeros(0), "alpha": np.zeros(0), "lines": np.zeros((0, 2), int)} \
+                if g is None else {k: g[k][()] for k in (parameter, "alpha", "lines")}
     return out
 
 

@@ -1168,7 +1168,8 @@ def plot_phase_lines(data: dict, *, title=None, logy=False):
     """Figure of traced phase lines (dict from :func:`replica.workflow.io.read_phase_lines`): α against the
     parameter, spinodals (folds) dashed with open circles at the requested values, first-order lines (crossings)
     solid with squares, the universal branch's loss of stability dotted with triangles; a line lost before the
-    last requested value ends with a cross."""
+    last requested value ends with a cross; critical points are stars and triple points diamonds; the pieces of
+    crossing lines beyond a triple point (between metastable branches) are drawn thin and faded."""
     matplotlib, plt = _mpl()
     from matplotlib.lines import Line2D
 
@@ -1184,7 +1185,14 @@ def plot_phase_lines(data: dict, *, title=None, logy=False):
             p, a = np.asarray(line[par], dtype=float), np.asarray(line["alpha"], dtype=float)
             color = f"C{k % 10}"
             style = styles.get(line["kind"], styles["crossing"])
-            ax.plot(a, p, color=color, ls=style["ls"], lw=style["lw"], zorder=3)
+            meta = np.asarray(line.get("metastable", np.zeros(a.shape, bool)), dtype=bool)
+            order = np.argsort(p, kind="stable")
+            for seg_meta in (False, True):  # a segment is metastable where both its ends are
+                both = meta[order][1:] & meta[order][:-1]
+                keep = both if seg_meta else ~both
+                for j in np.flatnonzero(keep):
+                    ax.plot(a[order][j:j + 2], p[order][j:j + 2], color=color, ls=style["ls"],
+                            lw=style["lw"] * (0.5 if seg_meta else 1.0), alpha=0.35 if seg_meta else 1.0, zorder=3)
             at = np.isin(p, requested)
             ax.plot(a[at], p[at], ls="none", marker=style["marker"], ms=4, mec="black", mew=0.6,
                     mfc=style.get("mfc", color), zorder=4)
@@ -1193,6 +1201,8 @@ def plot_phase_lines(data: dict, *, title=None, logy=False):
             what = {"fold": f"spinodal: {' '.join(line['branches'][1:2])} of {line['branches'][0]}",
                     "instability": "universal branch unstable"}.get(line["kind"], "transition " + " → ".join(
                         line["branches"]))
+            if p.size and requested.size and p[0] != requested[0]:
+                what += f" (names at {par} = {p[0]:g})"  # traced back from the last value
             handles.append(Line2D([], [], color=color, ls=style["ls"], lw=style["lw"], marker=style["marker"], ms=4,
                                   mec="black", mew=0.6, mfc=style.get("mfc", color), label=what))
         cps = data.get("critical_points", {})
@@ -1200,6 +1210,12 @@ def plot_phase_lines(data: dict, *, title=None, logy=False):
             ax.plot(cps["alpha"], cps[par], ls="none", marker="*", ms=12, color="gold", mec="black", mew=0.7, zorder=6)
             handles.append(Line2D([], [], ls="none", marker="*", ms=12, color="gold", mec="black", mew=0.7,
                                   label="critical point (spinodals merge)"))
+        tps = data.get("triple_points", {})
+        if np.size(tps.get("alpha", [])):
+            ax.plot(tps["alpha"], tps[par], ls="none", marker="D", ms=8, color="crimson", mec="black", mew=0.7,
+                    zorder=6)
+            handles.append(Line2D([], [], ls="none", marker="D", ms=8, color="crimson", mec="black", mew=0.7,
+                                  label="triple point (three branches, equal f)"))
         if any(line["end"] == "lost" for line in data["lines"]):
             handles.append(Line2D([], [], ls="none", marker="X", ms=7, color="0.5", mec="black", mew=0.6,
                                   label="line lost (ends or meets another)"))

@@ -393,8 +393,11 @@ class SweepCheckpoint:
     Attributes
     ----------
     lines : list or None
-        ``replica-phase-diagram --trace``: the phase lines traced after the sweep, written with the solves
+        ``replica-phase-diagram --trace``: the phase lines traced after the sweeps, written with the solves
         (:func:`~replica.workflow.io.write_checkpoint`); None for a sweep.
+    prefix : str
+        Prepended to the keys of the solves recorded from now on (``replica-phase-diagram --trace`` keeps the
+        sweep at the last parameter value under ``top/``); empty by default.
     """
 
     def __init__(self, path, model, alphas, parameters, configuration=None, *, every=30.0, solve_kw=None):
@@ -412,6 +415,7 @@ class SweepCheckpoint:
         self._last_write = time.monotonic()
         self._dirty = False
         self.lines = None
+        self.prefix = ""
 
     def bind(self, model, solve_kw=None, *, architecture: str = "") -> "SweepCheckpoint":
         """Use ``model`` (and ``solve_kw``) to replay the stored solves, and name its ``architecture`` in the
@@ -435,12 +439,13 @@ class SweepCheckpoint:
         return int(sum(r["done"].sum() for r in self.records.values()))
 
     def __call__(self, key, i, alpha, compute):
-        rec = self.records.get(key)
+        stored = self.prefix + key
+        rec = self.records.get(stored)
         if rec is not None and rec["done"][i] and key != "universal":
             self.reused += 1
             return self._rebuild(rec, i, alpha)
         res = compute()
-        self._store(key, i, res)
+        self._store(stored, i, res)
         self.computed += 1
         if time.monotonic() - self._last_write >= self.every:
             self.write()
@@ -493,9 +498,15 @@ class SweepCheckpoint:
         logger.debug("checkpoint of %d solves written to %s", self.n_done, self.path)
 
     def add_line(self, line) -> None:
-        """Record one more traced line (or None: a task that traced none) and write the checkpoint."""
-        self.lines = (self.lines or []) + [line]
-        self.write()
+        """Record one more traced line (or None: a task that traced none) and write the checkpoint; ``lines`` holds
+        it once the write is done (an interrupted write keeps the previous checkpoint, and ``lines`` what it holds)."""
+        kept = self.lines
+        self.lines = (kept or []) + [line]
+        try:
+            self.write()
+        except BaseException:
+            self.lines = kept
+            raise
 
     @property
     def dirty(self) -> bool:

@@ -278,7 +278,7 @@ def open_h5(path, mode="r", *, option="", kinds=None):
 
             import re
 
-            names = re.findall(r"'([^']+)'", str(exc))
+            names = re.findall(r"'([\w./-]+)'", str(exc))  # a name, not the text between the quotes of "can't … 'x'"
             what = f"'{names[-1]}'" if names else str(exc)
             raise ResultFileError(f"{head}{path} lacks {what} (written by version {version}; this is version "
                                   f"{__version__})", "other_version") from None

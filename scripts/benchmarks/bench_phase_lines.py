@@ -6,9 +6,10 @@ at the first Δ, then every fold (a branch's start, its spinodal) and every cros
 (first-order transition) followed through the same 20 Δ by continuation. Reported: CPU time of each (the
 process's, both cores' worth on this shared machine), their ratio (target ≤ 1/10), and the largest
 difference of each traced line from the sweeps' located α_sp / α_c at 10 of the Δ (target ≤ 1e-8; where a
-line is lost before the last Δ, at the Δ it reached). A traced crossing of two branches is the equilibrium
-change only where no third branch has a larger free entropy, which the traced line does not check: where a
-third one does, the sweep's nearest crossing is another one and the difference is large.
+line is lost before the last Δ, at the Δ it reached; a crossing line only where it is not metastable, i.e. not
+beyond a triple point, :mod:`replica.continuation.triples`). The traced method is what ``replica-phase-diagram
+--trace`` runs: sweeps at both ends, the lines from both, the critical and triple points. A branch that the
+grid of a sweep misses (a short sheet between two grid points) is missing from that sweep's reference.
 
 Workloads: ``one`` (one hidden layer, tanh2, γ = 0.5, v ≡ 1, Δ in [0.02, 0.4]), ``two`` (two hidden layers,
 tanh2, γ = (0.5, 0.5), Δ in [0.05, 0.2]), ``three`` (three hidden layers, tanh2 with its linear part,
@@ -42,13 +43,29 @@ def _workloads():
 
 
 def traced(make, deltas, alphas):
-    """The sweep at ``deltas[0]`` and every fold and crossing line through ``deltas``: ``{key: PhaseLine}``."""
+    """What ``replica-phase-diagram --trace`` computes: the sweeps at ``deltas[0]`` and ``deltas[-1]``, every fold
+    and crossing line through ``deltas`` from the first and, backwards, from the last, each line once, the triple
+    points and the metastable pieces: ``{key: PhaseLine}`` (``key``: kind, branch names, the Δ traced from)."""
     from replica.continuation import sweep
-    from replica.continuation.codim2 import trace_phase_lines
+    from replica.continuation.codim2 import critical_points, phase_line_tasks
+    from replica.continuation.triples import (distinct_lines, mark_metastable, run_line_tasks, third_lines,
+                                             triple_points)
 
+    tasks = []
+    for end, vals in enumerate((deltas, deltas[::-1])):
+        model = make(float(vals[0]))
+        tasks += phase_line_tasks(model, sweep(model, alphas, progress=False), "delta", vals)
+        if end == 0:
+            n_first = len(tasks)
     model = make(float(deltas[0]))
-    res = sweep(model, alphas, progress=False)
-    return {(line.kind,) + line.branches: line for line in trace_phase_lines(model, res, "delta", deltas)}
+    lines = distinct_lines([line for line in run_line_tasks(tasks, n_first, deltas[-1]) if line is not None])
+    critical_points(model, "delta", lines, deltas)
+    triples = triple_points(model, "delta", lines)
+    lines += third_lines(model, "delta", lines, triples, deltas)
+    mark_metastable(model, "delta", lines, triples)
+    for t in triples:
+        print(f"  triple point: delta = {t.parameter:.10g}, alpha = {t.alpha:.10g}")
+    return {(line.kind,) + line.branches + (f"{line.points[0].parameter:g}",): line for line in lines}
 
 
 def grid(make, deltas, alphas):
@@ -89,8 +106,9 @@ def main(argv=None) -> int:
         t_grid = time.process_time() - t0
         report = []
         for key, line in lines.items():
+            stable = {pt.parameter for pt, meta in zip(line.points, line.metastable) if not meta}
             diffs = [abs(line.at(d) - _reference(sweeps[float(d)], key, line.at(d))) for d in deltas[1::2]
-                     if np.isfinite(line.at(d))]
+                     if np.isfinite(line.at(d)) and d in stable]
             diffs = [x for x in diffs if np.isfinite(x)]
             report.append(f"{'/'.join(key)}: {len(line.points)} points, end {line.end}, largest difference from the "
                           f"sweeps {max(diffs, default=np.nan):.1e} at {len(diffs)} sampled delta")
