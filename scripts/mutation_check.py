@@ -924,6 +924,21 @@ MUTATIONS = [
       "        if False:\n",
       "a first-order line that a sweep already gave is traced again from the triple point (twice in the file)",
       ("tests/test_triple_points.py::test_the_third_line_starts_at_the_triple_point",)),
+    M("unraisable-interrupt-printed", "replica/workflow/cli.py",
+      "    if isinstance(info.exc_value, KeyboardInterrupt):\n        return\n",
+      "    if False:\n        return\n",
+      "SIGTERM in a weakref callback prints 'Exception ignored' and a traceback before the one-line note",
+      ("tests/test_interrupt_unwrap.py::test_an_interrupt_in_a_weakref_callback_is_quiet_and_raised_later",)),
+    M("lone-spinodal-no-cusp", "replica/continuation/codim2.py",
+      "        if k not in paired:\n",
+      "        if False:\n",
+      "a cusp whose second spinodal no sweep saw is not located",
+      ("tests/test_phase_lines.py::test_a_cusp_is_located_from_one_of_its_two_spinodals",)),
+    M("cusp-bracket-last-points-skipped", "replica/continuation/codim2.py",
+      "        if got is None and len(line.points) >= 2:",
+      "        if False:",
+      "a cusp just behind a lost spinodal's last point (its cubic already without an S) is not located",
+      ("tests/test_phase_lines.py::test_a_cusp_behind_the_last_point_of_a_lone_spinodal_is_located",)),
 ]
 
 

@@ -112,3 +112,26 @@ def test_a_command_exits_as_interrupted_in_one_line(capsys, interrupt, status, w
     assert cli.run_command("replica-test", build_parser, run, []) == status
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"replica-test: {word}"), err
+
+
+def test_an_interrupt_in_a_weakref_callback_is_quiet_and_raised_later(capsys):
+    """A SIGTERM that lands in a weakref callback (Python prints "Exception ignored in …" and a traceback, and goes
+    on): the commands' unraisable hook keeps it quiet, and the interrupt comes out of the command (exit 143, one
+    line)."""
+    import weakref
+
+    def build_parser():
+        return argparse.ArgumentParser(prog="replica-test")
+
+    class Thing:
+        pass
+
+    def run(args):
+        thing = Thing()
+        watch = weakref.ref(thing, lambda ref: cli._raise_terminated(15, None))
+        del thing  # the callback runs here; its exception is unraisable
+        return 0 if watch() is None else 1
+
+    assert cli.run_command("replica-test", build_parser, run, []) == 143
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("replica-test: terminated"), err

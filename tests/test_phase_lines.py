@@ -287,6 +287,40 @@ def test_relu_first_order_line_ends_at_the_cusp_of_its_spinodals(relu_lines):
     assert 0.0245 < cp.parameter < 0.0250 and 1.58 < cp.alpha < 1.59
 
 
+@pytest.mark.parametrize("keep", [0, 1])
+def test_a_cusp_is_located_from_one_of_its_two_spinodals(relu_lines, keep):
+    """Where only one spinodal of the S was traced (the other branch seen by no sweep), its lost end still gives
+    the cusp: the same point as from both (to 1e-6 in Δ), with −1 for the missing line."""
+    from replica.continuation.codim2 import critical_points
+
+    model, values, lines = relu_lines
+    (both,) = critical_points(model, "delta", lines, values)
+    folds = [k for k, line in enumerate(lines) if line.kind == "fold" and line.end == "lost"]
+    one = [line for k, line in enumerate(lines) if k != folds[1 - keep]]
+    (got,) = critical_points(model, "delta", one, values)
+    assert got.lines[1] == -1 and one[got.lines[0]] is lines[folds[keep]]
+    # the cubic fit about another point of the curve: its own error (docs/physics.md: about 1e-7 in Δ, 3e-6 in α)
+    assert got.parameter == pytest.approx(both.parameter, abs=1e-6) and got.alpha == pytest.approx(both.alpha, abs=3e-5)
+
+
+def test_a_cusp_behind_the_last_point_of_a_lone_spinodal_is_located(relu_lines):
+    """A lone spinodal whose last point lies already beyond the cusp (the local cubic there has no S; two hidden
+    layers, Δ ≈ 0.163): the cusp is bracketed by the line's last two points instead."""
+    import dataclasses
+
+    from replica.continuation.codim2 import LinePoint, critical_points
+
+    model, values, lines = relu_lines
+    (both,) = critical_points(model, "delta", lines, values)
+    folds = [k for k, line in enumerate(lines) if line.kind == "fold" and line.end == "lost"]
+    line = lines[folds[0]]
+    end = line.points[-1]
+    moved = dataclasses.replace(line, points=line.points[:-1] + [LinePoint(both.parameter + 2e-4, end.alpha,
+                                                                           end.results)])
+    (got,) = critical_points(model, "delta", [moved], values)
+    assert got.lines == (0, -1) and got.parameter == pytest.approx(both.parameter, abs=1e-6)
+
+
 def test_the_stored_critical_point_is_where_the_sweeps_lose_the_second_branch(tmp_path):
     """``replica-phase-diagram --trace`` (ReLU, γ = 0.5) stores the cusp with the indices of the two spinodals
     that meet there; independent sweeps find both specialized branches 2e-4 below its Δ, and the stored

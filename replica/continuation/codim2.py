@@ -318,7 +318,8 @@ class CriticalPoint:
     parameter, alpha : float
         Its location.
     lines : tuple of int
-        Indices of the two fold lines in the list given to :func:`critical_points`.
+        Indices of the two fold lines in the list given to :func:`critical_points` (the second −1 where only one
+        of the two spinodals that merge was traced).
     """
 
     parameter: float
@@ -360,24 +361,41 @@ def locate_cusp(model, name, lo, hi, alpha, x, u, solve_kw=None, *, h=None):
 
 
 def critical_points(model, name, lines, values, solve_kw=None) -> list:
-    """The cusps where two fold lines of ``lines`` (:func:`trace_phase_lines`) that are lost at the same
-    parameter value meet: for each such pair (the end of one branch and the start of another, their last
-    points within 1e-3 of each other, relative), :func:`locate_cusp` between that value and the next
-    requested one. Returns a list of :class:`CriticalPoint`."""
+    """The cusps where fold lines of ``lines`` (:func:`trace_phase_lines`) are lost: for each pair lost at the
+    same parameter value (the end of one branch and the start of another, their last points within 1e-3 of each
+    other, relative), and for each lost fold line without such a partner (the other spinodal of the S was not
+    traced: ``lines`` −1 in the result), :func:`locate_cusp` between that value and the next requested one in
+    the line's direction, else between the line's last two points (the local cubic at the last point may
+    already have no S: two hidden layers, the upper ``layers_1_2`` sheet's start at Δ ≈ 0.163). Returns a list of
+    :class:`CriticalPoint`."""
     values = np.asarray(values, dtype=float)
     folds = [(k, line) for k, line in enumerate(lines) if line.kind == "fold" and line.end == "lost"]
-    out = []
+    out, paired = [], set()
+
+    def cusp(k1, k2, line, alpha):
+        end = line.points[-1]
+        way = np.sign(end.parameter - line.points[0].parameter) or np.sign(values[-1] - values[0])
+        later = np.sort(values[(values - end.parameter) * way > 0] * way) * way
+        geometry = end.results[0].info.get("fold") if end.results and end.results[0] is not None else None
+        if later.size == 0 or not geometry:
+            return False
+        got = locate_cusp(model, name, end.parameter, float(later[0]), alpha, end.results[0].x,
+                          geometry["direction"], solve_kw)
+        if got is None and len(line.points) >= 2:  # the last point already past the cusp (its cubic has no S)
+            got = locate_cusp(model, name, line.points[-2].parameter, end.parameter, alpha, end.results[0].x,
+                              geometry["direction"], solve_kw)
+        if got is not None:
+            out.append(CriticalPoint(got[0], got[1], (k1, k2)))
+        return got is not None
+
     for i, (k1, l1) in enumerate(folds):
         for k2, l2 in folds[i + 1:]:
             e1, e2 = l1.points[-1], l2.points[-1]
             if e1.parameter != e2.parameter or abs(e1.alpha - e2.alpha) > 1e-3 * max(1.0, abs(e1.alpha)):
                 continue
-            later = values[(values - e1.parameter) * np.sign(values[-1] - values[0]) > 0]
-            geometry = e1.results[0].info.get("fold")
-            if later.size == 0 or not geometry:
-                continue
-            got = locate_cusp(model, name, e1.parameter, float(later[0]), 0.5 * (e1.alpha + e2.alpha),
-                              e1.results[0].x, geometry["direction"], solve_kw)
-            if got is not None:
-                out.append(CriticalPoint(got[0], got[1], (k1, k2)))
+            paired |= {k1, k2}
+            cusp(k1, k2, l1, 0.5 * (e1.alpha + e2.alpha))
+    for k, line in folds:
+        if k not in paired:
+            cusp(k, -1, line, line.points[-1].alpha)
     return out

@@ -590,6 +590,7 @@ def _run_configured(prog, run, args, missing_extra, input_errors):
         previous = signal.signal(signal.SIGTERM, _raise_terminated)
     except ValueError:  # pragma: no cover - not in the main thread
         pass
+    unraisable, sys.unraisablehook = sys.unraisablehook, _quiet_unraisable_interrupt
     try:
         with unwrapped_interrupts():
             return run(args)
@@ -620,8 +621,18 @@ def _run_configured(prog, run, args, missing_extra, input_errors):
         print(f"{prog}: error: cannot write {target}: {exc.strerror or exc}", file=sys.stderr)
         return 1
     finally:
+        sys.unraisablehook = unraisable
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+
+
+def _quiet_unraisable_interrupt(info):
+    """``sys.unraisablehook`` of the commands: an interrupt raised where Python cannot propagate it (a weakref
+    callback: "Exception ignored in …" and a traceback on stderr) is kept quiet; the signal handler recorded it and
+    :func:`unwrapped_interrupts` raises it where it can. Anything else goes to the default hook."""
+    if isinstance(info.exc_value, KeyboardInterrupt):
+        return
+    sys.__unraisablehook__(info)
 
 
 # --------------------------------------------------------------------------- replica-sweep
