@@ -105,7 +105,7 @@ def crossing_at(model_a, model_b, alpha, xa, xb, width, solve_kw):
     ``[alpha − width, alpha + width]``: Newton steps with the envelope slope from ``alpha`` until a step is
     below ``crossing_rtol`` (relative), else :func:`~replica.continuation.events.locate_crossing` on that
     bracket (each curve continued from ``alpha``). Returns ``(α_c, result a, result b)`` or None."""
-    points = {}
+    points, factors = {}, {"a": {}, "b": {}}  # each curve's factorized Jacobian, kept between its continuations
 
     def solve(which, a):
         if which == "a" and xa is None:
@@ -122,7 +122,7 @@ def crossing_at(model_a, model_b, alpha, xa, xb, width, solve_kw):
         # a curve that cannot be continued to ``a`` (next to where the two merge) fails at a step of 1e-6
         # (relative) instead of 1e-9: the crossing's precision comes from its Newton steps, not from this
         with using(replace(active(), min_step=max(active().min_step, 1e-6))):
-            return advance(m, alpha, r0, a, None, solve_kw)[0]
+            return advance(m, alpha, r0, a, None, solve_kw, jac_cache=factors[which])[0]
 
     values = {}
 
