@@ -128,6 +128,20 @@ def _lines_file(path):
     return d["parameters"], d["requested"], d["lines"], d["critical_points"]
 
 
+def _interrupted(*args, **kwargs):
+    raise KeyboardInterrupt
+
+
+def _interrupted_at_the_crossing(out, monkeypatch, *extra):
+    """The traced diagram of ``TRACED`` interrupted (Ctrl-C) when its crossing line starts: exit 130."""
+    import replica.continuation.codim2 as codim2
+    from replica.workflow.cli import phase_diagram_main
+
+    with monkeypatch.context() as m:
+        m.setattr(codim2, "trace_crossing_line", _interrupted)
+        assert phase_diagram_main(TRACED + ["-o", str(out)] + list(extra)) == 130
+
+
 def test_interrupted_traced_diagram_resumes_to_the_same_file(tmp_path, capsys, monkeypatch):
     """Ctrl-C while the second line (the crossing from the first Δ) is traced: exit 130, the sweeps' solves and the
     finished fold line in the checkpoint, no output; ``--resume`` replays the sweeps, keeps the fold line (not
@@ -140,21 +154,13 @@ def test_interrupted_traced_diagram_resumes_to_the_same_file(tmp_path, capsys, m
     ref = tmp_path / "ref.h5"
     assert phase_diagram_main(TRACED + ["-o", str(ref)]) == 0
     out = tmp_path / "lines.h5"
-
-    def interrupted(*a, **k):
-        raise KeyboardInterrupt
-
-    with monkeypatch.context() as m:
-        m.setattr(codim2, "trace_crossing_line", interrupted)
-        assert phase_diagram_main(TRACED + ["-o", str(out)]) == 130
+    _interrupted_at_the_crossing(out, monkeypatch)
     err = capsys.readouterr().err
     assert "1 lines kept in" in err and "--resume" in err, err
     assert not out.exists()
     kept = read_checkpoint_lines(checkpoint_path(out))
     assert [(line.kind, line.branches) for line in kept] == [("fold", ("specialized", "start"))]
-    with monkeypatch.context() as m:  # interrupted again, resumed: the kept line stays in every rewrite
-        m.setattr(codim2, "trace_crossing_line", interrupted)
-        assert phase_diagram_main(TRACED + ["-o", str(out), "--resume"]) == 130
+    _interrupted_at_the_crossing(out, monkeypatch, "--resume")  # again: the kept line stays in every rewrite
     assert "1 lines kept in" in capsys.readouterr().err
     assert len(read_checkpoint_lines(checkpoint_path(out))) == 1
 
@@ -349,17 +355,10 @@ def test_a_damaged_traced_checkpoint_is_refused_in_one_line(tmp_path, capsys, mo
     (exit 2) instead of failing later with a traceback."""
     import h5py
 
-    import replica.continuation.codim2 as codim2
     from replica.workflow.cli import phase_diagram_main
 
     out = tmp_path / "lines.h5"
-
-    def interrupted(*a, **k):
-        raise KeyboardInterrupt
-
-    with monkeypatch.context() as m:
-        m.setattr(codim2, "trace_crossing_line", interrupted)
-        assert phase_diagram_main(TRACED + ["-o", str(out)]) == 130
+    _interrupted_at_the_crossing(out, monkeypatch)
     for damage in ("points", "alpha"):
         with h5py.File(checkpoint_path(out), "a") as h5:
             g = h5["traced_lines/0"]
