@@ -935,10 +935,20 @@ MUTATIONS = [
       "a cusp whose second spinodal no sweep saw is not located",
       ("tests/test_phase_lines.py::test_a_cusp_is_located_from_one_of_its_two_spinodals",)),
     M("cusp-bracket-last-points-skipped", "replica/continuation/cusps.py",
-      "        if got is None and len(line.points) >= 2:",
-      "        if False:",
+      "            if got is not None:\n                break\n            got = locate_cusp(",
+      "            if True:\n                break\n            got = locate_cusp(",
       "a cusp just behind a lost spinodal's last point (its cubic already without an S) is not located",
       ("tests/test_phase_lines.py::test_a_cusp_behind_the_last_point_of_a_lone_spinodal_is_located",)),
+    M("triple-bracket-shared-values-only", "replica/continuation/triples.py",
+      "            rows = _overlap(l1, l2)\n",
+      "            rows = _common(l1, l2)\n",
+      "two crossing lines traced from opposite ends that share no requested value inside the bracket never meet",
+      ("tests/test_triple_points.py::test_the_command_writes_and_draws_the_triple_point",)),
+    M("crossing-line-sheet-jump-accepted", "replica/continuation/codim2.py",
+      "        if got is not None and move is not None and any(_jumped(m, a, x, r) for x, r in zip(xs, got[1:])):\n",
+      "        if False:\n",
+      "a traced crossing line falls onto a neighbouring sheet's crossing and follows it",
+      ("tests/test_triple_points.py::test_the_command_writes_and_draws_the_triple_point",)),
 ]
 
 

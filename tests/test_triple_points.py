@@ -112,10 +112,15 @@ def test_the_lines_that_are_phase_boundaries_equal_the_sweeps(traced):
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-8)
 
 
-def test_the_command_writes_and_draws_the_triple_point(traced, tmp_path):
+@pytest.mark.parametrize("deltas", ["0.07,0.08,0.09", "0.05,0.1", "0.05:0.1:4"])
+def test_the_command_writes_and_draws_the_triple_point(traced, tmp_path, deltas):
     """``replica-phase-diagram --trace`` (sweeps at both ends, lines from both, each once): the same triple point
     in the file (to 1e-8: the locator's tolerance, the lines being traced through other values), the metastable
-    pieces flagged, and ``replica-plot`` draws it."""
+    pieces flagged, and ``replica-plot`` draws it. Also from only the two ends 0.05 and 0.1: no requested value
+    between, the lines traced from the two ends share no parameter value inside the bracket, and the lines from
+    the last value are lost before the first (found by a fresh reviewer: no triple point, a line traced twice);
+    and on 0.05:0.1:4, where a crossing line from the last value fell onto the neighbouring sheet's crossing at
+    Δ = 0.0833 and followed it (its stable piece then flagged metastable)."""
     import matplotlib.pyplot as plt
 
     from replica.workflow.cli import phase_diagram_main
@@ -125,7 +130,7 @@ def test_the_command_writes_and_draws_the_triple_point(traced, tmp_path):
     _, _, (tp,), _ = traced
     out = tmp_path / "two.h5"
     assert phase_diagram_main(["--trace", "--layers", "2", "--gamma", "0.5,0.5", "--activation", "tanh2",
-                               "--unit-variance", "--delta", "0.07,0.08,0.09", "--alpha", "0.5:8:40", "--quiet",
+                               "--unit-variance", "--delta", deltas, "--alpha", "0.5:8:40", "--quiet",
                                "-o", str(out)]) == 0
     data = read_phase_lines(out)
     got = data["triple_points"]
@@ -133,6 +138,10 @@ def test_the_command_writes_and_draws_the_triple_point(traced, tmp_path):
     assert got["delta"][0] == pytest.approx(tp.parameter, abs=1e-8) and got["alpha"][0] == pytest.approx(tp.alpha, abs=1e-8)
     crossings = [line for line in data["lines"] if line["kind"] == "crossing"]
     assert len(crossings) == 3 and all(line["metastable"].any() and not line["metastable"].all() for line in crossings)
+    for line in crossings:  # metastable exactly on one side of the triple point
+        side = line["delta"] > got["delta"][0]
+        meta = line["metastable"][line["delta"] != got["delta"][0]]
+        assert np.all(meta == side[line["delta"] != got["delta"][0]]) or np.all(meta == ~side[line["delta"] != got["delta"][0]])
     fig = plot_file(out)
     assert any(line.get_marker() == "D" for line in fig.axes[0].get_lines())
     plt.close(fig)

@@ -155,11 +155,28 @@ def trace_crossing_line(model, name, values, alpha, result_a, result_b, solve_kw
     def locate(p, a, xs, move):
         m = model_at(model, name, p)
         got = crossing_at(m, m, a, xs[0], xs[1], line_window(width, a, move, fails), solve_kw)
+        if got is not None and move is not None and any(_jumped(m, a, x, r) for x, r in zip(xs, got[1:])):
+            got = None  # a branch fell onto a neighbouring sheet: a shorter step (a secant predicts the points; the
+            # first step starts from the sweep's grid points, not from the line's point)
         fails[0] = 0 if got is not None else fails[0] + 1
         return None if got is None else (got[0], (None if result_a is None else got[1], got[2]))
 
     first = LinePoint(float(values[0]), float(alpha), (result_a, result_b))
     return _trace("crossing", name, list(values), first, locate)
+
+
+def _jumped(model, alpha, x_pred, r) -> bool:
+    """Whether the located branch point ``r`` lies farther than ``max_move`` (in its overlaps) from the predicted
+    ``x_pred``: the corrector fell onto another sheet (two hidden layers, Δ = 0.083: the lower ``layers_1_2``
+    sheet's crossing with ``layer_1`` taken for the upper one's, 2.4e-3 away in α)."""
+    if x_pred is None or r is None or "state" not in r.info:
+        return False
+    try:
+        ov = np.asarray(model.state(alpha, np.asarray(x_pred, dtype=float)).overlaps, dtype=float)
+    except (ValueError, ZeroDivisionError, FloatingPointError):
+        return False
+    return bool(np.max(np.abs(np.asarray(r.info["state"].overlaps, dtype=float) - ov), initial=0.0)
+                > active().max_move)
 
 
 def trace_instability_line(model, name, values, alpha, solve_kw=None, *, width=None):

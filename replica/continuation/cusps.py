@@ -70,9 +70,10 @@ def critical_points(model, name, lines, values, solve_kw=None) -> list:
     same parameter value (the end of one branch and the start of another, their last points within 1e-3 of each
     other, relative), and for each lost fold line without such a partner (the other spinodal of the S was not
     traced: ``lines`` −1 in the result), :func:`locate_cusp` between that value and the next requested one in
-    the line's direction, else between the line's last two points (the local cubic at the last point may
-    already have no S: two hidden layers, the upper ``layers_1_2`` sheet's start at Δ ≈ 0.163). Returns a list of
-    :class:`CriticalPoint`."""
+    the line's direction, else between two earlier consecutive points of the line, the latest first, at most
+    ``cusp_back_points`` back (the last points may lie past the cusp: two hidden layers, the upper
+    ``layers_1_2`` sheet's start at Δ ≈ 0.163, where the fold refinement still converges and the local cubic has
+    no S). Returns a list of :class:`CriticalPoint`."""
     values = np.asarray(values, dtype=float)
     folds = [(k, line) for k, line in enumerate(lines) if line.kind == "fold" and line.end == "lost"]
     out, paired = [], set()
@@ -86,9 +87,13 @@ def critical_points(model, name, lines, values, solve_kw=None) -> list:
             return False
         got = locate_cusp(model, name, end.parameter, float(later[0]), alpha, end.results[0].x,
                           geometry["direction"], solve_kw)
-        if got is None and len(line.points) >= 2:  # the last point already past the cusp (its cubic has no S)
-            got = locate_cusp(model, name, line.points[-2].parameter, end.parameter, alpha, end.results[0].x,
-                              geometry["direction"], solve_kw)
+        # the last points may lie past the cusp already (their cubic has no S: the fold refinement still converges
+        # there): a bracket between two earlier points of the line, the latest first
+        for j in range(len(line.points) - 2, max(len(line.points) - 2 - active().cusp_back_points, -1), -1):
+            if got is not None:
+                break
+            got = locate_cusp(model, name, line.points[j].parameter, line.points[j + 1].parameter, alpha,
+                              end.results[0].x, geometry["direction"], solve_kw)
         if got is not None:
             out.append(CriticalPoint(got[0], got[1], (k1, k2)))
         return got is not None

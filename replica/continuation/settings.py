@@ -124,6 +124,9 @@ class ContinuationSettings:
     #: a crossing line passes through a triple point, and two located triple points are one, within this
     #: (relative, in both coordinates): the locators' precision is ``root_rtol``, their predictions' 1e-8
     triple_rtol: float = 1e-6
+    #: a cusp is sought between two consecutive points of a lost spinodal at most this many points back from its
+    #: end (its last points may lie past the cusp, :func:`~replica.continuation.cusps.critical_points`)
+    cusp_back_points: int = 4
     #: a third branch makes a crossing metastable where its free entropy exceeds the crossing's by more than this
     #: (relative to max(1, |f|)): the rounding of f
     metastable_margin: float = 1e-12

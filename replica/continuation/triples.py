@@ -1,23 +1,25 @@
 """Where first-order lines meet: triple points of three branches of equal free entropy, and the lines traced
 twice (from both ends of the parameter range).
 
-Two crossing lines ``f_A = f_B`` and ``f_C = f_D`` (:func:`~replica.continuation.codim2.trace_crossing_line`)
-that pass through one point ``(p*, α*)`` of the plane with different branch points there make three (or more)
-branches of equal free entropy: a triple point. Of the three lines that meet there only the pieces on which
+Two crossing lines ``f_A = f_B`` and ``f_A = f_C`` (:func:`~replica.continuation.codim2.trace_crossing_line`)
+that pass through one point ``(p*, α*)`` of the plane and share the branch A there make three branches of equal
+free entropy: a triple point. Of the three lines that meet there only the pieces on which
 the crossing branches have the largest free entropy are phase boundaries; the others continue as crossings
 of metastable branches. Such a point is found where ``α₁(p) − α₂(p)`` changes sign between two values of p
 that both lines hit (every requested value is hit exactly), and located by Brent's method on that difference,
 each line's α re-located at the trial p by its own crossing locator
-(:func:`~replica.continuation.linepoints.crossing_at`) from its nearest traced point.
+(the line continued from its nearest traced point to the trial p).
 
-A branch that is born inside the range (for two hidden layers, tanh2, γ = (0.5, 0.5): a second
-``layers_1_2`` sheet between Δ ≈ 0.05 and 0.1) is not in the sweep at the first value, so its lines are traced
-from a sweep at the last value, backwards (``replica-phase-diagram --trace``); a line found from both ends is
-kept once (:func:`same_line`).
+A branch that the sweep at the first value misses (for two hidden layers, tanh2, γ = (0.5, 0.5): a second,
+short ``layers_1_2`` sheet, which no start of a sweep at Δ = 0.05 reaches) has its lines traced from a sweep at
+the last value, backwards (``replica-phase-diagram --trace``); a line found from both ends is kept once
+(:func:`same_line`). A line that neither end's sweep has, but that starts at a triple point, is traced from it
+(:func:`third_lines`).
 """
 
 from __future__ import annotations
 
+import logging
 import math
 from dataclasses import dataclass
 
@@ -27,6 +29,8 @@ from .correctors import correct
 from .curves import same_point
 from .linepoints import crossing_at, model_at, search_window
 from .settings import active
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["TriplePoint", "same_line", "distinct_lines", "reached", "run_line_tasks", "triple_points",
            "third_lines", "mark_metastable"]
@@ -60,6 +64,22 @@ def _common(l1, l2):
     a2 = {pt.parameter: pt.alpha for pt in l2.points}
     rows = sorted((pt.parameter, pt.alpha, a2[pt.parameter]) for pt in l1.points if pt.parameter in a2)
     return np.array(rows, dtype=float).reshape(-1, 3)
+
+
+def _overlap(l1, l2):
+    """``(p, α₁, α₂)`` on every parameter value where either line has a point, inside the range both cover, each α
+    interpolated linearly between its line's points (where the order of the two lines changes; the crossing is
+    then located exactly)."""
+    def curve(line):
+        pts = sorted((pt.parameter, pt.alpha) for pt in line.points)
+        return np.array([q for q, _ in pts]), np.array([a for _, a in pts])
+
+    (p1, a1), (p2, a2) = curve(l1), curve(l2)
+    lo, hi = max(p1[0], p2[0]), min(p1[-1], p2[-1])
+    grid = np.unique(np.concatenate([p1, p2]))
+    grid = grid[(grid >= lo) & (grid <= hi)]
+    return np.stack([grid, np.interp(grid, p1, a1), np.interp(grid, p2, a2)], axis=1) if grid.size else \
+        np.zeros((0, 3))
 
 
 def same_line(l1, l2) -> bool:
@@ -116,24 +136,31 @@ def _nearest(line, p):
 
 
 def _alpha_at(model, name, line, p, solve_kw):
-    """α of the crossing line at ``p`` by :func:`crossing_at` from the line's nearest point: ``(α, (ra, rb))`` or
-    None."""
+    """α of the crossing line at ``p``: the line continued from its nearest traced point to ``p``
+    (:func:`~replica.continuation.codim2.trace_crossing_line`, with its step control: the nearest point may be a
+    whole requested interval away). ``(α, (ra, rb))``, or None where the line is lost before ``p``."""
+    from .codim2 import trace_crossing_line  # lazily: codim2's callers import this module
+
     near = _nearest(line, p)
     if near is None:
         return None
     ra, rb = near.results
-    m = model_at(model, name, p)
-    got = crossing_at(m, m, near.alpha, None if ra is None else ra.x, rb.x, search_window(near.alpha, None),
-                      solve_kw)
-    return None if got is None else (got[0], (None if ra is None else got[1], got[2]))
+    if near.parameter == p:
+        return near.alpha, (ra, rb)
+    m = model_at(model, name, near.parameter)
+    got = trace_crossing_line(m, name, [near.parameter, p], near.alpha, ra, rb, solve_kw)
+    end = got.points[-1]
+    return (end.alpha, end.results) if end.parameter == p else None
 
 
 def triple_points(model, name, lines, solve_kw=None) -> list:
     """The triple points of the crossing lines in ``lines``: for every pair of distinct crossing lines whose α
-    changes order between two parameter values that both hit (or is equal at one), the root of
-    ``α₁(p) − α₂(p)`` by Brent's method (to ``root_rtol`` in p), kept where the branch points of the two lines
-    there are not the same pair (two copies of one line meet everywhere). Returns a list of
-    :class:`TriplePoint`, one per meeting point (the first pair found of three lines that meet at one point)."""
+    changes order strictly between two consecutive parameter values of their points (:func:`_overlap`), the root
+    of ``α₁(p) − α₂(p)`` by Brent's
+    method (to ``root_rtol`` in p; each α re-located by continuing its line, :func:`_alpha_at`), kept where the
+    two lines share one branch point there and not both (two copies of one line meet everywhere). Returns a list
+    of :class:`TriplePoint`, one per meeting point (the first pair found of three lines that meet at one point).
+    A bracket in which a line cannot be continued is skipped with a warning."""
     from scipy import optimize  # lazy: start-up (docs/architecture.md)
 
     solve_kw = dict(solve_kw or {})
@@ -141,7 +168,7 @@ def triple_points(model, name, lines, solve_kw=None) -> list:
     found = []
     for i, (k1, l1) in enumerate(crossings):
         for k2, l2 in crossings[i + 1:]:
-            rows = _common(l1, l2)
+            rows = _overlap(l1, l2)
             if rows.shape[0] < 2 or same_line(l1, l2):
                 continue
             d = rows[:, 1] - rows[:, 2]
@@ -164,14 +191,21 @@ def triple_points(model, name, lines, solve_kw=None) -> list:
                                                    rtol=active().root_rtol))
                     h(p_star)
                 except ValueError:
+                    logger.warning("the crossing lines %s and %s change order between %s = %g and %g, but a line "
+                                   "could not be continued there: no triple point located", " -> ".join(l1.branches),
+                                   " -> ".join(l2.branches), name, rows[j, 0], rows[j + 1, 0])
                     continue
                 _, a, b = memo[p_star]
                 m = model_at(model, name, p_star)
                 (ra, rb), (rc, rd) = a[1], b[1]
-                lower_same = (ra is None and rc is None) or (ra is not None and rc is not None
-                                                             and same_point(m, a[0], ra, rc))
-                if lower_same and same_point(m, a[0], rb, rd):
+
+                def same(r1, r2):
+                    return (r1 is None and r2 is None) or (r1 is not None and r2 is not None
+                                                           and same_point(m, a[0], r1, r2))
+                if same(ra, rc) and same(rb, rd):
                     continue  # one pair of branches: the same line
+                if not any(same(r1, r2) for r1 in (ra, rb) for r2 in (rc, rd)):
+                    continue  # two crossings of four branches that pass one point: not three of equal f
                 tol = active().triple_rtol
                 if any(abs(t.parameter - p_star) <= tol * max(1.0, abs(p_star))
                        and abs(t.alpha - a[0]) <= tol * max(1.0, abs(a[0])) for t in found):
@@ -183,8 +217,9 @@ def triple_points(model, name, lines, solve_kw=None) -> list:
 
 def third_lines(model, name, lines, triples, values, solve_kw=None) -> list:
     """The first-order lines that start at a triple point and were not traced: of the three crossings of the
-    three branches there, the one between the two branches the point's two lines do not share (e.g. a sheet born
-    and gone inside the range, seen by neither end's sweep: two hidden layers, Δ ∈ [0.05, 0.2]), followed from
+    three branches there, the one between the two branches the point's two lines do not share (e.g. a transition
+    between two sheets that merge inside the range, in neither end's sweep: two hidden layers, Δ ∈ [0.05, 0.2],
+    the lower and the upper ``layers_1_2`` sheets), followed from
     the point through the requested ``values`` on the side where it is a phase boundary (on the other, the third
     branch has the larger free entropy: :func:`_beaten`) by :func:`~replica.continuation.codim2.trace_crossing_line`
     (a side where it is lost at once gives nothing). Returns the new lines."""

@@ -975,8 +975,11 @@ def phase_diagram_options(args) -> tuple:
             raise UsageError("--vary: only one of " + ", ".join("--" + k.replace("_", "-") for k in candidates)
                              + " can be a grid")
         if not candidates:
+            multi = (" (with --layers >= 2 a comma list of --gamma is one width per layer: add --vary gamma to "
+                     "vary every width)" if args.layers > 1 and args.gamma is not None and "," in str(args.gamma)
+                     else "")
             raise UsageError("--delta/--gamma/--readout-grid: give one of them as a grid 'start:stop:num' "
-                             "or 'a,b,c' (the second axis)")
+                             f"or 'a,b,c' (the second axis){multi}")
         vary = candidates[0]
     option = "--" + vary.replace("_", "-")
     if raw[vary] is None:
@@ -1135,7 +1138,7 @@ def _run_traced(args, vary, values, base, alphas) -> int:
                 lines = distinct_lines([line for line in checkpoint.lines if line is not None])
                 critical = critical_points(model, vary, lines, values, solve_kw)
                 triples = triple_points(model, vary, lines, solve_kw)
-                lines += third_lines(model, vary, lines, triples, values, solve_kw)
+                lines = distinct_lines(lines + third_lines(model, vary, lines, triples, values, solve_kw))
                 mark_metastable(model, vary, lines, triples, solve_kw)
                 _log_traced(vary, lines, critical, triples)
                 write_phase_lines(out, lines, parameters, parameter=vary, requested=values, critical=critical,

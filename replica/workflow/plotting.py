@@ -1193,16 +1193,20 @@ def plot_phase_lines(data: dict, *, title=None, logy=False):
                 for j in np.flatnonzero(keep):
                     ax.plot(a[order][j:j + 2], p[order][j:j + 2], color=color, ls=style["ls"],
                             lw=style["lw"] * (0.5 if seg_meta else 1.0), alpha=0.35 if seg_meta else 1.0, zorder=3)
-            at = np.isin(p, requested)
-            ax.plot(a[at], p[at], ls="none", marker=style["marker"], ms=4, mec="black", mew=0.6,
-                    mfc=style.get("mfc", color), zorder=4)
+            for faded in (False, True):  # the markers of metastable points faded too
+                at = np.isin(p, requested) & (meta == faded)
+                ax.plot(a[at], p[at], ls="none", marker=style["marker"], ms=3 if faded else 4, mec="black", mew=0.6,
+                        mfc=style.get("mfc", color), alpha=0.35 if faded else 1.0, zorder=4)
             if line["end"] == "lost" and a.size:
-                ax.plot(a[-1], p[-1], ls="none", marker="X", ms=7, color=color, mec="black", mew=0.6, zorder=5)
+                ax.plot(a[-1], p[-1], ls="none", marker="X", ms=7, color=color, mec="black", mew=0.6,
+                        alpha=0.35 if meta[-1] else 1.0, zorder=5)
             what = {"fold": f"spinodal: {' '.join(line['branches'][1:2])} of {line['branches'][0]}",
                     "instability": "universal branch unstable"}.get(line["kind"], "transition " + " → ".join(
                         line["branches"]))
-            if p.size and requested.size and p[0] != requested[0]:
+            if p.size and requested.size and p[0] == requested[-1] and p[0] != requested[0]:
                 what += f" (names at {par} = {p[0]:g})"  # traced back from the last value
+            elif p.size and requested.size and p[0] not in requested:
+                what += f" (from the triple point at {par} = {p[0]:.6g}; names as in the lines that meet there)"
             handles.append(Line2D([], [], color=color, ls=style["ls"], lw=style["lw"], marker=style["marker"], ms=4,
                                   mec="black", mew=0.6, mfc=style.get("mfc", color), label=what))
         cps = data.get("critical_points", {})
@@ -1216,6 +1220,9 @@ def plot_phase_lines(data: dict, *, title=None, logy=False):
                     zorder=6)
             handles.append(Line2D([], [], ls="none", marker="D", ms=8, color="crimson", mec="black", mew=0.7,
                                   label="triple point (three branches, equal f)"))
+        if any(np.any(line.get("metastable", False)) for line in data["lines"]):
+            handles.append(Line2D([], [], color="0.5", lw=1.0, alpha=0.35, marker="s", ms=3, mec="black", mew=0.6,
+                                  label="metastable (beyond a triple point)"))
         if any(line["end"] == "lost" for line in data["lines"]):
             handles.append(Line2D([], [], ls="none", marker="X", ms=7, color="0.5", mec="black", mew=0.6,
                                   label="line lost (ends or meets another)"))

@@ -61,7 +61,7 @@ def traced(make, deltas, alphas):
     lines = distinct_lines([line for line in run_line_tasks(tasks, n_first, deltas[-1]) if line is not None])
     critical_points(model, "delta", lines, deltas)
     triples = triple_points(model, "delta", lines)
-    lines += third_lines(model, "delta", lines, triples, deltas)
+    lines = distinct_lines(lines + third_lines(model, "delta", lines, triples, deltas))
     mark_metastable(model, "delta", lines, triples)
     for t in triples:
         print(f"  triple point: delta = {t.parameter:.10g}, alpha = {t.alpha:.10g}")
