@@ -307,23 +307,56 @@ class RecordedArguments:
         """The same model with the constructor argument ``name`` set to ``value``; a scalar ``value`` for ``name``
         where the constructor takes the per-layer ``<name>s`` (``gamma`` → ``gammas``) sets every layer's.
 
+        A parameter of the model's named output channel (``output_channel``, one of
+        :data:`priors.output_channels.OUTPUT_CHANNELS`): ``delta`` (probit), ``threshold`` (probit, sign) or
+        ``temperature`` (logistic; ``channel_threshold``, the command line's name, is ``threshold``) builds the channel again with that value
+        (:func:`priors.output_channels.get_output_channel`), and the model with it.
+
         Raises
         ------
         ValueError
-            The model's constructor has no parameter ``name`` (one line naming those it has), or the
-            constructor refuses ``value``.
+            The model's constructor has no parameter ``name`` and its channel none of that name (one line naming
+            those it has), or the constructor or the channel refuses ``value``.
         """
         saved = vars(self).get("_init_arguments")
         if saved is None:
             raise ValueError(f"{type(self).__name__} was not built through a recorded constructor")
         cls, arguments = saved
         names = [n for n in inspect.signature(cls.__init__).parameters if n != "self"]
+        channel = arguments.get("output_channel")
+        if name == "channel_threshold":  # the command line's name of the channel's threshold
+            name = "threshold"
+        if channel is not None and name in _channel_parameters(channel):
+            from priors.output_channels import get_output_channel
+
+            params = {k: v for k, v in channel.parameters().items() if k != "name"}
+            params[name] = float(value)
+            if channel.name == "sign":
+                params.pop("delta", None)  # noiseless: no Δ to give
+            new = get_output_channel(channel.name, **params)
+            changed = {"output_channel": new}
+            if "delta" in names and arguments.get("delta") is not None:
+                changed["delta"] = new.delta  # the model's Δ is the channel's (make_output_channel checks it)
+            return cls(**{**arguments, **changed})
         if name not in names and f"{name}s" in names and np.ndim(value) == 0:
             # one value for a per-layer parameter (``gamma`` of a model with ``gammas``): every layer's
             name, value = f"{name}s", [value] * len(arguments[f"{name}s"])
         if name not in names:
-            raise ValueError(f"{cls.__name__} has no parameter {name!r} to vary (it has: {', '.join(names)})")
+            extra = sorted(_channel_parameters(channel)) if channel is not None else []
+            raise ValueError(f"{cls.__name__} has no parameter {name!r} to vary (it has: {', '.join(names)}"
+                             + (f"; its {channel.name} channel: {', '.join(extra)}" if extra else "") + ")")
         return cls(**{**arguments, name: value})
+
+
+def _channel_parameters(channel) -> set:
+    """The parameters of a named output channel that :meth:`RecordedArguments.with_parameter` can vary (those of
+    :data:`priors.output_channels.CHANNEL_OPTIONS`; none for a channel given by its likelihood)."""
+    from priors.output_channels import CHANNEL_OPTIONS, OUTPUT_CHANNELS
+
+    key = getattr(channel, "name", None)
+    if key not in OUTPUT_CHANNELS or key == "gaussian":
+        return set()
+    return set(CHANNEL_OPTIONS[key])
 
 
 #: names of the optional hooks (:class:`ModelDefaults`)

@@ -99,7 +99,7 @@ def test_traced_phase_diagram_command_writes_and_draws_the_lines(tmp_path):
 
 
 @pytest.mark.parametrize("extra, message", [
-    (["--readout", "gaussian", "--readout-grid", "8,16", "--delta", "0.1"], "traced in Δ (--delta) or γ"),
+    (["--readout", "gaussian", "--readout-grid", "8,16", "--delta", "0.1"], "traced in Δ (--delta), γ"),
     (["--delta", "0.1,0.2", "--workers", "2"], "runs in this process"),
     (["--delta", "0.2,0.1"], "increasing"),
     (["--delta", "0.1", "--gamma", "0.7,0.5"], "--gamma: give at least two increasing values"),

@@ -227,7 +227,8 @@ def warn_readout_rescaling(spec, option="--readout") -> None:
 
 
 # --------------------------------------------------------------------------- model options
-def add_output_channel_options(g, *, note="; ±1 channels also store classification_error and sign_disagreement"):
+def add_output_channel_options(g, *, note="; ±1 channels also store classification_error and sign_disagreement",
+                               grids=False):
     """``--channel``, ``--temperature`` and ``--channel-threshold`` (the names and meanings of every command that
     takes an output channel; resolved by :func:`~replica.workflow.model_options.output_channel_options`).
 
@@ -236,18 +237,23 @@ def add_output_channel_options(g, *, note="; ±1 channels also store classificat
     g : argparse parser or argument group
     note : str, keyword-only
         Text appended to the help of ``--channel`` (what the command does with the channel).
+    grids : bool, keyword-only
+        ``--temperature`` and ``--channel-threshold`` kept as text, so that one of them can be the grid of a phase
+        diagram (checked by :func:`phase_diagram_options`).
     """
     g.add_argument("--channel", default="gaussian",
                    help="output channel P_out(y | λ) of the labels, λ the teacher's centred pre-output (docs/theory.md "
                         "§10): gaussian (y = λ + √Δ ξ), probit (y = sign(λ − θ + √Δ ξ)), sign (noiseless probit, Δ = 0) "
                         f"or logistic (P(y = +1 | λ) = 1/(1 + e^(−λ/T))){note} (default gaussian)")
-    g.add_argument("--temperature", type=number_type("--temperature", minimum=0.0, strict=True, maximum=1e4,
-                                                     upper_strict=False), default=None,
-                   help="--channel logistic only: temperature 0 < T <= 1e4 (default 1)")
-    g.add_argument("--channel-threshold", type=number_type("--channel-threshold", minimum=-1e4, maximum=1e4,
-                                                           upper_strict=False), default=None, metavar="THETA",
+    grid = "; or a grid 'start:stop:num' / 'a,b,c' (the second axis)" if grids else ""
+    g.add_argument("--temperature", type=None if grids else number_type("--temperature", minimum=0.0, strict=True,
+                                                                        maximum=1e4, upper_strict=False),
+                   default=None, help=f"--channel logistic only: temperature 0 < T <= 1e4 (default 1){grid}")
+    g.add_argument("--channel-threshold", type=None if grids else number_type("--channel-threshold", minimum=-1e4,
+                                                                              maximum=1e4, upper_strict=False),
+                   default=None, metavar="THETA",
                    help="--channel probit or sign only: decision threshold θ on the centred pre-output, |θ| <= 1e4 "
-                        "(default 0)")
+                        f"(default 0){grid}")
 
 
 def add_model_options(p, *, grids=False):
@@ -294,7 +300,7 @@ def add_model_options(p, *, grids=False):
         g.add_argument("--delta", type=number_type("--delta", minimum=0.0, maximum=LIMITS["delta"][1],
                                                    upper_strict=False), default=None,
                        help="label-noise variance 0 <= Δ <= 1e4 of the gaussian and probit channels (default 0.1)")
-    add_output_channel_options(g)
+    add_output_channel_options(g, grids=grids)
     from ..models import architectures
 
     g.add_argument("--architecture", choices=["auto", *architectures()], default="auto", metavar="NAME",
@@ -901,8 +907,12 @@ def _run_plot(args) -> int:
 
 
 # --------------------------------------------------------------------------- replica-phase-diagram
-#: numeric options that can be the second axis of a phase diagram
-PHASE_PARAMETERS = ("delta", "gamma", "readout_grid")
+#: numeric options that can be the second axis of a phase diagram (the last two: parameters of the output channel,
+#: ``--channel logistic`` and ``--channel probit``/``sign``)
+PHASE_PARAMETERS = ("delta", "gamma", "readout_grid", "temperature", "channel_threshold")
+#: the bounds of the channel parameters on the second axis (as the single-valued options of replica-sweep)
+_CHANNEL_GRIDS = {"temperature": dict(minimum=0.0, strict=True, maximum=1e4, meaning="T"),
+                  "channel_threshold": dict(minimum=-1e4, maximum=1e4, meaning="θ")}
 
 
 def build_phase_diagram_parser() -> argparse.ArgumentParser:
@@ -910,9 +920,10 @@ def build_phase_diagram_parser() -> argparse.ArgumentParser:
     p = CommandParser(
         prog="replica-phase-diagram",
         description=(
-            "Phase diagram on a grid α × (Δ, γ or --readout-grid): for every value of the second parameter a full "
+            "Phase diagram on a grid α × (Δ, γ, --readout-grid or a channel parameter): for every value of the second parameter a full "
             "α sweep (all branches, warm starts in both directions), giving the equilibrium mmse, its branch and "
-            "the transition lines α_sp and α_c. Exactly one of --delta, --gamma, --readout-grid is a grid "
+            "the transition lines α_sp and α_c. Exactly one of --delta, --gamma, --readout-grid, --temperature, "
+            "--channel-threshold is a grid "
             "('start:stop:num' or 'a,b,c'). The sweeps run in parallel with dask.distributed: a local cluster "
             "of --workers processes, or an existing cluster (--scheduler tcp://HOST:PORT)."
         ),
@@ -921,7 +932,8 @@ def build_phase_diagram_parser() -> argparse.ArgumentParser:
     p.add_argument("--vary", choices=[n.replace("_", "-") for n in PHASE_PARAMETERS], default=None,
                    help="name of the second axis when it is ambiguous (e.g. --gamma 0.5,1 with --layers 2)")
     p.add_argument("--trace", action="store_true",
-                   help="follow the spinodals and first-order transition lines through the --delta (or --gamma) values by "
+                   help="follow the spinodals and first-order transition lines through the values of --delta (or --gamma, "
+                        "--temperature, --channel-threshold) by "
                         "continuation, from one α sweep at the first value, instead of one sweep per value; "
                         "writes a file of phase lines (replica-plot draws it); runs in this process")
     c = p.add_argument_group("cluster")
@@ -966,7 +978,8 @@ def phase_diagram_options(args) -> tuple:
     """
     alphas = parse_alpha_grid(args.alpha)
     drop = parse_int_list(args.drop_hermite, "--drop-hermite")
-    raw = {"delta": args.delta, "gamma": args.gamma, "readout_grid": args.readout_grid}
+    raw = {"delta": args.delta, "gamma": args.gamma, "readout_grid": args.readout_grid,
+           "temperature": args.temperature, "channel_threshold": args.channel_threshold}
     vary = args.vary.replace("-", "_") if args.vary else None
     if vary is None:
         candidates = [k for k, v in raw.items() if v is not None and (":" in str(v) or (
@@ -978,8 +991,8 @@ def phase_diagram_options(args) -> tuple:
             multi = (" (with --layers >= 2 a comma list of --gamma is one width per layer: add --vary gamma to "
                      "vary every width)" if args.layers > 1 and args.gamma is not None and "," in str(args.gamma)
                      else "")
-            raise UsageError("--delta/--gamma/--readout-grid: give one of them as a grid 'start:stop:num' "
-                             f"or 'a,b,c' (the second axis){multi}")
+            raise UsageError("--delta/--gamma/--readout-grid/--temperature/--channel-threshold: give one of them as a "
+                             f"grid 'start:stop:num' or 'a,b,c' (the second axis){multi}")
         vary = candidates[0]
     option = "--" + vary.replace("_", "-")
     if raw[vary] is None:
@@ -989,6 +1002,8 @@ def phase_diagram_options(args) -> tuple:
     elif vary == "gamma":
         values = parse_number_grid(raw[vary], option, minimum=LIMITS["gamma"][0], maximum=LIMITS["gamma"][1],
                                    meaning="γ = k/d")
+    elif vary in _CHANNEL_GRIDS:
+        values = parse_number_grid(raw[vary], option, **_CHANNEL_GRIDS[vary])
     else:
         values = parse_number_grid(raw[vary], option, minimum=2, maximum=1_000_000, integer=True)
     base = {
@@ -1014,18 +1029,25 @@ def phase_diagram_options(args) -> tuple:
             base[k] = int(_single(text, "--readout-grid", integer=True, minimum=2, maximum=1_000_000))
         else:
             base[k] = None
-    channel = output_channel_options(args.channel, base.get("delta"), args.temperature, args.channel_threshold)
+    single = {k: None if raw[k] is None else float(_single(raw[k], "--" + k.replace("_", "-"), **_CHANNEL_GRIDS[k]))
+              for k in _CHANNEL_GRIDS if k != vary}
+    single.update({vary: float(values[0])} if vary in _CHANNEL_GRIDS else {})
+    channel = output_channel_options(args.channel, base.get("delta"), single["temperature"],
+                                     single["channel_threshold"])
     if vary == "delta":
         if channel.get("channel") in ("sign", "logistic"):
             raise UsageError(f"--vary delta: --channel {channel['channel']} has no noise variance Δ")
         channel.pop("delta")
+    elif vary in _CHANNEL_GRIDS:
+        channel.pop(vary)
     base.update(channel)
     base["vary"] = vary
     return vary, values, base, alphas
 
 
-def _single(text, option, *, integer=False, minimum=0.0, maximum=None):
-    grid = parse_number_grid(text, option, minimum=minimum, integer=integer, maximum=maximum)
+def _single(text, option, *, integer=False, minimum=0.0, maximum=None, strict=False, meaning=""):
+    grid = parse_number_grid(text, option, minimum=minimum, integer=integer, maximum=maximum, strict=strict,
+                             meaning=meaning)
     if grid.size != 1:
         raise UsageError(f"{option}: only one value allowed here (the grid is on --vary), got {text!r}")
     return grid[0]
@@ -1041,6 +1063,10 @@ def _line_options(base, vary, value) -> dict:
     else:
         opts[vary] = float(value)
     return opts
+
+
+#: the symbols of the second axes in messages
+_SYMBOLS = {"delta": "Δ", "gamma": "γ", "temperature": "T", "channel_threshold": "θ"}
 
 
 def _run_traced(args, vary, values, base, alphas) -> int:
@@ -1061,9 +1087,9 @@ def _run_traced(args, vary, values, base, alphas) -> int:
     from .run import SweepCheckpoint, run_sweep
     from .safe_write import SafeOutput
 
-    if vary not in ("delta", "gamma"):
-        raise UsageError(f"--trace: lines are traced in Δ (--delta) or γ (--gamma, every layer's width) as the grid, "
-                         f"not --{vary.replace('_', '-')}")
+    if vary not in ("delta", "gamma", *_CHANNEL_GRIDS):
+        raise UsageError(f"--trace: lines are traced in Δ (--delta), γ (--gamma, every layer's width) or a channel "
+                         f"parameter (--temperature, --channel-threshold) as the grid, not --{vary.replace('_', '-')}")
     if args.workers is not None or args.scheduler is not None:
         raise UsageError("--trace: runs in this process (--workers and --scheduler are for grid diagrams)")
     values = np.asarray(values, dtype=float)
@@ -1072,7 +1098,7 @@ def _run_traced(args, vary, values, base, alphas) -> int:
     opts = _line_options(base, vary, float(values[0]))
     model, arch = resolve_model(opts)
     if getattr(model, "with_parameter", None) is None:
-        raise UsageError(f"--trace: the {arch.name} model gives no copy at another {'Δ' if vary == 'delta' else 'γ'} "
+        raise UsageError(f"--trace: the {arch.name} model gives no copy at another {_SYMBOLS.get(vary, vary)} "
                          "(no with_parameter hook)")
     parameters = dict(base, trace={"parameter": vary, "values": [float(v) for v in values]})
     configuration = resolved_configuration(args)

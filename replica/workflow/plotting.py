@@ -78,6 +78,8 @@ PARAMETER_LABELS = {
     "delta": r"label-noise variance $\Delta$",
     "gamma": r"width ratio $\gamma = k/d$",
     "readout_grid": r"readout grid size",
+    "temperature": r"temperature $T$ of the logistic labels",
+    "channel_threshold": r"decision threshold $\theta$ of the labels",
 }
 
 class PlotError(ValueError):
@@ -110,7 +112,8 @@ def describe(parameters: dict, *, skip=()) -> str:
             parts.append(r"$\gamma_\ell = " + ",".join(f"{x:g}" for x in g) + "$")
     channel = p.get("channel", "gaussian")
     if channel == "logistic":
-        parts.append(rf"logistic labels, $T = {float(p.get('temperature') or 1.0):g}$")
+        parts.append(r"logistic labels" if "temperature" in skip else
+                     rf"logistic labels, $T = {float(p.get('temperature') or 1.0):g}$")
     elif channel == "sign":
         parts.append(r"labels sign$(\lambda" + (rf" - {float(p['channel_threshold']):g}" if p.get("channel_threshold")
                                                  else "") + ")$")

@@ -7,7 +7,11 @@ at the first Δ, then every fold (a branch's start, its spinodal) and every cros
 process's, both cores' worth on this shared machine), their ratio (target ≤ 1/10), and the largest
 difference of each traced line from the sweeps' located α_sp / α_c at 10 of the Δ (target ≤ 1e-8; where a
 line is lost before the last Δ, at the Δ it reached; a crossing line only where it is not metastable, i.e. not
-beyond a triple point, :mod:`replica.continuation.triples`). The traced method is what ``replica-phase-diagram
+beyond a triple point, :mod:`replica.continuation.triples`). The differences are reported apart where the sweep's points next to
+its located α are on another rule level than the line's (a solver that refines its rule, the two-layer profile
+solver, carries the level of its start along a continuation): the difference of two discretizations, printed with
+the sweep's ``discretization_error`` there; and a sampled Δ where the sweep has no fold or crossing within 1e-3
+of the line is counted, not compared. The traced method is what ``replica-phase-diagram
 --trace`` runs: sweeps at both ends, the lines from both, the critical and triple points. A branch that the
 grid of a sweep misses (a short sheet between two grid points) is missing from that sweep's reference.
 
@@ -76,14 +80,33 @@ def grid(make, deltas, alphas):
 
 
 def _reference(res, key, alpha):
-    """The sweep's located α of the line's kind nearest the traced ``alpha``: a branch start at a fold, or a
-    crossing of the equilibrium (names are not compared: the sweep at another Δ may name the same curve
-    ``-2`` when a second one of its phase appears)."""
+    """``(α, points)``: the sweep's located α of the line's kind nearest the traced ``alpha`` (a branch start at a
+    fold, or a crossing of the equilibrium; names are not compared: the sweep at another Δ may name the same curve
+    ``-2`` when a second one of its phase appears), and the sweep's packed points next to it on the branches
+    involved (the grid point before it), for their rule levels."""
     if key[0] == "fold":
-        found = [float(b.alpha_start) for n, b in res.branches.items() if n != "universal" and b.start_kind == "fold"]
+        found = [(float(b.alpha_start), (n,)) for n, b in res.branches.items()
+                 if n != "universal" and b.start_kind == "fold"]
     else:
-        found = [float(c["alpha"]) for c in res.equilibrium_changes if c["kind"] == "crossing"]
-    return min(found, key=lambda a: abs(a - alpha)) if found else np.nan
+        found = [(float(c["alpha"]), (c["from"], c["to"])) for c in res.equilibrium_changes if c["kind"] == "crossing"]
+    if not found:
+        return np.nan, ()
+    a, names = min(found, key=lambda item: abs(item[0] - alpha))
+    points = []
+    for n in names:
+        b = res.branches.get(n)
+        near = [] if b is None else sorted(b.points, key=lambda i: abs(float(b.alpha[i]) - a))
+        points.append(None if not near else b.points[near[0]])
+    return a, tuple(points)
+
+
+def _levels(model, points) -> tuple:
+    """Rule levels of packed points of a model whose solver refines its rule (the two-layer profile solver: a
+    label of the point); () where the model's rule is fixed."""
+    ps = getattr(model, "profile_solver", None)
+    if ps is None or not hasattr(ps, "labels"):
+        return ()
+    return tuple(None if x is None else ps.labels(np.asarray(x, dtype=float))[2] for x in points)
 
 
 def main(argv=None) -> int:
@@ -107,11 +130,35 @@ def main(argv=None) -> int:
         report = []
         for key, line in lines.items():
             stable = {pt.parameter for pt, meta in zip(line.points, line.metastable) if not meta}
-            diffs = [abs(line.at(d) - _reference(sweeps[float(d)], key, line.at(d))) for d in deltas[1::2]
-                     if np.isfinite(line.at(d)) and d in stable]
-            diffs = [x for x in diffs if np.isfinite(x)]
-            report.append(f"{'/'.join(key)}: {len(line.points)} points, end {line.end}, largest difference from the "
-                          f"sweeps {max(diffs, default=np.nan):.1e} at {len(diffs)} sampled delta")
+            same, other, missing, errors = [], [], 0, []
+            for pt in line.points:
+                d = pt.parameter
+                if d not in stable or float(d) not in {float(v) for v in deltas[1::2]}:
+                    continue
+                ref, points = _reference(sweeps[float(d)], key, pt.alpha)
+                diff = abs(pt.alpha - ref)
+                if not np.isfinite(diff) or diff > 1e-3:
+                    missing += 1  # no such fold or crossing in that sweep (a sheet between its grid points)
+                    continue
+                model = make(float(d))
+                mine = _levels(model, [r.x if r is not None else None for r in pt.results])
+                theirs = _levels(model, points)
+                if mine == theirs:
+                    same.append(diff)
+                    continue
+                other.append(diff)
+                # the sweep's own error estimate there: relative change of mmse and f on the refined rule
+                errors += [model.discretization_error(ref, np.asarray(x, dtype=float)) for x in points if x is not None]
+            text = (f"{'/'.join(key)}: {len(line.points)} points, end {line.end}, largest difference from the "
+                    f"sweeps {max(same, default=np.nan):.1e} at {len(same)} sampled delta")
+            if other:
+                finite = [e for e in errors if np.isfinite(e)]
+                text += (f"; {max(other):.1e} at {len(other)} more where the sweep's points are on another rule "
+                         f"level (two discretizations; the sweep's discretization_error there "
+                         + (f"up to {max(finite):.1e})" if finite else "not available)"))
+            if missing:
+                text += f"; {missing} sampled delta where the sweep has no such line within 1e-3 (a sheet it misses)"
+            report.append(text)
         print(f"{name}: {len(deltas)} delta x {len(alphas)} alpha grid {t_grid:.2f} s CPU; traced {t_traced:.2f} s "
               f"CPU; ratio {t_traced / t_grid:.3f} (target <= 0.1); differences target <= 1e-8\n  "
               + "\n  ".join(report), flush=True)
