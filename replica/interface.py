@@ -181,7 +181,7 @@ class ModelDefaults:
     project : callable or None
         ``project(x) -> x``: the packed point put back into the model's domain (entries bounded by the
         rules, e.g. the fronts of :class:`~replica.models.deep_fronts.DeepFrontModel`), applied to the
-        iterates of the matrix-free Newton corrector. Default None (no bound).
+        iterates of the matrix-free Newton corrector and of the chord corrector. Default None (no bound).
     without_overlaps : callable or None
         ``without_overlaps(x, mask) -> x``: the packed point with the overlaps selected by ``mask`` (shape
         of ``state.overlaps``) set to 0, the start of the host branch at a bifurcation. Default None: the

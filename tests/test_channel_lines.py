@@ -132,6 +132,8 @@ def test_a_grid_diagram_over_the_threshold_equals_the_traced_lines(tmp_path):
     lines = {line["kind"]: line for line in _traced(tmp_path, "--channel", "probit", "--delta", "0.1",
                                                     "--channel-threshold", "0,0.5", "--alpha", "0.5:10:20")["lines"]}
     assert grid["parameter"] == "channel_threshold"
+    # the axis is not a common parameter of the lines (the title would show θ = 0 for the whole diagram)
+    assert "channel_threshold" not in grid["parameters"] and grid["parameters"]["channel"] == "probit"
     np.testing.assert_allclose(grid["alpha_sp"], [_at(lines["fold"], "channel_threshold", t) for t in (0.0, 0.5)],
                                atol=1e-8)
     np.testing.assert_allclose(grid["alpha_c"], [_at(lines["crossing"], "channel_threshold", t) for t in (0.0, 0.5)],

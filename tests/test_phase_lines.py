@@ -327,6 +327,24 @@ def test_a_cusp_behind_the_last_point_of_a_lone_spinodal_is_located(relu_lines):
     assert got.lines == (0, -1) and got.parameter == pytest.approx(both.parameter, abs=1e-6)
 
 
+def test_one_cusp_from_two_spinodals_lost_at_different_values_is_one_critical_point(relu_lines):
+    """The two spinodals of one S, lost at different values of Δ (one followed a little past the cusp: ReLU with
+    probit labels, Δ ≈ 0.0037), are not a pair; the cusp located from each alone is then one critical point, with
+    both lines, not two a cubic fit's error apart."""
+    import dataclasses
+
+    from replica.continuation.codim2 import critical_points
+
+    model, values, lines = relu_lines
+    (both,) = critical_points(model, "delta", lines, values)
+    folds = [k for k, line in enumerate(lines) if line.kind == "fold" and line.end == "lost"]
+    shorter = dataclasses.replace(lines[folds[0]], points=lines[folds[0]].points[:-1])
+    changed = [shorter if k == folds[0] else line for k, line in enumerate(lines)]
+    (got,) = critical_points(model, "delta", changed, values)
+    assert sorted(got.lines) == sorted(folds)
+    assert got.parameter == pytest.approx(both.parameter, abs=1e-6) and got.alpha == pytest.approx(both.alpha, abs=3e-5)
+
+
 def test_the_stored_critical_point_is_where_the_sweeps_lose_the_second_branch(tmp_path):
     """``replica-phase-diagram --trace`` (ReLU, γ = 0.5) stores the cusp with the indices of the two spinodals
     that meet there; independent sweeps find both specialized branches 2e-4 below its Δ, and the stored
@@ -372,3 +390,64 @@ def test_a_damaged_traced_checkpoint_is_refused_in_one_line(tmp_path, capsys, mo
         assert phase_diagram_main(TRACED + ["-o", str(out), "--resume"]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "cannot read the checkpoint" in err[0], err
+
+
+# --------------------------------------------------------------------------- branch-point lines (continuous transitions)
+class PitchforkToy:
+    """Fixed points of F(x₁, x₂) = (x₁ − (x₁ − ½)/2, q + (α − α₀(Δ) − q²) q/2) with q = max(x₂, 0), α₀ = 1 + Δ²: the
+    host curve x₂ = 0 and the curve x₂² = α − α₀ that branches off it at α₀ (half a pitchfork), where the host's
+    leading eigenvalue 1 + (α − α₀)/2 crosses 1. As an overlap's map, it is not differentiable at x₂ = 0 from below."""
+
+    def __init__(self, delta=0.1):
+        self.delta = float(delta)
+
+    def with_parameter(self, name, value):
+        assert name == "delta"
+        return PitchforkToy(value)
+
+    def update(self, alpha, x):
+        x1, x2 = np.asarray(x, dtype=float)
+        q = max(x2, 0.0)
+        return np.array([x1 - 0.5 * (x1 - 0.5), q + 0.5 * (alpha - 1.0 - self.delta ** 2 - q ** 2) * q])
+
+    def state(self, alpha, x):
+        from types import SimpleNamespace
+
+        x = np.asarray(x, dtype=float)
+        return SimpleNamespace(alpha=alpha, overlaps=x.copy(), mmse=1.0 - x[0], free_entropy=0.0)
+
+
+def test_a_branch_point_line_known_in_closed_form_is_followed_to_1e_9():
+    from replica.continuation.codim2 import trace_branch_point_line
+    from replica.continuation.correctors import correct
+
+    model = PitchforkToy(0.1)
+    # the host point with a rounding residue on its vanishing overlap, as the solvers leave it on a real branch
+    host = correct(model, 1.2, np.array([0.5, -1e-20]), {}).result
+    deltas = [0.1, 0.3, 0.6, 1.0]
+    line = trace_branch_point_line(model, "delta", deltas, 1.0 + 0.1 ** 2, host)
+    assert line.kind == "branch_point" and line.end == "range"
+    for d in deltas:
+        assert line.at(d) == pytest.approx(1.0 + d ** 2, abs=1e-9)
+        assert abs(line.points[[p.parameter for p in line.points].index(d)].results[0].x[1]) < 1e-12  # the host
+
+
+def test_relu_4point_branch_point_line_is_where_the_weak_readouts_specialize(tmp_path):
+    """ReLU, v ∈ {±1, ±3}/√5: the strong readouts specialize continuously at the universal branch's instability,
+    the weak ones continuously later, where a branch bifurcates off ``partial``. The traced line equals the start of
+    that branch in sweeps at the sampled Δ (1e-8)."""
+    from replica.workflow.cli import phase_diagram_main
+    from replica.workflow.io import read_phase_lines
+
+    out = tmp_path / "relu_lines.h5"
+    assert phase_diagram_main(["--trace", "--activation", "relu", "--readout", "4point", "--delta", "0.02,0.05,0.1",
+                               "--alpha", "0.05:8:30", "--quiet", "-o", str(out)]) == 0
+    kinds = {line["kind"]: line for line in read_phase_lines(out)["lines"]}
+    assert set(kinds) == {"instability", "branch_point"} and kinds["branch_point"]["branches"] == ("partial",)
+    line = kinds["branch_point"]
+    for d in (0.05, 0.1):
+        a = float(line["alpha"][np.flatnonzero(line["delta"] == d)[0]])
+        res = sweep(ShallowModel("relu", 0.5, d, readout_law="4point"), np.linspace(0.05, 10.0, 30), progress=False)
+        starts = [b.alpha_start for n, b in res.branches.items()
+                  if n != "partial" and b.start_kind == "bifurcation" and b.alpha_start > 0.5]
+        assert len(starts) == 1 and a == pytest.approx(starts[0], abs=1e-8)

@@ -27,11 +27,12 @@ import numpy as np
 
 from ..interface import hook
 from .cusps import CriticalPoint, critical_points, locate_cusp  # noqa: F401 - re-exported (their former home)
-from .linepoints import crossing_at, fold_at, grid_point, line_window, model_at, search_window
+from .linepoints import crossing_at, fold_at, grid_point, jumped, line_window, model_at, search_window
 from .operators import stability
 from .settings import active
 
 __all__ = ["LinePoint", "PhaseLine", "model_at", "trace_fold_line", "trace_crossing_line", "trace_instability_line",
+           "trace_branch_point_line",
            "trace_phase_lines", "phase_line_tasks", "line_count", "CriticalPoint", "locate_cusp", "critical_points"]
 
 logger = logging.getLogger(__name__)
@@ -54,7 +55,9 @@ class PhaseLine:
     ----------
     kind : str
         ``fold`` (a spinodal: where a branch begins or ends), ``crossing`` (equal free entropies of two
-        branches: a first-order transition line) or ``instability`` (the universal branch loses stability).
+        branches: a first-order transition line), ``instability`` (the universal branch loses stability) or
+        ``branch_point`` (another curve branches off a curve: a continuous transition where that curve is the
+        equilibrium).
     parameter : str
         The name of the second parameter (``delta``, ``gamma``, …).
     points : list of LinePoint
@@ -155,7 +158,7 @@ def trace_crossing_line(model, name, values, alpha, result_a, result_b, solve_kw
     def locate(p, a, xs, move):
         m = model_at(model, name, p)
         got = crossing_at(m, m, a, xs[0], xs[1], line_window(width, a, move, fails), solve_kw)
-        if got is not None and move is not None and any(_jumped(m, a, x, r) for x, r in zip(xs, got[1:])):
+        if got is not None and move is not None and any(jumped(m, a, x, r) for x, r in zip(xs, got[1:])):
             got = None  # a branch fell onto a neighbouring sheet: a shorter step (a secant predicts the points; the
             # first step starts from the sweep's grid points, not from the line's point)
         fails[0] = 0 if got is not None else fails[0] + 1
@@ -163,20 +166,6 @@ def trace_crossing_line(model, name, values, alpha, result_a, result_b, solve_kw
 
     first = LinePoint(float(values[0]), float(alpha), (result_a, result_b))
     return _trace("crossing", name, list(values), first, locate)
-
-
-def _jumped(model, alpha, x_pred, r) -> bool:
-    """Whether the located branch point ``r`` lies farther than ``max_move`` (in its overlaps) from the predicted
-    ``x_pred``: the corrector fell onto another sheet (two hidden layers, Δ = 0.083: the lower ``layers_1_2``
-    sheet's crossing with ``layer_1`` taken for the upper one's, 2.4e-3 away in α)."""
-    if x_pred is None or r is None or "state" not in r.info:
-        return False
-    try:
-        ov = np.asarray(model.state(alpha, np.asarray(x_pred, dtype=float)).overlaps, dtype=float)
-    except (ValueError, ZeroDivisionError, FloatingPointError):
-        return False
-    return bool(np.max(np.abs(np.asarray(r.info["state"].overlaps, dtype=float) - ov), initial=0.0)
-                > active().max_move)
 
 
 def trace_instability_line(model, name, values, alpha, solve_kw=None, *, width=None):
@@ -208,11 +197,67 @@ def trace_instability_line(model, name, values, alpha, solve_kw=None, *, width=N
     return _trace("instability", name, list(values), first, locate)
 
 
+def trace_branch_point_line(model, name, values, alpha, result, solve_kw=None, *, width=None):
+    """Follow a branch point of a curve through ``result`` (its leading eigenvalue crossing 1 at ``alpha`` while
+    the curve goes on: another curve branches off there, a continuous transition when it is the equilibrium's) through
+    the requested parameter ``values``: at each step the root of that eigenvalue minus 1 along the curve by Brent's
+    method in ``[α − w, α + w]`` around the prediction (``w`` as :func:`trace_fold_line`'s window), the curve
+    solved at each trial α by Newton from the predicted point with the curve's vanishing overlaps set to exactly 0
+    (:func:`~replica.continuation.events.zero_overlaps`), as
+    :func:`~replica.continuation.branchpoints.branch_points` locates it in a sweep (second-order differences).
+    Returns a :class:`PhaseLine` of kind ``branch_point``."""
+    from scipy import optimize  # lazy: start-up (docs/architecture.md)
+
+    from .correctors import correct
+    from .events import zero_overlaps
+    from .problem import overlaps_of
+
+    solve_kw = dict(solve_kw or {})
+    fails = [0]
+    vanishing = np.abs(overlaps_of(result)) < active().bifurcation_overlap  # the host's unlearned overlaps
+
+    class _Lost(Exception):
+        pass
+
+    def locate(p, a, xs, move):
+        m = model_at(model, name, p)
+        solved = {}
+
+        def g(al):
+            al = float(al)
+            if al not in solved:
+                x = zero_overlaps(m, xs[0], vanishing) if np.any(vanishing) else xs[0]
+                solved[al] = None if x is None else correct(m, al, x, solve_kw).result
+            r = solved[al]
+            value = math.nan if r is None else stability(m, al, r.x, order=2) - 1.0
+            if not math.isfinite(value):
+                raise _Lost
+            return value
+
+        w = line_window(width, a, move, fails)
+        lo, hi = max(a - w, 0.5 * a), a + w
+        try:
+            if not g(lo) * g(hi) < 0.0:
+                raise _Lost
+            root = float(optimize.brentq(g, lo, hi, xtol=1e-14, rtol=active().root_rtol))
+            g(root)
+        except (_Lost, ValueError):
+            fails[0] += 1
+            return None
+        fails[0] = 0
+        return root, (solved[root],)
+
+    first = LinePoint(float(values[0]), float(alpha), (result,))
+    return _trace("branch_point", name, list(values), first, locate)
+
+
 def line_count(result) -> int:
-    """How many lines :func:`trace_phase_lines` follows through ``result``: one per fold end of a branch,
-    one for the universal branch's instability on the grid, one per crossing of the equilibrium."""
-    folds = sum((b.start_kind == "fold") + (b.end_kind == "fold") for n, b in result.branches.items()
-                if n != "universal")
+    """How many lines :func:`trace_phase_lines` follows through ``result``: one per fold end of a branch and per
+    branch point on a branch, one for the universal branch's instability on the grid, one per crossing of the
+    equilibrium."""
+    folds = sum((b.start_kind == "fold") + (b.end_kind == "fold") + sum(k != "stability_crossing" for k in
+                                                                         getattr(b, "branch_point_kinds", ()))
+                for n, b in result.branches.items() if n != "universal")
     unstable = math.isfinite(float(result.branch_transitions.get("universal", {}).get("alpha_instability", math.nan)))
     return folds + int(unstable) + sum(c["kind"] == "crossing" for c in result.equilibrium_changes)
 
@@ -240,8 +285,9 @@ def trace_phase_lines(model, result, name, values, solve_kw=None, *, progress=No
     Returns
     -------
     list of PhaseLine
-        Folds first (in the order of the branches), then the universal branch's instability (where it loses
-        stability on the grid: a continuous transition starts there), then crossings (in α).
+        Folds first (in the order of the branches), then the branch points of the other branches, then the
+        universal branch's instability (where it loses stability on the grid: a continuous transition starts
+        there), then crossings (in α).
 
     Raises
     ------
@@ -298,6 +344,24 @@ def phase_line_tasks(model, result, name, values, solve_kw=None) -> list:
         for kind, a_end, side in ((b.start_kind, b.alpha_start, +1), (b.end_kind, b.alpha_end, -1)):
             if kind == "fold":
                 tasks.append(fold_task(bname, b, a_end, side))
+    def branch_point_task(bname, b, a_bp):
+        def trace():
+            pt = grid_point(model, alphas, b, a_bp)
+            if pt is None:
+                logger.warning("the branch-point line of %s (alpha = %.10g) is not traced: no point of the branch "
+                               "could be solved at the grid alpha next to it", bname, a_bp)
+                return None
+            line = trace_branch_point_line(model, name, values, a_bp, pt, solve_kw)
+            line.branches = (bname,)
+            return line
+        return ("branch_point", (bname,)), float(a_bp), trace
+
+    for bname, b in result.branches.items():
+        if bname == "universal":
+            continue
+        for a_bp, kind in zip(b.branch_points, getattr(b, "branch_point_kinds", ())):
+            if kind in ("branch_point", "degenerate_branch_point"):  # not a complex pair (no curve branches off)
+                tasks.append(branch_point_task(bname, b, a_bp))
     a_inst = float(result.branch_transitions.get("universal", {}).get("alpha_instability", math.nan))
     if math.isfinite(a_inst):
         def instability():

@@ -138,10 +138,12 @@ def chord_correct(model, alpha, x_pred, lu, solve_kw):
     Iterates ``y ← y − (J − I)⁻¹ (F(y) − y)`` until the residual test of
     :func:`replica.engine.solve_fixed_point` passes (``atol``, ``rtol`` of ``solve_kw``);
     gives up after ``chord_max_iter`` iterations or when a step is not at least
-    ``chord_contraction`` times shorter than the previous one.
+    ``chord_contraction`` times shorter than the previous one. A model with the hook ``project`` has the
+    predictor and every iterate projected onto its domain (as :func:`newton_krylov`).
     """
     atol, rtol = tolerances(solve_kw)
-    y = np.array(x_pred, dtype=float)
+    project = hook(model, "project")
+    y = np.array(x_pred if project is None else project(x_pred), dtype=float)
     idx = unknowns(model, y)
     previous = math.inf
     g_prev = dy = None
@@ -165,8 +167,12 @@ def chord_correct(model, alpha, x_pred, lu, solve_kw):
             if size > active().chord_contraction * previous:
                 return Correction("slow", evaluations=k + 1)
             previous, g_prev = size, g[idx]
-            y = y.copy()
-            y[idx] += dy
+            y_new = y.copy()
+            y_new[idx] += dy
+            if project is not None:
+                y_new = np.asarray(project(y_new), dtype=float)
+                dy = y_new[idx] - y[idx]  # the step taken, for Broyden's update
+            y = y_new
     return Correction("max_iter", evaluations=active().chord_max_iter)
 
 

@@ -3,12 +3,15 @@ S-shaped curve merge in a cusp, the end of the first-order transition between th
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 import numpy as np
 
 from .linepoints import cusp_discriminant, model_at
 from .settings import active
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["CriticalPoint", "locate_cusp", "critical_points"]
 
@@ -73,7 +76,9 @@ def critical_points(model, name, lines, values, solve_kw=None) -> list:
     the line's direction, else between two earlier consecutive points of the line, the latest first, at most
     ``cusp_back_points`` back (the last points may lie past the cusp: two hidden layers, the upper
     ``layers_1_2`` sheet's start at Δ ≈ 0.163, where the fold refinement still converges and the local cubic has
-    no S). Returns a list of :class:`CriticalPoint`."""
+    no S). Two cusps that are one (the two spinodals of an S traced alone, lost at different values: ReLU with
+    probit labels, Δ ≈ 0.0037) are kept once, as located from the nearer end (``cusp_same_rtol``). Returns a list
+    of :class:`CriticalPoint`."""
     values = np.asarray(values, dtype=float)
     folds = [(k, line) for k, line in enumerate(lines) if line.kind == "fold" and line.end == "lost"]
     out, paired = [], set()
@@ -95,7 +100,7 @@ def critical_points(model, name, lines, values, solve_kw=None) -> list:
             got = locate_cusp(model, name, line.points[j].parameter, line.points[j + 1].parameter, alpha,
                               end.results[0].x, geometry["direction"], solve_kw)
         if got is not None:
-            out.append(CriticalPoint(got[0], got[1], (k1, k2)))
+            out.append((CriticalPoint(got[0], got[1], (k1, k2)), abs(got[0] - end.parameter)))
         return got is not None
 
     for i, (k1, l1) in enumerate(folds):
@@ -108,4 +113,26 @@ def critical_points(model, name, lines, values, solve_kw=None) -> list:
     for k, line in folds:
         if k not in paired:
             cusp(k, -1, line, line.points[-1].alpha)
-    return out
+    return _merged(out)
+
+
+def _merged(located) -> list:
+    """The cusps of ``located`` (``(CriticalPoint, distance in the parameter from the end of the line it was located
+    from)``) with those that are one (``cusp_same_rtol``: the two spinodals of one S traced alone, each lost at
+    another parameter value) replaced by the one located from the nearer end (the local cubic about a point nearer
+    the cusp is the better fit), with both lines; both locations are logged."""
+    rtol = active().cusp_same_rtol
+    out = []
+    for cp, dist in located:
+        for j, (kept, kept_dist) in enumerate(out):
+            if abs(cp.parameter - kept.parameter) <= rtol * abs(kept.parameter) and \
+                    abs(cp.alpha - kept.alpha) <= rtol * max(1.0, abs(kept.alpha)):
+                lines = tuple(k for k in dict.fromkeys(kept.lines + cp.lines) if k >= 0)[:2]
+                logger.info("one cusp located from two spinodals: parameter %.10g and %.10g, alpha %.10g and %.10g",
+                            kept.parameter, cp.parameter, kept.alpha, cp.alpha)
+                best, best_dist = (cp, dist) if dist < kept_dist else (kept, kept_dist)
+                out[j] = (CriticalPoint(best.parameter, best.alpha, lines + (-1,) * (2 - len(lines))), best_dist)
+                break
+        else:
+            out.append((cp, dist))
+    return [cp for cp, _ in out]

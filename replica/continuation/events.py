@@ -14,7 +14,7 @@ from .operators import stability
 from .problem import overlaps_of, unknowns
 from .settings import active
 
-__all__ = ["host_point", "locate_bifurcation", "alpha_instability", "envelope_slope", "locate_crossing"]
+__all__ = ["host_point", "zero_overlaps", "locate_bifurcation", "alpha_instability", "envelope_slope", "locate_crossing"]
 
 logger = logging.getLogger(__name__)
 
@@ -28,16 +28,28 @@ def host_point(model, alpha, result, solve_kw):
     if np.all(vanishing):
         r = model.solve_universal(alpha)
         return r.x if np.all(np.isfinite(r.x)) else None
-    x = np.array(result.x, dtype=float)
-    without = hook(model, "without_overlaps")
-    if without is not None:
-        x = np.asarray(without(x, vanishing), dtype=float)
-    elif unknowns(model, x).size != x.size or ov.size > x.size:
-        return None  # overlaps are not the leading packed entries: no host to build
-    else:
-        x[:ov.size][vanishing] = 0.0
+    x = zero_overlaps(model, result.x, vanishing)
+    if x is None:
+        return None
     corrected = correct(model, alpha, x, solve_kw)
     return corrected.result.x if corrected.converged else None
+
+
+def zero_overlaps(model, x, mask):
+    """Packed ``x`` with the overlaps selected by ``mask`` (shape of the state's ``overlaps``) set to exactly 0
+    (``model.without_overlaps(x, mask)`` where the model has it, else the leading packed entries, which must then
+    be the overlaps), or None where the overlaps are not the leading entries. A subspace of zero overlaps is
+    invariant under the map, so Newton's method from such a point stays on the host branch even next to a branch
+    point, where a residue of 1e-13 would let it fall onto the branching curve."""
+    x = np.array(x, dtype=float)
+    mask = np.asarray(mask, dtype=bool)
+    without = hook(model, "without_overlaps")
+    if without is not None:
+        return np.asarray(without(x, mask), dtype=float)
+    if unknowns(model, x).size != x.size or mask.size > x.size:
+        return None  # overlaps are not the leading packed entries: no host to build
+    x[:mask.size][mask] = 0.0
+    return x
 
 
 def locate_bifurcation(model, a_last, r_last, direction, solve_kw):

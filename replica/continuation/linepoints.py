@@ -19,7 +19,8 @@ from .problem import is_universal, unknowns
 from .settings import active, using
 from .stepper import advance
 
-__all__ = ["model_at", "fold_at", "crossing_at", "search_window", "line_window", "grid_point", "cusp_discriminant"]
+__all__ = ["model_at", "fold_at", "crossing_at", "search_window", "line_window", "grid_point", "cusp_discriminant",
+           "jumped"]
 
 
 def model_at(model, name, value):
@@ -233,3 +234,17 @@ def grid_point(model, alphas, branch, alpha):
             if same_point(model, float(alphas[i]), stored, r):
                 return r  # the stored point on a finer rule (a solver with labels refines it: two layers, Δ = 0.07)
     return None
+
+
+def jumped(model, alpha, x_pred, r) -> bool:
+    """Whether the located branch point ``r`` lies farther than ``max_move`` (in its overlaps) from the predicted
+    ``x_pred``: the corrector fell onto another sheet (two hidden layers, Δ = 0.083: the lower ``layers_1_2``
+    sheet's crossing with ``layer_1`` taken for the upper one's, 2.4e-3 away in α)."""
+    if x_pred is None or r is None or "state" not in r.info:
+        return False
+    try:
+        ov = np.asarray(model.state(alpha, np.asarray(x_pred, dtype=float)).overlaps, dtype=float)
+    except (ValueError, ZeroDivisionError, FloatingPointError):
+        return False
+    return bool(np.max(np.abs(np.asarray(r.info["state"].overlaps, dtype=float) - ov), initial=0.0)
+                > active().max_move)

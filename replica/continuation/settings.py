@@ -127,6 +127,11 @@ class ContinuationSettings:
     #: a cusp is sought between two consecutive points of a lost spinodal at most this many points back from its
     #: end (its last points may lie past the cusp, :func:`~replica.continuation.cusps.critical_points`)
     cusp_back_points: int = 4
+    #: two cusps located from the two spinodals of one S, each traced alone (lost at different parameter values:
+    #: one followed a little past the cusp), are one where they agree to this (relative: to |p| in the parameter, to
+    #: max(1, α) in α; the cubic fit of :func:`~replica.continuation.linepoints.cusp_discriminant` locates a cusp to
+    #: about 1e-6 relative in p and 1e-4 in α)
+    cusp_same_rtol: float = 1e-3
     #: a third branch makes a crossing metastable where its free entropy exceeds the crossing's by more than this
     #: (relative to max(1, |f|)): the rounding of f
     metastable_margin: float = 1e-12

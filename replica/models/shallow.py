@@ -320,6 +320,18 @@ class ShallowModel(OutputChannelTerms, RecordedArguments, ModelDefaults):
         n = np.size(x)
         return np.arange(2) if self.profile_solver is not None else np.arange(n)
 
+    def project(self, x) -> np.ndarray:
+        """``x`` with the overlaps ``Q(v)`` (every entry but the last, ``R̂₂``) clipped to ``[0, 1]`` (their domain:
+        the map's values lie there), for the correctors of the continuation; the profile solver's packed point
+        (globals and labels) as it is. The map is not differentiable at ``Q(v) = 0`` from below (``Q̂`` is clipped
+        at 0 there), so a rounding residue of −1e-24 on a group that is not learned (its overlap exactly 0 on the
+        branch) grows at every chord step next to a branch point, where ``F_x − I`` is nearly singular along it,
+        until the corrector fails (ReLU, 4point readouts, Δ = 0.02: a false fold on ``partial`` at α = 1.712)."""
+        y = np.array(x, dtype=float)
+        if self.profile_solver is None:
+            y[:-1] = np.clip(y[:-1], 0.0, 1.0)
+        return y
+
     def universal_indices(self) -> np.ndarray:
         """Packed indices free on the universal branch: ``R̂₂`` (the last one); ``D`` for the
         profile solver."""
