@@ -451,3 +451,26 @@ def test_relu_4point_branch_point_line_is_where_the_weak_readouts_specialize(tmp
         starts = [b.alpha_start for n, b in res.branches.items()
                   if n != "partial" and b.start_kind == "bifurcation" and b.alpha_start > 0.5]
         assert len(starts) == 1 and a == pytest.approx(starts[0], abs=1e-8)
+
+
+def test_two_layer_onset_of_layer_1_is_traced_and_equals_the_sweeps():
+    """Two hidden layers, tanh(2x): the first layer's neurons specialize continuously (``layer_1`` starts where its
+    learned overlaps vanish, a bifurcation off the universal branch, whose eigenvalue the profile solver does not
+    follow). Its onset line equals the start of ``layer_1`` in a sweep at the next Δ (1e-8), and is in the lines of a
+    sweep."""
+    from replica.continuation.codim2 import phase_line_tasks, trace_bifurcation_line
+    from replica.continuation.linepoints import grid_point
+
+    model = TwoLayerModel("tanh2", (0.5, 0.5), 0.1)
+    alphas = np.linspace(0.05, 8.0, 30)
+    res = sweep(model, alphas, progress=False)
+    b = res.branches["layer_1"]
+    assert b.start_kind == "bifurcation"
+    assert ("bifurcation", ("layer_1", "start")) in [label for label, _, _ in phase_line_tasks(model, res, "delta",
+                                                                                                [0.1, 0.12])]
+    line = trace_bifurcation_line(model, "delta", [0.1, 0.12], b.alpha_start, grid_point(model, alphas, b, b.alpha_start),
+                                  +1)
+    assert line.kind == "bifurcation" and line.end == "range"
+    ref = sweep(TwoLayerModel("tanh2", (0.5, 0.5), 0.12), alphas, progress=False).branches["layer_1"]
+    assert ref.start_kind == "bifurcation" and line.at(0.12) == pytest.approx(ref.alpha_start, abs=1e-8)
+    assert line.at(0.12) > line.at(0.1)  # more label noise: later onset

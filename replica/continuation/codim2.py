@@ -21,105 +21,20 @@ from __future__ import annotations
 
 import logging
 import math
-from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..interface import hook
 from .cusps import CriticalPoint, critical_points, locate_cusp  # noqa: F401 - re-exported (their former home)
-from .linepoints import crossing_at, fold_at, grid_point, jumped, line_window, model_at, search_window
-from .operators import stability
+from .eigenlines import trace_branch_point_line, trace_instability_line  # noqa: F401 - re-exported
+from .linepoints import (LinePoint, PhaseLine, _trace, bifurcation_at, crossing_at, fold_at, grid_point,  # noqa: F401
+                         jumped, line_window, model_at)
 from .settings import active
 
 __all__ = ["LinePoint", "PhaseLine", "model_at", "trace_fold_line", "trace_crossing_line", "trace_instability_line",
-           "trace_branch_point_line",
+           "trace_branch_point_line", "trace_bifurcation_line",
            "trace_phase_lines", "phase_line_tasks", "line_count", "CriticalPoint", "locate_cusp", "critical_points"]
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass
-class LinePoint:
-    """One located point of a phase line: the parameter, α, and the branch point(s) there (results)."""
-
-    parameter: float
-    alpha: float
-    results: tuple
-
-
-@dataclass
-class PhaseLine:
-    """A traced phase line.
-
-    Attributes
-    ----------
-    kind : str
-        ``fold`` (a spinodal: where a branch begins or ends), ``crossing`` (equal free entropies of two
-        branches: a first-order transition line), ``instability`` (the universal branch loses stability) or
-        ``branch_point`` (another curve branches off a curve: a continuous transition where that curve is the
-        equilibrium).
-    parameter : str
-        The name of the second parameter (``delta``, ``gamma``, …).
-    points : list of LinePoint
-        In the order traced (increasing or decreasing p), every accepted step.
-    end : str
-        Why the line ends: ``range`` (the last requested p was reached) or ``lost`` (the step in p fell below
-        ``line_min_step`` there: the fold or crossing disappears, or meets another line).
-    branches : tuple of str
-        The branch names at the first p: the branch whose fold it is and ``start`` or ``end`` (which of its
-        ends), ``universal`` (instability), or the two branches that cross.
-    """
-
-    kind: str
-    parameter: str
-    points: list = field(default_factory=list)
-    end: str = "range"
-    branches: tuple = ()
-
-    def at(self, value) -> float:
-        """α of the line at a requested parameter value (exactly hit by the continuation); NaN if absent."""
-        for pt in self.points:
-            if pt.parameter == value:
-                return pt.alpha
-        return math.nan
-
-
-def _trace(kind, name, values, first, locate):
-    """Natural continuation in the parameter through the requested ``values`` (sorted, starting at the value of
-    ``first``). ``locate(p, alpha_pred, xs_pred, move) -> (alpha, results) or None``, ``move`` the predicted
-    change of α (None before there is a secant). The first step is a quarter of the first interval (there is
-    no secant yet to predict the line's slope), and the steps double after every full step that succeeds."""
-    s = active()
-    line = PhaseLine(kind, name, [first])
-    p_targets = list(values[1:])
-    h = abs(p_targets[0] - first.parameter) / 4.0 if p_targets else 0.0
-    while p_targets:
-        last = line.points[-1]
-        target = p_targets[0]
-        step = math.copysign(min(h, abs(target - last.parameter)), target - last.parameter)
-        p = target if abs(step) >= abs(target - last.parameter) * (1 - 1e-12) else last.parameter + step
-        if len(line.points) >= 2:  # secant predictor in (p, α, x)
-            prev = line.points[-2]
-            t = (p - last.parameter) / (last.parameter - prev.parameter)
-            alpha = last.alpha + t * (last.alpha - prev.alpha)
-            xs = tuple(None if x1 is None else np.asarray(x1.x) + t * (np.asarray(x1.x) - np.asarray(x0.x))
-                       for x0, x1 in zip(prev.results, last.results))
-        else:
-            alpha, xs = last.alpha, tuple(None if r is None else np.asarray(r.x) for r in last.results)
-        got = locate(p, alpha, xs, abs(alpha - last.alpha) if len(line.points) >= 2 else None)
-        if got is None:
-            h = 0.5 * abs(step)
-            if h < s.line_min_step * max(1.0, abs(last.parameter)):
-                line.end = "lost"
-                logger.info("%s line lost at %s = %.10g (alpha = %.10g)", kind, name, last.parameter, last.alpha)
-                return line
-            continue
-        line.points.append(LinePoint(float(p), got[0], got[1]))
-        if p == target:
-            p_targets.pop(0)
-        if abs(step) >= h * (1 - 1e-12):  # a full step: double it (a step cut short at a target keeps h)
-            h = 2.0 * abs(step)
-    return line
 
 
 def trace_fold_line(model, name, values, alpha, result, side, solve_kw=None, *, width=None):
@@ -145,6 +60,27 @@ def trace_fold_line(model, name, values, alpha, result, side, solve_kw=None, *, 
     return _trace("fold", name, list(values), LinePoint(float(values[0]), float(alpha), (result,)), locate)
 
 
+def trace_bifurcation_line(model, name, values, alpha, result, side, solve_kw=None):
+    """Follow the bifurcation end at ``alpha`` of the curve through ``result`` (a point of the curve inside it: the
+    sweep's grid point next to the end; where its learned overlaps vanish the curve merges into one with fewer, the
+    onset of a continuous transition; the curve exists on ``side`` of it, +1 for a branch's start) through the
+    requested parameter ``values``, each point re-located as the sweep locates such an end
+    (:func:`~replica.continuation.linepoints.bifurcation_at`), from the curve's point as far inside the curve as
+    ``result`` is from ``alpha`` (the point stored with each line point). The line where no branch point of the host
+    is located: the host's eigenvalue is not followed (a layer of :class:`~replica.models.deep_fronts.DeepFrontModel`
+    whose front is at its end has its overlaps set to 0 by the ghost rule, so the host's eigenvalue along them is
+    0). Returns a :class:`PhaseLine` of kind ``bifurcation``."""
+    solve_kw = dict(solve_kw or {})
+    a_inside = float(getattr(result.info.get("state"), "alpha", alpha))
+    inside = max(abs(a_inside - alpha), 10.0 * active().jump_offset * max(1.0, abs(alpha)))
+
+    def locate(p, a, xs, move):
+        got = bifurcation_at(model_at(model, name, p), a, xs[0], side, inside, solve_kw)
+        return None if got is None else (got[0], (got[2],))
+
+    return _trace("bifurcation", name, list(values), LinePoint(float(values[0]), float(alpha), (result,)), locate)
+
+
 def trace_crossing_line(model, name, values, alpha, result_a, result_b, solve_kw=None, *, width=None):
     """Follow the crossing at ``alpha`` of the free entropies of two curves through ``result_a`` (None: the
     universal branch) and ``result_b`` through the requested parameter ``values`` (sorted, ``values[0]`` the
@@ -168,98 +104,36 @@ def trace_crossing_line(model, name, values, alpha, result_a, result_b, solve_kw
     return _trace("crossing", name, list(values), first, locate)
 
 
-def trace_instability_line(model, name, values, alpha, solve_kw=None, *, width=None):
-    """Follow the loss of stability of the universal branch (its leading eigenvalue crossing 1 at ``alpha``)
-    through the requested parameter ``values``: at each step the root of that eigenvalue minus 1 by Brent's
-    method in ``[α − w, α + w]`` around the prediction (``w`` as :func:`trace_fold_line`'s window; the
-    eigenvalue of the map restricted to the universal subspace where the model rules so). Returns a
-    :class:`PhaseLine` of kind ``instability``."""
-    from scipy import optimize  # lazy: start-up (docs/architecture.md)
-
-    def locate(p, a, xs, move):
-        m = model_at(model, name, p)
-        indices = hook(m, "universal_indices")() if hook(m, "universal_only_reason")() else None
-        w = width if width is not None else search_window(a, move)
-
-        def g(al):
-            return stability(m, al, m.solve_universal(al).x, indices=indices) - 1.0
-
-        lo, hi = max(a - w, 0.5 * a), a + w
-        try:
-            if not g(lo) * g(hi) < 0.0:
-                return None
-            root = float(optimize.brentq(g, lo, hi, xtol=1e-14, rtol=active().root_rtol))
-        except ValueError:
-            return None
-        return root, (m.solve_universal(root),)
-
-    first = LinePoint(float(values[0]), float(alpha), (model.solve_universal(float(alpha)),))
-    return _trace("instability", name, list(values), first, locate)
-
-
-def trace_branch_point_line(model, name, values, alpha, result, solve_kw=None, *, width=None):
-    """Follow a branch point of a curve through ``result`` (its leading eigenvalue crossing 1 at ``alpha`` while
-    the curve goes on: another curve branches off there, a continuous transition when it is the equilibrium's) through
-    the requested parameter ``values``: at each step the root of that eigenvalue minus 1 along the curve by Brent's
-    method in ``[α − w, α + w]`` around the prediction (``w`` as :func:`trace_fold_line`'s window), the curve
-    solved at each trial α by Newton from the predicted point with the curve's vanishing overlaps set to exactly 0
-    (:func:`~replica.continuation.events.zero_overlaps`), as
-    :func:`~replica.continuation.branchpoints.branch_points` locates it in a sweep (second-order differences).
-    Returns a :class:`PhaseLine` of kind ``branch_point``."""
-    from scipy import optimize  # lazy: start-up (docs/architecture.md)
-
-    from .correctors import correct
-    from .events import zero_overlaps
-    from .problem import overlaps_of
-
-    solve_kw = dict(solve_kw or {})
-    fails = [0]
-    vanishing = np.abs(overlaps_of(result)) < active().bifurcation_overlap  # the host's unlearned overlaps
-
-    class _Lost(Exception):
-        pass
-
-    def locate(p, a, xs, move):
-        m = model_at(model, name, p)
-        solved = {}
-
-        def g(al):
-            al = float(al)
-            if al not in solved:
-                x = zero_overlaps(m, xs[0], vanishing) if np.any(vanishing) else xs[0]
-                solved[al] = None if x is None else correct(m, al, x, solve_kw).result
-            r = solved[al]
-            value = math.nan if r is None else stability(m, al, r.x, order=2) - 1.0
-            if not math.isfinite(value):
-                raise _Lost
-            return value
-
-        w = line_window(width, a, move, fails)
-        lo, hi = max(a - w, 0.5 * a), a + w
-        try:
-            if not g(lo) * g(hi) < 0.0:
-                raise _Lost
-            root = float(optimize.brentq(g, lo, hi, xtol=1e-14, rtol=active().root_rtol))
-            g(root)
-        except (_Lost, ValueError):
-            fails[0] += 1
-            return None
-        fails[0] = 0
-        return root, (solved[root],)
-
-    first = LinePoint(float(values[0]), float(alpha), (result,))
-    return _trace("branch_point", name, list(values), first, locate)
-
-
 def line_count(result) -> int:
     """How many lines :func:`trace_phase_lines` follows through ``result``: one per fold end of a branch and per
-    branch point on a branch, one for the universal branch's instability on the grid, one per crossing of the
-    equilibrium."""
+    branch point on a branch or continuous change of the equilibrium off a non-universal branch, one for the
+    universal branch's instability on the grid, one per crossing of the equilibrium."""
     folds = sum((b.start_kind == "fold") + (b.end_kind == "fold") + sum(k != "stability_crossing" for k in
                                                                          getattr(b, "branch_point_kinds", ()))
                 for n, b in result.branches.items() if n != "universal")
     unstable = math.isfinite(float(result.branch_transitions.get("universal", {}).get("alpha_instability", math.nan)))
-    return folds + int(unstable) + sum(c["kind"] == "crossing" for c in result.equilibrium_changes)
+    return folds + len(_bifurcation_ends(result)) + int(unstable) + sum(c["kind"] == "crossing"
+                                                                       for c in result.equilibrium_changes)
+
+
+def _bifurcation_ends(result) -> list:
+    """``[(name, branch, α, +1)]``: the branch starts of kind ``bifurcation`` (the onsets of continuous transitions)
+    that no other line of :func:`phase_line_tasks` follows (the universal branch's instability, a branch point located
+    on another branch: within 1e-6 relative). Not the ends of that kind: at three hidden layers they lie past a
+    degenerate branch point of the same branch, where the continuation among the curves that cross there loses the
+    curve at an α that depends on its path (``layers_1_2`` at Δ = 0.093: 4.0175 in the sweep, 3.9638 from a point
+    traced in Δ), not at a located bifurcation."""
+    known = [float(result.branch_transitions.get("universal", {}).get("alpha_instability", math.nan))]
+    known += [float(a) for b in result.branches.values() for a in b.branch_points]
+    out = []
+    for bname, b in result.branches.items():
+        if bname == "universal":
+            continue
+        a = b.alpha_start
+        if b.start_kind == "bifurcation" and not any(abs(a - k) <= 1e-6 * max(1.0, abs(a)) for k in known
+                                                     if math.isfinite(k)):
+            out.append((bname, b, float(a), +1))
+    return out
 
 
 def trace_phase_lines(model, result, name, values, solve_kw=None, *, progress=None) -> list:
@@ -344,6 +218,7 @@ def phase_line_tasks(model, result, name, values, solve_kw=None) -> list:
         for kind, a_end, side in ((b.start_kind, b.alpha_start, +1), (b.end_kind, b.alpha_end, -1)):
             if kind == "fold":
                 tasks.append(fold_task(bname, b, a_end, side))
+
     def branch_point_task(bname, b, a_bp):
         def trace():
             pt = grid_point(model, alphas, b, a_bp)
@@ -362,6 +237,23 @@ def phase_line_tasks(model, result, name, values, solve_kw=None) -> list:
         for a_bp, kind in zip(b.branch_points, getattr(b, "branch_point_kinds", ())):
             if kind in ("branch_point", "degenerate_branch_point"):  # not a complex pair (no curve branches off)
                 tasks.append(branch_point_task(bname, b, a_bp))
+
+    def bifurcation_task(bname, b, a_end, side):
+        which = "start" if side > 0 else "end"
+
+        def trace():
+            pt = grid_point(model, alphas, b, a_end)
+            if pt is None:
+                logger.warning("the bifurcation line at the %s of %s (alpha = %.10g) is not traced: no point of the "
+                               "branch could be solved at the grid alpha next to it", which, bname, a_end)
+                return None
+            line = trace_bifurcation_line(model, name, values, a_end, pt, side, solve_kw)
+            line.branches = (bname, which)
+            return line
+        return ("bifurcation", (bname, which)), a_end, trace
+
+    for bname, b, a_end, side in _bifurcation_ends(result):
+        tasks.append(bifurcation_task(bname, b, a_end, side))
     a_inst = float(result.branch_transitions.get("universal", {}).get("alpha_instability", math.nan))
     if math.isfinite(a_inst):
         def instability():

@@ -17,7 +17,7 @@ from .settings import active
 from .stepper import advance
 
 __all__ = ["Curve", "UniversalCurve", "UNIVERSAL", "same_point", "damped_step", "trace_labelled", "trace_curve",
-           "past_the_ghost", "jump_seeds", "point_on_curve",
+           "bifurcation_end", "past_the_ghost", "jump_seeds", "point_on_curve",
            "solve_on_curve"]
 
 
@@ -170,18 +170,10 @@ def trace_curve(model, alphas, a0, seed_result, solve_kw):
                 break
             r_next, slope, failure = advance(model, a, r, float(alphas[j]), slope, solve_kw, trail=curve.trail)
             if r_next is None:
-                a_last, r_last, why, learned = failure
-                ov = overlaps_of(r_last)
-                small = bool(np.any(np.abs(ov[learned]) < active().bifurcation_overlap))
-                if why == "support" or small:
-                    # many order parameters (vectorized map or not): the end found by halving the step (to
-                    # active().min_step) is the bifurcation; the host's eigenvalue root adds digits below that at
-                    # ~10⁴ evaluations per end
-                    a_end = locate_bifurcation(model, a_last, r_last, direction, solve_kw) \
-                        if roots_on_host(model, r_last.x) else a_last
-                    curve.ends[direction] = End(a_end, "bifurcation", r_last, a_last)
-                else:
-                    curve.ends[direction] = End(a_last, "fold", r_last, a_last)
+                a_last, r_last, _, _ = failure
+                a_end = bifurcation_end(model, failure, direction, solve_kw)
+                curve.ends[direction] = End(a_last, "fold", r_last, a_last) if a_end is None else \
+                    End(a_end, "bifurcation", r_last, a_last)
                 break
             curve.results[j] = r_next
             r, a = r_next, float(alphas[j])
@@ -193,6 +185,20 @@ def trace_curve(model, alphas, a0, seed_result, solve_kw):
     # its continuation steps as its points
     curve.stability = {j: stability(model, alphas[j], r.x, order=1) for j, r in curve.results.items()}
     return curve
+
+
+def bifurcation_end(model, failure, direction, solve_kw):
+    """α of the end ``failure`` of a continuation in ``direction`` (:func:`~replica.continuation.stepper.advance`)
+    where it is a bifurcation (the corrector lost the curve by support loss, or some learned overlap is below
+    ``bifurcation_overlap`` there: the curve merges into one with fewer learned overlaps), None where it is a fold.
+    Many order parameters (vectorized map or not): the end found by halving the step (to ``min_step``) is the
+    bifurcation; where the host's eigenvalue can be followed (:func:`roots_on_host`) its root adds digits below
+    that, at ~10⁴ evaluations per end."""
+    a_last, r_last, why, learned = failure
+    ov = overlaps_of(r_last)
+    if not (why == "support" or bool(np.any(np.abs(ov[learned]) < active().bifurcation_overlap))):
+        return None
+    return locate_bifurcation(model, a_last, r_last, direction, solve_kw) if roots_on_host(model, r_last.x) else a_last
 
 
 def past_the_ghost(model, alpha, end):

@@ -4,23 +4,111 @@ re-located near a prediction, and the search window around a prediction."""
 
 from __future__ import annotations
 
+import logging
 import math
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from types import SimpleNamespace
 
 import numpy as np
 
 from ..interface import hook
 from .correctors import correct
-from .curves import same_point
+from .curves import bifurcation_end, same_point
 from .events import envelope_slope, locate_crossing
 from .folds import bordered_solve, refine_fold
 from .problem import is_universal, unknowns
 from .settings import active, using
 from .stepper import advance
 
-__all__ = ["model_at", "fold_at", "crossing_at", "search_window", "line_window", "grid_point", "cusp_discriminant",
+__all__ = ["LinePoint", "PhaseLine", "model_at", "fold_at", "bifurcation_at", "crossing_at", "search_window", "line_window", "grid_point", "cusp_discriminant",
            "jumped"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class LinePoint:
+    """One located point of a phase line: the parameter, α, and the branch point(s) there (results)."""
+
+    parameter: float
+    alpha: float
+    results: tuple
+
+
+@dataclass
+class PhaseLine:
+    """A traced phase line.
+
+    Attributes
+    ----------
+    kind : str
+        ``fold`` (a spinodal: where a branch begins or ends), ``crossing`` (equal free entropies of two
+        branches: a first-order transition line), ``instability`` (the universal branch loses stability) or
+        ``branch_point`` (another curve branches off a curve: a continuous transition where that curve is the
+        equilibrium) or ``bifurcation`` (a branch's end where its learned overlaps vanish, where no branch point of
+        its host is located).
+    parameter : str
+        The name of the second parameter (``delta``, ``gamma``, …).
+    points : list of LinePoint
+        In the order traced (increasing or decreasing p), every accepted step.
+    end : str
+        Why the line ends: ``range`` (the last requested p was reached) or ``lost`` (the step in p fell below
+        ``line_min_step`` there: the fold or crossing disappears, or meets another line).
+    branches : tuple of str
+        The branch names at the first p: the branch whose fold it is and ``start`` or ``end`` (which of its
+        ends), ``universal`` (instability), or the two branches that cross.
+    """
+
+    kind: str
+    parameter: str
+    points: list = field(default_factory=list)
+    end: str = "range"
+    branches: tuple = ()
+
+    def at(self, value) -> float:
+        """α of the line at a requested parameter value (exactly hit by the continuation); NaN if absent."""
+        for pt in self.points:
+            if pt.parameter == value:
+                return pt.alpha
+        return math.nan
+
+
+def _trace(kind, name, values, first, locate):
+    """Natural continuation in the parameter through the requested ``values`` (sorted, starting at the value of
+    ``first``). ``locate(p, alpha_pred, xs_pred, move) -> (alpha, results) or None``, ``move`` the predicted
+    change of α (None before there is a secant). The first step is a quarter of the first interval (there is
+    no secant yet to predict the line's slope), and the steps double after every full step that succeeds."""
+    s = active()
+    line = PhaseLine(kind, name, [first])
+    p_targets = list(values[1:])
+    h = abs(p_targets[0] - first.parameter) / 4.0 if p_targets else 0.0
+    while p_targets:
+        last = line.points[-1]
+        target = p_targets[0]
+        step = math.copysign(min(h, abs(target - last.parameter)), target - last.parameter)
+        p = target if abs(step) >= abs(target - last.parameter) * (1 - 1e-12) else last.parameter + step
+        if len(line.points) >= 2:  # secant predictor in (p, α, x)
+            prev = line.points[-2]
+            t = (p - last.parameter) / (last.parameter - prev.parameter)
+            alpha = last.alpha + t * (last.alpha - prev.alpha)
+            xs = tuple(None if x1 is None else np.asarray(x1.x) + t * (np.asarray(x1.x) - np.asarray(x0.x))
+                       for x0, x1 in zip(prev.results, last.results))
+        else:
+            alpha, xs = last.alpha, tuple(None if r is None else np.asarray(r.x) for r in last.results)
+        got = locate(p, alpha, xs, abs(alpha - last.alpha) if len(line.points) >= 2 else None)
+        if got is None:
+            h = 0.5 * abs(step)
+            if h < s.line_min_step * max(1.0, abs(last.parameter)):
+                line.end = "lost"
+                logger.info("%s line lost at %s = %.10g (alpha = %.10g)", kind, name, last.parameter, last.alpha)
+                return line
+            continue
+        line.points.append(LinePoint(float(p), got[0], got[1]))
+        if p == target:
+            p_targets.pop(0)
+        if abs(step) >= h * (1 - 1e-12):  # a full step: double it (a step cut short at a target keeps h)
+            h = 2.0 * abs(step)
+    return line
 
 
 def model_at(model, name, value):
@@ -67,6 +155,28 @@ def fold_at(model, alpha, x, side, width, solve_kw, geometry=None):
     if why == "support":  # the curve ends by support loss there, not at a fold
         return None
     return float(a_end), r_end
+
+
+def bifurcation_at(model, alpha, x, side, inside, solve_kw):
+    """The end near ``alpha`` of the curve through ``x`` where its learned overlaps vanish (a bifurcation: the curve
+    merges into one with fewer learned overlaps), on the side ``side`` of which the curve exists (+1: a branch's
+    start): the curve solved at ``alpha + side·inside`` (Newton from ``x``, a point of the curve about that far
+    inside it: at the end itself the curve and its host coincide, and Newton's method from there may fall onto
+    the host), continued towards ``alpha − side·inside`` until it ends, the end located as the sweep locates it
+    (:func:`~replica.continuation.curves.bifurcation_end`). Returns ``(α_end, result at the end, result inside)`` or
+    None where the curve is not found, does not end in that window, or ends at a fold."""
+    start = alpha + side * inside
+    if not start > 0.0:
+        return None
+    r = correct(model, start, x, solve_kw).result
+    if r is None or is_universal(r):
+        return None
+    target = max(alpha - inside, 0.5 * alpha) if side > 0 else alpha + inside
+    _, _, failure = advance(model, start, r, target, None, solve_kw)
+    if failure is None:
+        return None
+    a_end = bifurcation_end(model, failure, -side, solve_kw)
+    return None if a_end is None else (float(a_end), failure[1], r)
 
 
 def _fold_from_geometry(model, alpha, x, side, width, geometry, solve_kw):

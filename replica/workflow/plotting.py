@@ -1181,7 +1181,8 @@ def plot_phase_lines(data: dict, *, title=None, logy=False):
     styles = {"fold": dict(ls=(0, (3, 2)), marker="o", mfc="white", lw=1.4),
               "crossing": dict(ls="-", marker="s", lw=2.0),
               "instability": dict(ls=(0, (1, 1.5)), marker="^", lw=1.6),
-              "branch_point": dict(ls=(0, (5, 1.5, 1, 1.5)), marker="v", lw=1.6)}
+              "branch_point": dict(ls=(0, (5, 1.5, 1, 1.5)), marker="v", lw=1.6),
+              "bifurcation": dict(ls=(0, (5, 1.5, 1, 1.5)), marker="D", lw=1.6, mfc="white")}
     with figure_style():
         fig, ax = plt.subplots(figsize=(5.0, 3.9), layout="constrained")
         handles = []
@@ -1206,7 +1207,9 @@ def plot_phase_lines(data: dict, *, title=None, logy=False):
                         alpha=0.35 if meta[-1] else 1.0, zorder=5)
             what = {"fold": f"spinodal: {' '.join(line['branches'][1:2])} of {line['branches'][0]}",
                     "instability": "universal branch unstable",
-                    "branch_point": f"branch point of {' '.join(line['branches'][:1])}"}.get(
+                    "branch_point": f"branch point of {' '.join(line['branches'][:1])}",
+                    "bifurcation": f"continuous {'onset' if line['branches'][1:2] == ('start',) else 'end'} of "
+                                   f"{' '.join(line['branches'][:1])}"}.get(
                         line["kind"], "transition " + " → ".join(
                         line["branches"]))
             if p.size and requested.size and p[0] == requested[-1] and p[0] != requested[0]:
