@@ -27,7 +27,7 @@ import numpy as np
 from .cusps import CriticalPoint, critical_points, locate_cusp  # noqa: F401 - re-exported (their former home)
 from .eigenlines import trace_branch_point_line, trace_instability_line  # noqa: F401 - re-exported
 from .linepoints import (LinePoint, PhaseLine, _trace, bifurcation_at, crossing_at, fold_at, grid_point,  # noqa: F401
-                         jumped, line_window, model_at)
+                         jumped, line_window, model_at, search_window)
 from .settings import active
 
 __all__ = ["LinePoint", "PhaseLine", "model_at", "trace_fold_line", "trace_crossing_line", "trace_instability_line",
@@ -76,7 +76,12 @@ def trace_bifurcation_line(model, name, values, alpha, result, side, solve_kw=No
 
     def locate(p, a, xs, move):
         got = bifurcation_at(model_at(model, name, p), a, xs[0], side, inside, solve_kw)
-        return None if got is None else (got[0], (got[2],))
+        if got is None or (move is not None and abs(got[0] - a) > max(0.5 * move, search_window(a, 0.0))):
+            # not found, or farther from the secant's prediction than half its step: the continuation from the inside
+            # point ended on another curve's onset (three hidden layers: two onsets of layers_1_2 that meet at Δ =
+            # 0.05; a shorter step predicts better)
+            return None
+        return got[0], (got[2],)
 
     return _trace("bifurcation", name, list(values), LinePoint(float(values[0]), float(alpha), (result,)), locate)
 
