@@ -979,6 +979,12 @@ MUTATIONS = [
       "        if False and not any(",
       "the onsets of continuous transitions whose host eigenvalue is not followed get no line",
       ("tests/test_phase_lines.py::test_two_layer_onset_of_layer_1_is_traced_and_equals_the_sweeps",)),
+    M("line-secant-through-one-value", "replica/continuation/linepoints.py",
+      "        if len(line.points) >= 2 and abs(last.parameter - line.points[-2].parameter) >= \\\n",
+      "        if len(line.points) >= 2 and abs(last.parameter - line.points[-2].parameter) >= 0.0 * \\\n",
+      "a line's secant through two points at one value of the parameter (a division by zero in the triple-point "
+      "search)",
+      ("tests/test_phase_lines.py::test_a_line_through_values_closer_than_their_rounding_is_traced",)),
     M("channel-copy-keeps-old-value", "replica/interface.py",
       "            params[name] = float(value)\n",
       "            pass\n",

@@ -474,3 +474,20 @@ def test_two_layer_onset_of_layer_1_is_traced_and_equals_the_sweeps():
     ref = sweep(TwoLayerModel("tanh2", (0.5, 0.5), 0.12), alphas, progress=False).branches["layer_1"]
     assert ref.start_kind == "bifurcation" and line.at(0.12) == pytest.approx(ref.alpha_start, abs=1e-8)
     assert line.at(0.12) > line.at(0.1)  # more label noise: later onset
+
+
+@pytest.mark.parametrize("values", [[0.1, 0.1 + 1e-16], [0.1, 0.1, 0.3], [0.3, 0.3 - 5e-17, 0.1]])
+def test_a_line_through_values_closer_than_their_rounding_is_traced(values):
+    """Values a few roundings apart (the triple-point search continues a line from its nearest point to a trial value
+    of Brent's method, next to the bracket's end: two hidden layers, --alpha 0.05:8:20) or repeated: the step is then
+    the target itself, and no secant is taken through two points at one value (was a ZeroDivisionError)."""
+    from replica.continuation.codim2 import trace_branch_point_line
+    from replica.continuation.correctors import correct
+
+    start = values[0]
+    model = PitchforkToy(start)
+    host = correct(model, 1.0 + start ** 2 + 0.1, np.array([0.5, 0.0]), {}).result
+    line = trace_branch_point_line(model, "delta", values, 1.0 + start ** 2, host)
+    assert line.end == "range"
+    for d in values:
+        assert line.at(d) == pytest.approx(1.0 + d ** 2, abs=1e-9)

@@ -85,17 +85,22 @@ def _trace(kind, name, values, first, locate):
     while p_targets:
         last = line.points[-1]
         target = p_targets[0]
+        if h < s.line_min_step * max(1.0, abs(last.parameter)):  # after a target within rounding of the last point
+            h = abs(target - last.parameter) / 4.0
         step = math.copysign(min(h, abs(target - last.parameter)), target - last.parameter)
-        p = target if abs(step) >= abs(target - last.parameter) * (1 - 1e-12) else last.parameter + step
-        if len(line.points) >= 2:  # secant predictor in (p, α, x)
-            prev = line.points[-2]
+        p = target if abs(step) >= abs(target - last.parameter) * (1 - 1e-12) or last.parameter + step == \
+            last.parameter else last.parameter + step  # (a step below the parameter's rounding: the target itself)
+        if len(line.points) >= 2 and abs(last.parameter - line.points[-2].parameter) >= \
+                s.line_min_step * max(1.0, abs(last.parameter)):  # secant predictor in (p, α, x), not through two
+            # points within rounding of one value
+            prev, secant = line.points[-2], True
             t = (p - last.parameter) / (last.parameter - prev.parameter)
             alpha = last.alpha + t * (last.alpha - prev.alpha)
             xs = tuple(None if x1 is None else np.asarray(x1.x) + t * (np.asarray(x1.x) - np.asarray(x0.x))
                        for x0, x1 in zip(prev.results, last.results))
         else:
-            alpha, xs = last.alpha, tuple(None if r is None else np.asarray(r.x) for r in last.results)
-        got = locate(p, alpha, xs, abs(alpha - last.alpha) if len(line.points) >= 2 else None)
+            alpha, xs, secant = last.alpha, tuple(None if r is None else np.asarray(r.x) for r in last.results), False
+        got = locate(p, alpha, xs, abs(alpha - last.alpha) if secant else None)
         if got is None:
             h = 0.5 * abs(step)
             if h < s.line_min_step * max(1.0, abs(last.parameter)):
