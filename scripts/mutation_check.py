@@ -971,7 +971,7 @@ MUTATIONS = [
       ("tests/test_phase_lines.py::test_one_cusp_from_two_spinodals_lost_at_different_values_is_one_critical_point",)),
     M("bifurcation-onset-window-floor", "replica/continuation/linepoints.py",
       "    target = max(alpha - inside, 0.5 * alpha) if side > 0 else alpha + inside\n",
-      "    target = max(alpha - inside, 0.5 * start) if side > 0 else alpha + inside\n",
+      "    target = max(alpha - inside, 0.5 * (alpha + side * inside)) if side > 0 else alpha + inside\n",
       "the continuation towards an onset stops at half its start, above the onset when the start lies far inside",
       ("tests/test_phase_lines.py::test_two_layer_onset_of_layer_1_is_traced_and_equals_the_sweeps",)),
     M("bifurcation-onsets-not-traced", "replica/continuation/codim2.py",

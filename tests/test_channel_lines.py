@@ -75,26 +75,28 @@ def test_threshold_lines_equal_the_sweeps_and_are_even_in_theta(tmp_path):
     assert sp[0] < sp[1] < sp[2]
 
 
+def _equal_to_a_sweep(data, parameter, value, model, alphas):
+    """The traced file's spinodal and first-order line at ``parameter = value`` equal the α_sp and α_c of a sweep of
+    ``model`` (built directly with that channel) to 1e-8."""
+    assert data["parameter"] == parameter
+    kinds = {line["kind"]: line for line in data["lines"]}
+    ref = sweep(model, alphas, progress=False)
+    assert _at(kinds["fold"], parameter, value) == pytest.approx(ref.transitions["alpha_sp"], abs=1e-8)
+    assert _at(kinds["crossing"], parameter, value) == pytest.approx(ref.transitions["alpha_c"], abs=1e-8)
+
+
 def test_probit_delta_lines_equal_the_sweeps(tmp_path):
     data = _traced(tmp_path, "--channel", "probit", "--delta", "0.05,0.1,0.2", "--alpha", "0.5:10:20")
-    assert data["parameter"] == "delta"
-    kinds = {line["kind"]: line for line in data["lines"]}
-    ref = sweep(ShallowModel("tanh2", 0.5, 0.2, output_channel=ProbitChannel(0.2)), np.linspace(0.5, 10.0, 20),
-                progress=False)
-    assert _at(kinds["fold"], "delta", 0.2) == pytest.approx(ref.transitions["alpha_sp"], abs=1e-8)
-    assert _at(kinds["crossing"], "delta", 0.2) == pytest.approx(ref.transitions["alpha_c"], abs=1e-8)
+    _equal_to_a_sweep(data, "delta", 0.2, ShallowModel("tanh2", 0.5, 0.2, output_channel=ProbitChannel(0.2)),
+                      np.linspace(0.5, 10.0, 20))
 
 
 def test_temperature_lines_equal_the_sweeps_and_are_drawn(tmp_path):
     from replica.workflow.plotting import plot_file
 
     data = _traced(tmp_path, "--channel", "logistic", "--temperature", "0.2,0.3", "--alpha", "1:10:10")
-    assert data["parameter"] == "temperature"
-    kinds = {line["kind"]: line for line in data["lines"]}
-    ref = sweep(ShallowModel("tanh2", 0.5, 0.0, output_channel=LogisticChannel(0.3)), np.linspace(1.0, 10.0, 10),
-                progress=False)
-    assert _at(kinds["fold"], "temperature", 0.3) == pytest.approx(ref.transitions["alpha_sp"], abs=1e-8)
-    assert _at(kinds["crossing"], "temperature", 0.3) == pytest.approx(ref.transitions["alpha_c"], abs=1e-8)
+    _equal_to_a_sweep(data, "temperature", 0.3, ShallowModel("tanh2", 0.5, 0.0, output_channel=LogisticChannel(0.3)),
+                      np.linspace(1.0, 10.0, 10))
     fig = plot_file(tmp_path / "lines.h5")
     assert "temperature" in fig.axes[0].get_ylabel()
     import matplotlib.pyplot as plt

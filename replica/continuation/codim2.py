@@ -203,62 +203,40 @@ def phase_line_tasks(model, result, name, values, solve_kw=None) -> list:
     alphas = np.asarray(result.alpha, dtype=float)
     tasks = []
 
-    def fold_task(bname, b, a_end, side):
-        which = "start" if side > 0 else "end"
-
+    def branch_task(kind, b, a, labels, follow):
+        """The line of ``kind`` through the point of branch ``b`` at ``a``, traced by ``follow(grid point)`` from the
+        branch's point at the grid α next to ``a``."""
         def trace():
-            pt = grid_point(model, alphas, b, a_end)
+            pt = grid_point(model, alphas, b, a)
             if pt is None:
-                logger.warning("the fold line at the %s of %s (alpha = %.10g) is not traced: no point of the branch "
-                               "could be solved at the grid alpha next to it", which, bname, a_end)
+                logger.warning("the %s line of %s (alpha = %.10g) is not traced: no point of the branch could be solved "
+                               "at the grid alpha next to it", kind, " ".join(labels), a)
                 return None
-            line = trace_fold_line(model, name, values, a_end, pt, side, solve_kw)
-            line.branches = (bname, which)
+            line = follow(pt)
+            line.branches = labels
             return line
-        return ("fold", (bname, which)), float(a_end), trace
+        return (kind, labels), float(a), trace
+
+    def which(side):
+        return "start" if side > 0 else "end"
 
     for bname, b in result.branches.items():
         if bname == "universal":
             continue
         for kind, a_end, side in ((b.start_kind, b.alpha_start, +1), (b.end_kind, b.alpha_end, -1)):
             if kind == "fold":
-                tasks.append(fold_task(bname, b, a_end, side))
-
-    def branch_point_task(bname, b, a_bp):
-        def trace():
-            pt = grid_point(model, alphas, b, a_bp)
-            if pt is None:
-                logger.warning("the branch-point line of %s (alpha = %.10g) is not traced: no point of the branch "
-                               "could be solved at the grid alpha next to it", bname, a_bp)
-                return None
-            line = trace_branch_point_line(model, name, values, a_bp, pt, solve_kw)
-            line.branches = (bname,)
-            return line
-        return ("branch_point", (bname,)), float(a_bp), trace
-
+                tasks.append(branch_task("fold", b, a_end, (bname, which(side)), lambda pt, a=a_end, side=side:
+                                         trace_fold_line(model, name, values, a, pt, side, solve_kw)))
     for bname, b in result.branches.items():
         if bname == "universal":
             continue
         for a_bp, kind in zip(b.branch_points, getattr(b, "branch_point_kinds", ())):
             if kind in ("branch_point", "degenerate_branch_point"):  # not a complex pair (no curve branches off)
-                tasks.append(branch_point_task(bname, b, a_bp))
-
-    def bifurcation_task(bname, b, a_end, side):
-        which = "start" if side > 0 else "end"
-
-        def trace():
-            pt = grid_point(model, alphas, b, a_end)
-            if pt is None:
-                logger.warning("the bifurcation line at the %s of %s (alpha = %.10g) is not traced: no point of the "
-                               "branch could be solved at the grid alpha next to it", which, bname, a_end)
-                return None
-            line = trace_bifurcation_line(model, name, values, a_end, pt, side, solve_kw)
-            line.branches = (bname, which)
-            return line
-        return ("bifurcation", (bname, which)), a_end, trace
-
+                tasks.append(branch_task("branch_point", b, a_bp, (bname,), lambda pt, a=a_bp:
+                                         trace_branch_point_line(model, name, values, a, pt, solve_kw)))
     for bname, b, a_end, side in _bifurcation_ends(result):
-        tasks.append(bifurcation_task(bname, b, a_end, side))
+        tasks.append(branch_task("bifurcation", b, a_end, (bname, which(side)), lambda pt, a=a_end, side=side:
+                                 trace_bifurcation_line(model, name, values, a, pt, side, solve_kw)))
     a_inst = float(result.branch_transitions.get("universal", {}).get("alpha_instability", math.nan))
     if math.isfinite(a_inst):
         def instability():

@@ -146,20 +146,27 @@ def fold_at(model, alpha, x, side, width, solve_kw, geometry=None):
         got = _fold_from_geometry(model, alpha, x, side, width, geometry, solve_kw)
         if got is not None:
             return got
-    start = alpha + side * width
+    target = max(alpha - side * width, 0.5 * (alpha + side * width)) if side > 0 else alpha - side * width
+    got = _end_of_curve(model, alpha + side * width, x, target, solve_kw)
+    if got is None:
+        return None
+    (a_end, r_end, why, _), _ = got
+    if why == "support":  # the curve ends by support loss there, not at a fold
+        return None
+    return float(a_end), r_end
+
+
+def _end_of_curve(model, start, x, target, solve_kw):
+    """``(failure, result at start)``: the curve through ``x`` solved at ``start`` (Newton) and continued towards
+    ``target`` until it ends (:func:`~replica.continuation.stepper.advance`'s failure: ``(α, result, why,
+    learned)``), or None where it is not found there or does not end before ``target``."""
     if not start > 0.0:
         return None
     r = correct(model, start, x, solve_kw).result
     if r is None or is_universal(r):
         return None
-    target = max(alpha - side * width, 0.5 * start) if side > 0 else alpha - side * width
     _, _, failure = advance(model, start, r, target, None, solve_kw)
-    if failure is None:
-        return None
-    a_end, r_end, why, _ = failure
-    if why == "support":  # the curve ends by support loss there, not at a fold
-        return None
-    return float(a_end), r_end
+    return None if failure is None else (failure, r)
 
 
 def bifurcation_at(model, alpha, x, side, inside, solve_kw):
@@ -170,16 +177,11 @@ def bifurcation_at(model, alpha, x, side, inside, solve_kw):
     the host), continued towards ``alpha − side·inside`` until it ends, the end located as the sweep locates it
     (:func:`~replica.continuation.curves.bifurcation_end`). Returns ``(α_end, result at the end, result inside)`` or
     None where the curve is not found, does not end in that window, or ends at a fold."""
-    start = alpha + side * inside
-    if not start > 0.0:
-        return None
-    r = correct(model, start, x, solve_kw).result
-    if r is None or is_universal(r):
-        return None
     target = max(alpha - inside, 0.5 * alpha) if side > 0 else alpha + inside
-    _, _, failure = advance(model, start, r, target, None, solve_kw)
-    if failure is None:
+    got = _end_of_curve(model, alpha + side * inside, x, target, solve_kw)
+    if got is None:
         return None
+    failure, r = got
     a_end = bifurcation_end(model, failure, -side, solve_kw)
     return None if a_end is None else (float(a_end), failure[1], r)
 
