@@ -330,7 +330,10 @@ class RecordedArguments:
             from priors.output_channels import get_output_channel
 
             params = {k: v for k, v in channel.parameters().items() if k != "name"}
-            params[name] = float(value)
+            try:
+                params[name] = float(value)
+            except (TypeError, ValueError):
+                raise ValueError(f"{name} must be a number, got {value!r}") from None
             if channel.name == "sign":
                 params.pop("delta", None)  # noiseless: no Δ to give
             new = get_output_channel(channel.name, **params)
@@ -338,6 +341,11 @@ class RecordedArguments:
             if "delta" in names and arguments.get("delta") is not None:
                 changed["delta"] = new.delta  # the model's Δ is the channel's (make_output_channel checks it)
             return cls(**{**arguments, **changed})
+        if channel is not None and name == "delta" and not _channel_parameters(channel) and \
+                channel.name not in _named_channels():
+            # a channel given by its likelihood: the model's Δ is not read (the channel is the law of the labels)
+            raise ValueError(f"the {channel.name} channel of {cls.__name__} has no parameter 'delta' to vary (a channel "
+                             "given by its likelihood: build it again with the new value)")
         if name not in names and f"{name}s" in names and np.ndim(value) == 0:
             # one value for a per-layer parameter (``gamma`` of a model with ``gammas``): every layer's
             name, value = f"{name}s", [value] * len(arguments[f"{name}s"])
@@ -348,15 +356,23 @@ class RecordedArguments:
         return cls(**{**arguments, name: value})
 
 
+def _named_channels() -> tuple:
+    from priors.output_channels import OUTPUT_CHANNELS
+
+    return tuple(OUTPUT_CHANNELS)
+
+
 def _channel_parameters(channel) -> set:
     """The parameters of a named output channel that :meth:`RecordedArguments.with_parameter` can vary (those of
-    :data:`priors.output_channels.CHANNEL_OPTIONS`; none for a channel given by its likelihood)."""
-    from priors.output_channels import CHANNEL_OPTIONS, OUTPUT_CHANNELS
+    :data:`priors.output_channels.CHANNEL_OPTIONS`): by the channel's class, not its name (a channel given by its
+    likelihood may carry a built-in's name); none for a channel given by its likelihood or a Gaussian one."""
+    from priors.output_channels import CHANNEL_OPTIONS, LogisticChannel, ProbitChannel
 
     key = getattr(channel, "name", None)
-    if key not in OUTPUT_CHANNELS or key == "gaussian":
-        return set()
-    return set(CHANNEL_OPTIONS[key])
+    if (type(channel) is ProbitChannel and key in ("probit", "sign")) or (type(channel) is LogisticChannel
+                                                                          and key == "logistic"):
+        return set(CHANNEL_OPTIONS[key])
+    return set()
 
 
 #: names of the optional hooks (:class:`ModelDefaults`)

@@ -53,8 +53,19 @@ def test_a_channel_parameter_the_channel_does_not_have_is_refused():
     custom = BinaryChannel(lambda lam: -np.logaddexp(0.0, -lam), 1.0, name="mine")
     with pytest.raises(ValueError, match="has no parameter 'temperature'"):
         model_at(ShallowModel("tanh2", 0.5, 0.0, output_channel=custom), "temperature", 0.5)
+    # a channel given by its likelihood has no Δ: a copy at another Δ would be the same model (found by a reviewer)
+    with pytest.raises(ValueError, match="mine channel .* no parameter 'delta'"):
+        model_at(ShallowModel("tanh2", 0.5, 0.0, output_channel=custom), "delta", 0.5)
+    # nor does one that carries a built-in's name (decided by the class, not the name: was a TypeError)
+    for name, parameter in (("logistic", "temperature"), ("probit", "threshold"), ("sign", "threshold")):
+        named = BinaryChannel(lambda lam: -np.logaddexp(0.0, -lam), 1.0, name=name)
+        with pytest.raises(ValueError, match=f"has no parameter '{parameter}'"):
+            model_at(ShallowModel("tanh2", 0.5, 0.0, output_channel=named), parameter, 0.5)
     with pytest.raises(ValueError, match="temperature"):
         model_at(ShallowModel("tanh2", 0.5, 0.0, output_channel=LogisticChannel(1.0)), "temperature", -1.0)
+    for bad in ([0.2, 0.3], None):
+        with pytest.raises(ValueError, match="temperature must be a number"):
+            model_at(ShallowModel("tanh2", 0.5, 0.0, output_channel=LogisticChannel(1.0)), "temperature", bad)
 
 
 def test_threshold_lines_equal_the_sweeps_and_are_even_in_theta(tmp_path):
@@ -110,7 +121,7 @@ def test_temperature_lines_equal_the_sweeps_and_are_drawn(tmp_path):
     (["--channel", "probit", "--temperature", "0.1,0.2"], "--temperature: only for --channel logistic"),
     (["--channel", "probit", "--channel-threshold", "0,1e5"], "--channel-threshold: values must be <= 10000"),
     (["--channel", "probit", "--channel-threshold", "0,1", "--delta", "0.1,0.2"], "only one of"),
-    (["--channel", "probit", "--channel-threshold", "1,0"], "increasing"),
+    (["--channel", "probit", "--channel-threshold", "1,0"], "--channel-threshold: give at least two increasing"),
 ])
 def test_bad_channel_grids_are_refused_in_one_line(tmp_path, capsys, extra, message):
     from replica.workflow.cli import phase_diagram_main

@@ -1094,7 +1094,7 @@ def _run_traced(args, vary, values, base, alphas) -> int:
         raise UsageError("--trace: runs in this process (--workers and --scheduler are for grid diagrams)")
     values = np.asarray(values, dtype=float)
     if values.size < 2 or not np.all(np.diff(values) > 0):
-        raise UsageError(f"--{vary}: give at least two increasing values to trace the lines through")
+        raise UsageError(f"--{vary.replace('_', '-')}: give at least two increasing values to trace the lines through")
     opts = _line_options(base, vary, float(values[0]))
     model, arch = resolve_model(opts)
     if getattr(model, "with_parameter", None) is None:

@@ -115,8 +115,9 @@ def describe(parameters: dict, *, skip=()) -> str:
         parts.append(r"logistic labels" if "temperature" in skip else
                      rf"logistic labels, $T = {float(p.get('temperature') or 1.0):g}$")
     elif channel == "sign":
-        parts.append(r"labels sign$(\lambda" + (rf" - {float(p['channel_threshold']):g}" if p.get("channel_threshold")
-                                                 else "") + ")$")
+        theta = r" - \theta" if "channel_threshold" in skip else (
+            rf" - {float(p['channel_threshold']):g}" if p.get("channel_threshold") else "")
+        parts.append(r"labels sign$(\lambda" + theta + ")$")
     else:
         if channel == "probit":
             parts.append(r"probit labels" + (rf", $\theta = {float(p['channel_threshold']):g}$"
