@@ -81,14 +81,23 @@ def grid(make, deltas, alphas):
 
 def _reference(res, key, alpha):
     """``(α, points)``: the sweep's located α of the line's kind nearest the traced ``alpha`` (a branch start at a
-    fold, or a crossing of the equilibrium; names are not compared: the sweep at another Δ may name the same curve
+    fold, a branch point, a branch start by bifurcation, the universal branch's instability, or a crossing of the
+    equilibrium; names are not compared: the sweep at another Δ may name the same curve
     ``-2`` when a second one of its phase appears), and the sweep's packed points next to it on the branches
     involved (the grid point before it), for their rule levels."""
     if key[0] == "fold":
         found = [(float(b.alpha_start), (n,)) for n, b in res.branches.items()
                  if n != "universal" and b.start_kind == "fold"]
+    elif key[0] == "branch_point":
+        found = [(float(a), (n,)) for n, b in res.branches.items() for a in b.branch_points]
+    elif key[0] == "bifurcation":
+        found = [(float(b.alpha_start), (n,)) for n, b in res.branches.items()
+                 if n != "universal" and b.start_kind == "bifurcation"]
+    elif key[0] == "instability":
+        found = [(float(res.branch_transitions.get("universal", {}).get("alpha_instability", np.nan)), ("universal",))]
     else:
         found = [(float(c["alpha"]), (c["from"], c["to"])) for c in res.equilibrium_changes if c["kind"] == "crossing"]
+    found = [item for item in found if np.isfinite(item[0])]
     if not found:
         return np.nan, ()
     a, names = min(found, key=lambda item: abs(item[0] - alpha))
