@@ -309,8 +309,8 @@ class RecordedArguments:
 
         A parameter of the model's named output channel (``output_channel``, one of
         :data:`priors.output_channels.OUTPUT_CHANNELS`): ``delta`` (probit), ``threshold`` (probit, sign) or
-        ``temperature`` (logistic; ``channel_threshold``, the command line's name, is ``threshold``) builds the channel again with that value
-        (:func:`priors.output_channels.get_output_channel`), and the model with it.
+        ``temperature`` (logistic; ``channel_threshold``, the command line's name, is ``threshold``) builds the
+        channel again with that value (:func:`priors.output_channels.get_output_channel`), and the model with it.
 
         Raises
         ------

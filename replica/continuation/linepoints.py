@@ -20,7 +20,8 @@ from .problem import is_universal, unknowns
 from .settings import active, using
 from .stepper import advance
 
-__all__ = ["LinePoint", "PhaseLine", "model_at", "fold_at", "bifurcation_at", "crossing_at", "search_window", "line_window", "grid_point", "cusp_discriminant",
+__all__ = ["LinePoint", "PhaseLine", "model_at", "fold_at", "bifurcation_at", "crossing_at", "search_window",
+           "line_window", "grid_point", "cusp_discriminant",
            "jumped"]
 
 logger = logging.getLogger(__name__)

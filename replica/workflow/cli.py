@@ -920,22 +920,23 @@ def build_phase_diagram_parser() -> argparse.ArgumentParser:
     p = CommandParser(
         prog="replica-phase-diagram",
         description=(
-            "Phase diagram on a grid α × (Δ, γ, --readout-grid or a channel parameter): for every value of the second parameter a full "
-            "α sweep (all branches, warm starts in both directions), giving the equilibrium mmse, its branch and "
-            "the transition lines α_sp and α_c. Exactly one of --delta, --gamma, --readout-grid, --temperature, "
-            "--channel-threshold is a grid "
-            "('start:stop:num' or 'a,b,c'). The sweeps run in parallel with dask.distributed: a local cluster "
-            "of --workers processes, or an existing cluster (--scheduler tcp://HOST:PORT)."
+            "Phase diagram on a grid α × (Δ, γ, --readout-grid or a channel parameter): for every value of the second "
+            "parameter a full α sweep (all branches, warm starts in both directions), giving the equilibrium mmse, its "
+            "branch and the transition lines α_sp and α_c. Exactly one of --delta, --gamma, --readout-grid, "
+            "--temperature, --channel-threshold is a grid ('start:stop:num' or 'a,b,c'). The sweeps run in parallel "
+            "with dask.distributed: a local cluster of --workers processes, or an existing cluster (--scheduler "
+            "tcp://HOST:PORT)."
         ),
     )
     add_model_options(p, grids=True)
     p.add_argument("--vary", choices=[n.replace("_", "-") for n in PHASE_PARAMETERS], default=None,
                    help="name of the second axis when it is ambiguous (e.g. --gamma 0.5,1 with --layers 2)")
     p.add_argument("--trace", action="store_true",
-                   help="follow the spinodals and first-order transition lines through the values of --delta (or --gamma, "
-                        "--temperature, --channel-threshold) by "
-                        "continuation, from one α sweep at the first value, instead of one sweep per value; "
-                        "writes a file of phase lines (replica-plot draws it); runs in this process")
+                   help="follow the phase lines (spinodals, first-order lines, instabilities, branch points, onsets) "
+                        "through the values of --delta (or --gamma, --temperature, --channel-threshold) by "
+                        "continuation, from α sweeps at the first and the last value, instead of one sweep per value; "
+                        "writes a file of phase lines with their critical and triple points (replica-plot draws it); "
+                        "runs in this process")
     c = p.add_argument_group("cluster")
     c.add_argument("--workers", type=_workers_type, default=None,
                    help="worker processes of the local cluster, at most 4 per CPU core (default: number of CPU "

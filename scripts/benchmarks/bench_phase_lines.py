@@ -7,8 +7,8 @@ at the first Δ, then every fold (a branch's start, its spinodal) and every cros
 process's, both cores' worth on this shared machine), their ratio (target ≤ 1/10), and the largest
 difference of each traced line from the sweeps' located α_sp / α_c at 10 of the Δ (target ≤ 1e-8; where a
 line is lost before the last Δ, at the Δ it reached; a crossing line only where it is not metastable, i.e. not
-beyond a triple point, :mod:`replica.continuation.triples`). The differences are reported apart where the sweep's points next to
-its located α are on another rule level than the line's (a solver that refines its rule, the two-layer profile
+beyond a triple point, :mod:`replica.continuation.triples`). The differences are reported apart where the sweep's
+points next to its located α are on another rule level than the line's (a solver that refines its rule, the two-layer profile
 solver, carries the level of its start along a continuation): the difference of two discretizations, printed with
 the sweep's ``discretization_error`` there; and a sampled Δ where the sweep has no fold or crossing within 1e-3
 of the line is counted, not compared. The traced method is what ``replica-phase-diagram
