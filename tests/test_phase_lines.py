@@ -491,3 +491,30 @@ def test_a_line_through_values_closer_than_their_rounding_is_traced(values):
     assert line.end == "range"
     for d in values:
         assert line.at(d) == pytest.approx(1.0 + d ** 2, abs=1e-9)
+
+
+def test_a_line_one_end_cannot_start_is_traced_from_the_other_without_a_warning(tmp_path, caplog):
+    """Two hidden layers, 30 α from 0.05: at Δ = 0.1 the short lower ``layers_1_2`` sheet lies between two grid points,
+    so its spinodals cannot be started there; the sweep at Δ = 0.15 starts them and traces them back. The diagram is
+    complete, and nothing is reported missing (a fresh reviewer saw four warnings that the lines were not traced);
+    a line that neither end can start is (:func:`replica.continuation.triples.untraced`)."""
+    import logging
+
+    from replica.continuation.triples import untraced
+    from replica.workflow.cli import phase_diagram_main
+    from replica.workflow.io import read_phase_lines
+
+    out = tmp_path / "lines.h5"
+    with caplog.at_level(logging.WARNING):
+        assert phase_diagram_main(["--trace", "--layers", "2", "--gamma", "0.5,0.5", "--activation", "tanh2",
+                                   "--unit-variance", "--delta", "0.1,0.12,0.15", "--alpha", "0.05:8:30", "--quiet",
+                                   "-o", str(out)]) == 0
+    assert not [r for r in caplog.records if "is not traced" in r.getMessage()]
+    labels = {(line["kind"], line["branches"]) for line in read_phase_lines(out)["lines"]}
+    assert {("fold", ("layers_1_2", "start")), ("fold", ("layers_1_2", "end"))} <= labels
+    # a task that gave no line and that no line reaches is reported, one that a line reaches is not
+    from replica.continuation.codim2 import LinePoint, PhaseLine
+
+    tasks = [(("fold", ("a", "start")), 1.0, None), (("fold", ("b", "start")), 2.0, None)]
+    other = PhaseLine("fold", "delta", [LinePoint(0.2, 2.0, ()), LinePoint(0.1, 2.0, ())])
+    assert untraced(tasks, [None, None, other], 2, 0.1, 0.2) == [(("fold", ("a", "start")), 1.0, 0.1)]

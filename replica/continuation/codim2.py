@@ -186,8 +186,8 @@ def trace_phase_lines(model, result, name, values, solve_kw=None, *, progress=No
 def phase_line_tasks(model, result, name, values, solve_kw=None) -> list:
     """The lines of :func:`trace_phase_lines` as separate tasks, in its order (one per :func:`line_count`):
     ``(label, alpha, trace)`` with ``label = (kind, branches)``, ``alpha`` where the line starts and ``trace()``
-    the :class:`PhaseLine`, or None (with
-    a warning) where no point of a branch can be solved next to the line's start. Each task depends only on
+    the :class:`PhaseLine`, or None (logged) where no point of a branch can be solved next to the line's start
+    (:func:`~replica.continuation.triples.untraced`: the ones no other line passes through, warned of by the command). Each task depends only on
     ``result``, so a run interrupted between tasks continues with the next one (``replica-phase-diagram
     --trace --resume``).
 
@@ -209,8 +209,8 @@ def phase_line_tasks(model, result, name, values, solve_kw=None) -> list:
         def trace():
             pt = grid_point(model, alphas, b, a)
             if pt is None:
-                logger.warning("the %s line of %s (alpha = %.10g) is not traced: no point of the branch could be solved "
-                               "at the grid alpha next to it", kind, " ".join(labels), a)
+                logger.info("the %s line of %s (alpha = %.10g) is not traced from here: no point of the branch could be "
+                            "solved at the grid alpha next to it", kind, " ".join(labels), a)
                 return None
             line = follow(pt)
             line.branches = labels
@@ -251,8 +251,8 @@ def phase_line_tasks(model, result, name, values, solve_kw=None) -> list:
                                                                    c["alpha"])
             b = None if c["to"] == "universal" else grid_point(model, alphas, result.branches[c["to"]], c["alpha"])
             if b is None or (a is None and c["from"] != "universal"):
-                logger.warning("the first-order line %s -> %s (alpha = %.10g) is not traced: a branch could not be "
-                               "solved at the grid alpha next to it", c["from"], c["to"], c["alpha"])
+                logger.info("the first-order line %s -> %s (alpha = %.10g) is not traced from here: a branch could not "
+                            "be solved at the grid alpha next to it", c["from"], c["to"], c["alpha"])
                 return None
             line = trace_crossing_line(model, name, values, c["alpha"], a, b, solve_kw)
             line.branches = (c["from"], c["to"])

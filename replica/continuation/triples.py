@@ -32,7 +32,7 @@ from .settings import active
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["TriplePoint", "same_line", "distinct_lines", "reached", "run_line_tasks", "triple_points",
+__all__ = ["untraced", "TriplePoint", "same_line", "distinct_lines", "reached", "run_line_tasks", "triple_points",
            "third_lines", "mark_metastable"]
 
 
@@ -126,6 +126,20 @@ def run_line_tasks(tasks, n_first, last_value, done=(), on_line=None) -> list:
         out.append(line)
         if on_line is not None:
             on_line(line)
+    return out
+
+
+def untraced(tasks, entries, n_first, first_value, last_value) -> list:
+    """The tasks of :func:`run_line_tasks` that gave no line (no point of a branch solved next to its start) and
+    whose point no traced line of ``entries`` passes through at the value it starts from (``first_value`` for the
+    first ``n_first`` tasks, else ``last_value``; :func:`reached`): ``[((kind, branches), α, value)]``, what is
+    missing from the diagram. A line that only one end could not start is in it from the other end."""
+    lines = [line for line in entries if line is not None]
+    out = []
+    for k, ((kind, branches), a, _) in enumerate(tasks):
+        value = float(first_value if k < n_first else last_value)
+        if k < len(entries) and entries[k] is None and not reached(lines, kind, value, a):
+            out.append(((kind, branches), float(a), value))
     return out
 
 

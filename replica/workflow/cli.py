@@ -1082,7 +1082,7 @@ def _run_traced(args, vary, values, base, alphas) -> int:
     replays the solves, keeps the finished lines and traces the others: the same file as an uninterrupted run."""
     from ..continuation.codim2 import critical_points, model_at, phase_line_tasks
     from ..continuation.triples import (distinct_lines, mark_metastable, run_line_tasks, third_lines,
-                                        triple_points)
+                                        triple_points, untraced)
     from .io import read_checkpoint_lines, read_root_attrs, write_phase_lines
     from .model_options import resolve_model
     from .run import SweepCheckpoint, run_sweep
@@ -1162,6 +1162,10 @@ def _run_traced(args, vary, values, base, alphas) -> int:
                     pending()
 
                 run_line_tasks(tasks, n_first, values[-1], done=list(checkpoint.lines), on_line=finished)
+                for (kind, branches), a, value in untraced(tasks, checkpoint.lines, n_first, values[0], values[-1]):
+                    logger.warning("the %s line of %s (alpha = %.10g at %s = %g) is not traced: no point of the branch "
+                                   "could be solved at the grid alpha next to it, and no line from the other end "
+                                   "passes there", kind, " -> ".join(branches), a, vary, value)
                 lines = distinct_lines([line for line in checkpoint.lines if line is not None])
                 critical = critical_points(model, vary, lines, values, solve_kw)
                 triples = triple_points(model, vary, lines, solve_kw)
