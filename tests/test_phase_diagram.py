@@ -118,3 +118,21 @@ def test_deep_diagram_stores_the_transition_of_every_layer(diagram):
     for ell in (1, 2):
         assert data["alpha_c_layer"][0, ell - 1] == pytest.approx(tr[f"alpha_c_layer_{ell}"], rel=1e-9)
         assert data["alpha_c_layer"][0, ell - 1] == pytest.approx(data["alpha_c"][0], rel=1e-9)
+
+
+def test_local_workers_keep_the_default_malloc_trim(monkeypatch):
+    """dask's nanny sets ``MALLOC_TRIM_THRESHOLD_`` in its workers, which stops glibc from adapting its mmap
+    threshold: every array above 128 KiB is mapped and unmapped again (a four-layer diagram spent a fifth of its
+    CPU in page faults). The local cluster starts its workers without it (the user's own value is inherited)."""
+    import os
+
+    from replica.workflow.phase_diagram import _client
+
+    monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)
+    client, cluster = _client(1, None)
+    try:
+        seen = client.run(lambda: (os.environ.get("MALLOC_TRIM_THRESHOLD_"), os.environ.get("OPENBLAS_NUM_THREADS")))
+    finally:
+        client.close()
+        cluster.close()
+    assert list(seen.values()) == [(None, "1")]  # the nanny's other settings (one BLAS thread) stay
