@@ -567,3 +567,28 @@ def test_a_line_goes_on_past_a_failure_of_a_far_prediction():
     line = _trace("crossing", "delta", values, LinePoint(0.05, 1.1, (None,)), locate)
     assert failed and line.end == "range"
     assert all(line.at(v) == 2.0 * v + 1.0 for v in values[1:])
+
+
+def test_an_onset_line_does_not_jump_onto_another_onset_after_a_short_step(monkeypatch):
+    """:func:`replica.continuation.codim2.trace_bifurcation_line` with a stubbed locator: the onset moves as α = 3 + 10Δ
+    up to Δ = 0.07, beyond which the locator finds another curve's onset 0.03 lower (three hidden layers: the onsets
+    of ``layers_1_2-2`` and ``-3``, 0.037 apart at Δ ≈ 0.0708). After a short step such a point is farther from the secant's
+    prediction than half the predicted move and than jump_offset·α, so the line is lost at 0.07 instead of going on
+    along the other curve (the floor was ten times wider and let this jump through)."""
+    from types import SimpleNamespace
+
+    import replica.continuation.codim2 as codim2
+
+    def onset(model, alpha, x, side, inside, solve_kw):
+        p = model
+        a = 3.0 + 10.0 * p if p <= 0.07 else 3.0 + 10.0 * p - 0.03
+        return a, None, SimpleNamespace(x=np.zeros(1))
+
+    monkeypatch.setattr(codim2, "bifurcation_at", onset)
+    monkeypatch.setattr(codim2, "model_at", lambda model, name, p: p)
+    start = SimpleNamespace(x=np.zeros(1), info={})
+    line = codim2.trace_bifurcation_line(0.05, "delta", [0.05, 0.06, 0.065, 0.068, 0.069, 0.0695, 0.0705, 0.08], 3.5,
+                                         start, +1)
+    assert line.end == "lost"
+    assert 0.07 - 1e-6 < line.points[-1].parameter <= 0.07
+    assert all(abs(pt.alpha - (3.0 + 10.0 * pt.parameter)) < 1e-12 for pt in line.points[1:])
