@@ -188,9 +188,9 @@ def phase_line_tasks(model, result, name, values, solve_kw=None) -> list:
     """The lines of :func:`trace_phase_lines` as separate tasks, in its order (one per :func:`line_count`):
     ``(label, alpha, trace)`` with ``label = (kind, branches)``, ``alpha`` where the line starts and ``trace()``
     the :class:`PhaseLine`, or None (logged) where no point of a branch can be solved next to the line's start
-    (:func:`~replica.continuation.triples.untraced`: the ones no other line passes through, warned of by the command). Each task depends only on
-    ``result``, so a run interrupted between tasks continues with the next one (``replica-phase-diagram
-    --trace --resume``).
+    (:func:`~replica.continuation.triples.untraced`: the ones no other line passes through, which the command
+    warns of). Each task depends only on ``result``, so a run interrupted between tasks continues with the next
+    one (``replica-phase-diagram --trace --resume``).
 
     Raises
     ------

@@ -83,10 +83,9 @@ def _trace(kind, name, values, first, locate):
     locator failed, until the two are within ``line_min_step`` (the line is lost there) or the points reach that
     value (a failure of a far prediction: the value is tried again from next to it, and the line goes on); where
     the failed attempt had no secant (α predicted constant), the first success tries the failed value again at
-    once. The end is thus approached with about one attempt per halving,
-    half of them failures: when the steps doubled after
-    every success, each halving cost one or two failures, each the locator's longest search (a two-layer
-    crossing line that ends where its lower sheet folds spent 13 of its 14 s there)."""
+    once. The end is thus approached with about one attempt per halving, half of them failures: when the steps
+    doubled after every success, each halving cost one or two failures, each the locator's longest search (a
+    two-layer crossing line that ends where its lower sheet folds spent 13 of its 14 s there)."""
     s = active()
     line = PhaseLine(kind, name, [first])
     p_targets = list(values[1:])
