@@ -520,39 +520,9 @@ def test_a_line_one_end_cannot_start_is_traced_from_the_other_without_a_warning(
     assert untraced(tasks, [None, None, other], 2, 0.1, 0.2) == [(("fold", ("a", "start")), 1.0, 0.1)]
 
 
-@pytest.mark.parametrize("end", [0.11, 0.2537, 0.39])
-def test_a_line_end_is_approached_by_bisection(end):
-    """Step control of :func:`replica.continuation.linepoints._trace` on a line that ends at ``end`` (a locator that
-    fails beyond it, as where a branch ceases to exist): the line ends "lost" within ``line_min_step`` of the end,
-    every point it has is on the line, and it fails on at most three quarters of the halvings of its step from
-    the interval to ``line_min_step`` (bisection: about half). When the steps doubled after every success, it
-    failed once or twice per halving (27 to 29 times here), each failure a locator's longest search."""
-    import math
-
-    from replica.continuation.linepoints import LinePoint, _trace
-    from replica.continuation.settings import active
-
-    calls = {"fail": 0, "ok": 0}
-
-    def locate(p, alpha, xs, move):
-        if p > end:
-            calls["fail"] += 1
-            return None
-        calls["ok"] += 1
-        return 2.0 * p + 1.0, (None,)
-
-    line = _trace("crossing", "delta", np.array([0.05, 0.1, 0.2, 0.4, 0.5]), LinePoint(0.05, 1.1, (None,)), locate)
-    assert line.end == "lost"
-    assert end - 2 * active().line_min_step < line.points[-1].parameter <= end
-    assert all(pt.alpha == 2.0 * pt.parameter + 1.0 for pt in line.points[1:])
-    halvings = math.log2(0.1 / active().line_min_step)  # from the interval 0.2 → 0.4 down to the smallest step
-    assert calls["fail"] <= 0.75 * halvings, calls
-
-
 def test_a_line_goes_on_past_a_failure_of_a_far_prediction():
-    """A locator that fails once at a value the line passes (a far prediction, not an end): the bisection towards
-    that value reaches it, tries it again from next to it, and the line goes on to the last requested value with
-    every requested value on it."""
+    """A locator that fails once at a value the line passes (a far prediction, not an end): the step is halved and
+    the line goes on to the last requested value with every requested value on it."""
     from replica.continuation.linepoints import LinePoint, _trace
 
     values = np.linspace(0.05, 0.5, 20)

@@ -78,38 +78,19 @@ def _trace(kind, name, values, first, locate):
     """Natural continuation in the parameter through the requested ``values`` (sorted, starting at the value of
     ``first``). ``locate(p, alpha_pred, xs_pred, move) -> (alpha, results) or None``, ``move`` the predicted
     change of α (None before there is a secant). The first step is a quarter of the first interval (there is
-    no secant yet to predict the line's slope), and the steps double after every full step that succeeds.
-    After a failure the line is continued by bisection between its last point and the nearest value where the
-    locator failed, until the two are within ``line_min_step`` (the line is lost there) or the points reach that
-    value (a failure of a far prediction: the value is tried again from next to it, and the line goes on); where
-    the failed attempt had no secant (α predicted constant), the first success tries the failed value again at
-    once. The end is thus approached with about one attempt per halving, half of them failures: when the steps
-    doubled after every success, each halving cost one or two failures, each the locator's longest search (a
-    two-layer crossing line that ends where its lower sheet folds spent 13 of its 14 s there)."""
+    no secant yet to predict the line's slope), and the steps double after every full step that succeeds."""
     s = active()
     line = PhaseLine(kind, name, [first])
     p_targets = list(values[1:])
     h = abs(p_targets[0] - first.parameter) / 4.0 if p_targets else 0.0
-    bad, h_bad = None, 0.0  # the nearest failed value beyond the last point (since the last target), the step then
-    retry, retried = False, False  # the next attempt goes to ``bad`` again; it did (or need not) since the failure
     while p_targets:
         last = line.points[-1]
         target = p_targets[0]
-        tiny = s.line_min_step * max(1.0, abs(last.parameter))
-        if h < tiny:  # after a target within rounding of the last point
+        if h < s.line_min_step * max(1.0, abs(last.parameter)):  # after a target within rounding of the last point
             h = abs(target - last.parameter) / 4.0
         step = math.copysign(min(h, abs(target - last.parameter)), target - last.parameter)
-        at_bad = False
-        if bad is not None:
-            gap = abs(bad - last.parameter)
-            if gap < 2.0 * tiny or retry:  # next to the failed value, or a first success since: try it again
-                step, retry, at_bad = bad - last.parameter, False, True
-            else:
-                step = math.copysign(min(abs(step), 0.5 * gap), step)
         p = target if abs(step) >= abs(target - last.parameter) * (1 - 1e-12) or last.parameter + step == \
             last.parameter else last.parameter + step  # (a step below the parameter's rounding: the target itself)
-        if at_bad:
-            p = bad
         if len(line.points) >= 2 and abs(last.parameter - line.points[-2].parameter) >= \
                 s.line_min_step * max(1.0, abs(last.parameter)):  # secant predictor in (p, α, x), not through two
             # points within rounding of one value
@@ -122,25 +103,17 @@ def _trace(kind, name, values, first, locate):
             alpha, xs, secant = last.alpha, tuple(None if r is None else np.asarray(r.x) for r in last.results), False
         got = locate(p, alpha, xs, abs(alpha - last.alpha) if secant else None)
         if got is None:
-            if bad is None:  # a failure without a secant (a constant prediction) is tried again after a success
-                h_bad, retried = abs(step), secant
-            retry, bad = False, p
             h = 0.5 * abs(step)
-            if h < tiny:
+            if h < s.line_min_step * max(1.0, abs(last.parameter)):
                 line.end = "lost"
                 logger.info("%s line lost at %s = %.10g (alpha = %.10g)", kind, name, last.parameter, last.alpha)
                 return line
             continue
         line.points.append(LinePoint(float(p), got[0], got[1]))
-        if at_bad:  # the failed value passed: the line goes on at the step it failed with
-            bad, h = None, h_bad
         if p == target:
             p_targets.pop(0)
-            bad = None
-        elif bad is not None and not retried:
-            retry, retried = True, True
-        if abs(step) >= h * (1 - 1e-12) and bad is None:  # a full step: double it (a step cut short at a
-            h = 2.0 * abs(step)                              # target keeps h; none while bisecting)
+        if abs(step) >= h * (1 - 1e-12):  # a full step: double it (a step cut short at a target keeps h)
+            h = 2.0 * abs(step)
     return line
 
 

@@ -1165,7 +1165,8 @@ def _run_traced(args, vary, values, base, alphas) -> int:
                 for (kind, branches), a, value in untraced(tasks, checkpoint.lines, n_first, values[0], values[-1]):
                     logger.warning("the %s line of %s (alpha = %.10g at %s = %g) is not traced: no point of the branch "
                                    "could be solved at the grid alpha next to it, and no line from the other end "
-                                   "passes there", kind, " -> ".join(branches), a, vary, value)
+                                   "passes there", kind, (" -> " if kind == "crossing" else " ").join(branches), a, vary,
+                                   value)
                 lines = distinct_lines([line for line in checkpoint.lines if line is not None])
                 critical = critical_points(model, vary, lines, values, solve_kw)
                 triples = triple_points(model, vary, lines, solve_kw)
