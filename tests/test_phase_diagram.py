@@ -136,3 +136,22 @@ def test_local_workers_keep_the_default_malloc_trim(monkeypatch):
         client.close()
         cluster.close()
     assert list(seen.values()) == [(None, "1")]  # the nanny's other settings (one BLAS thread) stay
+
+
+def test_a_malloc_trim_set_in_the_dask_configuration_reaches_the_workers(monkeypatch):
+    """A user's own ``MALLOC_TRIM_THRESHOLD_`` in the dask configuration (not dask's shipped 65536) is kept."""
+    import os
+
+    import dask
+
+    from replica.workflow.phase_diagram import _TRIM_KEY, _client
+
+    monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)
+    with dask.config.set({_TRIM_KEY: 131072}):
+        client, cluster = _client(1, None)
+    try:
+        seen = client.run(lambda: os.environ.get("MALLOC_TRIM_THRESHOLD_"))
+    finally:
+        client.close()
+        cluster.close()
+    assert list(seen.values()) == ["131072"]

@@ -310,6 +310,8 @@ def _refused_at_once(address) -> None:
 
 #: the setting of dask's nanny that the local workers go without (:func:`_client`)
 _TRIM_KEY = "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_"
+#: its value in dask's own configuration
+_DASK_TRIM = "65536"
 
 
 def _client(workers, scheduler):
@@ -332,8 +334,10 @@ def _client(workers, scheduler):
 
     # dask's nanny sets MALLOC_TRIM_THRESHOLD_=65536 in its workers; glibc then stops adapting its mmap threshold,
     # so every array above 128 KiB (a Jacobian's batch of points) is mapped and unmapped again: at four hidden
-    # layers 62 million page faults and 107 s of system time in a 474 s diagram. The workers keep glibc's defaults.
-    with _workers_ignore_interrupts(), dask.config.set({_TRIM_KEY: None}):
+    # layers 62 million page faults and 107 s of system time in a 474 s diagram. The workers keep glibc's defaults,
+    # unless the user's environment or dask configuration sets another value.
+    trim = dask.config.get(_TRIM_KEY, None)
+    with _workers_ignore_interrupts(), dask.config.set({_TRIM_KEY: None if str(trim) == _DASK_TRIM else trim}):
         try:
             cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
                                    dashboard_address=None, silence_logs=logging.ERROR)
