@@ -1006,7 +1006,7 @@ MUTATIONS = [
       "the local workers run with dask's MALLOC_TRIM_THRESHOLD_ (every large array mapped and unmapped again)",
       ("tests/test_phase_diagram.py::test_local_workers_keep_the_default_malloc_trim",)),
     M("onset-line-jump-floor-ten-times-wider", "replica/continuation/codim2.py",
-      "        if got is None or (move is not None and abs(got[0] - a) > max(0.5 * move, 0.1 * search_window(a, 0.0))):\n",
+      "        if got is None or (move is not None and abs(got[0] - a) > max(0.5 * move, active().jump_offset * max(1.0, abs(a)))):\n",
       "        if got is None or (move is not None and abs(got[0] - a) > max(0.5 * move, search_window(a, 0.0))):\n",
       "an onset line accepts, after a short step, a point on another curve's onset (0.037 away in alpha)",
       ("tests/test_phase_lines.py::test_an_onset_line_does_not_jump_onto_another_onset_after_a_short_step",)),

@@ -120,38 +120,37 @@ def test_deep_diagram_stores_the_transition_of_every_layer(diagram):
         assert data["alpha_c_layer"][0, ell - 1] == pytest.approx(data["alpha_c"][0], rel=1e-9)
 
 
-def test_local_workers_keep_the_default_malloc_trim(monkeypatch):
-    """dask's nanny sets ``MALLOC_TRIM_THRESHOLD_`` in its workers, which stops glibc from adapting its mmap
-    threshold: every array above 128 KiB is mapped and unmapped again (a four-layer diagram spent a fifth of its
-    CPU in page faults). The local cluster starts its workers without it (the user's own value is inherited)."""
-    import os
-
-    from replica.workflow.phase_diagram import _client
-
-    monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)
-    client, cluster = _client(1, None)
-    try:
-        seen = client.run(lambda: (os.environ.get("MALLOC_TRIM_THRESHOLD_"), os.environ.get("OPENBLAS_NUM_THREADS")))
-    finally:
-        client.close()
-        cluster.close()
-    assert list(seen.values()) == [(None, "1")]  # the nanny's other settings (one BLAS thread) stay
-
-
-def test_a_malloc_trim_set_in_the_dask_configuration_reaches_the_workers(monkeypatch):
-    """A user's own ``MALLOC_TRIM_THRESHOLD_`` in the dask configuration (not dask's shipped 65536) is kept."""
+def _worker_environment(monkeypatch, names, config=None):
+    """The values of the environment variables ``names`` in the one worker of a local cluster started by
+    :func:`replica.workflow.phase_diagram._client` (with ``config`` in force, and no ``MALLOC_TRIM_THRESHOLD_`` in
+    this process's environment)."""
     import os
 
     import dask
 
-    from replica.workflow.phase_diagram import _TRIM_KEY, _client
+    from replica.workflow.phase_diagram import _client
 
     monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)
-    with dask.config.set({_TRIM_KEY: 131072}):
+    with dask.config.set(config or {}):
         client, cluster = _client(1, None)
     try:
-        seen = client.run(lambda: os.environ.get("MALLOC_TRIM_THRESHOLD_"))
+        seen = client.run(lambda: tuple(os.environ.get(name) for name in names))
     finally:
         client.close()
         cluster.close()
-    assert list(seen.values()) == ["131072"]
+    return list(seen.values())
+
+
+def test_local_workers_keep_the_default_malloc_trim(monkeypatch):
+    """dask's nanny sets ``MALLOC_TRIM_THRESHOLD_`` in its workers, which stops glibc from adapting its mmap
+    threshold: every array above 128 KiB is mapped and unmapped again (a four-layer diagram spent a fifth of its
+    CPU in page faults). The local cluster starts its workers without it (the user's own value is inherited)."""
+    seen = _worker_environment(monkeypatch, ("MALLOC_TRIM_THRESHOLD_", "OPENBLAS_NUM_THREADS"))
+    assert seen == [(None, "1")]  # the nanny's other settings (one BLAS thread) stay
+
+
+def test_a_malloc_trim_set_in_the_dask_configuration_reaches_the_workers(monkeypatch):
+    """A user's own ``MALLOC_TRIM_THRESHOLD_`` in the dask configuration (not dask's shipped 65536) is kept."""
+    from replica.workflow.phase_diagram import _TRIM_KEY
+
+    assert _worker_environment(monkeypatch, ("MALLOC_TRIM_THRESHOLD_",), {_TRIM_KEY: 131072}) == [("131072",)]

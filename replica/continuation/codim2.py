@@ -27,7 +27,7 @@ import numpy as np
 from .cusps import CriticalPoint, critical_points, locate_cusp  # noqa: F401 - re-exported (their former home)
 from .eigenlines import trace_branch_point_line, trace_instability_line  # noqa: F401 - re-exported
 from .linepoints import (LinePoint, PhaseLine, _trace, bifurcation_at, crossing_at, fold_at, grid_point,  # noqa: F401
-                         jumped, line_window, model_at, search_window)
+                         jumped, line_window, model_at)
 from .settings import active
 
 __all__ = ["LinePoint", "PhaseLine", "model_at", "trace_fold_line", "trace_crossing_line", "trace_instability_line",
@@ -76,11 +76,11 @@ def trace_bifurcation_line(model, name, values, alpha, result, side, solve_kw=No
 
     def locate(p, a, xs, move):
         got = bifurcation_at(model_at(model, name, p), a, xs[0], side, inside, solve_kw)
-        if got is None or (move is not None and abs(got[0] - a) > max(0.5 * move, 0.1 * search_window(a, 0.0))):
+        if got is None or (move is not None and abs(got[0] - a) > max(0.5 * move, active().jump_offset * max(1.0, abs(a)))):
             # not found, or farther from the secant's prediction than half its step: the continuation from the inside
             # point ended on another curve's onset (three hidden layers: two onsets of layers_1_2 that meet at Δ =
-            # 0.05; a shorter step predicts better). The floor, jump_offset·max(1, α), lets short steps through
-            # (ten times that accepted a jump of 0.037 in α after a step of 3.3e-4 in Δ at Δ = 0.0708)
+            # 0.05; a shorter step predicts better). The floor lets short steps through; ten times it (the search
+            # window's) accepted a jump of 0.037 in α after a step of 3.3e-4 in Δ at Δ = 0.0708
             return None
         return got[0], (got[2],)
 

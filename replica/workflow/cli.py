@@ -1070,6 +1070,12 @@ def _line_options(base, vary, value) -> dict:
 _SYMBOLS = {"delta": "Δ", "gamma": "γ", "temperature": "T", "channel_threshold": "θ"}
 
 
+def _line_label(kind, branches) -> str:
+    """How the command's messages name a phase line: ``from -> to`` for a first-order line, else its branch and what
+    the line marks on it (``layers_1_2 start``)."""
+    return (" -> " if kind == "crossing" else " ").join(branches)
+
+
 def _run_traced(args, vary, values, base, alphas) -> int:
     """``replica-phase-diagram --trace``: sweeps at the first and the last Δ (or γ), then every phase line through the
     values from the first (:func:`replica.continuation.codim2.phase_line_tasks`) and, backwards, from the last (the
@@ -1165,8 +1171,7 @@ def _run_traced(args, vary, values, base, alphas) -> int:
                 for (kind, branches), a, value in untraced(tasks, checkpoint.lines, n_first, values[0], values[-1]):
                     logger.warning("the %s line of %s (alpha = %.10g at %s = %g) is not traced: no point of the branch "
                                    "could be solved at the grid alpha next to it, and no line from the other end "
-                                   "passes there", kind, (" -> " if kind == "crossing" else " ").join(branches), a, vary,
-                                   value)
+                                   "passes there", kind, _line_label(kind, branches), a, vary, value)
                 lines = distinct_lines([line for line in checkpoint.lines if line is not None])
                 critical = critical_points(model, vary, lines, values, solve_kw)
                 triples = triple_points(model, vary, lines, solve_kw)
@@ -1195,7 +1200,7 @@ def _run_traced(args, vary, values, base, alphas) -> int:
 def _log_traced(vary, lines, critical, triples):
     """Log the traced lines, the critical points and the triple points of ``replica-phase-diagram --trace``."""
     for line in lines:
-        logger.info("%s line of %s: %d points from %s = %g to %g (%s)", line.kind, " -> ".join(line.branches),
+        logger.info("%s line of %s: %d points from %s = %g to %g (%s)", line.kind, _line_label(line.kind, line.branches),
                     len(line.points), vary, line.points[0].parameter, line.points[-1].parameter, line.end)
     for c in critical:
         logger.info("critical point (cusp of two spinodals): %s = %.10g, alpha = %.10g", vary, c.parameter, c.alpha)
