@@ -224,3 +224,55 @@ def test_neurons_plot_of_three_layers_has_one_panel_per_layer(tmp_path):
     assert len(titles) == 3 and titles[0].startswith("layer 1") and titles[2].startswith("layer 3")
     assert plot_main([str(out), "--neurons", "-o", str(tmp_path / "n.png")]) == 0
     assert (tmp_path / "n.png").stat().st_size > 0
+
+
+def _informed(model, alpha):
+    r = model.solve_from(alpha, model.starts()["informed"][0], start="informed")
+    assert r.converged
+    return r
+
+
+@pytest.mark.parametrize("law", ["gaussian", "uniform"])
+def test_a_symmetric_readout_grid_is_folded_onto_abs_v_exactly(law):
+    # the readout enters the equations only through v²: the grid folded onto |v| (half the unknowns of the
+    # last layer's matrices) has the fixed point of the signed grid, given as a plain discrete law (not folded)
+    from priors.readout_laws import discrete_readout_law, get_readout_law
+
+    from replica.models.deep_fronts import folded_readout_law
+
+    for n in (7, 8):  # an odd grid has a node at 0, kept with its own weight
+        grid = get_readout_law(law, grid_size=n)
+        fold = folded_readout_law(grid)
+        assert np.all(fold.values >= 0) and fold.values.size == (n + 1) // 2 and fold.law is grid.law
+        for v, w in zip(fold.values, fold.weights):  # each node carries the mass of ±v
+            assert w == pytest.approx(grid.weights[np.isclose(np.abs(grid.values), v, rtol=0, atol=1e-12)].sum(),
+                                      rel=1e-12)
+            assert np.any(np.isclose(grid.values, v, rtol=1e-13, atol=1e-13))
+    signed = get_readout_law(law, grid_size=8)
+    folded = DeepFrontModel(gammas=(0.5, 0.5), readout_law=law, readout_grid=8, **TANH)
+    plain = DeepFrontModel(gammas=(0.5, 0.5), readout_law=discrete_readout_law(signed.values, signed.weights,
+                                                                                exact=False), **TANH)
+    assert plain.size - folded.size == 4 * (14 + 1)  # four readout values fewer in Q_2(v, s) and Q_2:1(v)
+    a, b = _informed(folded, 4.0).info["state"], _informed(plain, 4.0).info["state"]
+    assert a.mmse == pytest.approx(b.mmse, rel=1e-11)
+    assert a.free_entropy == pytest.approx(b.free_entropy, rel=1e-11)
+    # a law without that symmetry is left as it is
+    heavy = get_readout_law("powerlaw:beta=0.3", grid_size=8)
+    assert folded_readout_law(heavy) is heavy
+
+
+def test_the_error_estimate_of_a_continuous_readout_law_doubles_its_grid():
+    # Gaussian readouts on N quantile nodes: the estimate (twice the Gauss nodes on each side of the front and
+    # twice the readout grid) against the actual error, measured against 64 nodes; before the readout grid was
+    # doubled too, the estimate was that of the s rule alone (~1e-4, 100x too small at N = 8)
+    alpha = 4.0
+    ref = _informed(DeepFrontModel(gammas=(0.5, 0.5), readout_law="gaussian", readout_grid=64, **TANH),
+                    alpha).info["state"].mmse
+    for n in (8, 16):
+        model = DeepFrontModel(gammas=(0.5, 0.5), readout_law="gaussian", readout_grid=n, **TANH)
+        assert model.refined().readout_grid_nodes == 2 * n
+        r = _informed(model, alpha)
+        actual = abs(r.info["state"].mmse - ref) / ref
+        estimate = model.discretization_error(alpha, r.x)
+        assert actual > 1e-3  # the readout grid's error, not the rule's
+        assert actual / 3 < estimate < 3 * actual

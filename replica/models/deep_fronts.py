@@ -317,6 +317,40 @@ class DeepFrontState(DeepLinearState):
         return rec
 
 
+def folded_readout_law(law):
+    """A continuous readout law's grid that is symmetric about 0 (the quantile grids of ``gaussian`` and
+    ``uniform``) folded onto ``|v|``, every weight of a pair on its positive node: exact, because the
+    readout enters the equations only through ``v²`` (docs/deep_linear.md §2, §4), and half the unknowns of
+    every matrix of the last layer. Other laws are returned unchanged.
+
+    Parameters
+    ----------
+    law : ReadoutLaw
+
+    Returns
+    -------
+    ReadoutLaw
+        With ``values > 0`` (a node at 0 kept), ``law`` and ``fixed_grid`` of the input.
+    """
+    if law.law is None:
+        return law
+    v, w = np.asarray(law.values, dtype=float), np.asarray(law.weights, dtype=float)
+    order = np.argsort(v, kind="mergesort")
+    vs, ws = v[order], w[order]
+    tol = 1e-13 * max(1.0, float(np.max(np.abs(v))))
+    if not (np.allclose(vs, -vs[::-1], rtol=0.0, atol=tol) and np.allclose(ws, ws[::-1], rtol=1e-12, atol=0.0)):
+        return law
+    import dataclasses
+
+    from priors.readout_laws import discrete_readout_law
+
+    keep = vs > -tol  # the positive nodes and a node at 0 (odd grids)
+    values = np.abs(vs[keep])
+    weights = np.where(vs[keep] > tol, 2.0, 1.0) * ws[keep]
+    out = discrete_readout_law(values, weights / weights.sum(), name=law.name, exact=False)
+    return dataclasses.replace(out, law=law.law, fixed_grid=law.fixed_grid)
+
+
 class DeepFrontModel(DeepLinearModel):
     """L ≥ 2 hidden layers with linear parts on front-aligned rules in s (module docstring).
 
@@ -330,8 +364,10 @@ class DeepFrontModel(DeepLinearModel):
         Label-noise variance Δ ≥ 0.
     weight_prior : str, WeightPrior, or a sequence (one per layer), keyword-only
     readout_law : str or ReadoutLaw, keyword-only
+        A continuous law is solved on its quantile grid, folded onto ``|v|`` where it is symmetric
+        (:func:`folded_readout_law`); :meth:`discretization_error` doubles that grid as well.
     readout_grid : int, keyword-only
-        Grid size of continuous readout laws.
+        Grid size of continuous readout laws (default 64 before folding).
     drop_hermite : tuple of int, keyword-only
         Hermite degrees removed when activations are given by name.
     unit_variance : bool, keyword-only
@@ -361,14 +397,22 @@ class DeepFrontModel(DeepLinearModel):
                  neuron_grid=None):
         if isinstance(panel_nodes, bool) or not float(panel_nodes).is_integer() or not 2 <= int(panel_nodes) <= 40:
             raise ValueError(f"panel_nodes must be an integer in [2, 40], got {panel_nodes!r}")
+        if isinstance(readout_law, str):
+            from priors import get_readout_law
+
+            readout_law = get_readout_law(readout_law, grid_size=readout_grid)
+        #: nodes of a continuous readout law's quantile grid before folding (None: a discrete law);
+        #: :meth:`refined` doubles them
+        self.readout_grid_nodes = None if readout_law.law is None else int(readout_law.values.size)
+        given_law, readout_law = readout_law, folded_readout_law(readout_law)
         super().__init__(activation, gammas, delta, weight_prior=weight_prior, readout_law=readout_law,
-                         readout_grid=readout_grid, s_grid=report_grid, drop_hermite=drop_hermite,
+                         readout_grid=None, s_grid=report_grid, drop_hermite=drop_hermite,
                          unit_variance=unit_variance, tilt_split=tilt_split, output_channel=output_channel)
         if self.L < 2:
             raise ValueError("DeepFrontModel needs at least two hidden layers")
         self.panel_nodes = int(panel_nodes)
         self._init_kw = dict(activation=list(self.activations), gammas=tuple(self.gammas), delta=self.delta,
-                             weight_prior=list(self.weight_priors), readout_law=self.readout_law,
+                             weight_prior=list(self.weight_priors), readout_law=given_law,
                              tilt_split=self.tilt_split, output_channel=self.output_channel, report_grid=report_grid,
                              neuron_grid=neuron_grid)
         # the working model: the same equations, its label rules replaced at every evaluation
@@ -979,7 +1023,8 @@ class DeepFrontModel(DeepLinearModel):
 
     # ------------------------------------------------------------------ error estimate
     def refined(self) -> "DeepFrontModel":
-        """The same model with twice the nodes on each side of every front (built once).
+        """The same model with twice the nodes on each side of every front and, for a continuous readout
+        law, on twice the nodes of its quantile grid (built once).
 
         Raises
         ------
@@ -987,17 +1032,26 @@ class DeepFrontModel(DeepLinearModel):
             ``panel_nodes`` > 20 (the rules have at most 40 nodes per side).
         """
         if getattr(self, "_refined_model", None) is None:
-            self._refined_model = DeepFrontModel(panel_nodes=2 * self.panel_nodes, **self._init_kw)
+            kw = dict(self._init_kw)
+            if self.readout_grid_nodes is not None:  # a continuous law: twice its grid as well
+                from priors.readout_laws import continuous_readout_law
+
+                n = 2 * self.readout_grid_nodes
+                kw["readout_law"] = continuous_readout_law(self.readout_law.law, n, default_size=n)
+            self._refined_model = DeepFrontModel(panel_nodes=2 * self.panel_nodes, **kw)
             self._refined_model.compiled_map = self.compiled_map
         return self._refined_model
 
     def interpolate_to(self, fine, x) -> np.ndarray:
         """Packed point ``x`` carried onto the rules of ``fine`` at the same fronts (each profile
-        interpolated on its side of every front)."""
+        interpolated on its side of every front, and piecewise linearly in the readout where ``fine`` has
+        other readout values: the refined grid of a continuous law)."""
         fronts, q = self.split(x)
         rules = self.rules(fronts)
         Q = self.core.unpack(q)
         fine_rules = fine.rules(fronts)
+        v, v_fine = self.readout_values, fine.readout_values
+        regrid = v.shape != v_fine.shape or not np.array_equal(v, v_fine)
         out = {}
         for key, val in Q.items():
             ell, m = key
@@ -1006,12 +1060,14 @@ class DeepFrontModel(DeepLinearModel):
                     nodes, _, side = rules[layer - 1]
                     f_nodes, _, f_side = fine_rules[layer - 1]
                     val = _map_axis(val, axis, f_nodes, f_side, nodes, side)
+                elif layer == self.L and regrid:
+                    val = _map_axis(val, axis, v_fine, np.zeros(v_fine.size, int), v, np.zeros(v.size, int))
             out[key] = val
         return np.concatenate([fronts, fine.core.pack(out)])
 
     def discretization_error(self, alpha, x, **solver_options) -> float:
         """Relative change of mmse and free entropy when the nodes on each side of every front are
-        doubled (:func:`replica.models._common.refined_solve`, the refined point solved by Newton–Krylov from
+        doubled, and those of a continuous readout law's grid (:meth:`refined`; :func:`replica.models._common.refined_solve`, the refined point solved by Newton–Krylov from
         the carried one, :func:`replica.continuation.correctors.newton_krylov`, about half the evaluations of the damped
         iteration; damped where it fails); 0 at ``Q ≡ 0``."""
         from ..continuation.correctors import newton_krylov  # lazy: start-up (docs/architecture.md)
