@@ -259,20 +259,136 @@ def test_a_symmetric_readout_grid_is_folded_onto_abs_v_exactly(law):
     # a law without that symmetry is left as it is
     heavy = get_readout_law("powerlaw:beta=0.3", grid_size=8)
     assert folded_readout_law(heavy) is heavy
+    # every quantile grid folds (their symmetry is exact only to ~1e-12 at a few hundred nodes)
+    assert all(folded_readout_law(get_readout_law(law, grid_size=n)).values.size == (n + 1) // 2
+               for n in range(100, 400))
+    # a point carried onto a signed grid takes its value at |v| on both signs
+    signed16 = get_readout_law(law, grid_size=16)
+    fine = DeepFrontModel(gammas=(0.5, 0.5), readout_law=discrete_readout_law(signed16.values, signed16.weights,
+                                                                               exact=False), **TANH)
+    x = _informed(folded, 4.0).x
+    carried = fine.core.unpack(fine.split(folded.interpolate_to(fine, x))[1])[(2, 1)].ravel()
+    v = fine.readout_values
+    order = np.argsort(v)
+    np.testing.assert_array_equal(carried[order], carried[order][::-1])
+    assert np.max(carried) > 0.5
 
 
 def test_the_error_estimate_of_a_continuous_readout_law_doubles_its_grid():
-    # Gaussian readouts on N quantile nodes: the estimate (twice the Gauss nodes on each side of the front and
+    # uniform readouts on N quantile nodes: the estimate (twice the Gauss nodes on each side of the front and
     # twice the readout grid) against the actual error, measured against 64 nodes; before the readout grid was
     # doubled too, the estimate was that of the s rule alone (~1e-4, 100x too small at N = 8)
     alpha = 4.0
-    ref = _informed(DeepFrontModel(gammas=(0.5, 0.5), readout_law="gaussian", readout_grid=64, **TANH),
+    ref = _informed(DeepFrontModel(gammas=(0.5, 0.5), readout_law="uniform", readout_grid=64, **TANH),
                     alpha).info["state"].mmse
     for n in (8, 16):
-        model = DeepFrontModel(gammas=(0.5, 0.5), readout_law="gaussian", readout_grid=n, **TANH)
+        model = DeepFrontModel(gammas=(0.5, 0.5), readout_law="uniform", readout_grid=n, **TANH)
+        assert not model.readout_front
         assert model.refined().readout_grid_nodes == 2 * n
         r = _informed(model, alpha)
         actual = abs(r.info["state"].mmse - ref) / ref
         estimate = model.discretization_error(alpha, r.x)
         assert actual > 1e-3  # the readout grid's error, not the rule's
         assert actual / 3 < estimate < 3 * actual
+
+
+@pytest.fixture(scope="module")
+def gauss_two():
+    model = DeepFrontModel(gammas=(0.5, 0.5), readout_law="gaussian", **TANH)
+    return model, _informed(model, 4.0)
+
+
+def test_gaussian_readouts_have_a_front(gauss_two):
+    # |v| is a folded standard Gaussian like s: the last layer's readout groups get a front too, at equal potential
+    model, r = gauss_two
+    assert model.readout_front and model.front_layers == (1, 2) and model.n_fronts == 2
+    st = r.info["state"]
+    assert model.phase(st) == "layers_1_2"
+    f_s, f_v = st.fronts
+    assert f_s == 0.0 and 0.1 < f_v < 1.0  # every layer-1 neuron learned; the weakest readouts are not
+    rec = st.record()
+    assert rec["front_layer_2"] == pytest.approx(f_v)
+    q2 = rec["overlap_layer_2"]  # (readout value, s) on the reporting grids, jumping at the front
+    assert q2.shape == (model.readout_values.size, model.n_s)
+    v = model.readout_values
+    assert np.all(q2[v < f_v] < 1e-8) and np.all(q2[v > f_v].mean(axis=1) > 0.5)
+
+
+def test_free_entropy_is_stationary_in_the_readout_front(gauss_two):
+    """Equal potential of the readout probes ⇔ ∂f/∂(readout front) = 0, as for the fronts in s."""
+    model, r = gauss_two
+
+    class Frozen(DeepFrontModel):
+        def _new_fronts(self, alpha, c):
+            return np.array(self._fronts)
+
+    frozen = Frozen(gammas=(0.5, 0.5), readout_law="gaussian", **TANH)
+    f0 = r.info["state"].free_entropy
+    drops = []
+    for h in (0.02, 0.04):
+        for sign in (1, -1):
+            y = r.x.copy()
+            y[1] += sign * h
+            got = frozen.solve_from(4.0, y)
+            assert got.converged
+            drops.append(f0 - got.info["state"].free_entropy)
+    assert min(drops) > 0, drops
+    ratio = (drops[2] + drops[3]) / (drops[0] + drops[1])
+    assert 3.0 < ratio < 5.0, ratio
+
+
+def test_readout_potential_is_the_weight_derivative_of_f(gauss_two):
+    model, r = gauss_two
+    fronts, q = model.split(r.x)
+    model.rules(fronts)
+    c = model.core.conjugates(4.0, q)
+    nodes = [0, 1, 4, 2 * model.panel_nodes + 1]
+    phi = model.neuron_potentials(4.0, c, 2, nodes)
+    fd = [_weight_derivative(model, 4.0, c, 2, j) for j in nodes]
+    assert np.allclose(phi, fd, rtol=1e-6, atol=1e-8), (phi, fd)
+
+
+def test_readout_front_is_the_limit_of_readout_grids(gauss_two):
+    # the fixed quantile grids in v (uniform readouts' path, forced here with a plain discrete law) put the front on
+    # their nodes, a staircase whose error falls like one node's mass; they approach the front's value, which
+    # converges in the Gauss nodes as its estimate says
+    from priors.readout_laws import discrete_readout_law, get_readout_law
+
+    model, r = gauss_two
+    mmse = r.info["state"].mmse
+    gaps = []
+    for n in (16, 64):
+        law = get_readout_law("gaussian", grid_size=n)
+        grid = DeepFrontModel(gammas=(0.5, 0.5), readout_law=discrete_readout_law(law.values, law.weights,
+                                                                                  exact=False), **TANH)
+        assert not grid.readout_front and model.readout_front
+        gaps.append(abs(_informed(grid, 4.0).info["state"].mmse - mmse) / mmse)
+    assert gaps[1] < gaps[0] / 3 and gaps[1] < 5e-3, gaps
+    fine = DeepFrontModel(gammas=(0.5, 0.5), readout_law="gaussian", panel_nodes=12, **TANH)
+    b = fine.solve_from(4.0, model.interpolate_to(fine, r.x)).info["state"]
+    err = model.discretization_error(4.0, r.x)
+    assert 0 < err < 1e-3
+    assert abs(b.mmse - mmse) / mmse < 3 * err
+
+
+def test_two_layer_sweep_with_gaussian_readouts_follows_the_readout_front(tmp_path):
+    """replica-sweep --layers 2 --readout gaussian: the front-aligned rules (no grid in v), the readout front
+    stored; with --readout-grid the profile solver on that grid, as before."""
+    from replica.workflow.cli import sweep_main
+    from replica.workflow.io import read_root_attrs, read_sweep
+
+    argv = ["--layers", "2", "--gamma", "0.5", "--activation", "tanh2", "--unit-variance", "--delta", "0.1",
+            "--readout", "gaussian", "--alpha", "4", "--quiet"]
+    out = tmp_path / "front.h5"
+    assert sweep_main(argv + ["-o", str(out)]) == 0
+    assert "readout front" in read_root_attrs(out)["s_grid_rule"]
+    data = read_sweep(out)
+    name = str(data["equilibrium"]["branch"][0])
+    model = DeepFrontModel(gammas=(0.5, 0.5), readout_law="gaussian", **TANH)
+    st = _informed(model, 4.0).info["state"]  # solved directly, independent of the sweep machinery
+    assert name == "layers_1_2"
+    assert float(data["branches"][name]["front_layer_2"][0]) == pytest.approx(st.fronts[1], abs=1e-6)
+    assert float(data["equilibrium"]["mmse"][0]) == pytest.approx(st.mmse, rel=1e-6)
+    grid = tmp_path / "grid.h5"
+    assert sweep_main(argv + ["--readout-grid", "8", "-o", str(grid)]) == 0
+    assert not read_root_attrs(grid)["s_grid_rule"].startswith("fronts")

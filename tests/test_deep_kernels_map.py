@@ -40,6 +40,9 @@ MODELS = {
     "three-bottom": dict(gammas=(0.5, 0.5, 0.5), activation="tanh2", delta=0.1, tilt_split="bottom",
                          weight_prior="uniform"),
     "two": dict(gammas=(0.7, 1.3), activation="tanh2", delta=0.1),
+    # Gaussian readouts: a front in |v| on the last layer as well
+    "two-gauss": dict(gammas=(0.5, 0.5), activation="tanh2", delta=0.1, readout_law="gaussian"),
+    "three-gauss": dict(gammas=(0.5, 0.5, 0.5), activation="tanh2", delta=0.1, readout_law="gaussian"),
 }
 SLOW_MODELS = {
     "three-widths": dict(gammas=(0.7, 1.3, 0.9), activation=["tanh2", "erf", "tanh"], delta=0.05,

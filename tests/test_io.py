@@ -115,6 +115,24 @@ def test_checkpoint_of_partial_pass(tmp_path, model, result):
     np.testing.assert_array_equal(again.branches["specialized"]["mmse"], result.branches["specialized"]["mmse"])
 
 
+def test_a_checkpoint_of_another_packing_is_solved_again(tmp_path, model, result, caplog):
+    """Solves stored with another packed size (a file of an older version, whose model packed its point
+    differently) are not read as points of this model: they are solved again, with a warning, and the sweep is
+    the same as an uninterrupted one."""
+    path = tmp_path / "cp.h5"
+    cp = SweepCheckpoint(path, model, ALPHAS, {}, every=1e9)
+    sweep(model, ALPHAS, progress=False, cache=cp)
+    for rec in cp.records.values():  # one more packed value per stored point
+        if rec["x"] is not None:
+            rec["x"] = np.concatenate([rec["x"], np.full((rec["x"].shape[0], 1), 0.5)], axis=1)
+    cp.write()
+    loaded = SweepCheckpoint.load(path, model, ALPHAS, {}, every=1e9)
+    with caplog.at_level("WARNING", logger="replica.workflow.run"):
+        again = sweep(model, ALPHAS, progress=False, cache=loaded)
+    assert loaded.reused == 0 and "do not fit this model" in caplog.text
+    np.testing.assert_array_equal(again.equilibrium["mmse"], result.equilibrium["mmse"])
+
+
 def test_checkpoint_grid_mismatch(tmp_path, model):
     path = tmp_path / "cp.h5"
     cp = SweepCheckpoint(path, model, ALPHAS, {}, every=0.0)

@@ -283,10 +283,24 @@ def _s_grid_keywords(value) -> dict:
     return {"s_grid": int(value)}
 
 
+def _gaussian_readouts(law) -> bool:
+    """A Gaussian readout law without a fixed grid: the front-aligned rules put a front in |v| on it."""
+    from priors.continuous_laws import GaussianLaw
+
+    return isinstance(getattr(law, "law", None), GaussianLaw) and not law.fixed_grid
+
+
 def _build_two_layer(r: ModelRequest):
     from .two_layer import TwoLayerModel
 
     acts = list(r.activations) if len(r.activations) == 2 else r.activations[0]
+    if r.options.get("s_grid") in (None, "adaptive") and _gaussian_readouts(r.readout_law):
+        # the profile solver keeps two globals per readout value (a grid in v, whose readout groups specialize one
+        # by one: a staircase of sheets); the front-aligned rules follow a front in |v| (docs/deep_linear.md §11)
+        from .deep_fronts import DeepFrontModel
+
+        return DeepFrontModel(acts, list(r.gammas), r.delta, weight_prior=r.weight_prior,
+                              readout_law=r.readout_law, output_channel=r.output_channel)
     return TwoLayerModel(acts, list(r.gammas), r.delta, weight_prior=r.weight_prior, readout_law=r.readout_law,
                          output_channel=r.output_channel, **_s_grid_keywords(r.options.get("s_grid")))
 

@@ -337,7 +337,7 @@ def folded_readout_law(law):
     v, w = np.asarray(law.values, dtype=float), np.asarray(law.weights, dtype=float)
     order = np.argsort(v, kind="mergesort")
     vs, ws = v[order], w[order]
-    tol = 1e-13 * max(1.0, float(np.max(np.abs(v))))
+    tol = 1e-10 * max(1.0, float(np.max(np.abs(v))))  # quantile grids are symmetric to ~1e-12 at 256 nodes
     if not (np.allclose(vs, -vs[::-1], rtol=0.0, atol=tol) and np.allclose(ws, ws[::-1], rtol=1e-12, atol=0.0)):
         return law
     import dataclasses
@@ -364,10 +364,13 @@ class DeepFrontModel(DeepLinearModel):
         Label-noise variance Δ ≥ 0.
     weight_prior : str, WeightPrior, or a sequence (one per layer), keyword-only
     readout_law : str or ReadoutLaw, keyword-only
-        A continuous law is solved on its quantile grid, folded onto ``|v|`` where it is symmetric
-        (:func:`folded_readout_law`); :meth:`discretization_error` doubles that grid as well.
+        Gaussian readouts get a front in ``|v|`` with the rules of the fronts in s (:attr:`readout_front`);
+        another continuous law, or a Gaussian one with ``readout_grid``, is solved on its quantile grid,
+        folded onto ``|v|`` where it is symmetric (:func:`folded_readout_law`), and
+        :meth:`discretization_error` doubles that grid as well.
     readout_grid : int, keyword-only
-        Grid size of continuous readout laws (default 64 before folding).
+        A fixed grid of this many nodes for a continuous readout law (before folding); without it, the
+        law's default grid (64 nodes), which for Gaussian readouts only carries the reported profiles.
     drop_hermite : tuple of int, keyword-only
         Hermite degrees removed when activations are given by name.
     unit_variance : bool, keyword-only
@@ -404,6 +407,9 @@ class DeepFrontModel(DeepLinearModel):
         #: nodes of a continuous readout law's quantile grid before folding (None: a discrete law);
         #: :meth:`refined` doubles them
         self.readout_grid_nodes = None if readout_law.law is None else int(readout_law.values.size)
+        if readout_law.law is not None and readout_law.law.symmetric and np.all(readout_law.values >= 0):
+            # a grid folded already (e.g. the law of another model): the grid it was folded from
+            self.readout_grid_nodes = 2 * self.readout_grid_nodes - int(np.any(readout_law.values == 0))
         given_law, readout_law = readout_law, folded_readout_law(readout_law)
         super().__init__(activation, gammas, delta, weight_prior=weight_prior, readout_law=readout_law,
                          readout_grid=None, s_grid=report_grid, drop_hermite=drop_hermite,
@@ -415,12 +421,26 @@ class DeepFrontModel(DeepLinearModel):
                              weight_prior=list(self.weight_priors), readout_law=given_law,
                              tilt_split=self.tilt_split, output_channel=self.output_channel, report_grid=report_grid,
                              neuron_grid=neuron_grid)
+        from priors.continuous_laws import GaussianLaw
+
+        #: Gaussian readouts (without a fixed ``readout_grid``): the last layer's neurons have a front in |v| too,
+        #: on the same rules as the inner layers' fronts in s (|v| and s are both folded standard Gaussians);
+        #: ``readout_values`` are then only the grid the profiles are reported on
+        self.readout_front = isinstance(readout_law.law, GaussianLaw) and not readout_law.fixed_grid
+        core_law = self.readout_law
+        if self.readout_front:  # a placeholder of the rules' size: rules() sets the readout labels
+            from priors.readout_laws import discrete_readout_law
+
+            core_law = discrete_readout_law(np.ones(2 * self.panel_nodes + 2), np.full(2 * self.panel_nodes + 2,
+                                            1.0 / (2 * self.panel_nodes + 2)), exact=False)
         # the working model: the same equations, its label rules replaced at every evaluation
         self.core = DeepLinearModel(list(self.activations), tuple(self.gammas), self.delta,
-                                    weight_prior=list(self.weight_priors), readout_law=self.readout_law,
+                                    weight_prior=list(self.weight_priors), readout_law=core_law,
                                     s_grid=2 * self.panel_nodes + 2, tilt_split=self.tilt_split,
                                     output_channel=self.output_channel)
-        self.n_fronts = self.L - 1
+        #: the layers with a front, in the order of the packed fronts: the inner layers, and L with Gaussian readouts
+        self.front_layers = tuple(range(1, self.L + int(self.readout_front)))
+        self.n_fronts = len(self.front_layers)
         self._rules = None
         self._fronts = None
         self._flat_rules = None
@@ -430,19 +450,26 @@ class DeepFrontModel(DeepLinearModel):
     @property
     def s_grid_rule(self) -> str:
         """``fronts:<n> (…)``: the rule (root attribute ``s_grid_rule`` of a sweep)."""
+        readout = (f" and of the readout front in |v| (profiles reported on {self.readout_values.size} values of |v|)"
+                   if self.readout_front else "")
         return (f"fronts:{self.panel_nodes} (Gauss rules of {self.panel_nodes} nodes on each side of every inner "
-                f"layer's specialization front, equal-potential fronts; profiles reported on "
+                f"layer's specialization front{readout}, equal-potential fronts; profiles reported on "
                 f"gauss-hermite:{self.n_s})")
 
     def rules(self, fronts):
-        """Set the working model's rules for ``fronts`` (shape (L − 1,)) and return them:
-        a list of ``(nodes, weights, side)`` per inner layer (:func:`front_rule`)."""
+        """Set the working model's rules for ``fronts`` (shape (n_fronts,)) and return them:
+        a list of ``(nodes, weights, side)`` per layer of :attr:`front_layers` (:func:`front_rule`)."""
         fr = tuple(float(min(max(f, 0.0), FRONT_MAX)) for f in np.atleast_1d(fronts))
         if fr != self._fronts:
             rules = [front_rule(f, self.panel_nodes) for f in fr]
             core = self.core
-            core.label_weights = [np.ones(1)] + [r[1] for r in rules] + [self.readout_weights]
-            core.label_squares = [np.ones(1)] + [r[0] ** 2 for r in rules] + [self.v2]
+            inner = rules[:self.L - 1]
+            core.label_weights = [np.ones(1)] + [r[1] for r in inner] + [self.readout_weights]
+            core.label_squares = [np.ones(1)] + [r[0] ** 2 for r in inner] + [self.v2]
+            if self.readout_front:
+                nodes, weights, _ = rules[self.L - 1]
+                core.label_weights[self.L], core.label_squares[self.L] = weights, nodes ** 2
+                core.readout_values, core.readout_weights, core.v2 = nodes, weights, nodes ** 2
             core.s_values = rules[0][0]
             self._rules, self._fronts = rules, fr
             self._flat_rules = None  # the compiled map's label arrays, built when first needed
@@ -535,7 +562,7 @@ class DeepFrontModel(DeepLinearModel):
         """``(Δφ_ℓ, dΔφ_ℓ/d(f²), roots)`` of every inner layer, each of shape (B,) for conjugates of a batch
         of B points (:meth:`neuron_potentials`, :meth:`_probe_roots`)."""
         out = []
-        for ell in range(1, self.L):
+        for ell in self.front_layers:
             phi = self.neuron_potentials(alpha, c, ell, (0, 1))
             G = c["G"][ell]
             slope = self.A(self.L + 1, ell + 1) * (G[..., 1] - G[..., 0]) / (2.0 * c["D"])
@@ -615,7 +642,7 @@ class DeepFrontModel(DeepLinearModel):
         q = np.where(np.asarray(mask, bool), 0.0, q)
         fronts = np.array(fronts, dtype=float)
         Q = self.core.unpack(q)
-        for ell in range(1, self.L):
+        for ell in self.front_layers:
             if not np.any(Q[(ell, ell)] > 0.0):
                 fronts[ell - 1] = FRONT_MAX
         return np.concatenate([fronts, q])
@@ -709,8 +736,9 @@ class DeepFrontModel(DeepLinearModel):
                 np.ascontiguousarray(self.g_one, dtype=float), (front_map_rows, state_row, BASE_ROWS),
                 (_GL16_X, _GL16_W))
         if self._flat_rules is None:
-            sides = [np.zeros(1, np.int64)] + [np.asarray(r[2], np.int64) for r in self._rules] + \
-                [np.zeros(self.readout_weights.size, np.int64)]
+            sides = [np.zeros(1, np.int64)] + [np.asarray(r[2], np.int64) for r in self._rules[:self.L - 1]] + \
+                [np.asarray(self._rules[self.L - 1][2], np.int64) if self.readout_front
+                 else np.zeros(self.readout_weights.size, np.int64)]
             self._flat_rules = (np.ascontiguousarray(np.concatenate(core.label_weights), dtype=float),
                                 np.ascontiguousarray(np.concatenate(core.label_squares), dtype=float),
                                 np.ascontiguousarray(np.concatenate(sides)))
@@ -803,7 +831,7 @@ class DeepFrontModel(DeepLinearModel):
         Such a layer has no neuron on the large root: its large-root panel carries a mass < 2e-17,
         and neurons there that stayed specialized would make a sheet of the universal point's error
         that counts as learned (a ghost). Rows and columns labelled by them are zeroed, the probe included."""
-        dead = [ell for ell in range(1, self.L) if self._fronts[ell - 1] >= FRONT_MAX]
+        dead = [ell for ell in self.front_layers if self._fronts[ell - 1] >= FRONT_MAX]
         if not dead:
             return Q
         out = {}
@@ -863,12 +891,12 @@ class DeepFrontModel(DeepLinearModel):
         """
         rules = self._rules if rules is None else rules
         fronts = self._fronts if fronts is None else fronts
-        target = self.neuron_s
         out = {}
         for ell in range(1, self.L + 1):
             q = np.asarray(Q[(ell, ell)], dtype=float)
             for axis, layer in ((0, ell), (1, ell - 1)):
-                if 1 <= layer <= self.L - 1:
+                if layer in self.front_layers:
+                    target = self.readout_values if layer == self.L else self.neuron_s
                     nodes, _, side = rules[layer - 1]
                     q = _map_axis(q, axis, target, (target >= fronts[layer - 1]).astype(int), nodes, side)
             out[ell] = q.ravel() if ell == 1 else q
@@ -882,10 +910,10 @@ class DeepFrontModel(DeepLinearModel):
         fronts = self._fronts if fronts is None else fronts
         ell, m = key
         for axis, layer in ((0, ell), (1, m - 1)):
-            if 1 <= layer <= self.L - 1:
+            if layer in self.front_layers:
+                target = self.readout_values if layer == self.L else self.s_values
                 nodes, _, side = rules[layer - 1]
-                report_side = (self.s_values >= fronts[layer - 1]).astype(int)
-                q = _map_axis(q, axis, self.s_values, report_side, nodes, side)
+                q = _map_axis(q, axis, target, (target >= fronts[layer - 1]).astype(int), nodes, side)
         return q
 
     def _reports(self, profiles, rules, fronts, shapes=None) -> _Reported:
@@ -929,7 +957,7 @@ class DeepFrontModel(DeepLinearModel):
             f = core.free_entropy(alpha, Q, c["hat"])
         means = {}
         for X in self.keys:
-            pr = core.label_weights[X[0]] * (self.v2 if X[0] == self.L else 1.0)
+            pr = core.label_weights[X[0]] * (core.label_squares[self.L] if X[0] == self.L else 1.0)
             means[X] = float(pr @ Q[X] @ core.label_weights[X[1] - 1] / pr.sum())
         rules, fronts = self._rules, self._fronts
         rep = self._reports({X: Q[X] for X in self.keys}, rules, fronts)
@@ -955,26 +983,34 @@ class DeepFrontModel(DeepLinearModel):
         fronts = np.clip(np.asarray(fronts, float), 0.0, FRONT_MAX)
         rules = self.rules(fronts)
         learned = set(learned_layers)
+        n_readout = self.core.n_readout
         masks = [np.ones(1)]
-        for ell in range(1, self.L):
+        for ell in self.front_layers:
             masks.append((rules[ell - 1][2] == 1).astype(float) if ell in learned else np.zeros(rules[ell - 1][0].size))
-        masks.append(np.ones(self.n_readout) if self.L in learned else np.zeros(self.n_readout))
+        if not self.readout_front:
+            masks.append(np.ones(n_readout) if self.L in learned else np.zeros(n_readout))
         q = {}
         for (ell, m) in self.keys:
             if set(range(m, ell + 1)) <= learned:
-                q[(ell, m)] = value * np.outer(masks[ell] if ell < self.L else np.ones(self.n_readout),
+                q[(ell, m)] = value * np.outer(masks[ell] if ell < self.L or self.readout_front else np.ones(n_readout),
                                                masks[m - 1] if m > 1 else np.ones(1))
         return np.concatenate([fronts, self.core.pack(q)])
 
     def starts(self) -> dict:
-        """``informed`` (every layer on the large root, fronts at 0; both directions), and for every
+        """``informed`` (every layer on the large root, fronts at 0, a readout front at the median of |v|; both
+        directions), and for every
         depth ``k < L`` ``layer_1`` / ``layers_1_to_k`` (fronts of layers ≤ k at the median of |s|,
         the others at :data:`FRONT_MAX`; downwards). The fronts then move to equal potential."""
         median = 0.6744897501960817
-        out = {"informed": (self.pack_start(np.zeros(self.n_fronts), range(1, self.L + 1)), "both")}
+        # the readout front starts at the median of |v|: at v = 0 the last layer has no signal (U_L = v²), so a
+        # front there leaves its large-root probe on no root and its first nodes above it unlearned
+        informed = np.zeros(self.n_fronts)
+        if self.readout_front:
+            informed[-1] = median
+        out = {"informed": (self.pack_start(informed, range(1, self.L + 1)), "both")}
         for depth in range(1, self.L):
             name = "layer_1" if depth == 1 else f"layers_1_to_{depth}"
-            fr = [median if ell <= depth else FRONT_MAX for ell in range(1, self.L)]
+            fr = [median if ell <= depth else FRONT_MAX for ell in self.front_layers]
             out[name] = (self.pack_start(fr, range(1, depth + 1)), "down")
         return out
 
@@ -1033,7 +1069,7 @@ class DeepFrontModel(DeepLinearModel):
         """
         if getattr(self, "_refined_model", None) is None:
             kw = dict(self._init_kw)
-            if self.readout_grid_nodes is not None:  # a continuous law: twice its grid as well
+            if self.readout_grid_nodes is not None and not self.readout_front:  # a law on its grid: twice that
                 from priors.readout_laws import continuous_readout_law
 
                 n = 2 * self.readout_grid_nodes
@@ -1050,13 +1086,14 @@ class DeepFrontModel(DeepLinearModel):
         rules = self.rules(fronts)
         Q = self.core.unpack(q)
         fine_rules = fine.rules(fronts)
-        v, v_fine = self.readout_values, fine.readout_values
+        # in |v|: the profiles depend on the readout only through v² (folded and signed grids alike)
+        v, v_fine = np.abs(self.readout_values), np.abs(fine.readout_values)
         regrid = v.shape != v_fine.shape or not np.array_equal(v, v_fine)
         out = {}
         for key, val in Q.items():
             ell, m = key
             for axis, layer in ((0, ell), (1, m - 1)):
-                if 1 <= layer <= self.L - 1:
+                if layer in self.front_layers:
                     nodes, _, side = rules[layer - 1]
                     f_nodes, _, f_side = fine_rules[layer - 1]
                     val = _map_axis(val, axis, f_nodes, f_side, nodes, side)

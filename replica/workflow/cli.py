@@ -296,7 +296,9 @@ def add_model_options(p, *, grids=False):
                        help="continuous readout laws (gaussian, uniform) only: a fixed grid of this many nodes (2 to "
                             "1000000, Gauss–Legendre in the quantile of the law) instead of the default adaptive rule, "
                             "which refines the grid until mmse and free entropy change by less than 1e-4 between "
-                            "refinements (per-α estimate in the dataset discretization_error, warning above 1e-3)")
+                            "refinements (per-α estimate in the dataset discretization_error, warning above 1e-3); "
+                            "with --layers >= 2 the default for gaussian is a front in |v| on the last layer instead "
+                            "(docs/deep_linear.md §11)")
         g.add_argument("--delta", type=number_type("--delta", minimum=0.0, maximum=LIMITS["delta"][1],
                                                    upper_strict=False), default=None,
                        help="label-noise variance 0 <= Δ <= 1e4 of the gaussian and probit channels (default 0.1)")
@@ -732,7 +734,10 @@ def _run_sweep(args) -> int:
             raise
         _log_result(result)
         elapsed = time.perf_counter() - t0
-        _warn_discretization(result, "s grid" if args.layers >= 2 else "readout grid")
+        grid = "s grid" if args.layers >= 2 else "readout grid"
+        if getattr(model, "readout_grid_nodes", None) is not None and not getattr(model, "readout_front", True):
+            grid = "s rules and readout grid"  # front rules with a continuous law on its grid: both are doubled
+        _warn_discretization(result, grid)
         try:
             write_sweep(out, result, parameters, configuration=configuration)
         except OSError:  # e.g. a full disk: keep every solve for --resume if the checkpoint still fits
@@ -817,8 +822,9 @@ def _warn_discretization(result, grid="readout grid"):
         unknown = branch["exists"] & ~np.isfinite(err)
         if np.any(bad) or np.any(unknown):
             worst = float(np.max(err[ok])) if np.any(ok) else math.nan
-            advice = ("a finer --s-grid (L = 2: panels:P or auto)" if grid == "s grid" else
-                      "the default adaptive rule or a finer --readout-grid")
+            advice = {"s grid": "a finer --s-grid (L = 2: panels:P or auto)",
+                      "s rules and readout grid": "a finer --readout-grid (its error falls like one node's mass)"}.get(
+                grid, "the default adaptive rule or a finer --readout-grid")
             logger.warning("branch %s: discretization error of the %s above %g at %d of %d α (largest "
                            "%.2g)%s%s", name, grid, DEFAULT_TARGET,
                            int(np.sum(bad)), int(np.sum(branch["exists"])), worst,

@@ -442,8 +442,15 @@ class SweepCheckpoint:
         stored = self.prefix + key
         rec = self.records.get(stored)
         if rec is not None and rec["done"][i] and key != "universal":
-            self.reused += 1
-            return self._rebuild(rec, i, alpha)
+            try:
+                got = self._rebuild(rec, i, alpha)
+            except ValueError as exc:  # a point this model cannot read (another packing: an older version's file)
+                logger.warning("checkpoint: the stored solves of %s do not fit this model (%s); they are solved "
+                               "again", stored, str(exc).splitlines()[0])
+                rec["done"][:] = False
+            else:
+                self.reused += 1
+                return got
         res = compute()
         self._store(stored, i, res)
         self.computed += 1
