@@ -392,3 +392,40 @@ def test_two_layer_sweep_with_gaussian_readouts_follows_the_readout_front(tmp_pa
     grid = tmp_path / "grid.h5"
     assert sweep_main(argv + ["--readout-grid", "8", "-o", str(grid)]) == 0
     assert not read_root_attrs(grid)["s_grid_rule"].startswith("fronts")
+
+
+@pytest.mark.parametrize("law", ["gaussian", "uniform", "powerlaw:beta=0.3"])
+def test_readout_front_rules_integrate_the_law(law):
+    from priors import get_readout_law
+
+    from replica.models.deep_fronts import readout_front_max, readout_front_rule
+
+    density = get_readout_law(law).law
+    top = readout_front_max(density)
+    for f in (0.0, 0.4, 0.9, 2.0, top):
+        nodes, weights, side = readout_front_rule(density, f, 6)
+        assert nodes[0] == nodes[1] == min(f, top) and weights[0] == weights[1] == 0.0
+        assert np.all(np.diff(nodes[2:8]) >= 0) and np.all(np.diff(nodes[8:]) >= 0)  # ascending on each side
+        if weights[2:8].sum() > 0:  # (a front below the power law's support [c, ∞) leaves its low side empty)
+            assert np.all(nodes[2:8] <= nodes[0] + 1e-12)
+        assert np.all(nodes[8:] >= nodes[0] - 1e-12)
+        assert float(weights @ nodes**2) == pytest.approx(1.0, abs=1e-12)  # E v² = 1
+        # the mass (the power law's is integrated in t, where v² du is bounded: its mass has a t^1.5 end)
+        assert float(weights.sum()) == pytest.approx(1.0, abs=1e-12 if law != "powerlaw:beta=0.3" else 3e-5)
+    # nothing learned at the largest front: the mass above it is below the learned-mass floor
+    assert float(readout_front_rule(density, top, 6)[1][8:].sum()) < 1e-15
+
+
+def test_the_continuum_power_law_is_the_limit_of_its_atom_laws():
+    # two layers at alpha = 2 (partially specialized, the readout front at |v| = 0.96 inside the support [0.63, ∞)):
+    # the laws of K atoms v_p ∝ p^-0.3 approach the continuum law's front solution like K^-(1-2β) = K^-0.4
+    model = DeepFrontModel(gammas=(0.5, 0.5), readout_law="powerlaw:beta=0.3", **TANH)
+    st = _informed(model, 2.0).info["state"]
+    assert model.readout_front and 0.7 < st.fronts[1] < 1.2 and model.phase(st) == "layers_1_2"
+    gaps = []
+    for k in (16, 64, 256):
+        atoms = DeepFrontModel(gammas=(0.5, 0.5), readout_law=f"powerlaw:beta=0.3,k={k}", **TANH)
+        gaps.append(abs(_informed(atoms, 2.0).info["state"].mmse - st.mmse) / st.mmse)
+    assert gaps[0] > gaps[1] > gaps[2]
+    for a, b in zip(gaps, gaps[1:]):
+        assert 1.4 < a / b < 2.6, gaps  # 4^0.4 = 1.74

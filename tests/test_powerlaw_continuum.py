@@ -80,10 +80,28 @@ def test_continuum_sweep_cli_and_its_learned_mass(tmp_path):
     assert err < 1e-4
 
 
-def test_continuum_law_is_refused_beyond_one_hidden_layer(tmp_path, capsys):
+@pytest.mark.parametrize("extra, message", [
+    ([], "needs odd activations with a linear part and no --readout-grid"),
+    (["--activation", "tanh2", "--unit-variance", "--readout-grid", "16"], "--readout-grid: applies only to")])
+def test_continuum_law_beyond_one_hidden_layer_needs_the_front_rules(tmp_path, capsys, extra, message):
+    # ReLU (not odd: the two-layer profile solver, no heavy tails), or a fixed grid: refused in one line
     out = tmp_path / "y.h5"
     assert sweep_main(["--layers", "2", "--gamma", "0.5,0.5", "--readout", "powerlaw:beta=0.3", "--alpha", "1",
-                       "-o", str(out)]) == 2
+                       "-o", str(out)] + extra) == 2
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "available for one hidden layer" in err
+    assert len(err.splitlines()) == 1 and message in err
     assert not out.exists()
+
+
+def test_continuum_law_with_two_hidden_layers_has_a_readout_front(tmp_path):
+    from replica.workflow.io import read_root_attrs, read_sweep
+
+    out = tmp_path / "two.h5"
+    assert sweep_main(["--layers", "2", "--gamma", "0.5,0.5", "--activation", "tanh2", "--unit-variance",
+                       "--readout", "powerlaw:beta=0.3", "--alpha", "2", "--quiet", "-o", str(out)]) == 0
+    assert "readout front" in read_root_attrs(out)["s_grid_rule"]
+    d = read_sweep(out)
+    name = str(d["equilibrium"]["branch"][0])
+    assert name.startswith("layers_1_2")
+    front = float(d["branches"][name]["front_layer_2"][0])
+    assert 0.632 < front < 2.0  # inside the support [√(1 − 2β), ∞): the strongest readouts learned

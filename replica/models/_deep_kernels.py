@@ -404,8 +404,8 @@ def front_map_rows(alpha, delta, X, fronts, n_panel, front_max, probe_floor, pha
                    order, Atab, loff, lw, lsq, lside, acts, priors, rects, g_one, gl_x, gl_w, near, base,
                    out):  # pragma: no cover - compiled
     """The map of :meth:`DeepFrontModel.update_many` for rows ``X`` (B, p) of packed overlaps that share
-    the (clipped) ``fronts`` (L − 1,), written into ``out`` (B, L − 1 + p): the next fronts, then the next
-    overlaps; a row whose ``D`` or conjugates are not finite is NaN (module docstring).
+    the (clipped) ``fronts`` (nf,), each at most its ``front_max`` (nf,), written into ``out`` (B, nf + p): the next
+    fronts, then the next overlaps; a row whose ``D`` or conjugates are not finite is NaN (module docstring).
 
     ``near``: 0, every row evaluated in full; 1, the rows after the first are points next to it (the columns
     of a forward-difference Jacobian): their product channels are evaluated to first order about the first
@@ -469,15 +469,15 @@ def front_map_rows(alpha, delta, X, fronts, n_panel, front_max, probe_floor, pha
                 front = math.sqrt(w)
             else:
                 front = math.sqrt(u)
-            if front > front_max:
-                front = front_max
+            if front > front_max[i]:
+                front = front_max[i]
             first_high = 2 + n_panel
             if roots < 0:
                 if c[o + first_high] - c[o] > probe_floor:
                     _reseed(new, keys, ell, 1, first_high, loff)
                     front = f
                 else:
-                    front = min(f + 0.05 * (1.0 + f), front_max)
+                    front = min(f + 0.05 * (1.0 + f), front_max[i])
             last_low = 1 + n_panel
             if roots > 0:
                 if f > 1e-12 and c[o + 1] - c[o + last_low] > probe_floor:
@@ -488,7 +488,7 @@ def front_map_rows(alpha, delta, X, fronts, n_panel, front_max, probe_floor, pha
             out[b, i] = front
         # ghosts: a layer whose front is at its end has no neuron on the large root
         for i in range(nf):
-            if fronts[i] < front_max:
+            if fronts[i] < front_max[i]:
                 continue
             ell = i + 1
             o = loff[ell]

@@ -317,6 +317,73 @@ class DeepFrontState(DeepLinearState):
         return rec
 
 
+#: mass of readouts above the largest readout front (the analogue of the folded Gaussian's mass beyond FRONT_MAX)
+_READOUT_TAIL = 1e-17
+
+
+def readout_front_law(law) -> bool:
+    """Whether a readout law gets a front in ``|v|`` (:attr:`DeepFrontModel.readout_front`): the Gaussian, uniform
+    and continuum power-law densities (``law.law``), without a fixed grid."""
+    from priors.continuous_laws import GaussianLaw, PowerLawDensity, UniformLaw
+
+    return isinstance(getattr(law, "law", None), (GaussianLaw, UniformLaw, PowerLawDensity)) and not law.fixed_grid
+
+
+def readout_front_max(density) -> float:
+    """The largest readout front of a density of :func:`readout_front_law` (no readout learned): :data:`FRONT_MAX`
+    for the Gaussian, ``√3`` for the uniform law, the ``|v|`` with a mass :data:`_READOUT_TAIL` above it for the
+    power law."""
+    from priors.continuous_laws import GaussianLaw, UniformLaw
+
+    if isinstance(density, GaussianLaw):
+        return FRONT_MAX
+    if isinstance(density, UniformLaw):
+        return math.sqrt(3.0)
+    return float(density.c * _READOUT_TAIL ** (-density.beta))
+
+
+def readout_front_rule(density, front: float, n: int):
+    """Rule of the last layer's readouts ``|v|`` for the front ``front``: ``(nodes, weights, side)`` in the layout of
+    :func:`front_rule` (two probes at the front, ``n`` nodes below it, ``n`` above, ascending in each panel).
+
+    Gaussian: :func:`front_rule` (``|v|`` is a folded standard Gaussian, as ``s``). Uniform (``|v|`` uniform on
+    ``[0, √3]``): Gauss–Legendre on each side. Power law (``v = c u^−β``, ``u`` the mass above ``v``): Gauss–Legendre
+    in ``t = u^{1−2β}`` on each side, where ``v² du = c² dt/(1 − 2β)`` is bounded (the variable of
+    :meth:`priors.continuous_laws.PowerLawDensity.panel_rule`), weights ``du = t^{2β/(1−2β)} dt/(1 − 2β)``.
+    ``front`` is clipped to ``[0, readout_front_max(density)]``; the arrays are read-only (memoized)."""
+    return _readout_front_rule(density, float(min(max(front, 0.0), readout_front_max(density))), int(n))
+
+
+@functools.lru_cache(maxsize=512)
+def _readout_front_rule(density, f, n):
+    from priors.continuous_laws import GaussianLaw, UniformLaw
+
+    if isinstance(density, GaussianLaw):
+        return front_rule(f, n)
+    x, w = np.polynomial.legendre.leggauss(n)
+    x, w = 0.5 * (x + 1.0), 0.5 * w  # on [0, 1], ascending
+    if isinstance(density, UniformLaw):
+        top = math.sqrt(3.0)
+        low_nodes, low_w = f * x, f * w / top
+        high_nodes, high_w = f + (top - f) * x, (top - f) * w / top
+    else:  # the continuum power law
+        b, c = density.beta, density.c
+        e = 1.0 - 2.0 * b
+        t_f = 1.0 if f <= c else (f / c) ** (-e / b)
+
+        def panel(lo, hi):  # t on [lo, hi], returned ascending in v (descending in t)
+            t = lo + (hi - lo) * x[::-1]
+            return c * t ** (-b / e), (hi - lo) * w[::-1] * t ** (2.0 * b / e) / e
+
+        low_nodes, low_w = panel(t_f, 1.0)
+        high_nodes, high_w = panel(0.0, t_f)
+    nodes = np.concatenate([[f, f], low_nodes, high_nodes])
+    weights = np.concatenate([[0.0, 0.0], low_w, high_w])
+    for a in (nodes, weights):
+        a.setflags(write=False)
+    return nodes, weights, _front_side(n)
+
+
 def folded_readout_law(law):
     """A continuous readout law's grid that is symmetric about 0 (the quantile grids of ``gaussian`` and
     ``uniform``) folded onto ``|v|``, every weight of a pair on its positive node: exact, because the
@@ -421,12 +488,12 @@ class DeepFrontModel(DeepLinearModel):
                              weight_prior=list(self.weight_priors), readout_law=given_law,
                              tilt_split=self.tilt_split, output_channel=self.output_channel, report_grid=report_grid,
                              neuron_grid=neuron_grid)
-        from priors.continuous_laws import GaussianLaw
-
-        #: Gaussian readouts (without a fixed ``readout_grid``): the last layer's neurons have a front in |v| too,
-        #: on the same rules as the inner layers' fronts in s (|v| and s are both folded standard Gaussians);
-        #: ``readout_values`` are then only the grid the profiles are reported on
-        self.readout_front = isinstance(readout_law.law, GaussianLaw) and not readout_law.fixed_grid
+        #: Gaussian, uniform and continuum power-law readouts (without a fixed ``readout_grid``): the last layer's
+        #: neurons have a front in |v| too (:func:`readout_front_rule`; for Gaussian readouts the rules of the fronts
+        #: in s, |v| and s being both folded standard Gaussians); ``readout_values`` are then only the grid the
+        #: profiles are reported on
+        self.readout_front = readout_front_law(readout_law)
+        self._readout_density = readout_law.law if self.readout_front else None
         core_law = self.readout_law
         if self.readout_front:  # a placeholder of the rules' size: rules() sets the readout labels
             from priors.readout_laws import discrete_readout_law
@@ -441,6 +508,10 @@ class DeepFrontModel(DeepLinearModel):
         #: the layers with a front, in the order of the packed fronts: the inner layers, and L with Gaussian readouts
         self.front_layers = tuple(range(1, self.L + int(self.readout_front)))
         self.n_fronts = len(self.front_layers)
+        #: the largest value of every front (none of its layer's neurons learned), shape (n_fronts,)
+        self.front_max = np.array([FRONT_MAX] * (self.L - 1) + ([readout_front_max(self._readout_density)]
+                                                               if self.readout_front else []))
+        self.front_max.setflags(write=False)
         self._rules = None
         self._fronts = None
         self._flat_rules = None
@@ -459,9 +530,9 @@ class DeepFrontModel(DeepLinearModel):
     def rules(self, fronts):
         """Set the working model's rules for ``fronts`` (shape (n_fronts,)) and return them:
         a list of ``(nodes, weights, side)`` per layer of :attr:`front_layers` (:func:`front_rule`)."""
-        fr = tuple(float(min(max(f, 0.0), FRONT_MAX)) for f in np.atleast_1d(fronts))
+        fr = tuple(float(min(max(f, 0.0), top)) for f, top in zip(np.atleast_1d(fronts), self.front_max))
         if fr != self._fronts:
-            rules = [front_rule(f, self.panel_nodes) for f in fr]
+            rules = [self._rule(i, f) for i, f in enumerate(fr)]
             core = self.core
             inner = rules[:self.L - 1]
             core.label_weights = [np.ones(1)] + [r[1] for r in inner] + [self.readout_weights]
@@ -475,13 +546,20 @@ class DeepFrontModel(DeepLinearModel):
             self._flat_rules = None  # the compiled map's label arrays, built when first needed
         return self._rules
 
-    def _rule_slope(self, f0):
-        """``(d nodes/df, d weights/df)`` of the rule of one inner layer at the front ``f0``: a central
-        difference of :func:`front_rule` (one-sided at the ends of ``[0, FRONT_MAX]``), step 1e-6."""
+    def _rule(self, i, f):
+        """The rule of front ``i`` (:attr:`front_layers`) at ``f``: :func:`front_rule`, or
+        :func:`readout_front_rule` for the readout front."""
+        if self.readout_front and i == self.L - 1:
+            return readout_front_rule(self._readout_density, f, self.panel_nodes)
+        return front_rule(f, self.panel_nodes)
+
+    def _rule_slope(self, f0, i=0):
+        """``(d nodes/df, d weights/df)`` of the rule of front ``i`` at ``f0``: a central difference of
+        :meth:`_rule` (one-sided at the ends of ``[0, front_max[i]]``), step 1e-6 relative."""
         eps = 1e-6 * max(1.0, f0)
-        lo, hi = max(f0 - eps, 0.0), min(f0 + eps, FRONT_MAX)
-        n_lo, w_lo, _ = front_rule(lo, self.panel_nodes)
-        n_hi, w_hi, _ = front_rule(hi, self.panel_nodes)
+        lo, hi = max(f0 - eps, 0.0), min(f0 + eps, float(self.front_max[i]))
+        n_lo, w_lo, _ = self._rule(i, lo)
+        n_hi, w_hi, _ = self._rule(i, hi)
         return (n_hi - n_lo) / (hi - lo), (w_hi - w_lo) / (hi - lo)
 
     @property
@@ -603,14 +681,15 @@ class DeepFrontModel(DeepLinearModel):
             u = f * f
             steep = slope > 1e-14
             step = np.clip(-dphi / np.where(steep, slope, 1.0), -(1.0 + u), 1.0 + u)
-            front = np.minimum(np.sqrt(np.where(steep, np.maximum(u + step, 0.0), u)), FRONT_MAX)
+            top = float(self.front_max[i])
+            front = np.minimum(np.sqrt(np.where(steep, np.maximum(u + step, 0.0), u)), top)
             # both probes on the small root: re-seed the large-root probe from the smallest node above
             # the front, or move the front up
             first_high = 2 + n
             both_small = roots < 0
             reseed = both_small & (pre[..., first_high] - pre[..., 0] > _PROBE_FLOOR)
             self._reseed(c["new"], ell, 1, first_high, reseed)
-            front = np.where(reseed, f, np.where(both_small, min(f + 0.05 * (1.0 + f), FRONT_MAX), front))
+            front = np.where(reseed, f, np.where(both_small, min(f + 0.05 * (1.0 + f), top), front))
             # both on the large root: re-seed the small-root probe from the largest node below, or move down
             last_low = 1 + n
             both_large = roots > 0
@@ -624,7 +703,7 @@ class DeepFrontModel(DeepLinearModel):
         """``x`` with every front clipped to ``[0, FRONT_MAX]`` (the domain of the rules; Newton steps of
         the continuation may leave it where a front sits at an end)."""
         y = np.array(x, dtype=float)
-        y[:self.n_fronts] = np.clip(y[:self.n_fronts], 0.0, FRONT_MAX)
+        y[:self.n_fronts] = np.clip(y[:self.n_fronts], 0.0, self.front_max)
         return y
 
     def without_overlaps(self, x, mask) -> np.ndarray:
@@ -644,7 +723,7 @@ class DeepFrontModel(DeepLinearModel):
         Q = self.core.unpack(q)
         for ell in self.front_layers:
             if not np.any(Q[(ell, ell)] > 0.0):
-                fronts[ell - 1] = FRONT_MAX
+                fronts[ell - 1] = self.front_max[ell - 1]
         return np.concatenate([fronts, q])
 
     def update(self, alpha, x):
@@ -668,7 +747,7 @@ class DeepFrontModel(DeepLinearModel):
 
     def _grouped(self, alpha, X, near):
         X = np.atleast_2d(np.asarray(X, dtype=float))
-        fronts = np.clip(X[:, :self.n_fronts], 0.0, FRONT_MAX)
+        fronts = np.clip(X[:, :self.n_fronts], 0.0, self.front_max)
         groups, which = np.unique(fronts, axis=0, return_inverse=True)
         which = np.ravel(which)
         out = np.empty_like(X)
@@ -759,7 +838,7 @@ class DeepFrontModel(DeepLinearModel):
             base = np.full((base_rows, q.shape[1]), np.nan)
             mode = min(mode, 1)
         front_map_rows(float(alpha), float(self.output_channel.delta), q, np.asarray(self._fronts, dtype=float),
-                       self.panel_nodes, FRONT_MAX, _PROBE_FLOOR, PHASE_THRESHOLD, keys, kfloat, order, Atab, loff,
+                       self.panel_nodes, self.front_max, _PROBE_FLOOR, PHASE_THRESHOLD, keys, kfloat, order, Atab, loff,
                        lw, lsq, lside, acts, priors, rects, g_one, gl_x, gl_w, mode, base, out)
         return out
 
@@ -805,7 +884,7 @@ class DeepFrontModel(DeepLinearModel):
         layer = np.full(lw0.size, -1, dtype=int)  # the front each label's rule follows (−1: none)
         dlw, dlsq = np.zeros(lw0.size), np.zeros(lw0.size)
         for i, (f0, (nodes0, _, _)) in enumerate(zip(fronts0, self._rules)):
-            dn, dw = self._rule_slope(float(f0))
+            dn, dw = self._rule_slope(float(f0), i)
             sl = slice(loff[i + 1], loff[i + 2])
             layer[sl], dlw[sl], dlsq[sl] = i, dw, 2.0 * nodes0 * dn
         moved = layer >= 0
@@ -815,10 +894,10 @@ class DeepFrontModel(DeepLinearModel):
         def f(a, Z):
             Z = np.asarray(Z, dtype=float)
             if Z.ndim == 1:  # one point (a Jacobian–vector product): no grouping
-                fr = np.clip(Z[:nf], 0.0, FRONT_MAX)
+                fr = np.clip(Z[:nf], 0.0, self.front_max)
                 shift = np.where(moved, (fr - fronts0)[layer], 0.0)
                 out = np.empty((1, Z.size))
-                front_map_rows(float(a), delta, np.ascontiguousarray(Z[None, nf:]), fr, self.panel_nodes, FRONT_MAX,
+                front_map_rows(float(a), delta, np.ascontiguousarray(Z[None, nf:]), fr, self.panel_nodes, self.front_max,
                                _PROBE_FLOOR, PHASE_THRESHOLD, keys, kfloat, order, Atab, loff, lw0 + shift * dlw,
                                lsq0 + shift * dlsq, lside, acts, priors, rects, g_one, gl_x, gl_w, 2, base, out)
                 return out[0]
@@ -831,7 +910,7 @@ class DeepFrontModel(DeepLinearModel):
         Such a layer has no neuron on the large root: its large-root panel carries a mass < 2e-17,
         and neurons there that stayed specialized would make a sheet of the universal point's error
         that counts as learned (a ghost). Rows and columns labelled by them are zeroed, the probe included."""
-        dead = [ell for ell in self.front_layers if self._fronts[ell - 1] >= FRONT_MAX]
+        dead = [ell for ell in self.front_layers if self._fronts[ell - 1] >= self.front_max[ell - 1]]
         if not dead:
             return Q
         out = {}
@@ -980,7 +1059,7 @@ class DeepFrontModel(DeepLinearModel):
     def pack_start(self, fronts, learned_layers, value=INFORMED_OVERLAP):
         """Packed start: fronts, and ``value`` on the large-root side of every learned layer's
         neurons (products where all their factors are learned), 0 elsewhere."""
-        fronts = np.clip(np.asarray(fronts, float), 0.0, FRONT_MAX)
+        fronts = np.clip(np.asarray(fronts, float), 0.0, self.front_max)
         rules = self.rules(fronts)
         learned = set(learned_layers)
         n_readout = self.core.n_readout
@@ -1005,12 +1084,13 @@ class DeepFrontModel(DeepLinearModel):
         # the readout front starts at the median of |v|: at v = 0 the last layer has no signal (U_L = v²), so a
         # front there leaves its large-root probe on no root and its first nodes above it unlearned
         informed = np.zeros(self.n_fronts)
-        if self.readout_front:
-            informed[-1] = median
+        if self.readout_front:  # the median of |v|
+            density = self._readout_density
+            informed[-1] = float(density.ppf(0.75) if density.symmetric else density.ppf(0.5))
         out = {"informed": (self.pack_start(informed, range(1, self.L + 1)), "both")}
         for depth in range(1, self.L):
             name = "layer_1" if depth == 1 else f"layers_1_to_{depth}"
-            fr = [median if ell <= depth else FRONT_MAX for ell in self.front_layers]
+            fr = [median if ell <= depth else self.front_max[ell - 1] for ell in self.front_layers]
             out[name] = (self.pack_start(fr, range(1, depth + 1)), "down")
         return out
 
@@ -1020,7 +1100,7 @@ class DeepFrontModel(DeepLinearModel):
 
     def universal_point(self) -> np.ndarray:
         """``Q ≡ 0`` with every front at :data:`FRONT_MAX` (an exact fixed point of :meth:`update`)."""
-        return np.concatenate([np.full(self.n_fronts, FRONT_MAX), np.zeros(self.core.size)])
+        return np.concatenate([self.front_max, np.zeros(self.core.size)])
 
     def solve_universal(self, alpha) -> FixedPointResult:
         """``Q ≡ 0``: only the linear path is learned (exact, ``g_ℓ'(0) = 0``)."""

@@ -312,10 +312,13 @@ def resolve_model(options: dict, *, build_it: bool = True) -> tuple:
         raise UsageError(f"--readout-grid: {msg}" if msg.startswith("grid_size") else f"--readout: {msg}") from None
     from priors.continuous_laws import PowerLawDensity
 
-    if layers >= 2 and isinstance(getattr(readout, "law", None), PowerLawDensity):
-        # the two-layer profile's rule in s has no heavy-tailed readout (measured: no result in 5 min)
-        raise UsageError(f"--readout: the continuum law {options['readout']} is available for one hidden layer; "
-                         f"give the number of atoms (powerlaw:beta=B,k=K) with --layers {layers}")
+    fronted = all(max(abs(a.mu0), abs(a.mu2)) <= 1e-10 for a in acts) and abs(acts[0].mu1) > 1e-10
+    if layers >= 2 and isinstance(getattr(readout, "law", None), PowerLawDensity) and (grid is not None or not fronted):
+        # the front-aligned rules (odd activations with a linear part) put a front in |v| on it (docs/deep_linear.md
+        # §11); a grid of a heavy-tailed law on the two-layer profile solver has no result in 5 min (measured)
+        raise UsageError(f"--readout: the continuum law {options['readout']} with --layers {layers} needs odd "
+                         f"activations with a linear part and no --readout-grid (its readouts then get a front in "
+                         f"|v|); or give the number of atoms (powerlaw:beta=B,k=K)")
     from ..models import ModelRequest, build, choose
 
     from priors.output_channels import get_output_channel
