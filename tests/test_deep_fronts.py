@@ -429,3 +429,20 @@ def test_the_continuum_power_law_is_the_limit_of_its_atom_laws():
     assert gaps[0] > gaps[1] > gaps[2]
     for a, b in zip(gaps, gaps[1:]):
         assert 1.4 < a / b < 2.6, gaps  # 4^0.4 = 1.74
+
+
+def test_a_branch_of_products_only_keeps_its_readout_front():
+    # the host point of a bifurcation (without_overlaps): the readout front orders the rows of the last layer's
+    # products too, so a point that has learned W_2:1 but not W_2 keeps it (it went to the end, and the ghost rule
+    # then zeroed the products: the host of a product branch was the universal point)
+    model = DeepFrontModel(gammas=(0.5, 0.5), readout_law="gaussian", **TANH)
+    fronts = np.array([FRONT_MAX, 1.2])
+    model.rules(fronts)
+    q = {k: np.zeros(shape) for k, shape in model.core.shapes.items()}
+    q[(2, 1)] = np.where(model._rules[1][2] == 1, 0.9, 0.0)[:, None]
+    x = np.concatenate([fronts, model.core.pack(q)])
+    host = model.without_overlaps(x, np.zeros(model.core.size, bool))
+    np.testing.assert_array_equal(host, x)
+    assert np.any(model.update(2.0, host)[model.n_fronts:] > 0.1)  # the products stay learned one step later
+    unlearned = model.without_overlaps(x, np.ones(model.core.size, bool))
+    assert unlearned[1] == model.front_max[1]

@@ -208,7 +208,8 @@ def test_near_rows_give_the_forward_difference_jacobian(start, alpha):
 
 
 @pytest.mark.parametrize("name, start, alpha", [("three", "informed", 3.0), ("three", "layers_1_to_2", 2.0),
-                                                ("three-mixed", "layers_1_to_2", 2.0)])
+                                                ("three-mixed", "layers_1_to_2", 2.0), ("two-gauss", "informed", 2.0),
+                                                ("two-powerlaw", "informed", 2.0)])
 def test_near_map_differs_from_the_map_by_the_square_of_the_distance(name, start, alpha):
     """``near_map`` (every product channel — tilt inverse, gain, next overlap, ι of the potentials — to first
     order about the base point) differs from :meth:`update` by O(δ²) along random directions that move the
@@ -220,7 +221,7 @@ def test_near_map_differs_from_the_map_by_the_square_of_the_distance(name, start
     x = model.solve_from(alpha, model.starts()[start][0]).x
     f = model.near_map(alpha, x)
     rng = np.random.default_rng(7)
-    inside = (x[:model.n_fronts] > 0.01) & (x[:model.n_fronts] < FRONT_MAX - 0.01)
+    inside = (x[:model.n_fronts] > 0.01) & (x[:model.n_fronts] < model.front_max - 0.01)
     for _ in range(3):
         v = rng.normal(size=x.size)
         v[:model.n_fronts] *= inside  # a front at an end of its range is clipped there

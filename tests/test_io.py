@@ -115,10 +115,17 @@ def test_checkpoint_of_partial_pass(tmp_path, model, result):
     np.testing.assert_array_equal(again.branches["specialized"]["mmse"], result.branches["specialized"]["mmse"])
 
 
-def test_a_checkpoint_of_another_packing_is_solved_again(tmp_path, model, result, caplog):
+@pytest.mark.parametrize("which", ["shallow", "fronts"])
+def test_a_checkpoint_of_another_packing_is_solved_again(tmp_path, model, result, caplog, which):
     """Solves stored with another packed size (a file of an older version, whose model packed its point
     differently) are not read as points of this model: they are solved again, with a warning, and the sweep is
-    the same as an uninterrupted one."""
+    the same as an uninterrupted one (also for the front-aligned rules, whose states would otherwise read the
+    first values of a longer point)."""
+    if which == "fronts":
+        from replica.models.deep_fronts import DeepFrontModel
+
+        model = DeepFrontModel(gammas=(0.5, 0.5), activation="tanh2", delta=0.1)
+        result = sweep(model, ALPHAS, progress=False)
     path = tmp_path / "cp.h5"
     cp = SweepCheckpoint(path, model, ALPHAS, {}, every=1e9)
     sweep(model, ALPHAS, progress=False, cache=cp)

@@ -275,7 +275,7 @@ class DeepFrontState(DeepLinearState):
 
     Attributes
     ----------
-    fronts : ndarray, shape (L − 1,)
+    fronts : ndarray, shape (n_fronts,)
         Specialization front ``f_ℓ`` of every inner layer (units of s; 0: every neuron on the
         large root, :data:`FRONT_MAX`: none).
     learned : tuple
@@ -308,7 +308,8 @@ class DeepFrontState(DeepLinearState):
         return self.rule_overlaps
 
     def record(self) -> dict:
-        """:meth:`DeepLinearState.record` and ``front_layer_<ℓ>`` for ℓ = 1 … L − 1."""
+        """:meth:`DeepLinearState.record` and ``front_layer_<ℓ>`` for every front (ℓ = 1 … L − 1, and L with a
+        readout front)."""
         rec = super().record()
         for ell, f in enumerate(np.atleast_1d(self.fronts), start=1):
             rec[f"front_layer_{ell}"] = float(f)
@@ -564,13 +565,15 @@ class DeepFrontModel(DeepLinearModel):
 
     @property
     def size(self) -> int:
-        """Length of the packed vector: the L − 1 fronts and the overlaps on the front rules."""
+        """Length of the packed vector: the ``n_fronts`` fronts and the overlaps on the front rules."""
         return self.n_fronts + self.core.size
 
     def split(self, x):
-        """``(fronts (L − 1,), packed overlaps of the working model)`` (of every row for a batch
+        """``(fronts (n_fronts,), packed overlaps of the working model)`` (of every row for a batch
         ``(..., size)``)."""
         x = np.asarray(x, dtype=float)
+        if x.shape[-1:] != (self.size,):  # e.g. a stored point of another packing (an older version's checkpoint)
+            raise ValueError(f"overlaps: expected {self.size} packed values (fronts first), got shape {x.shape}")
         return x[..., :self.n_fronts], x[..., self.n_fronts:]
 
     # ------------------------------------------------------------------ map
@@ -583,7 +586,7 @@ class DeepFrontModel(DeepLinearModel):
         c : dict
             :meth:`DeepLinearModel.conjugates` of the working model at the point.
         ell : int
-            Inner layer, 1 ≤ ell ≤ L − 1.
+            A layer with a front (:attr:`front_layers`): an inner layer, or L with a readout front.
         nodes : sequence of int
             Indices on the layer's rule (0, 1: the probes).
 
@@ -666,7 +669,7 @@ class DeepFrontModel(DeepLinearModel):
                 q[rows, :, probe] = q[rows, :, source]
 
     def _new_fronts(self, alpha, c):
-        """The next fronts, shape (B, L − 1) for conjugates of a batch of B points: a Newton step of
+        """The next fronts, shape (B, n_fronts) for conjugates of a batch of B points: a Newton step of
         ``Δφ_ℓ = 0`` in ``f_ℓ²`` (``dΔφ/d(f²)`` is explicit at fixed neuron states, module docstring). Where
         both probes sit on one root, the probe that lost its root is re-seeded (in ``c["new"]``) from the
         nearest node on its side of the front (it returns to its root if that root exists there) and, if
@@ -722,7 +725,10 @@ class DeepFrontModel(DeepLinearModel):
         fronts = np.array(fronts, dtype=float)
         Q = self.core.unpack(q)
         for ell in self.front_layers:
-            if not np.any(Q[(ell, ell)] > 0.0):
+            # the readout front orders the rows of the products of the last layer as well (a branch that learns
+            # only products keeps it)
+            rows = [Q[k] for k in Q if k[0] == ell] if ell == self.L else [Q[(ell, ell)]]
+            if not any(np.any(r > 0.0) for r in rows):
                 fronts[ell - 1] = self.front_max[ell - 1]
         return np.concatenate([fronts, q])
 

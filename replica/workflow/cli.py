@@ -267,8 +267,9 @@ def add_model_options(p, *, grids=False):
                    default=1, help="number of hidden layers 1 <= L <= 100 (default 1). L >= 2 with an activation without Hermite "
                         "components of degree <= 2 (--drop-hermite 0,1,2 --unit-variance): docs/theory.md §6.1; L = 2 "
                         "with an odd activation that keeps its linear part (e.g. --activation tanh2 "
-                        "--unit-variance): the two-layer solver of docs/theory.md §6.2 (replica.models.two_layer); L >= 3 with "
-                        "a linear part: replica.models.deep_linear (docs/deep_linear.md)")
+                        "--unit-variance): the two-layer solver of docs/theory.md §6.2 (replica.models.two_layer; with "
+                        "gaussian, uniform or powerlaw:beta=B readouts the front-aligned rules of docs/deep_linear.md §11, "
+                        "a front in |v|); L >= 3 with a linear part: replica.models.deep_linear (docs/deep_linear.md)")
     g.add_argument("--gamma", default="0.5",
                    help="width ratio γ = k/d in [1e-4, 1e4], or one per layer 'γ1,...,γL' (default 0.5)"
                         + ("; or a grid 'start:stop:num' (the second axis)" if grids else ""))
@@ -285,8 +286,9 @@ def add_model_options(p, *, grids=False):
         g.add_argument("--readout-grid", default=None,
                        help="continuous readout laws (gaussian, uniform) only: a fixed grid of this many nodes (2 to "
                             "1000000, Gauss–Legendre in the quantile of the law) instead of the default adaptive "
-                            "rule (target 1e-4 between refinements, warning above 1e-3); or a grid 'a,b,c' of sizes "
-                            "(the second axis)")
+                            "rule (target 1e-4 between refinements, warning above 1e-3; with --layers >= 2 and an odd "
+                            "activation: a front in |v| on the last layer, docs/deep_linear.md §11); or a grid "
+                            "'a,b,c' of sizes (the second axis)")
         g.add_argument("--delta", default=None,
                        help="label-noise variance Δ >= 0 (gaussian and probit channels), or a grid 'start:stop:num' / "
                             "'a,b,c' (default 0.1)")
@@ -735,8 +737,8 @@ def _run_sweep(args) -> int:
         _log_result(result)
         elapsed = time.perf_counter() - t0
         grid = "s grid" if args.layers >= 2 else "readout grid"
-        if getattr(model, "readout_grid_nodes", None) is not None and not getattr(model, "readout_front", True):
-            grid = "s rules and readout grid"  # front rules with a continuous law on its grid: both are doubled
+        if getattr(model, "readout_grid_nodes", None) is not None:  # front rules with a continuous readout law
+            grid = "front rules in s and |v|" if model.readout_front else "s rules and readout grid"
         _warn_discretization(result, grid)
         try:
             write_sweep(out, result, parameters, configuration=configuration)
@@ -823,7 +825,9 @@ def _warn_discretization(result, grid="readout grid"):
         if np.any(bad) or np.any(unknown):
             worst = float(np.max(err[ok])) if np.any(ok) else math.nan
             advice = {"s grid": "a finer --s-grid (L = 2: panels:P or auto)",
-                      "s rules and readout grid": "a finer --readout-grid (its error falls like one node's mass)"}.get(
+                      "s rules and readout grid": "a finer --readout-grid (its error falls like one node's mass)",
+                      "front rules in s and |v|": "more nodes per side from Python (DeepFrontModel(panel_nodes=N)); "
+                                                  "--s-grid and --readout-grid switch to fixed grids"}.get(
                 grid, "the default adaptive rule or a finer --readout-grid")
             logger.warning("branch %s: discretization error of the %s above %g at %d of %d α (largest "
                            "%.2g)%s%s", name, grid, DEFAULT_TARGET,
