@@ -49,6 +49,14 @@ Gauss–Hermite grid of ``report_grid`` nodes (interpolated on the side of the f
 lies on), so that the stored datasets of a branch share one axis; the label averages
 (``overlap_mean_*``), the phase and the error are computed on the front-aligned rules, and the
 fronts are stored per point (``front_layer_<ℓ>``, in units of s).
+
+Continuous readouts
+-------------------
+Gaussian, uniform and continuum power-law readout laws (without a fixed ``readout_grid``) give the last layer a
+front in ``|v|`` as well (:attr:`DeepFrontModel.readout_front`): ``x = (f_1, …, f_{L−1}, f_v, overlaps)``, the
+readout axis of every matrix of layer L on :func:`readout_front_rule`, the same probes and equal-potential step
+(``U_L = v²``), the largest front per law in :attr:`DeepFrontModel.front_max`; the profiles are reported on the
+law's quantile grid (folded onto ``|v|`` where it is symmetric, :func:`folded_readout_law`).
 """
 
 from __future__ import annotations
@@ -277,7 +285,7 @@ class DeepFrontState(DeepLinearState):
     ----------
     fronts : ndarray, shape (n_fronts,)
         Specialization front ``f_ℓ`` of every inner layer (units of s; 0: every neuron on the
-        large root, :data:`FRONT_MAX`: none).
+        large root, :data:`FRONT_MAX`: none), and of the readouts (units of |v|) with a readout front.
     learned : tuple
         ``(layers, extra_products)`` read on the front-aligned rules (probes excluded).
     neuron_maps : dict
@@ -432,8 +440,9 @@ class DeepFrontModel(DeepLinearModel):
         Label-noise variance Δ ≥ 0.
     weight_prior : str, WeightPrior, or a sequence (one per layer), keyword-only
     readout_law : str or ReadoutLaw, keyword-only
-        Gaussian readouts get a front in ``|v|`` with the rules of the fronts in s (:attr:`readout_front`);
-        another continuous law, or a Gaussian one with ``readout_grid``, is solved on its quantile grid,
+        Gaussian, uniform and continuum power-law readouts get a front in ``|v|`` (:attr:`readout_front`,
+        :func:`readout_front_rule`); another continuous law, or one of those with ``readout_grid``, is solved on
+        its quantile grid,
         folded onto ``|v|`` where it is symmetric (:func:`folded_readout_law`), and
         :meth:`discretization_error` doubles that grid as well.
     readout_grid : int, keyword-only
@@ -506,7 +515,7 @@ class DeepFrontModel(DeepLinearModel):
                                     weight_prior=list(self.weight_priors), readout_law=core_law,
                                     s_grid=2 * self.panel_nodes + 2, tilt_split=self.tilt_split,
                                     output_channel=self.output_channel)
-        #: the layers with a front, in the order of the packed fronts: the inner layers, and L with Gaussian readouts
+        #: the layers with a front, in the order of the packed fronts: the inner layers, and L with a readout front
         self.front_layers = tuple(range(1, self.L + int(self.readout_front)))
         self.n_fronts = len(self.front_layers)
         #: the largest value of every front (none of its layer's neurons learned), shape (n_fronts,)
