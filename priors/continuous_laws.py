@@ -390,17 +390,22 @@ class PowerLawDensity(ContinuousLaw):
     def ppf(self, u):
         return self.c * np.power(1.0 - np.asarray(u, dtype=float), -self.beta)
 
+    def t_of(self, v):
+        """The integration variable ``t = u^{1−2β}`` at ``v ≥ c`` (``u = (v/c)^{−1/β}``, the mass above ``v``)."""
+        return np.power(np.asarray(v, dtype=float) / self.c, -(1.0 - 2.0 * self.beta) / self.beta)
+
+    def v_of(self, t):
+        """``(v, du/dt)`` at ``t ∈ (0, 1]``: ``v = c t^{−β/(1−2β)}`` and ``du = t^{2β/(1−2β)} dt/(1 − 2β)``."""
+        t = np.asarray(t, dtype=float)
+        e = 1.0 - 2.0 * self.beta
+        return self.c * np.power(t, -self.beta / e), np.power(t, 2.0 * self.beta / e) / e
+
     def panel_rule(self, breakpoints=(), n=8):
-        b, c = self.beta, self.c
-        e = 1.0 - 2.0 * b
         v_b = np.asarray(breakpoints, dtype=float).ravel()
-        v_b = v_b[np.isfinite(v_b) & (v_b > c)]
-        t_b = np.power(v_b / c, -e / b)  # t = u^{1 − 2β}, u = (v/c)^{−1/β}
-        t, jac = composite_rule(0.0, 1.0, self.panel_width, t_b, n)
-        u = np.power(t, 1.0 / e)
-        nodes = c * np.power(u, -b)
-        # du = u^{2β} dt/(1 − 2β) = t^{2β/(1−2β)} dt/(1 − 2β)
-        weights = jac * np.power(t, 2.0 * b / e) / e
+        v_b = v_b[np.isfinite(v_b) & (v_b > self.c)]
+        t, jac = composite_rule(0.0, 1.0, self.panel_width, self.t_of(v_b), n)
+        nodes, du = self.v_of(t)
+        weights = jac * du
         order = np.argsort(nodes)
         return nodes[order], weights[order]
 

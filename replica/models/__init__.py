@@ -283,20 +283,14 @@ def _s_grid_keywords(value) -> dict:
     return {"s_grid": int(value)}
 
 
-def _gaussian_readouts(law) -> bool:
-    """A readout law on which the front-aligned rules put a front in |v| (Gaussian, uniform, continuum power law;
-    without a fixed grid)."""
-    from .deep_fronts import readout_front_law
-
-    return readout_front_law(law)
-
-
 def _build_two_layer(r: ModelRequest):
     from .two_layer import TwoLayerModel
 
     acts = list(r.activations) if len(r.activations) == 2 else r.activations[0]
-    odd = all(max(abs(a.mu0), abs(a.mu2)) <= 1e-10 for a in r.activations)  # what the front-aligned rules solve
-    if r.options.get("s_grid") in (None, "adaptive") and odd and _gaussian_readouts(r.readout_law):
+    from ._common import front_rules_solve, readout_front_law
+
+    if r.options.get("s_grid") in (None, "adaptive") and front_rules_solve(r.activations) \
+            and readout_front_law(r.readout_law):
         # the profile solver keeps two globals per readout value (a grid in v, whose readout groups specialize one
         # by one: a staircase of sheets); the front-aligned rules follow a front in |v| (docs/deep_linear.md §11)
         from .deep_fronts import DeepFrontModel

@@ -285,3 +285,26 @@ def neuron_quantiles(n: int = NEURON_QUANTILES):
         raise ValueError(f"n must be >= 1, got {n}")
     u = (np.arange(n) + 0.5) / n
     return u, math.sqrt(2.0) * special.erfcinv(u)
+
+
+#: below this, a Hermite coefficient of an activation counts as zero (:func:`front_rules_solve`)
+ODD_TOLERANCE = 1e-10
+
+
+def front_rules_solve(activations) -> bool:
+    """Whether the front-aligned rules of :class:`~replica.models.deep_fronts.DeepFrontModel` solve these
+    activations: odd (``μ₀ = μ₂ = 0``, the condition of :class:`~replica.models.deep_linear.DeepLinearModel`) with
+    a linear part in the first layer."""
+    acts = list(activations)
+    return (all(max(abs(a.mu0), abs(a.mu2)) <= ODD_TOLERANCE for a in acts)
+            and bool(acts) and abs(acts[0].mu1) > ODD_TOLERANCE)
+
+
+
+def readout_front_law(law) -> bool:
+    """Whether a readout law gets a front in ``|v|`` on the front-aligned rules
+    (:attr:`~replica.models.deep_fronts.DeepFrontModel.readout_front`): the Gaussian, uniform and continuum
+    power-law densities (``law.law``), without a fixed grid."""
+    from priors.continuous_laws import GaussianLaw, PowerLawDensity, UniformLaw
+
+    return isinstance(getattr(law, "law", None), (GaussianLaw, UniformLaw, PowerLawDensity)) and not law.fixed_grid

@@ -73,7 +73,7 @@ from priors._kernels import kernel
 
 from ..engine import STATUS_MESSAGES, FixedPointResult, solve_fixed_point
 from ..interface import records_arguments
-from ._common import DEFAULT_S_GRID, PHASE_THRESHOLD, neuron_quantiles, refined_solve
+from ._common import DEFAULT_S_GRID, PHASE_THRESHOLD, neuron_quantiles, readout_front_law, refined_solve
 # the one import of another architecture module: DeepFrontModel is DeepLinearModel on front-aligned rules
 # (the same architecture family, docs/architecture.md)
 from .deep_linear import INFORMED_OVERLAP, DeepLinearModel, DeepLinearState, _finite_rows, phase_label
@@ -330,14 +330,6 @@ class DeepFrontState(DeepLinearState):
 _READOUT_TAIL = 1e-17
 
 
-def readout_front_law(law) -> bool:
-    """Whether a readout law gets a front in ``|v|`` (:attr:`DeepFrontModel.readout_front`): the Gaussian, uniform
-    and continuum power-law densities (``law.law``), without a fixed grid."""
-    from priors.continuous_laws import GaussianLaw, PowerLawDensity, UniformLaw
-
-    return isinstance(getattr(law, "law", None), (GaussianLaw, UniformLaw, PowerLawDensity)) and not law.fixed_grid
-
-
 def readout_front_max(density) -> float:
     """The largest readout front of a density of :func:`readout_front_law` (no readout learned): :data:`FRONT_MAX`
     for the Gaussian, ``√3`` for the uniform law, the ``|v|`` with a mass :data:`_READOUT_TAIL` above it for the
@@ -375,14 +367,12 @@ def _readout_front_rule(density, f, n):
         top = math.sqrt(3.0)
         low_nodes, low_w = f * x, f * w / top
         high_nodes, high_w = f + (top - f) * x, (top - f) * w / top
-    else:  # the continuum power law
-        b, c = density.beta, density.c
-        e = 1.0 - 2.0 * b
-        t_f = 1.0 if f <= c else (f / c) ** (-e / b)
+    else:  # the continuum power law, in its variable t (PowerLawDensity.t_of, v_of)
+        t_f = 1.0 if f <= density.c else float(density.t_of(f))
 
         def panel(lo, hi):  # t on [lo, hi], returned ascending in v (descending in t)
-            t = lo + (hi - lo) * x[::-1]
-            return c * t ** (-b / e), (hi - lo) * w[::-1] * t ** (2.0 * b / e) / e
+            v, du = density.v_of(lo + (hi - lo) * x[::-1])
+            return v, (hi - lo) * w[::-1] * du
 
         low_nodes, low_w = panel(t_f, 1.0)
         high_nodes, high_w = panel(0.0, t_f)

@@ -72,8 +72,8 @@ from hciz.rectangular import rectangular_channel
 from ..activations import get_activation
 from ..engine import STATUS_MESSAGES, FixedPointResult, solve_fixed_point
 from ..interface import ModelDefaults, RecordedArguments, records_arguments
-from ._common import (DEFAULT_S_GRID, PHASE_THRESHOLD, effective_readout_grid, layer_priors_and_readout,
-                      refined_solve)
+from ._common import (DEFAULT_S_GRID, ODD_TOLERANCE, PHASE_THRESHOLD, effective_readout_grid,
+                      layer_priors_and_readout, refined_solve)
 from ._output import OutputChannelTerms, make_output_channel
 
 __all__ = ["DeepLinearModel", "DeepLinearState", "matrix_keys", "product_channel_shape", "phase_label"]
@@ -307,7 +307,7 @@ class DeepLinearModel(OutputChannelTerms, RecordedArguments, ModelDefaults):
                             if isinstance(a, str) else a for a in acts]
         for ell, act in enumerate(self.activations, start=1):
             low = max(abs(act.mu0), abs(act.mu2))
-            if low > 1e-10:
+            if low > ODD_TOLERANCE:
                 raise ValueError(f"activation: the deep solver with linear parts needs odd activations "
                                  f"(μ₀ = μ₂ = 0); layer {ell} has max(|μ₀|, |μ₂|) = {low:.3g}")
             if ell < L and abs(act.nu - 1.0) > 1e-8:

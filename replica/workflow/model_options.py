@@ -312,8 +312,10 @@ def resolve_model(options: dict, *, build_it: bool = True) -> tuple:
         raise UsageError(f"--readout-grid: {msg}" if msg.startswith("grid_size") else f"--readout: {msg}") from None
     from priors.continuous_laws import PowerLawDensity
 
-    fronted = all(max(abs(a.mu0), abs(a.mu2)) <= 1e-10 for a in acts) and abs(acts[0].mu1) > 1e-10
-    if layers >= 2 and isinstance(getattr(readout, "law", None), PowerLawDensity) and (grid is not None or not fronted):
+    from ..models._common import front_rules_solve
+
+    if layers >= 2 and isinstance(getattr(readout, "law", None), PowerLawDensity) \
+            and (grid is not None or not front_rules_solve(acts)):
         # the front-aligned rules (odd activations with a linear part) put a front in |v| on it (docs/deep_linear.md
         # §11); a grid of a heavy-tailed law on the two-layer profile solver has no result in 5 min (measured)
         raise UsageError(f"--readout: the continuum law {options['readout']} with --layers {layers} needs odd "
