@@ -177,3 +177,71 @@ def test_stored_branch_points_are_roots_of_the_leading_eigenvalue(tmp_path):
     values = [stability(model, a, advance(model, float(alphas[0]), r0, a, None, {})[0].x, order=2)
               for a in (a_bp - 1e-8, a_bp + 1e-8)]
     assert values[0] < 1.0 < values[1]
+
+
+def _curve_ending_past_the_branch_point(model, kind):
+    """The trivial curve of ``model`` on ALPHAS cut after its grid point 1.0, with an end of ``kind`` at 1.24: past
+    the branch point α₀ = 1.2346, before the next grid point 1.25 (as a curve that passes a branch point and
+    ends by support loss on a coarse grid)."""
+    from replica.continuation.records import End
+    from replica.continuation.stepper import advance
+
+    curve = _trivial_curve(model)
+    keep = [i for i in curve.results if ALPHAS[i] <= 1.0]
+    curve.results = {i: curve.results[i] for i in keep}
+    curve.stability = {i: curve.stability[i] for i in keep}
+    curve.trail = [(a, r) for a, r in curve.trail if a <= 1.0]
+    last, _, failure = advance(model, 1.0, curve.results[max(keep)], 1.24, None, {}, trail=curve.trail)
+    assert failure is None
+    curve.ends[+1] = End(1.24, kind, last, 1.24)
+    return curve
+
+
+@pytest.mark.parametrize("kind", ["pitchfork", "transcritical"])
+def test_a_branch_point_between_the_last_grid_point_and_the_end_is_located(kind):
+    """No two grid points of the curve lie on either side of 1, but its last point before a bifurcation end does:
+    the crossing is located there, to 1e-9, on every grid."""
+    from replica.continuation.branchpoints import end_intervals
+
+    model = ToyMap(kind)
+    curve = _curve_ending_past_the_branch_point(model, "bifurcation")
+    assert crossing_intervals(curve) == []
+    assert end_intervals(model, ALPHAS, curve) == [(1.0, 1.24)]
+    (bp,) = branch_points(model, ALPHAS, curve, {}, {})
+    assert bp.kind == "branch_point" and bp.alpha == pytest.approx(ALPHA_0, abs=1e-9)
+
+
+def test_a_fold_end_gives_no_end_interval():
+    """At a fold the eigenvalue tends to 1 at the end itself: that is the fold, not a branch point."""
+    from replica.continuation.branchpoints import end_intervals
+
+    model = ToyMap("pitchfork")
+    curve = _curve_ending_past_the_branch_point(model, "fold")
+    assert end_intervals(model, ALPHAS, curve) == []
+    assert branch_points(model, ALPHAS, curve, {}, {}) == []
+
+
+def test_two_layers_gaussian_readouts_phase_sequence_does_not_depend_on_the_grid():
+    """Two hidden layers with Gaussian readouts (γ = 0.5 each, tanh2, Δ = 0.1): the partially specialized sheet
+    passes a degenerate branch point at α ≈ 2.0274 (the readout-side front leaves 0), and the curve that leaves it
+    becomes the equilibrium until the first-order crossing onto the sheet with every layer-1 neuron learned. On
+    the coarse grid ``0.5:4:8`` no grid point lies on that curve: it is found from the branch point
+    (:func:`replica.continuation.seeds.degenerate_switches`), and the crossing is the one of a fine grid
+    around it, to 1e-8. Without it the coarse sweep jumped at the partial sheet's end instead (2.0313)."""
+    from replica.continuation import sweep
+    from replica.workflow.model_options import build_model
+
+    options = {"layers": 2, "gamma": [0.5, 0.5], "activation": "tanh2", "drop_hermite": [], "unit_variance": True,
+               "prior": "gaussian", "readout": "gaussian", "readout_grid": None, "delta": 0.1}
+
+    def first_order(alphas):
+        res = sweep(build_model(options), alphas, progress=False)
+        jumps = [c for c in res.equilibrium_changes
+                 if c["kind"] == "crossing" and abs(c["mmse_after"] - c["mmse_before"]) > 1e-2]
+        assert len(jumps) == 1, res.equilibrium_changes
+        return jumps[0]
+
+    coarse, fine = first_order(np.linspace(0.5, 4.0, 8)), first_order(np.linspace(1.98, 2.06, 9))
+    assert 2.05 < fine["alpha"] < 2.052
+    assert coarse["alpha"] == pytest.approx(fine["alpha"], abs=1e-8)
+    assert coarse["mmse_after"] == pytest.approx(fine["mmse_after"], abs=1e-8)

@@ -45,12 +45,15 @@ Several stationary points of the free entropy coexist over wide ranges of α
    never has the largest free entropy of the S: it is the saddle between the two stable
    parts). The two stable parts are two branches, each ending at its fold.
    *Branch points.* Where a traced curve's leading eigenvalue crosses 1 between two grid points while
-   the curve goes on, the crossing is located by root finding along the curve
+   the curve goes on, or between its last grid point and the last point before a ``bifurcation`` end, the
+   crossing is located by root finding along the curve
    (:mod:`~replica.continuation.branchpoints`, to ``root_rtol``, for every model size) and stored in the
    branch's ``branch_points``; at a simple branch point the curves crossing there are followed from it
    (branch switching: the point displaced along the null vector of ``F_x − I``, Newton at α* ± ``jump_offset``,
    then the same tracing as every seed); a degenerate one (several eigenvalues crossing together, as the nodes
-   of a rule in s do at three hidden layers) is located but not switched; a complex pair crossing is a
+   of a rule in s do at three hidden layers) is located, and where no traced curve ends there the curve that
+   leaves it is found by the damped iteration from the curve's unstable point beyond it, left along its
+   unstable direction (:func:`~replica.continuation.seeds.degenerate_switches`); a complex pair crossing is a
    ``stability_crossing``. A ``bifurcation`` end of a large model (above ``arnoldi_size``) within 1e-6 of a
    located branch point takes its α.
 4. **Names.** A branch is named after the phase of the curve, assigned once the curve is traced:

@@ -39,7 +39,7 @@ from .operators import nearest_eigenpair, stability
 from .problem import is_universal, overlaps_of, unknowns
 from .settings import active
 
-__all__ = ["BranchPoint", "crossing_intervals", "branch_points", "switch_branches", "snap_bifurcation_ends"]
+__all__ = ["BranchPoint", "crossing_intervals", "end_intervals", "branch_points", "switch_branches", "snap_bifurcation_ends"]
 
 logger = logging.getLogger(__name__)
 
@@ -55,8 +55,9 @@ class BranchPoint:
     kind : str
         ``branch_point`` (a simple real eigenvalue crosses 1: another curve of stationary points crosses),
         ``degenerate_branch_point`` (several eigenvalues cross 1 together, within 1e-6: the null space has
-        several dimensions, as where the nodes of a rule in s cross together; not switched: one null vector
-        of many gives an arbitrary combination) or ``stability_crossing`` (a complex pair: no curve crosses).
+        several dimensions, as where the nodes of a rule in s cross together; not switched here: one null vector
+        of many gives an arbitrary combination; :func:`~replica.continuation.seeds.degenerate_switches` reaches
+        the curve that leaves it by the damped iteration) or ``stability_crossing`` (a complex pair: no curve crosses).
     result : FixedPointResult
         The curve's point at ``alpha``.
     eigenvalue : complex
@@ -82,19 +83,47 @@ def crossing_intervals(curve) -> list:
             if j == i + 1 and (curve.stability[i] - 1.0) * (curve.stability[j] - 1.0) < 0.0]
 
 
+def end_intervals(model, alphas, curve) -> list:
+    """``[(lo, hi)]``: the α intervals between the outermost grid point of ``curve`` and the last point before
+    one of its ``bifurcation`` ends, where the stability at that point (first-order differences, like the grid
+    points') lies on the other side of 1 from the grid point's. A curve that passes a branch point after its
+    last grid point and then ends by support loss on the unstable part crosses 1 there, between two grid
+    points, only on a coarse grid (two hidden layers with Gaussian readouts on ``0.5:4:8``: the crossing at
+    α = 2.0275, the end at 2.0313, the next grid point at 2.5): without these intervals the branch point and the
+    curve that bifurcates there are found on fine grids only. Fold ends are left out: there the eigenvalue
+    tends to 1 at the end itself, which is the fold, not a branch point."""
+    out = []
+    for direction, e in curve.ends.items():
+        if e.kind != "bifurcation" or not math.isfinite(e.last_alpha):
+            continue
+        grid = [i for i in curve.results if np.isfinite(curve.stability.get(i, math.nan))]
+        if not grid:
+            continue
+        i = max(grid) if direction > 0 else min(grid)
+        a_grid = float(alphas[i])
+        if not (e.last_alpha - a_grid) * direction > 0.0:
+            continue
+        value = stability(model, e.last_alpha, e.result.x, order=1)
+        if math.isfinite(value) and (value - 1.0) * (curve.stability[i] - 1.0) < 0.0:
+            out.append((min(a_grid, e.last_alpha), max(a_grid, e.last_alpha)))
+    return out
+
+
 class _NotOnCurve(Exception):
     """The curve could not be solved at a trial α of the root finding."""
 
 
 def branch_points(model, alphas, curve, solve_kw, cache) -> list:
-    """Every crossing of 1 by the leading eigenvalue of ``F_x`` between two grid points of ``curve``,
-    located by Brent's method (:func:`crossing_intervals`; the curve solved at each trial α by continuation,
+    """Every crossing of 1 by the leading eigenvalue of ``F_x`` between two grid points of ``curve`` or between
+    its outermost grid point and the last point before a bifurcation end, located by Brent's method
+    (:func:`crossing_intervals`, :func:`end_intervals`; the curve solved at each trial α by continuation,
     :func:`~replica.continuation.curves.point_on_curve`, the eigenvalue from second-order differences or,
     above the size policy's dense limit, from ARPACK). A crossing the root finding cannot bracket or follow
     (the curve not solved at a trial α) is logged and skipped. Returns a list of :class:`BranchPoint`,
     ordered in α."""
     out = []
-    for i, j in crossing_intervals(curve):
+    intervals = [(float(alphas[i]), float(alphas[j])) for i, j in crossing_intervals(curve)]
+    for lo, hi in sorted(intervals + end_intervals(model, alphas, curve)):
         def g(a):
             r = point_on_curve(model, curve, alphas, float(a), solve_kw, cache)
             value = math.nan if r is None else stability(model, float(a), r.x, order=2) - 1.0
@@ -102,7 +131,6 @@ def branch_points(model, alphas, curve, solve_kw, cache) -> list:
                 raise _NotOnCurve
             return value
 
-        lo, hi = float(alphas[i]), float(alphas[j])
         try:
             if not g(lo) * g(hi) < 0.0:  # the second-order eigenvalue does not change sign: no crossing
                 continue

@@ -13,11 +13,11 @@ from .branchpoints import branch_points, switch_branches
 from .correctors import check_step
 from .curves import jump_seeds, same_point, trace_curve
 from .operators import stability, unstable_direction
-from .problem import is_found, is_labelled, overlaps_of, unknowns
+from .problem import is_found, is_labelled, is_universal, overlaps_of, unknowns
 from .settings import active
 from .stepper import advance
 
-__all__ = ["routed_solve", "damped_pass", "escape_saddle", "curve_through", "add_curve"]
+__all__ = ["routed_solve", "damped_pass", "escape_saddle", "curve_through", "add_curve", "degenerate_switches"]
 
 logger = logging.getLogger(__name__)
 
@@ -212,3 +212,53 @@ def add_curve(model, alphas, a0, seed, curves, solve_kw):
                 curves.append(c)
                 queue.append(c)
     return new
+
+
+def degenerate_switches(model, alphas, curves, solve_kw):
+    """Trace the curves that bifurcate at the degenerate branch points of ``curves`` where no traced curve has
+    a bifurcation end (within 1e-6, relative), appending them to ``curves``.
+
+    Several eigenvalues cross 1 together there (the zero-mass nodes of a front at its bound 0 move alike: their
+    null space gives no direction to switch along, :func:`~replica.continuation.branchpoints.switch_branches`).
+    The curve that bifurcates is the attractor the damped iteration reaches from the curve's own, unstable
+    point beyond the branch point: at ``degenerate_switch_offset`` beyond it on the unstable side (the side of the
+    curve's grid points and ends whose stability exceeds 1), the damped iteration warm-started at the
+    curve's nearest point lands on the saddle or next to it, and :func:`escape_saddle` leaves it along the
+    unstable direction. The damped passes find such a curve only where a grid point lies on it; this finds it on
+    every grid (two hidden layers with Gaussian readouts: the partially specialized sheet's continuation
+    beyond its branch point at α = 2.0274, on the grid ``0.5:4:8`` as on ``1.98:2.06:9``)."""
+    s = active()
+    for c in list(curves):
+        for bp in c.branch_points:
+            if bp.kind != "degenerate_branch_point" or len(curves) >= s.max_branches:
+                continue
+            tol = 1e-6 * max(1.0, abs(bp.alpha))
+            if any(e.kind == "bifurcation" and abs(e.alpha - bp.alpha) <= tol
+                   for d in curves if d is not c for e in d.ends.values()):
+                continue
+            below = [i for i in c.results if alphas[i] < bp.alpha]
+            above = [i for i in c.results if alphas[i] > bp.alpha]
+            if below:
+                side = 1.0 if c.stability.get(max(below), math.nan) < 1.0 else -1.0
+            elif above:
+                side = -1.0 if c.stability.get(min(above), math.nan) < 1.0 else 1.0
+            else:
+                continue
+            a = bp.alpha + side * s.degenerate_switch_offset * max(1.0, abs(bp.alpha))
+            if not alphas[0] < a < alphas[-1]:
+                continue
+            nodes = [(float(alphas[i]), r) for i, r in c.results.items()] + c.trail
+            _, near = min(nodes, key=lambda t: abs(t[0] - a))
+            res = model.solve_from(a, None, near.x, start=c.seed, **solve_kw)
+            if not is_found(res):
+                continue
+            if not stability(model, a, res.x, order=1) < 1.0:
+                res = escape_saddle(model, a, res, c.seed, solve_kw)
+                if res is None:
+                    continue
+            if is_universal(res) or curve_through(model, alphas, curves, a, res, solve_kw) is not None:
+                continue
+            res.start = c.seed
+            logger.debug("degenerate branch point at alpha = %.10g: the curve leaving it traced from alpha = %g",
+                         bp.alpha, a)
+            add_curve(model, alphas, a, res, curves, solve_kw)

@@ -115,6 +115,11 @@ class ContinuationSettings:
     #: branch switching (:mod:`replica.continuation.branchpoints`): the curve's point next to a branch point is
     #: displaced along the null vector by this much (max-norm), times 0.1, 1 and 3, before Newton
     switch_offset: float = 1e-2
+    #: a degenerate branch point where no traced curve ends (:func:`~replica.continuation.seeds.degenerate_switches`)
+    #: is left by the damped iteration from the curve's unstable point this far beyond it (relative to max(1, α)):
+    #: the escape along an eigenvalue 1 + ε takes ~1/ε iterations (two hidden layers, Gaussian readouts: 13,700
+    #: at 3e-3, 3,400 at 1e-2)
+    degenerate_switch_offset: float = 1e-2
     #: points of a traced curve (nearest first) from which :func:`curve_through` tries to continue it
     curve_through_tries: int = 3
 

@@ -17,7 +17,7 @@ from .jacobians import remembered_jacobians
 from .naming import name_curves
 from .operators import stability
 from .records import BranchData, SweepResult, channel_fields, fill_missing_fields, learned_layers
-from .seeds import damped_pass, routed_solve
+from .seeds import damped_pass, degenerate_switches, routed_solve
 from .settings import active, using
 
 __all__ = ["NoProgress", "progress_bar", "validate_grid", "sweep"]
@@ -142,6 +142,8 @@ def _sweep(model, alphas, branches, progress, solve_kw, locate, cache) -> SweepR
     curves = []
     for name, ov0, order, key in passes:
         damped_pass(model, alphas, order, ov0, name, key, curves, solve_kw, pbar, cache)
+    if curves:
+        degenerate_switches(model, alphas, curves, solve_kw)
     pbar.refresh()  # the last points of a pass along a traced branch are quick: show the bar at its total
     pbar.close()
 
