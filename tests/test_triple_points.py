@@ -161,3 +161,17 @@ def test_the_third_line_starts_at_the_triple_point(traced):
     assert new.points[0].parameter == tp.parameter and all(pt.parameter >= tp.parameter for pt in new.points)
     shared = [d for d in DELTAS if d > tp.parameter]
     assert shared and all(abs(new.at(d) - removed.at(d)) < 1e-8 for d in shared)
+
+
+def test_a_line_lost_at_a_junction_does_not_hide_its_copy_traced_through_it():
+    """Two crossing lines that agree where both are traced are one line; the copy kept is the one covering the
+    longer range, wherever it comes in the list (a line from the first value lost after two points, and the line
+    traced back from the last value through the whole range, as for two hidden layers with Gaussian readouts)."""
+    from replica.continuation.linepoints import LinePoint, PhaseLine
+
+    short = PhaseLine("crossing", "delta", [LinePoint(0.08, 1.853, ()), LinePoint(0.084, 1.8935, ())], "lost")
+    long = PhaseLine("crossing", "delta", [LinePoint(p, 1.853 + 9.9 * (p - 0.08), ()) for p in (0.12, 0.1, 0.08)])
+    long.points[-1] = LinePoint(0.08, 1.853, ())
+    other = PhaseLine("fold", "delta", [LinePoint(0.08, 1.853, ())])
+    assert distinct_lines([short, other, long]) == [long, other]
+    assert distinct_lines([long, short]) == [long]

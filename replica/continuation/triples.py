@@ -94,12 +94,24 @@ def same_line(l1, l2) -> bool:
                                              <= rtol * np.maximum(1.0, np.abs(rows[:, 1]))))
 
 
+def _span(line) -> float:
+    values = [pt.parameter for pt in line.points]
+    return max(values) - min(values) if values else 0.0
+
+
 def distinct_lines(lines) -> list:
-    """``lines`` without the later copies of a line already in the list (:func:`same_line`)."""
+    """``lines`` with each line once (:func:`same_line`): of two copies, the one that covers the longer range of
+    the parameter, in the place of the first. A line lost where it meets another line (two hidden layers with
+    Gaussian readouts: the first-order line where the jump's origin turns from the partial sheet to the curve
+    leaving its branch point, Δ ≈ 0.084) is a copy of the one traced through that point from the other end of the
+    range, which must not be dropped for it."""
     out = []
     for line in lines:
-        if not any(same_line(kept, line) for kept in out):
+        k = next((k for k, kept in enumerate(out) if same_line(kept, line)), None)
+        if k is None:
             out.append(line)
+        elif _span(line) > _span(out[k]):
+            out[k] = line
     return out
 
 
