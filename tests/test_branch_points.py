@@ -221,27 +221,68 @@ def test_a_fold_end_gives_no_end_interval():
     assert branch_points(model, ALPHAS, curve, {}, {}) == []
 
 
-def test_two_layers_gaussian_readouts_phase_sequence_does_not_depend_on_the_grid():
-    """Two hidden layers with Gaussian readouts (γ = 0.5 each, tanh2, Δ = 0.1): the partially specialized sheet
-    passes a degenerate branch point at α ≈ 2.0274 (the readout-side front leaves 0), and the curve that leaves it
+@pytest.mark.parametrize("delta, fine, coarse", [
+    (0.1, (1.98, 2.06, 9), [(0.5, 4.0, 8), (1.025, 3.025, 5)]),
+    (0.12, (2.2, 2.3, 6), [(0.5, 4.0, 8)]),
+])
+def test_two_layers_gaussian_readouts_first_order_crossing_on_coarse_grids(delta, fine, coarse):
+    """Two hidden layers with Gaussian readouts (γ = 0.5 each, tanh2): the partially specialized sheet passes a
+    degenerate branch point (Δ = 0.1: α ≈ 2.0274; the readout-side front leaves 0), and the curve that leaves it
     becomes the equilibrium until the first-order crossing onto the sheet with every layer-1 neuron learned. On
-    the coarse grid ``0.5:4:8`` no grid point lies on that curve: it is found from the branch point
-    (:func:`replica.continuation.seeds.degenerate_switches`), and the crossing is the one of a fine grid
-    around it, to 1e-8. Without it the coarse sweep jumped at the partial sheet's end instead (2.0313)."""
+    coarse grids no grid point lies on that curve: it is found from the branch point
+    (:func:`replica.continuation.seeds.degenerate_switches`), and the crossing is located in an interval of nodes
+    that holds two changes of the equilibrium, or that starts or ends at a bifurcation
+    (:func:`replica.continuation.equilibrium.equilibrium_changes`). The crossing equals the fine grid's to 1e-8.
+    Before, the coarse sweeps jumped at the partial sheet's end (Δ = 0.1: 2.0313 on 0.5:4:8, 2.0274 on
+    1.025:3.025:5; Δ = 0.12: 2.2502)."""
     from replica.continuation import sweep
     from replica.workflow.model_options import build_model
 
     options = {"layers": 2, "gamma": [0.5, 0.5], "activation": "tanh2", "drop_hermite": [], "unit_variance": True,
-               "prior": "gaussian", "readout": "gaussian", "readout_grid": None, "delta": 0.1}
+               "prior": "gaussian", "readout": "gaussian", "readout_grid": None, "delta": delta}
 
-    def first_order(alphas):
-        res = sweep(build_model(options), alphas, progress=False)
+    def first_order(grid):
+        res = sweep(build_model(options), np.linspace(*grid), progress=False)
         jumps = [c for c in res.equilibrium_changes
                  if c["kind"] == "crossing" and abs(c["mmse_after"] - c["mmse_before"]) > 1e-2]
         assert len(jumps) == 1, res.equilibrium_changes
         return jumps[0]
 
-    coarse, fine = first_order(np.linspace(0.5, 4.0, 8)), first_order(np.linspace(1.98, 2.06, 9))
-    assert 2.05 < fine["alpha"] < 2.052
-    assert coarse["alpha"] == pytest.approx(fine["alpha"], abs=1e-8)
-    assert coarse["mmse_after"] == pytest.approx(fine["mmse_after"], abs=1e-8)
+    reference = first_order(fine)
+    assert fine[0] < reference["alpha"] < fine[1]
+    for grid in coarse:
+        got = first_order(grid)
+        assert got["alpha"] == pytest.approx(reference["alpha"], abs=1e-8), grid
+        assert got["mmse_after"] == pytest.approx(reference["mmse_after"], abs=1e-8), grid
+
+
+def test_a_crossing_with_an_unsolved_end_is_bisected_not_lost():
+    """``locate_crossing`` where one end's difference is ±inf (a branch not solved there): regula falsi would give
+    NaN (and the curve would then be continued to α = NaN, which never ends); the first step bisects instead."""
+    import math
+
+    from replica.continuation.events import locate_crossing
+
+    root = locate_crossing(lambda a: (-math.inf, None) if a == 0.0 else (a - 0.3, 1.0), 0.0, 1.0)
+    assert root == pytest.approx(0.3, abs=1e-12)
+    root = locate_crossing(lambda a: (math.inf, None) if a == 1.0 else (a - 0.7, 1.0), 0.0, 1.0)
+    assert root == pytest.approx(0.7, abs=1e-12)
+
+
+def test_an_excursion_resting_on_an_unsolved_branch_is_dropped():
+    """B → A with A not solved there (mmse NaN), then A → B: the pair is dropped; a first-order change with an
+    unsolved side that is not undone is kept, and so is a solved zigzag."""
+    import math
+
+    from replica.continuation.equilibrium import without_unsolved_zigzags
+
+    def ch(a, frm, to, before, after):
+        return {"alpha": a, "from": frm, "to": to, "mmse_before": before, "mmse_after": after}
+
+    first, last = ch(2.0274, "A", "B", 0.1335, 0.1335), ch(2.0513, "B", "C", 0.1313, 0.0879)
+    zig = [first, ch(2.0284, "B", "A", 0.1335, math.nan), ch(2.0313, "A", "B", 0.1332, 0.1332), last]
+    assert without_unsolved_zigzags(zig) == [first, last]
+    kept = [first, ch(2.0513, "B", "C", math.nan, 0.0879)]
+    assert without_unsolved_zigzags(kept) == kept
+    solved = [first, ch(2.0284, "B", "A", 0.1335, 0.1335), ch(2.0313, "A", "B", 0.1332, 0.1332)]
+    assert without_unsolved_zigzags(solved) == solved

@@ -10,8 +10,9 @@ import numpy as np
 
 from .curves import UNIVERSAL, solve_on_curve
 from .events import envelope_slope, locate_crossing
+from .settings import active
 
-__all__ = ["equilibrium_changes", "change_record", "EQUILIBRIUM_EXTRA_FIELDS", "equilibrium_of", "transition_entry"]
+__all__ = ["equilibrium_changes", "without_unsolved_zigzags", "change_record", "EQUILIBRIUM_EXTRA_FIELDS", "equilibrium_of", "transition_entry"]
 
 logger = logging.getLogger(__name__)
 
@@ -58,13 +59,45 @@ def equilibrium_changes(model, alphas, curves, names, solve_kw):
         return any(not c.is_universal and any(e.kind == "bifurcation" and e.alpha == a for e in c.ends.values())
                    for _, c in cands)
 
+    def crossings(cands, left, right, lo, hi, depth):
+        """Append the crossing from ``left`` to ``right`` in ``[lo, hi]``; where a third candidate has the larger f
+        at the located crossing, the equilibrium changes twice in the interval: left → third → right, each
+        located in its part (two hidden layers with Gaussian readouts, grid 1.025:3.025:5: the partial sheet,
+        unstable past its branch point, → the curve leaving it → the full sheet, in one interval of nodes)."""
+        cp, cq = by_name[left], by_name[right]
+
+        def diff(a):
+            sq, sp = state(cq, a), state(cp, a)
+            if sq is None or sp is None:
+                return fe(cq, a) - fe(cp, a), None
+            slope = envelope_slope(model, a, sq) - envelope_slope(model, a, sp)
+            return float(sq.free_entropy) - float(sp.free_entropy), slope
+
+        try:
+            a_c = locate_crossing(diff, lo, hi)
+        except ValueError:
+            logger.info("equilibrium change %s -> %s in [%g, %g] not bracketed", left, right, lo, hi)
+            a_c = None
+        if a_c is not None and depth < active().crossing_splits:
+            top = argmax(cands, a_c, hi)
+            f_pair = max(fe(cp, a_c), fe(cq, a_c))
+            if top not in (left, right) and fe(by_name[top], a_c) > f_pair + 1e-13 * max(1.0, abs(f_pair)):
+                crossings(cands, left, top, lo, a_c, depth + 1)
+                crossings(cands, top, right, a_c, hi, depth + 1)
+                return
+        changes.append(change_record(model, by_name, left, right, 0.5 * (lo + hi) if a_c is None else a_c,
+                                     "crossing", state))
+
     for s, t in zip(nodes[:-1], nodes[1:]):
         cands = [(name, c) for name, c in members if exists(c, s) and exists(c, t)]
-        # at a bifurcation a branch and its host have the same f (ties below rounding):
-        # compare them inside the interval instead
-        mid = 0.5 * (s + t)
-        a_left = mid if bifurcates_at(cands, s) else s
-        a_right = mid if bifurcates_at(cands, t) else t
+        # at a bifurcation a branch and its host have the same f (ties below rounding): compare them just inside
+        # the interval instead, ``jump_offset`` from the end (at most a quarter of the interval), so that a
+        # crossing inside it stays bracketed (at its midpoint, as before, a crossing between the end and the
+        # midpoint was missed: two layers with Gaussian readouts, the crossing at α = 2.0513 in
+        # [2.0274, 2.0877] on the grid 1.025:3.025:5, and one between two bifurcation ends at Δ = 0.12)
+        inside = min(active().jump_offset * max(1.0, abs(s)), 0.25 * (t - s))
+        a_left = s + inside if bifurcates_at(cands, s) else s
+        a_right = t - inside if bifurcates_at(cands, t) else t
         left, right = argmax(cands, a_left, t), argmax(cands, a_right, s)
         if prev_right is not None and left != prev_right:
             pc = by_name[prev_right]
@@ -72,21 +105,7 @@ def equilibrium_changes(model, alphas, curves, names, solve_kw):
             changes.append(change_record(model, by_name, prev_right, left, s, "branch_end" if ended else "branch_start",
                                    state))
         if left != right:
-            cp, cq = by_name[left], by_name[right]
-
-            def diff(a, cp=cp, cq=cq):
-                sq, sp = state(cq, a), state(cp, a)
-                if sq is None or sp is None:
-                    return fe(cq, a) - fe(cp, a), None
-                slope = envelope_slope(model, a, sq) - envelope_slope(model, a, sp)
-                return float(sq.free_entropy) - float(sp.free_entropy), slope
-
-            try:
-                a_c = locate_crossing(diff, a_left, a_right)
-            except ValueError:
-                logger.info("equilibrium change %s -> %s in [%g, %g] not bracketed", left, right, a_left, a_right)
-                a_c = 0.5 * (a_left + a_right)
-            changes.append(change_record(model, by_name, left, right, a_c, "crossing", state))
+            crossings(cands, left, right, a_left, a_right, 0)
         prev_right = right
     # a branch end and a branch start at the same point (two located ends of one bifurcation,
     # each to ~1e-9): one change, not a zigzag through a third branch
@@ -99,7 +118,26 @@ def equilibrium_changes(model, alphas, curves, names, solve_kw):
                 merged.append({**prev, "to": c["to"], "mmse_after": c["mmse_after"]})
             continue
         merged.append(c)
-    return merged
+    return without_unsolved_zigzags(merged)
+
+
+def without_unsolved_zigzags(changes):
+    """``changes`` without each pair ``B → A``, ``A → B`` in a row whose first change has a branch not solved at it
+    (an mmse of NaN): the equilibrium went back to where it was, and the excursion rests on a free entropy of
+    ``−inf`` where a branch could not be continued (two hidden layers with Gaussian readouts, grid 0.5:4:15: the
+    curve leaving the branch point → the partial sheet, unstable and not solved at 2.0284 → back at 2.0313,
+    two sheets whose free entropies differ by 1e-10)."""
+    out, k = [], 0
+    while k < len(changes):
+        c = changes[k]
+        nxt = changes[k + 1] if k + 1 < len(changes) else None
+        unsolved = not (math.isfinite(c["mmse_before"]) and math.isfinite(c["mmse_after"]))
+        if unsolved and nxt is not None and nxt["from"] == c["to"] and nxt["to"] == c["from"]:
+            k += 2
+            continue
+        out.append(c)
+        k += 1
+    return out
 
 
 def change_record(model, by_name, frm, to, alpha, kind, state):

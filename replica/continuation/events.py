@@ -142,6 +142,8 @@ def locate_crossing(value, a, b, rtol=None):
     if not fa * fb < 0.0:
         raise ValueError("no sign change")
     x = a - fa * (b - a) / (fb - fa)
+    if not a < x < b:  # an end not solved (its difference ±inf): regula falsi gives NaN, bisect instead
+        x = 0.5 * (a + b)
     for _ in range(100):
         fx, dx = value(x)
         if fx == 0.0 or not math.isfinite(fx):

@@ -221,12 +221,15 @@ def degenerate_switches(model, alphas, curves, solve_kw):
     Several eigenvalues cross 1 together there (the zero-mass nodes of a front at its bound 0 move alike: their
     null space gives no direction to switch along, :func:`~replica.continuation.branchpoints.switch_branches`).
     The curve that bifurcates is the attractor the damped iteration reaches from the curve's own, unstable
-    point beyond the branch point: at ``degenerate_switch_offset`` beyond it on the unstable side (the side of the
-    curve's grid points and ends whose stability exceeds 1), the damped iteration warm-started at the
-    curve's nearest point lands on the saddle or next to it, and :func:`escape_saddle` leaves it along the
-    unstable direction. The damped passes find such a curve only where a grid point lies on it; this finds it on
-    every grid (two hidden layers with Gaussian readouts: the partially specialized sheet's continuation
-    beyond its branch point at α = 2.0274, on the grid ``0.5:4:8`` as on ``1.98:2.06:9``)."""
+    point beyond the branch point: at ``degenerate_switch_offset`` beyond it on the unstable side (away from the
+    curve's nearest grid point below it where that one is stable, towards it where not; the grid point above
+    where there is none below; nothing where its stability is not finite), the damped iteration warm-started at
+    the curve's nearest traced point lands on the saddle or next to it, and :func:`escape_saddle` leaves it
+    along the unstable direction. The damped passes find such a curve only where a grid point lies on it; this
+    finds it on coarse grids too (two hidden layers with Gaussian readouts: the curve leaving the partially
+    specialized sheet at its branch point α = 2.0274, on ``0.5:4:8``, ``1.025:3.025:5`` and six other grids
+    as on ``1.98:2.06:9``). The solves do not go through the sweep's resume cache (a resumed sweep repeats
+    them)."""
     s = active()
     for c in list(curves):
         for bp in c.branch_points:
@@ -238,12 +241,12 @@ def degenerate_switches(model, alphas, curves, solve_kw):
                 continue
             below = [i for i in c.results if alphas[i] < bp.alpha]
             above = [i for i in c.results if alphas[i] > bp.alpha]
-            if below:
-                side = 1.0 if c.stability.get(max(below), math.nan) < 1.0 else -1.0
-            elif above:
-                side = -1.0 if c.stability.get(min(above), math.nan) < 1.0 else 1.0
-            else:
+            nearest = max(below) if below else min(above) if above else None
+            value = math.nan if nearest is None else c.stability.get(nearest, math.nan)
+            if not math.isfinite(value):
                 continue
+            # the unstable side: away from a stable grid point, towards an unstable one
+            side = (1.0 if value < 1.0 else -1.0) * (1.0 if below else -1.0)
             a = bp.alpha + side * s.degenerate_switch_offset * max(1.0, abs(bp.alpha))
             if not alphas[0] < a < alphas[-1]:
                 continue

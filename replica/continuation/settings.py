@@ -120,6 +120,9 @@ class ContinuationSettings:
     #: the escape along an eigenvalue 1 + ε takes ~1/ε iterations (two hidden layers, Gaussian readouts: 13,700
     #: at 3e-3, 3,400 at 1e-2)
     degenerate_switch_offset: float = 1e-2
+    #: a located crossing at which a third branch has the larger free entropy is split into the two changes it
+    #: hides, at most this many times in one interval of nodes (:func:`~replica.continuation.equilibrium.equilibrium_changes`)
+    crossing_splits: int = 3
     #: points of a traced curve (nearest first) from which :func:`curve_through` tries to continue it
     curve_through_tries: int = 3
 
