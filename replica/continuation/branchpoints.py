@@ -90,8 +90,11 @@ def end_intervals(model, alphas, curve) -> list:
     last grid point and then ends by support loss on the unstable part crosses 1 there, between two grid
     points, only on a coarse grid (two hidden layers with Gaussian readouts on ``0.5:4:8``: the crossing at
     α = 2.0275, the end at 2.0313, the next grid point at 2.5): without these intervals the branch point and the
-    curve that bifurcates there are found on fine grids only. Fold ends are left out: there the eigenvalue
-    tends to 1 at the end itself, which is the fold, not a branch point."""
+    curve that bifurcates there are found on fine grids only. At every end the eigenvalue tends to 1 (measured at
+    the last points before bifurcation ends: 0.99999993–0.99999995, first- and second-order values differing by
+    up to 7.5e-7): an interval is kept only where the first-order value is on the other side of 1, and
+    :func:`branch_points` then needs the second-order values at both ends to differ in sign. Fold ends are left
+    out: a crossing found there would be the fold itself, not a branch point."""
     out = []
     for direction, e in curve.ends.items():
         if e.kind != "bifurcation" or not math.isfinite(e.last_alpha):
