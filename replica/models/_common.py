@@ -300,7 +300,6 @@ def front_rules_solve(activations) -> bool:
             and bool(acts) and abs(acts[0].mu1) > ODD_TOLERANCE)
 
 
-
 def readout_front_law(law) -> bool:
     """Whether a readout law gets a front in ``|v|`` on the front-aligned rules
     (:attr:`~replica.models.deep_fronts.DeepFrontModel.readout_front`): the Gaussian, uniform and continuum

@@ -529,7 +529,8 @@ class DeepFrontModel(DeepLinearModel):
 
     def rules(self, fronts):
         """Set the working model's rules for ``fronts`` (shape (n_fronts,)) and return them:
-        a list of ``(nodes, weights, side)`` per layer of :attr:`front_layers` (:func:`front_rule`)."""
+        a list of ``(nodes, weights, side)`` per layer of :attr:`front_layers` (:meth:`_rule`: :func:`front_rule`, or
+        :func:`readout_front_rule` for the readout front)."""
         fr = tuple(float(min(max(f, 0.0), top)) for f, top in zip(np.atleast_1d(fronts), self.front_max))
         if fr != self._fronts:
             rules = [self._rule(i, f) for i, f in enumerate(fr)]
@@ -702,8 +703,8 @@ class DeepFrontModel(DeepLinearModel):
         return new
 
     def project(self, x) -> np.ndarray:
-        """``x`` with every front clipped to ``[0, FRONT_MAX]`` (the domain of the rules; Newton steps of
-        the continuation may leave it where a front sits at an end)."""
+        """``x`` with every front clipped to ``[0, front_max]`` (:attr:`front_max`, the domain of the rules;
+        Newton steps of the continuation may leave it where a front sits at an end)."""
         y = np.array(x, dtype=float)
         y[:self.n_fronts] = np.clip(y[:self.n_fronts], 0.0, self.front_max)
         return y
