@@ -821,14 +821,31 @@ class ProfileSolver:
         m = self.model
         out = []
         solved = {}  # (α, k) -> (y, state) or None, shared by the groups of the interval
+        by_group = {}  # k -> [(α, order of solving, y)] of the solved points: the start of the next solve
         y_start = np.asarray(x0, dtype=float)[:self.n_globals]
+
+        def guess_for(a, kk):
+            """The solved point nearest in ``|α − b| + 10|k − j|`` (the first solved among equals), searched group by
+            group outwards from ``kk`` until no farther group can be nearer: a scan of every solved point per solve
+            took 3.7 of 27 s with 1,000 groups."""
+            best = None
+            for dist in range(len(self.groups) + 1):
+                if best is not None and 10.0 * dist > best[0]:
+                    break
+                for j in {kk - dist, kk + dist}:
+                    for b, order, y in by_group.get(j, ()):
+                        cand = (abs(a - b) + 10.0 * dist, order, y)
+                        if best is None or cand[:2] < best[:2]:
+                            best = cand
+            return y_start if best is None else best[2]
 
         def point(a, kk):
             key = (float(a), int(kk))
             if key not in solved:
-                near = [(abs(a - b) + 10.0 * abs(kk - j), got[0]) for (b, j), got in solved.items() if got is not None]
-                guess = min(near, key=lambda t: t[0])[1] if near else y_start
-                solved[key] = self.family_point(a, kk, guess, solve_kw)
+                got = self.family_point(a, kk, guess_for(a, kk), solve_kw)
+                solved[key] = got
+                if got is not None:
+                    by_group.setdefault(int(kk), []).append((float(a), len(solved), got[0]))
             return solved[key]
 
         def value(a, k):
