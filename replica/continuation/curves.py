@@ -112,7 +112,8 @@ def trace_labelled(model, alphas, i0, r0, solve_kw):
     """:func:`trace_curve` for solvers whose packed vector holds labels (the profile solver of
     :mod:`replica.readout_grid`): the curve is followed by the damped iteration with warm
     starts, and each end is located by bisection on the same step (to ``labelled_end_rtol``), each step of it
-    limited to ``labelled_end_budget`` damped iterations: one that has not converged by then is outside the
+    limited to ``labelled_end_budget`` damped iterations (at damping 0.5; ``× 0.5/(1 − η)`` at damping η): one that
+    has not converged by then is outside the
     curve (past a fold the iteration would crawl through the fold's ghost for ∝ 1/√(α − α_end) iterations)."""
     curve = Curve(r0.start)
     curve.results[i0] = r0
@@ -126,7 +127,10 @@ def trace_labelled(model, alphas, i0, r0, solve_kw):
             nxt = damped_step(model, float(alphas[j]), r, solve_kw)
             if nxt is None:
                 inside, outside, r_in = float(alphas[j - direction]), float(alphas[j]), r
-                budget = min(int(solve_kw.get("max_iter", active().labelled_end_budget)), active().labelled_end_budget)
+                # the iterations a step needs grow like 1/(1 − η) with the damping η (the budget is for η = 0.5)
+                eta = float(solve_kw.get("damping", 0.5))
+                budget = int(math.ceil(active().labelled_end_budget * 0.5 / max(1.0 - eta, 1e-12)))
+                budget = min(int(solve_kw.get("max_iter", budget)), budget)
                 bisect_kw = {**solve_kw, "max_iter": budget}  # a step that crawls past the end is outside
                 while abs(outside - inside) > active().labelled_end_rtol * max(1.0, abs(inside)):
                     mid = 0.5 * (inside + outside)
