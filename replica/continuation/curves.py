@@ -113,8 +113,12 @@ def trace_labelled(model, alphas, i0, r0, solve_kw):
     :mod:`replica.readout_grid`): the curve is followed by the damped iteration with warm
     starts, and each end is located by bisection on the same step (to ``labelled_end_rtol``), each step of it
     limited to ``labelled_end_budget`` damped iterations (at damping 0.5; ``× 0.5/(1 − η)`` at damping η): one that
-    has not converged by then is outside the
-    curve (past a fold the iteration would crawl through the fold's ghost for ∝ 1/√(α − α_end) iterations)."""
+    has not converged by then is outside the curve (past a fold the iteration would crawl through the fold's ghost
+    for ∝ 1/√(α − α_end) iterations)."""
+    # the iterations a step needs grow like 1/(1 − η) with the damping η (the budget is for η = 0.5)
+    eta = float(solve_kw.get("damping", 0.5))
+    budget = int(math.ceil(active().labelled_end_budget * 0.5 / max(1.0 - eta, 1e-12)))
+    bisect_kw = {**solve_kw, "max_iter": min(int(solve_kw.get("max_iter", budget)), budget)}
     curve = Curve(r0.start)
     curve.results[i0] = r0
     n = alphas.size
@@ -127,14 +131,9 @@ def trace_labelled(model, alphas, i0, r0, solve_kw):
             nxt = damped_step(model, float(alphas[j]), r, solve_kw)
             if nxt is None:
                 inside, outside, r_in = float(alphas[j - direction]), float(alphas[j]), r
-                # the iterations a step needs grow like 1/(1 − η) with the damping η (the budget is for η = 0.5)
-                eta = float(solve_kw.get("damping", 0.5))
-                budget = int(math.ceil(active().labelled_end_budget * 0.5 / max(1.0 - eta, 1e-12)))
-                budget = min(int(solve_kw.get("max_iter", budget)), budget)
-                bisect_kw = {**solve_kw, "max_iter": budget}  # a step that crawls past the end is outside
                 while abs(outside - inside) > active().labelled_end_rtol * max(1.0, abs(inside)):
                     mid = 0.5 * (inside + outside)
-                    got = damped_step(model, mid, r_in, bisect_kw)
+                    got = damped_step(model, mid, r_in, bisect_kw)  # a step that crawls past the end is outside
                     if got is None:
                         outside = mid
                     else:
