@@ -99,6 +99,8 @@ class FixedPointResult:
 #: default tolerances of the residual test ``|F(x) − x| ≤ atol + rtol |x|`` (:func:`solve_fixed_point`)
 DEFAULT_ATOL = 1e-12
 DEFAULT_RTOL = 1e-10
+#: weight of the old iterate in the damped iteration ``x ← η x + (1 − η) F(x)`` when none is given
+DEFAULT_DAMPING = 0.5
 
 
 def scaled_residual(g, x, atol=DEFAULT_ATOL, rtol=DEFAULT_RTOL) -> float:
@@ -122,7 +124,7 @@ def solve_fixed_point(
     update: Callable[[np.ndarray], np.ndarray],
     x0: np.ndarray,
     *,
-    damping: float = 0.5,
+    damping: float = DEFAULT_DAMPING,
     atol: float = DEFAULT_ATOL,
     rtol: float = DEFAULT_RTOL,
     max_iter: int = 20000,

@@ -904,7 +904,7 @@ class ProfileSolver:
     def _refine(self, alpha, y, sel, level, start, options):
         """Solution on the rule ``level`` from the solution ``y`` of the previous rule
         (:func:`_chord_newton`), as a converged :class:`FixedPointResult`, or ``None``."""
-        from .engine import STATUS_MESSAGES, FixedPointResult
+        from .engine import DEFAULT_DAMPING, STATUS_MESSAGES, FixedPointResult
 
         atol, rtol = options.get("atol", 1e-12), options.get("rtol", 1e-10)
         with np.errstate(all="ignore"):
@@ -914,7 +914,7 @@ class ProfileSolver:
             return None
         res = float(np.max(np.abs(fz - z) / (atol + rtol * np.abs(z))))
         return FixedPointResult(z, True, "converged", STATUS_MESSAGES["converged"], 1, res,
-                                options.get("damping", 0.5), start, {"evaluations": n, "polished": True})
+                                options.get("damping", DEFAULT_DAMPING), start, {"evaluations": n, "polished": True})
 
     def initial_point(self, alpha, overlaps):
         """Packed start ``(D, M, s_threshold)`` from a start profile on the reporting grid (a profile high

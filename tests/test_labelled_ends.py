@@ -82,3 +82,26 @@ def test_fold_end_is_located_without_crawling_through_its_ghost(model, monkeypat
     assert len(spec) == 1
     assert spec[0].alpha_start == pytest.approx(_hand_fold(), rel=1e-7, abs=0.0)
     assert calls[0] < 8000, calls[0]
+
+
+def test_fold_end_does_not_depend_on_the_damping():
+    """Damping invariance: the damping η changes the path of the iteration, not its fixed points, so the fold located
+    at η = 0.97 equals the one at η = 0.5 to ``labelled_end_rtol`` (1e-7 relative). A bisection step needs about
+    ``0.5/(1 − η)`` times the iterations of η = 0.5 (at η = 0.97 steps inside the curve need 301 of them), so a
+    budget that does not scale with η counts such steps as outside: on this law (``powerlaw:beta=0.05,k=40``, whose
+    fold lies at α ≈ 1.0429) it moved the fold by about 7e-7."""
+    from replica.continuation import sweep
+    from replica.workflow.model_options import build_model
+
+    law = "powerlaw:beta=0.05,k=40"
+    model = build_model({"layers": 1, "gamma": [GAMMA], "activation": "tanh2", "drop_hermite": [1],
+                         "unit_variance": False, "prior": "gaussian", "readout": law, "readout_grid": None,
+                         "delta": DELTA})
+    starts = []
+    for eta in (0.5, 0.97):
+        res = sweep(model, np.linspace(0.9, 1.5, 3), progress=False, solve_kw={"damping": eta})
+        spec = [b for name, b in res.branches.items() if name != "universal"]
+        assert len(spec) == 1
+        starts.append(spec[0].alpha_start)
+    assert 1.0 < starts[0] < 1.1
+    assert starts[1] == pytest.approx(starts[0], rel=1e-7, abs=0.0)

@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 
+from ..engine import DEFAULT_DAMPING
 from ..interface import hook
 from .correctors import correct
 from .events import host_point, locate_bifurcation
@@ -112,11 +113,11 @@ def trace_labelled(model, alphas, i0, r0, solve_kw):
     """:func:`trace_curve` for solvers whose packed vector holds labels (the profile solver of
     :mod:`replica.readout_grid`): the curve is followed by the damped iteration with warm
     starts, and each end is located by bisection on the same step (to ``labelled_end_rtol``), each step of it
-    limited to ``labelled_end_budget`` damped iterations (at damping 0.5; ``× 0.5/(1 − η)`` at damping η): one that
-    has not converged by then is outside the curve (past a fold the iteration would crawl through the fold's ghost
-    for ∝ 1/√(α − α_end) iterations)."""
+    limited to ``labelled_end_budget`` damped iterations (at damping 0.5; ``× 0.5/(1 − η)`` at damping η, by
+    default ``replica.engine.DEFAULT_DAMPING``): one that has not converged by then is outside the curve (past a
+    fold the iteration would crawl through the fold's ghost for ∝ 1/√(α − α_end) iterations)."""
     # the iterations a step needs grow like 1/(1 − η) with the damping η (the budget is for η = 0.5)
-    eta = float(solve_kw.get("damping", 0.5))
+    eta = float(solve_kw.get("damping", DEFAULT_DAMPING))
     budget = int(math.ceil(active().labelled_end_budget * 0.5 / max(1.0 - eta, 1e-12)))
     bisect_kw = {**solve_kw, "max_iter": min(int(solve_kw.get("max_iter", budget)), budget)}
     curve = Curve(r0.start)

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..engine import DEFAULT_DAMPING
 from ..interface import hook, missing_members, state_schema
 
 __all__ = ["run_sweep", "discretization_errors", "SweepCheckpoint"]
@@ -88,7 +89,7 @@ def run_sweep(request: dict, alphas, *, checkpoint=None, progress: bool = True, 
     from .model_options import resolve_model
 
     branches = str(request.get("branches", "all") if branches is None else branches)
-    damping = float(request.get("damping", 0.5) if damping is None else damping)
+    damping = float(request.get("damping", DEFAULT_DAMPING) if damping is None else damping)
     solve_kw = {"damping": damping}
     built, arch = resolve_model(request, build_it=model is None)
     model = built if model is None else model
