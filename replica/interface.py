@@ -182,6 +182,12 @@ class ModelDefaults:
         ``project(x) -> x``: the packed point put back into the model's domain (entries bounded by the
         rules, e.g. the fronts of :class:`~replica.models.deep_fronts.DeepFrontModel`), applied to the
         iterates of the matrix-free Newton corrector and of the chord corrector. Default None (no bound).
+    lower_bounds : callable or None
+        ``lower_bounds(x) -> (indices, lower)``: the entries of the packed vector ``x`` bounded below by the
+        model's domain and their bounds, arrays of one shape (:class:`~replica.models.deep_fronts.DeepFrontModel`:
+        every front and every overlap, at 0). A curve along which such an entry falls linearly to its bound ends
+        at the entry's root, located by the continuation (:func:`replica.continuation.stepper.bound_end`): beyond
+        it the point is outside the domain, and its projection onto the domain is the host's. Default None.
     without_overlaps : callable or None
         ``without_overlaps(x, mask) -> x``: the packed point with the overlaps selected by ``mask`` (shape
         of ``state.overlaps``) set to 0, the start of the host branch at a bifurcation. Default None: the
@@ -249,6 +255,7 @@ class ModelDefaults:
     channel_fields = None
     output_channel = None
     project = None
+    lower_bounds = None
     without_overlaps = None
     update_many = None
     update_near = None

@@ -197,14 +197,16 @@ def trace_curve(model, alphas, a0, seed_result, solve_kw):
 
 def bifurcation_end(model, failure, direction, solve_kw):
     """α of the end ``failure`` of a continuation in ``direction`` (:func:`~replica.continuation.stepper.advance`)
-    where it is a bifurcation (the corrector lost the curve by support loss, or some learned overlap is below
-    ``bifurcation_overlap`` there: the curve merges into one with fewer learned overlaps), None where it is a fold.
+    where it is a bifurcation (an entry fell to its lower bound, the corrector lost the curve by support loss, or some
+    learned overlap is below ``bifurcation_overlap`` there: the curve merges into one with fewer learned overlaps),
+    None where it is a fold.
     Many order parameters (vectorized map or not): the end found by halving the step (to ``min_step``) is the
     bifurcation; where the host's eigenvalue can be followed (:func:`roots_on_host`) its root adds digits below
     that, at ~10⁴ evaluations per end."""
     a_last, r_last, why, learned = failure
     ov = overlaps_of(r_last)
-    if not (why == "support" or bool(np.any(np.abs(ov[learned]) < active().bifurcation_overlap))):
+    # "bound": an entry fell to its lower bound, at its root located by the stepper (bound_end)
+    if not (why in ("support", "bound") or bool(np.any(np.abs(ov[learned]) < active().bifurcation_overlap))):
         return None
     return locate_bifurcation(model, a_last, r_last, direction, solve_kw) if roots_on_host(model, r_last.x) else a_last
 

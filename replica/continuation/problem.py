@@ -11,7 +11,7 @@ from ..engine import DEFAULT_ATOL, DEFAULT_RTOL, STATUS_MESSAGES, FixedPointResu
 from ..interface import hook
 from .settings import active
 
-__all__ = ["unknowns", "is_labelled", "overlaps_of", "is_universal", "is_found", "evaluate_many", "near_evaluator",
+__all__ = ["unknowns", "is_labelled", "lower_bounds", "overlaps_of", "is_universal", "is_found", "evaluate_many", "near_evaluator",
            "CORRECTION_STATUSES", "Correction", "converged_result", "tolerances"]
 
 
@@ -28,6 +28,16 @@ def is_labelled(model, x) -> bool:
     layers with the profile solver, whose selection and rule level are fixed per curve, are
     continued by the Newton corrector on their global unknowns)."""
     return unknowns(model, x).size < np.size(x) and not hook(model, "fixed_labels")
+
+
+def lower_bounds(model, x):
+    """``(indices, lower)`` of the entries of the packed ``x`` bounded below by the model's domain (the model's hook
+    ``lower_bounds``), or None for a model without such bounds."""
+    bounds = hook(model, "lower_bounds")
+    if bounds is None:
+        return None
+    idx, lower = bounds(np.asarray(x))
+    return np.asarray(idx, dtype=int), np.asarray(lower, dtype=float)
 
 
 def overlaps_of(result) -> np.ndarray:

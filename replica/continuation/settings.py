@@ -69,6 +69,20 @@ class ContinuationSettings:
     #: an end where some learned overlap is below this is a bifurcation (merge), else a fold
     bifurcation_overlap: float = 1e-4
 
+    #: where a bounded entry (:func:`replica.continuation.problem.lower_bounds`) is predicted to fall onto its lower
+    #: bound within a step, each trial of the end's location goes this fraction of the way to the root of the
+    #: entry's secant line (:func:`replica.continuation.stepper.bound_end`): a trial beyond the root would land on the
+    #: host, where the entry sits at its bound
+    bound_end_approach: float = 0.9
+
+    #: most corrections while the root of a bounded entry is located
+    bound_end_trials: int = 40
+
+    #: the entry's secant slope may change by at most this fraction between two trials (an entry that falls to its
+    #: bound linearly, as an overlap opening at a branch point; an exponential or square-root approach is not such
+    #: an end, and is left to the step control)
+    bound_end_rate_change: float = 0.5
+
     #: Newton iterations of one solve of the bordered system at a fold (:func:`refine_fold`)
     fold_newton_iter: int = 12
 
@@ -169,6 +183,9 @@ class ContinuationSettings:
 
     #: restarts of ARPACK for the leading eigenvalue
     arnoldi_maxiter: int = 200
+
+    #: seed of ARPACK's start vector (:func:`replica.continuation.operators.arnoldi_start`): the same in every run
+    arnoldi_seed: int = 20261207
 
     #: eigenvalues ARPACK computes when the one nearest a value is sought (bifurcations of large models)
     arnoldi_near: int = 8

@@ -7,14 +7,14 @@ import math
 
 import numpy as np
 
-from .correctors import check_step, chord_correct
+from .correctors import check_step, chord_correct, correct
 from .folds import fold_estimate, refine_fold
 from .jacobians import factor_jacobian
 from .operators import matrix_free
-from .problem import is_labelled, overlaps_of, unknowns
+from .problem import is_labelled, lower_bounds, overlaps_of, unknowns
 from .settings import active
 
-__all__ = ["advance"]
+__all__ = ["advance", "bound_crossing", "bound_end"]
 
 
 def advance(model, a0, r0, a_target, slope, solve_kw, jac_cache=None, trail=None):
@@ -28,11 +28,12 @@ def advance(model, a0, r0, a_target, slope, solve_kw, jac_cache=None, trail=None
     curve followed through it in a coordinate along the curve, the vertex of ``α`` found by parabolic
     interpolation) instead of bisection of the step to ``min_step``. Returns ``(result at
     a_target or None, slope, failure)`` where ``failure`` is None or ``(last α, last result, reason,
-    learned overlaps)`` when the curve ends before ``a_target`` (at a located fold, or where steps fall
-    below ``min_step``). ``jac_cache`` (a dict, optional) carries the last factorized Jacobian
-    between calls on one curve: it is reused when it was computed within ``jacobian_reuse`` of
-    ``a0`` and left there for the next call. ``trail`` (a list, optional) receives every accepted
-    point ``(α, result)`` (later solves on the curve start from the nearest of them).
+    learned overlaps)`` when the curve ends before ``a_target`` (at a located fold, at the located root of an
+    entry falling to its lower bound, reason ``"bound"``, :func:`bound_end`, or where steps fall below
+    ``min_step``). ``jac_cache`` (a dict, optional) carries the last factorized Jacobian between calls on
+    one curve: it is reused when it was computed within ``jacobian_reuse`` of ``a0`` and left there for the
+    next call. ``trail`` (a list, optional) receives every accepted point ``(α, result)`` (later solves on the
+    curve start from the nearest of them).
     """
     a, r = a0, r0
     x = np.asarray(r0.x, dtype=float)
@@ -45,7 +46,7 @@ def advance(model, a0, r0, a_target, slope, solve_kw, jac_cache=None, trail=None
     idx = unknowns(model, x)
     accepted = [(a, r0)]
     direction = 1.0 if a_target >= a0 else -1.0
-    fold_tried = False
+    fold_tried = bound_tried = False
     while True:
         rem = a_target - a
         if rem == 0.0:
@@ -58,6 +59,15 @@ def advance(model, a0, r0, a_target, slope, solve_kw, jac_cache=None, trail=None
             lu, fresh = factor_jacobian(model, a, x), True
             if jac_cache is not None and lu is not None:
                 jac_cache.update(alpha=a, lu=lu)
+        if slope is not None and lu is not None and not bound_tried:
+            hit = bound_crossing(model, x, slope, step)
+            if hit is not None:
+                bound_tried = True  # once per accepted point: an entry that turns before its bound is followed on
+                got = bound_end(model, a, r, slope, hit, lu, ov, support, solve_kw)
+                if got is not None and 0.0 <= (got[0] - a) * direction <= abs(step):
+                    if trail is not None:
+                        trail.extend(got[2])
+                    return None, slope, (got[0], got[1], "bound", support)
         # the corrector updates a copy of the inverse Jacobian; its Broyden updates are kept only when
         # the point is accepted: the updates of a failed or rejected trial (a step past a fold, or onto
         # another sheet) can wreck the inverse (changes of 1e6 measured on ReLU with the sign channel),
@@ -88,7 +98,7 @@ def advance(model, a0, r0, a_target, slope, solve_kw, jac_cache=None, trail=None
             if r_new.iterations > (active().chord_refresh_large if matrix_free(model, x) else active().chord_refresh):
                 lu = None
             fresh = False
-            fold_tried = False
+            fold_tried = bound_tried = False
         else:
             h = 0.5 * abs(step)
             if why == "newton" and len(accepted) >= 3 and not fold_tried and not is_labelled(model, x):
@@ -102,3 +112,78 @@ def advance(model, a0, r0, a_target, slope, solve_kw, jac_cache=None, trail=None
                         return None, slope, (got[0], got[1], why, support)
             if h < active().min_step * max(1.0, abs(a)):
                 return None, slope, (a, r, why, support)
+
+
+def bound_crossing(model, x, slope, step):
+    """``(index, lower bound)`` of the bounded entry of ``x`` (:func:`~replica.continuation.problem.lower_bounds`)
+    that the secant prediction ``x + slope · step`` takes first onto or below its bound, from above it by more than
+    ``support_overlap``; None when none does (or the model declares no bounds)."""
+    bounds = lower_bounds(model, x)
+    if bounds is None or bounds[0].size == 0:
+        return None
+    idx, lower = bounds
+    f, df = np.asarray(x, dtype=float)[idx], np.asarray(slope, dtype=float)[idx] * step
+    hit = (f > lower + active().support_overlap) & (f + df <= lower)
+    if not np.any(hit):
+        return None
+    k = int(np.argmin(np.where(hit, (f - lower) / np.where(hit, -df, 1.0), np.inf)))
+    return int(idx[k]), float(lower[k])
+
+
+def bound_end(model, a, r, slope, hit, lu, ov, support, solve_kw):
+    """Where the curve through ``r`` (at ``a``, secant ``slope``) ends because its entry ``hit = (index, lower)``
+    falls linearly to its bound: the root of ``x_i(α) − lower`` along the curve, located by secant steps on the
+    curve's own corrected points (the chord corrector with the factors ``lu`` of the last accepted point, else
+    Newton: near the branch point ``F_x − I`` is nearly singular and the chord's factors are stale).
+
+    Each trial goes ``bound_end_approach`` of the way to the secant root, so that it stays on the curve (past the
+    root the point would leave the domain, and the corrector lands on the host, where the entry sits at its bound);
+    a trial that does not converge, leaves the curve (:func:`~replica.continuation.correctors.check_step`) or has the
+    entry at its bound brackets the root from outside, and the next trial bisects the bracket. Returns ``(α of the
+    root, last corrected point, [(α, point) of the corrected trials])`` once the root is within ``min_step`` of the
+    last point on the curve, or None: the entry turns away from its bound, its secant slope changes by more than
+    ``bound_end_rate_change`` between trials (not a linear approach), or ``bound_end_trials`` trials are spent. The
+    step control then goes on as without bounds.
+
+    Two hidden layers, Gaussian readouts, Δ = 0.1: the curve that leaves the partially specialized sheet at its
+    branch point α = 2.0274458 opens the sheet's zero small-root overlaps of layer 1 linearly, ≈ 1.4 (α − 2.0274458);
+    followed backwards, it ends at their root. Without this end the corrector, whose iterates are projected onto the
+    domain, crept on along the sheet with those overlaps at 2e-9–4e-9, within the residual test, and the curve ended
+    7e-5 beyond the branch point."""
+    s = active()
+    i, lower = hit
+    tol = s.min_step * max(1.0, abs(a))
+    a_in, r_in, x_in = a, r, np.asarray(r.x, dtype=float)
+    sl = np.asarray(slope, dtype=float)
+    a_out, inside, frac = None, [], s.bound_end_approach
+    for _ in range(s.bound_end_trials):
+        rate = float(sl[i])
+        if not (np.isfinite(rate) and rate != 0.0):
+            return None
+        root = a_in - (x_in[i] - lower) / rate
+        if a_out is not None and abs(a_out - a_in) <= tol:
+            return (root if (root - a_in) * (a_out - root) >= 0.0 else a_in), r_in, inside
+        if abs(root - a_in) <= tol:
+            return root, r_in, inside
+        a_try = a_in + frac * (root - a_in)
+        if a_out is not None and not (a_try - a_in) * (a_out - a_try) > 0.0:
+            a_try = 0.5 * (a_in + a_out)
+        x_pred = x_in + sl * (a_try - a_in)
+        got = chord_correct(model, a_try, x_pred, lu.copy(), solve_kw).result
+        if got is None:  # near the branch point F_x − I is nearly singular: the chord's factors are stale there
+            got = correct(model, a_try, x_pred, solve_kw, newton_if_small=True).result
+        why = check_step(got, overlaps_of(r_in), support)
+        if why is None and float(got.x[i]) > lower:
+            x_new = np.asarray(got.x, dtype=float)
+            sl_new = (x_new - x_in) / (a_try - a_in)
+            if not (x_new[i] - x_in[i]) * (x_in[i] - lower) < 0.0 or \
+                    abs(float(sl_new[i]) - rate) > s.bound_end_rate_change * abs(rate):
+                return None  # the entry does not fall linearly towards its bound: no end here
+            sl, a_in, r_in, x_in = sl_new, a_try, got, x_new
+            inside.append((a_in, r_in))
+            frac = s.bound_end_approach
+        elif why == "support" or why is None:  # on the host (the entry at its bound): beyond the root
+            a_out = a_try
+        else:  # the correctors failed or moved too far: a shorter trial
+            frac *= 0.5
+    return None

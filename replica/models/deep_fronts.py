@@ -709,6 +709,14 @@ class DeepFrontModel(DeepLinearModel):
         y[:self.n_fronts] = np.clip(y[:self.n_fronts], 0.0, self.front_max)
         return y
 
+    def lower_bounds(self, x):
+        """Every entry of the packed ``x`` (the fronts and the overlaps) and its lower bound 0: ``(indices, lower)``
+        (:func:`replica.continuation.problem.lower_bounds`). A curve that leaves a sheet at a branch point opens
+        some of the sheet's zero overlaps linearly in α (two hidden layers, Gaussian readouts, Δ = 0.1: the
+        small-root overlaps of layer 1, ≈ 1.4 (α − 2.0274458)); followed back, it ends where they reach 0."""
+        p = np.size(x)
+        return np.arange(p), np.zeros(p)
+
     def without_overlaps(self, x, mask) -> np.ndarray:
         """Packed ``x`` with the overlaps selected by ``mask`` set to 0 and the front of every inner
         layer left with no learned neuron moved to :data:`FRONT_MAX`: the start of the host branch at a
