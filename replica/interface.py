@@ -185,7 +185,7 @@ class ModelDefaults:
     lower_bounds : callable or None
         ``lower_bounds(x) -> (indices, lower)``: the entries of the packed vector ``x`` bounded below by the
         model's domain and their bounds, arrays of one shape (:class:`~replica.models.deep_fronts.DeepFrontModel`:
-        every front and every overlap, at 0). A curve along which such an entry falls linearly to its bound ends
+        every overlap, at 0). A curve along which such an entry falls linearly to its bound ends
         at the entry's root, located by the continuation (:func:`replica.continuation.stepper.bound_end`): beyond
         it the point is outside the domain, and its projection onto the domain is the host's. Default None.
     without_overlaps : callable or None

@@ -11,8 +11,8 @@ from ..engine import DEFAULT_ATOL, DEFAULT_RTOL, STATUS_MESSAGES, FixedPointResu
 from ..interface import hook
 from .settings import active
 
-__all__ = ["unknowns", "is_labelled", "lower_bounds", "overlaps_of", "is_universal", "is_found", "evaluate_many", "near_evaluator",
-           "CORRECTION_STATUSES", "Correction", "converged_result", "tolerances"]
+__all__ = ["unknowns", "is_labelled", "lower_bounds", "overlaps_of", "is_universal", "is_found", "evaluate_many",
+           "near_evaluator", "CORRECTION_STATUSES", "Correction", "converged_result", "tolerances"]
 
 
 def unknowns(model, x) -> np.ndarray:

@@ -83,6 +83,17 @@ class ContinuationSettings:
     #: an end, and is left to the step control)
     bound_end_rate_change: float = 0.5
 
+    #: failed trials in a row (correctors that do not converge) that end the location of a bounded entry's root: at
+    #: the last secant root within ``bound_end_near`` of it, else without an end
+    bound_end_failures: int = 2
+
+    #: Newton trials (after a failed chord trial) while a bounded entry's root is located
+    bound_end_newton: int = 4
+
+    #: a trial within this distance (relative to max(1, α)) of a bounded entry's secant root is next to the root:
+    #: failures of the correctors there end the location at that root (farther away they are a fold before the bound)
+    bound_end_near: float = 1e-6
+
     #: Newton iterations of one solve of the bordered system at a fold (:func:`refine_fold`)
     fold_newton_iter: int = 12
 

@@ -710,12 +710,14 @@ class DeepFrontModel(DeepLinearModel):
         return y
 
     def lower_bounds(self, x):
-        """Every entry of the packed ``x`` (the fronts and the overlaps) and its lower bound 0: ``(indices, lower)``
-        (:func:`replica.continuation.problem.lower_bounds`). A curve that leaves a sheet at a branch point opens
-        some of the sheet's zero overlaps linearly in α (two hidden layers, Gaussian readouts, Δ = 0.1: the
-        small-root overlaps of layer 1, ≈ 1.4 (α − 2.0274458)); followed back, it ends where they reach 0."""
-        p = np.size(x)
-        return np.arange(p), np.zeros(p)
+        """The overlaps of the packed ``x`` (every entry after the fronts) and their lower bound 0: ``(indices,
+        lower)`` (:func:`replica.continuation.problem.lower_bounds`). A curve that leaves a sheet at a branch point
+        opens some of the sheet's zero overlaps linearly in α (two hidden layers, Gaussian readouts, Δ = 0.1: the
+        small-root overlaps of layer 1, ≈ 1.4 (α − 2.0274458)); followed back, it ends where they reach 0. The
+        fronts are not declared: a front at 0 (every neuron of its layer on the large root) is a point of the same
+        curve, not of its host."""
+        idx = np.arange(self.n_fronts, np.size(x))
+        return idx, np.zeros(idx.size)
 
     def without_overlaps(self, x, mask) -> np.ndarray:
         """Packed ``x`` with the overlaps selected by ``mask`` set to 0 and the front of every inner

@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import __version__
+from ..engine import DEFAULT_DAMPING
 from .config import (LIMITS, SHARED_OPTION_KEYS, CommandParser, UsageError, name_config_key, number_type,
                      parse_with_config, resolved_configuration)
 from .model_options import (activation_help, build_model, check_readout_grid,  # noqa: F401 - API
@@ -333,8 +334,9 @@ def add_model_options(p, *, grids=False):
     s.add_argument("--branches", choices=["all", "universal"], default="all",
                    help="'all' traces universal, specialized and partial branches, equilibrium and transitions; "
                         "'universal' only the Q ≡ 0 branch (default all)")
-    s.add_argument("--damping", type=number_type("--damping", minimum=0.0, maximum=1.0), default=0.5,
-                   help="damping η in [0, 1) of the fixed-point iteration, x ← η x + (1−η) F(x) (default 0.5)")
+    s.add_argument("--damping", type=number_type("--damping", minimum=0.0, maximum=1.0), default=DEFAULT_DAMPING,
+                   help="damping η in [0, 1) of the fixed-point iteration, x ← η x + (1−η) F(x) "
+                        f"(default {DEFAULT_DAMPING})")
 
 
 def add_output_options(p, *, default_output, resume=True, output=True, config_example="delta = 0.1, drop-hermite = '0,1,2'"):
