@@ -64,7 +64,7 @@ def advance(model, a0, r0, a_target, slope, solve_kw, jac_cache=None, trail=None
             hit = bound_crossing(model, x, slope, step, missed)
             if hit is not None:
                 bound_tried = True  # once per accepted point: an entry that turns before its bound is followed on
-                got = bound_end(model, a, r, slope, hit, lu, ov, support, solve_kw, a_new)
+                got = bound_end(model, a, r, slope, hit, lu, support, solve_kw, a_new)
                 if got is not None:
                     if trail is not None:
                         trail.extend(got[2])
@@ -132,7 +132,7 @@ def bound_crossing(model, x, slope, step, skip=()):
     return int(idx[k]), float(lower[k])
 
 
-def bound_end(model, a, r, slope, hit, lu, ov, support, solve_kw, reach):
+def bound_end(model, a, r, slope, hit, lu, support, solve_kw, reach):
     """Where the curve through ``r`` (at ``a``, secant ``slope``) ends because its entry ``hit = (index, lower)``
     falls linearly to its bound within ``reach`` (the α of the step's end): the root of ``x_i(α) − lower`` along the
     curve, located by secant steps on the curve's own corrected points (the chord corrector with the factors ``lu``
