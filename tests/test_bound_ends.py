@@ -110,8 +110,8 @@ def test_the_curve_leaving_a_degenerate_branch_point_starts_there_with_projected
 
 
 class ExponentialApproach(ToyMap):
-    """``q = 1e-3 e^{3(α − α₀)}`` (the fixed point of ``q ↦ q + (q* − q)/2``), ``p = 0.6``, on ``q ≥ 0``: the entry
-    falls towards its bound, never onto it."""
+    """``q = 1e-3 e^{3(α − α₀)}`` (the fixed point of ``q ↦ q + (q* − q)/2``), ``p = 0.6``, on ``q ≥ 0``: the
+    entry falls towards its bound, never onto it."""
 
     def __init__(self, bounds=True):
         super().__init__("none")

@@ -54,13 +54,18 @@ def _hand_fold():
     return optimize.brentq(top, 1.055, 1.065, xtol=1e-13, rtol=1e-13)
 
 
-@pytest.fixture(scope="module")
-def model():
+def _one_layer(law):
+    """The one-hidden-layer model of this file (``tanh2`` without its linear part, γ, Δ) with the readout ``law``."""
     from replica.workflow.model_options import build_model
 
     return build_model({"layers": 1, "gamma": [GAMMA], "activation": "tanh2", "drop_hermite": [1],
-                        "unit_variance": False, "prior": "gaussian", "readout": LAW, "readout_grid": None,
+                        "unit_variance": False, "prior": "gaussian", "readout": law, "readout_grid": None,
                         "delta": DELTA})
+
+
+@pytest.fixture(scope="module")
+def model():
+    return _one_layer(LAW)
 
 
 def test_fold_end_is_located_without_crawling_through_its_ghost(model, monkeypatch):
@@ -91,12 +96,8 @@ def test_fold_end_does_not_depend_on_the_damping():
     budget that does not scale with η counts such steps as outside: on this law (``powerlaw:beta=0.05,k=40``, whose
     fold lies at α ≈ 1.0429) it moved the fold by about 7e-7."""
     from replica.continuation import sweep
-    from replica.workflow.model_options import build_model
 
-    law = "powerlaw:beta=0.05,k=40"
-    model = build_model({"layers": 1, "gamma": [GAMMA], "activation": "tanh2", "drop_hermite": [1],
-                         "unit_variance": False, "prior": "gaussian", "readout": law, "readout_grid": None,
-                         "delta": DELTA})
+    model = _one_layer("powerlaw:beta=0.05,k=40")
     starts = []
     for eta in (0.5, 0.97):
         res = sweep(model, np.linspace(0.9, 1.5, 3), progress=False, solve_kw={"damping": eta})

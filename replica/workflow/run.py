@@ -51,7 +51,8 @@ def run_sweep(request: dict, alphas, *, checkpoint=None, progress: bool = True, 
     request : dict
         Resolved model options (:func:`replica.workflow.model_options.build_model`: ``layers``, ``gamma``,
         ``activation``, ``delta``, …, optionally ``architecture``, ``s_grid``), with the solver options
-        ``branches`` (``"all"`` or ``"universal"``, default ``"all"``) and ``damping`` (in [0, 1), default ``replica.engine.DEFAULT_DAMPING``, 0.5).
+        ``branches`` (``"all"`` or ``"universal"``, default ``"all"``) and ``damping`` (in [0, 1), default
+        ``replica.engine.DEFAULT_DAMPING``, 0.5).
     alphas : array_like, shape (n_alpha,)
         Distinct sample ratios α > 0 (sorted here).
     checkpoint : SweepCheckpoint, optional, keyword-only
