@@ -743,7 +743,7 @@ def _run_sweep(args) -> int:
             grid = "front rules in s and |v|" if model.readout_front else "s rules and readout grid"
         _warn_discretization(result, grid)
         try:
-            write_sweep(out, result, parameters, configuration=configuration)
+            target.finish(lambda: write_sweep(out, result, parameters, configuration=configuration))
         except OSError:  # e.g. a full disk: keep every solve for --resume if the checkpoint still fits
             if checkpoint.dirty:
                 try:
@@ -751,7 +751,6 @@ def _run_sweep(args) -> int:
                 except OSError:
                     pass
             raise
-        target.commit()
     tr = result.transitions
 
     def located(key):
@@ -1190,8 +1189,9 @@ def _run_traced(args, vary, values, base, alphas) -> int:
                 lines = distinct_lines(lines + third_lines(model, vary, lines, triples, values, solve_kw))
                 mark_metastable(model, vary, lines, triples, solve_kw)
                 _log_traced(vary, lines, critical, triples)
-                write_phase_lines(out, lines, parameters, parameter=vary, requested=values, critical=critical,
-                                  triples=triples, configuration=configuration, architecture=arch.name)
+                target.finish(lambda: write_phase_lines(out, lines, parameters, parameter=vary, requested=values,
+                                                        critical=critical, triples=triples,
+                                                        configuration=configuration, architecture=arch.name))
         except KeyboardInterrupt as exc:
             if checkpoint.dirty:
                 try:
@@ -1204,7 +1204,6 @@ def _run_traced(args, vary, values, base, alphas) -> int:
         finally:
             if pbar is not None:
                 pbar.close()
-        target.commit()
     print(out)
     return 0
 

@@ -325,8 +325,8 @@ def _run(args) -> int:
             raise
         from replica.workflow.config import resolved_configuration
 
-        write_experiment(output, config, results, overwrite=True, configuration=resolved_configuration(args))
-        target.commit()
+        target.finish(lambda: write_experiment(output, config, results, overwrite=True,
+                                               configuration=resolved_configuration(args)))
     logger.info("wrote %s in %.1f s", output, time.perf_counter() - begin)
     for init, result in results.items():
         for alpha, mean, sem in zip(result.alpha, result.datasets["mmse_mean"], result.datasets["mmse_sem"]):

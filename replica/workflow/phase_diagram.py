@@ -494,14 +494,13 @@ def run_phase_diagram(path, parameter, values, lines_options, base, alphas, *, c
             if target.finished:
                 return assemble(parameter, values, alphas, done)
 
-        def save():
+        def save(final=True):
             data = assemble(parameter, values, alphas, done)
             write_phase_diagram(target.checkpoint, data, base, parameter=parameter, complete=False,
                                 configuration=configuration, architecture=architecture)
-            if len(done) == values.size:  # the checkpoint holds every line until the result is in place
-                write_phase_diagram(path, data, base, parameter=parameter, complete=True,
-                                    configuration=configuration, architecture=architecture)
-                target.commit()
+            if final and len(done) == values.size:  # the checkpoint holds every line until the result is in place
+                target.finish(lambda: write_phase_diagram(path, data, base, parameter=parameter, complete=True,
+                                                          configuration=configuration, architecture=architecture))
             return data
 
         if len(done) == values.size:
@@ -542,11 +541,11 @@ def _compute_lines(done, parameter, values, lines_options, alphas, target, save,
         pbar.refresh()  # drawn at its total (the last update may fall within tqdm's refresh interval)
     except KeyboardInterrupt as exc:
         interrupted = True
-        if done and len(done) < values.size:
+        if done:
             # a line that arrived just before the interrupt (in ``done``, its save cut short) is saved too, so
-            # that the checkpoint holds what the note says
+            # that the checkpoint holds what the note says — the last line too: the target stays unchanged
             with _no_signals():
-                save()
+                save(final=False)
         exc.note = target.interrupted_note(f"{len(done)} of {values.size} lines" if done else None)
         raise
     finally:

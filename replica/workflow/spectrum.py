@@ -325,11 +325,11 @@ def _run(args) -> int:
 
     parameters = {"gamma": args.gamma, "readout": args.readout, "readout_grid": args.readout_grid,
                   "lambda": lambdas.tolist(), "density_grid": args.density_grid, "resolution": args.resolution}
-    with SafeOutput(out, overwrite=args.overwrite, checkpoints=False):
+    with SafeOutput(out, overwrite=args.overwrite, checkpoints=False) as target:
         result = spectrum(args.gamma, args.readout, lambdas, density_grid=args.density_grid,
                           resolution=args.resolution, readout_grid=args.readout_grid, progress=not args.quiet)
         configuration = resolved_configuration(args)
-        write_spectrum(out, result, parameters, configuration=configuration)
+        target.finish(lambda: write_spectrum(out, result, parameters, configuration=configuration))
     print(out)
     return 0
 
