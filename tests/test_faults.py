@@ -143,21 +143,28 @@ def test_sweep_signal_keeps_previous_and_resumes_exactly(request, tmp_path, caps
 
 
 
+@pytest.mark.parametrize("where", ["write", "release"])
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
-def test_signal_during_the_final_write_completes_the_run(tmp_path, capsys, reference, previous, monkeypatch, sig):
+def test_signal_during_the_final_write_completes_the_run(tmp_path, capsys, reference, previous, monkeypatch, sig,
+                                                        where):
     """A signal that lands while the finished result replaces the target (the window that a seeded delay of the
-    phase-diagram test hit in CI: exit 130, a note saying the target was unchanged, the target replaced): the
-    result is complete, so the run ends normally — exit 0, the new result, no checkpoint left."""
-    from replica.workflow import io
+    phase-diagram test hit in CI: exit 130, a note saying the target was unchanged, the target replaced), or
+    while the output's lock is released after it: the result is complete, so the run ends normally — exit 0, the
+    new result, no checkpoint or lock left."""
+    from replica.workflow import io, safe_write
 
-    original = io.write_sweep
+    owner, name = (io, "write_sweep") if where == "write" else (safe_write._Lock, "release")
+    original = getattr(owner, name)
 
-    def write_then_signal(*args, **kwargs):
-        original(*args, **kwargs)
-        os.kill(os.getpid(), sig)  # the signal's handler runs before the commit
+    def then_signal(*args, **kwargs):
+        if where == "write":
+            original(*args, **kwargs)
+        os.kill(os.getpid(), sig)  # the signal's handler runs before the commit, or before the lock is released
         time.sleep(0.01)
+        if where == "release":
+            original(*args, **kwargs)
 
-    monkeypatch.setattr(io, "write_sweep", write_then_signal)
+    monkeypatch.setattr(owner, name, then_signal)
     out = tmp_path / "x.h5"
     shutil.copy(previous, out)
     handlers = [signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)]
@@ -165,6 +172,30 @@ def test_signal_during_the_final_write_completes_the_run(tmp_path, capsys, refer
     assert_same_sweep(out, reference)
     assert not checkpoint_path(out).exists() and leftovers(tmp_path) == []
     assert [signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)] == handlers  # the holds are undone
+
+
+def test_sgd_interrupted_after_its_result_is_written_says_so(tmp_path, capsys, monkeypatch):
+    """``replica-sgd`` writes its run, then adds reference levels under the same lock (a minute): a Ctrl-C there
+    (here: during the write, held to its end) exits 130 with a note that the run is written and how to add what
+    is missing — before, the note said the replaced file was unchanged."""
+    pytest.importorskip("jax")
+    from replica.workflow import sgd_results
+    from replica.workflow.sgd_cli import main as sgd_main
+
+    out = tmp_path / "s.h5"
+    out.write_bytes(b"an older file")
+    original = sgd_results.write_sgd
+
+    def write_then_signal(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGINT)  # held until the write is done
+        original(*args, **kwargs)
+
+    monkeypatch.setattr(sgd_results, "write_sgd", write_then_signal)
+    rc = sgd_main(["--dim", "20", "--steps", "200", "--quiet", "--reference", "-o", str(out), "--overwrite"])
+    err = capsys.readouterr().err
+    assert rc == 130, err
+    assert f"{out} written with the finished run; --reference not added" in err and "unchanged" not in err, err
+    assert h5py.is_hdf5(out) and leftovers(tmp_path) == []
 
 def test_resume_overwrite_never_discards_a_checkpoint(tmp_path, capsys, reference, previous, monkeypatch):
     """``--resume --overwrite`` on a real checkpoint resumes it (the issue: it started anew)."""

@@ -456,6 +456,37 @@ def _alive(pid) -> bool:  # pragma: no cover - used without fcntl only
 
 
 # --------------------------------------------------------------------------- the protocol
+@contextlib.contextmanager
+def signals_deferred():
+    """SIGINT and SIGTERM that arrive in the block are delivered when it ends, to the handlers in place before it
+    (main thread; elsewhere the block runs as it is): the block — a write and the record that it was made — is
+    not cut in two. A previous handler that is Python's (the commands' own, ``default_int_handler``) is called;
+    ``SIG_DFL`` re-sends the signal; ``SIG_IGN`` drops it."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held, previous = [], {}
+
+    def hold(signum, frame):  # pragma: no cover - exercised by the fault tests
+        held.append((signum, frame))
+
+    try:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous[sig] = signal.getsignal(sig)
+            signal.signal(sig, hold)
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+    if held:
+        signum, frame = held[0]
+        handler = previous.get(signum)
+        if callable(handler):
+            handler(signum, frame)
+        elif handler in (None, signal.SIG_DFL):
+            os.kill(os.getpid(), signum)
+
+
 class SafeOutput:
     """Context manager implementing the write protocol for one output file.
 
@@ -641,12 +672,17 @@ class SafeOutput:
         thread). A signal that arrives then is dropped, with a log line, once the result is committed — the run
         is complete, and the command ends normally; were it raised, an interrupt between the replace and the
         commit, or after them, would report an unchanged target and keep a checkpoint of a finished run.
-        Exceptions of ``write`` (a full disk) propagate, the checkpoint kept."""
+        Exceptions of ``write`` (a full disk) propagate, the checkpoint kept (a held signal is then dropped: the
+        error is what the command reports). A command with work of its own after the write (``replica-sgd``
+        adds reference levels) uses :func:`signals_deferred` around the write instead."""
         if self._previous_handlers is None and threading.current_thread() is threading.main_thread():
             def hold(signum, frame):  # pragma: no cover - exercised by the fault tests
                 self._held.append(signum)
 
-            self._previous_handlers = {sig: signal.signal(sig, hold) for sig in (signal.SIGINT, signal.SIGTERM)}
+            self._previous_handlers = {}
+            for sig in (signal.SIGINT, signal.SIGTERM):  # each handler recorded before it is replaced: a signal
+                self._previous_handlers[sig] = signal.getsignal(sig)  # between the two leaves none replaced
+                signal.signal(sig, hold)
         write()
         self.commit()
 
@@ -667,13 +703,13 @@ class SafeOutput:
 
     def __exit__(self, exc_type, exc, tb):
         try:
+            self._lock.release()
+        finally:  # the held signals are let through only once the lock is released (the command has finished)
             if self._previous_handlers is not None:
-                for sig, handler in self._previous_handlers.items():
-                    signal.signal(sig, handler)
-                self._previous_handlers = None
                 if self._held and self.committed:
                     logger.info("%s: %s arrived after %s was written; the result is complete", self.option,
                                 signal.Signals(self._held[0]).name, self.path)
-        finally:
-            self._lock.release()
+                for sig, handler in self._previous_handlers.items():  # None: installed outside Python
+                    signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+                self._previous_handlers = None
         return False

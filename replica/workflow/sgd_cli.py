@@ -275,7 +275,8 @@ def _run(args) -> int:
         return _run_command(args)
     except KeyboardInterrupt as exc:  # no checkpoint: the old file stays, one line says so
         target = args.output or "sgd.h5"
-        exc.note = f"nothing saved; {target} {'unchanged' if Path(target).exists() else 'not written'}"
+        if not getattr(exc, "note", None):  # (set where the run was already written)
+            exc.note = f"nothing saved; {target} {'unchanged' if Path(target).exists() else 'not written'}"
         raise
 
 
@@ -329,15 +330,29 @@ def _run_command(args) -> int:
         result = run_sgd(config, progress=not args.quiet, backend=args.backend)
         from replica.workflow.config import resolved_configuration
 
-        write_sgd(result, output, overwrite=True, configuration=resolved_configuration(args))
-        t_spec = specialization_time(result.time, result.specialized_fraction)
-        logger.info("wrote %s in %.1f s: final test error %.4g, specialized fraction %.2f, "
-                    "t_spec %.4g (first time the specialized fraction stays >= 0.5)", output, result.wall_time,
-                    result.test_error[-1], result.specialized_fraction[-1], t_spec)
-        if args.reference:
-            _store_reference(output, args, locked=True)
-        if args.closure is True:
-            _store_closure(output, locked=True)
+        from .safe_write import signals_deferred
+
+        written = False
+        try:
+            with signals_deferred():  # an interrupt during the write is raised after it, with the note below
+                write_sgd(result, output, overwrite=True, configuration=resolved_configuration(args))
+                written = True
+            t_spec = specialization_time(result.time, result.specialized_fraction)
+            logger.info("wrote %s in %.1f s: final test error %.4g, specialized fraction %.2f, "
+                        "t_spec %.4g (first time the specialized fraction stays >= 0.5)", output, result.wall_time,
+                        result.test_error[-1], result.specialized_fraction[-1], t_spec)
+            if args.reference:
+                _store_reference(output, args, locked=True)
+            if args.closure is True:
+                _store_closure(output, locked=True)
+        except KeyboardInterrupt as exc:
+            if not written:
+                raise
+            extra = " and ".join(w for w, on in (("--reference", args.reference), ("--closure", args.closure is True))
+                                 if on)
+            exc.note = (f"{output} written with the finished run" + (f"; {extra} not added (add with "
+                        f"replica-sgd --plot {output} {extra})" if extra else ""))
+            raise
     if args.figures:
         _plot(output, output.with_suffix(""), args, store_reference=False)
     return 0
