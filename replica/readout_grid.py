@@ -904,9 +904,9 @@ class ProfileSolver:
     def _refine(self, alpha, y, sel, level, start, options):
         """Solution on the rule ``level`` from the solution ``y`` of the previous rule
         (:func:`_chord_newton`), as a converged :class:`FixedPointResult`, or ``None``."""
-        from .engine import DEFAULT_DAMPING, STATUS_MESSAGES, FixedPointResult
+        from .engine import DEFAULT_ATOL, DEFAULT_DAMPING, DEFAULT_RTOL, STATUS_MESSAGES, FixedPointResult
 
-        atol, rtol = options.get("atol", 1e-12), options.get("rtol", 1e-10)
+        atol, rtol = options.get("atol", DEFAULT_ATOL), options.get("rtol", DEFAULT_RTOL)
         with np.errstate(all="ignore"):
             z, fz, n = _chord_newton(lambda u: self.update(alpha, u, sel, level), np.array(y, dtype=float),
                                      atol, rtol, self._project)

@@ -456,6 +456,24 @@ def _alive(pid) -> bool:  # pragma: no cover - used without fcntl only
 
 
 # --------------------------------------------------------------------------- the protocol
+def _hold_signals(held, previous):
+    """Replace the handlers of SIGINT and SIGTERM (main thread) by one that appends ``(signum, frame)`` to
+    ``held``; each previous handler goes into the dict ``previous`` before it is replaced, so that a signal between
+    the two leaves nothing to restore unrecorded (:func:`_restore_signals`)."""
+    def hold(signum, frame):  # pragma: no cover - exercised by the fault tests
+        held.append((signum, frame))
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        previous[sig] = signal.getsignal(sig)
+        signal.signal(sig, hold)
+
+
+def _restore_signals(previous):
+    """Put back the handlers that :func:`_hold_signals` recorded (None: installed outside Python, then SIG_DFL)."""
+    for sig, handler in previous.items():
+        signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+
+
 @contextlib.contextmanager
 def signals_deferred():
     """SIGINT and SIGTERM that arrive in the block are delivered when it ends, to the handlers in place before it
@@ -466,18 +484,11 @@ def signals_deferred():
         yield
         return
     held, previous = [], {}
-
-    def hold(signum, frame):  # pragma: no cover - exercised by the fault tests
-        held.append((signum, frame))
-
     try:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            previous[sig] = signal.getsignal(sig)
-            signal.signal(sig, hold)
+        _hold_signals(held, previous)
         yield
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+        _restore_signals(previous)
     if held:
         signum, frame = held[0]
         handler = previous.get(signum)
@@ -540,7 +551,7 @@ class SafeOutput:
         self.finished = False
         self.committed = False
         self._lock = _Lock(self.path, option=option)
-        self._held = []  # signals that arrived while the result was written (see finish)
+        self._held = []  # (signum, frame) of the signals that arrived while the result was written (see finish)
         self._previous_handlers = None
 
     # -- entry: validate, lock, decide
@@ -676,13 +687,8 @@ class SafeOutput:
         error is what the command reports). A command with work of its own after the write (``replica-sgd``
         adds reference levels) uses :func:`signals_deferred` around the write instead."""
         if self._previous_handlers is None and threading.current_thread() is threading.main_thread():
-            def hold(signum, frame):  # pragma: no cover - exercised by the fault tests
-                self._held.append(signum)
-
             self._previous_handlers = {}
-            for sig in (signal.SIGINT, signal.SIGTERM):  # each handler recorded before it is replaced: a signal
-                self._previous_handlers[sig] = signal.getsignal(sig)  # between the two leaves none replaced
-                signal.signal(sig, hold)
+            _hold_signals(self._held, self._previous_handlers)
         write()
         self.commit()
 
@@ -708,8 +714,7 @@ class SafeOutput:
             if self._previous_handlers is not None:
                 if self._held and self.committed:
                     logger.info("%s: %s arrived after %s was written; the result is complete", self.option,
-                                signal.Signals(self._held[0]).name, self.path)
-                for sig, handler in self._previous_handlers.items():  # None: installed outside Python
-                    signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+                                signal.Signals(self._held[0][0]).name, self.path)
+                _restore_signals(self._previous_handlers)
                 self._previous_handlers = None
         return False
